@@ -1,0 +1,99 @@
+// ProcessGroup: a handle to a collective-communication world — this rank, the
+// world size, and the Transport that connects the ranks.
+//
+// Cheap to copy: copies share the transport (and its connections), so one group
+// can be handed to the generator loop, the weight loader and per-layer ops.
+// A sub-group (Split) is a ProcessGroup over a subset of ranks that shares the
+// same transport; its ranks are renumbered 0..n-1 in the order given.
+//
+// Semantics (as MPI):
+// - Point-to-point: between two ranks, messages with the same tag arrive in the
+//   order they were sent. User tags must be < kTagReservedBase; larger tags are
+//   reserved for collectives and rejected with InvalidTag in every build mode.
+// - Collectives on one group must be called in the same order on all its
+//   ranks. When they are not, the mismatch is detected and reported as
+//   CollectiveMismatch (naming the op and sequence number on both sides),
+//   never hung on or silently mixed.
+// - Every wait has a deadline (the transport's timeout); a lost peer gives
+//   PeerLost or Timeout naming the peer and the op.
+//
+// Thread-safety: all methods may be called from several threads at once.
+// Point-to-point calls may run concurrently with a collective. Collectives of
+// one group must be issued in the same order on every rank, so callers must not
+// race two collectives of the same group against each other.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "distributed/collective_error.h"
+#include "distributed/transport.h"
+
+namespace inferno {
+
+inline constexpr uint32_t kTagReservedBase = 0xFFF00000u;
+
+enum class ReduceKind { kSum, kProd, kMin, kMax, kMean };
+
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(std::shared_ptr<Transport> transport);
+
+  int rank() const;
+  int world_size() const;
+  // True on rank 0: the place to print, sample and own the final logits.
+  bool is_leader() const { return rank() == 0; }
+  const std::shared_ptr<Transport>& transport() const;
+
+  // Returns once every rank of the group has entered the barrier.
+  Status barrier();
+
+  // Point-to-point. `to`/`from` are ranks of this group. The length of a
+  // received message comes from the wire.
+  Status send_f32(int to, uint32_t tag, std::span<const float> data);
+  Result<std::vector<float>> recv_f32(int from, uint32_t tag);
+  Status send_i32(int to, uint32_t tag, std::span<const int32_t> data);
+  Result<std::vector<int32_t>> recv_i32(int from, uint32_t tag);
+  Status send_bytes(int to, uint32_t tag, std::span<const std::byte> data);
+  Result<std::vector<std::byte>> recv_bytes(int from, uint32_t tag);
+
+  // In place: on return every rank's `data` holds op(every rank's input),
+  // element-wise. Lengths must match across ranks (else LengthMismatch).
+  Status all_reduce(std::span<float> data, ReduceKind op);
+
+  // Returns every rank's `data` concatenated in rank order
+  // (length world_size × n). Lengths must match across ranks.
+  Result<std::vector<float>> all_gather(std::span<const float> data);
+
+  // On non-roots `data` is overwritten with the root's; its length must match
+  // the root's.
+  Status broadcast(int root, std::span<float> data);
+
+  // Reduces `data` (length world_size × n) element-wise across ranks; rank i
+  // receives block i (length n). Length must be divisible by world_size.
+  Result<std::vector<float>> reduce_scatter(std::span<const float> data, ReduceKind op);
+
+  // On `root`: every rank's blob in rank order (blobs may differ in size).
+  // On other ranks: an empty vector.
+  Result<std::vector<std::vector<std::byte>>> gather(int root, std::span<const std::byte> data);
+
+  // On `root`, `blobs` holds world_size blobs (sizes may differ); rank i
+  // receives blobs[i]. `blobs` is ignored on other ranks.
+  Result<std::vector<std::byte>> scatter(int root, const std::vector<std::vector<std::byte>>& blobs);
+
+  // A group over `ranks` (ranks of this group, distinct, in the new order),
+  // sharing this group's transport. Every rank of this group calls Split with
+  // the same `ranks` (it is a collective of this group); ranks not listed get
+  // InvalidArgument.
+  Result<ProcessGroup> Split(std::span<const int> ranks);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace inferno

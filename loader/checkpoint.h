@@ -1,0 +1,72 @@
+// Checkpoint: a read-only, memory-mapped view of a Llama model's weights —
+// its ModelConfig and its tensors by Hugging Face Llama name — whatever the
+// file format. Tensors are read one at a time, converted to f32; a tensor that
+// is never read is never touched on disk.
+//
+// Tensor names and layouts are Hugging Face's (row-major, [out, in] for
+// projections), whatever the source format:
+//   model.embed_tokens.weight                      (vocab_size, hidden_size)
+//   model.layers.{i}.input_layernorm.weight        (hidden_size)
+//   model.layers.{i}.self_attn.q_proj.weight       (n_heads * head_dim, hidden_size)
+//   model.layers.{i}.self_attn.k_proj.weight       (n_kv_heads * head_dim, hidden_size)
+//   model.layers.{i}.self_attn.v_proj.weight       (n_kv_heads * head_dim, hidden_size)
+//   model.layers.{i}.self_attn.o_proj.weight       (hidden_size, n_heads * head_dim)
+//   model.layers.{i}.post_attention_layernorm.weight (hidden_size)
+//   model.layers.{i}.mlp.gate_proj.weight          (intermediate_size, hidden_size)
+//   model.layers.{i}.mlp.up_proj.weight            (intermediate_size, hidden_size)
+//   model.layers.{i}.mlp.down_proj.weight          (hidden_size, intermediate_size)
+//   model.norm.weight                              (hidden_size)
+//   lm_head.weight                                 (vocab_size, hidden_size), absent when tied
+// q_proj and k_proj rows are in Hugging Face's RoPE order (rotating pairs
+// (i, i + head_dim/2) of each head); a llama2.c checkpoint, which rotates
+// adjacent pairs (2i, 2i+1), is permuted into that order on read.
+//
+// Thread-safety: const methods may be called from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loader/load_error.h"
+#include "loader/model_config.h"
+
+namespace inferno {
+
+enum class DType { kF32, kF16, kBF16 };
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  int64_t num_elements() const;
+};
+
+class Checkpoint {
+ public:
+  virtual ~Checkpoint() = default;
+
+  // Opens a safetensors file, a folder holding model.safetensors or a sharded
+  // model.safetensors.index.json (plus config.json), or a llama2.c .bin file.
+  // Validates headers and the presence and shapes of the tensors the config
+  // requires.
+  static LoadResult<std::unique_ptr<Checkpoint>> Open(const std::string& path);
+
+  virtual const ModelConfig& config() const = 0;
+  // Every tensor, in a stable order.
+  virtual const std::vector<TensorInfo>& tensors() const = 0;
+  // Fails if `name` is not in the checkpoint.
+  LoadResult<TensorInfo> Find(const std::string& name) const;
+
+  // Copies tensor `name` into `out`, converted to f32. `out.size()` must equal
+  // the tensor's element count.
+  virtual LoadStatus ReadF32(const std::string& name, std::span<float> out) const = 0;
+  // Rows [row_begin, row_end) of a 2-D tensor (or the whole 1-D tensor) into
+  // `out`, converted to f32 — for tensor-parallel slices.
+  virtual LoadStatus ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+                                 std::span<float> out) const = 0;
+};
+
+}  // namespace inferno
