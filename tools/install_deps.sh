@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project builds, tests and benchmarks with.
+# Idempotent: quick when everything is already present. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap g++ clang-14 libclang-rt-14-dev
+  libzmq3-dev cppzmq-dev libgoogle-glog-dev libgflags-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
+  iproute2 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
