@@ -1,0 +1,129 @@
+#include "engine/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <glog/logging.h>
+
+namespace inferno {
+namespace {
+
+// Weight bytes a block of rows may take so that it stays in L2 while every
+// row of x passes over it.
+constexpr int64_t kBlockFloats = 32 * 1024;
+
+}  // namespace
+
+float Dot(const float* a, const float* b, int64_t n) {
+  constexpr int kLanes = 16;
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] += a[i + j] * b[i + j];
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  }
+  return lanes[0] + tail;
+}
+
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n,
+            int64_t rows, int64_t cols, ThreadPool& pool) {
+  DCHECK_GE(static_cast<int64_t>(out.size()), n * rows);
+  DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
+  DCHECK_GE(static_cast<int64_t>(w.size()), rows * cols);
+  const int64_t block_rows = std::max<int64_t>(1, kBlockFloats / cols);
+  float* out_data = out.data();
+  const float* x_data = x.data();
+  const float* w_data = w.data();
+  pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {
+    for (int64_t block = row_begin; block < row_end; block += block_rows) {
+      const int64_t block_end = std::min(row_end, block + block_rows);
+      for (int64_t t = 0; t < n; ++t) {
+        const float* x_row = x_data + t * cols;
+        float* out_row = out_data + t * rows;
+        for (int64_t r = block; r < block_end; ++r) out_row[r] = Dot(w_data + r * cols, x_row, cols);
+      }
+    }
+  });
+}
+
+void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps) {
+  const int64_t dim = static_cast<int64_t>(x.size());
+  DCHECK_EQ(out.size(), x.size());
+  DCHECK_EQ(weight.size(), x.size());
+  float mean_square = Dot(x.data(), x.data(), dim) / static_cast<float>(dim);
+  const float scale = 1.0f / std::sqrt(mean_square + eps);
+  for (int64_t i = 0; i < dim; ++i) out[i] = weight[i] * (scale * x[i]);
+}
+
+void Softmax(std::span<float> x) {
+  if (x.empty()) return;
+  const float max_value = *std::max_element(x.begin(), x.end());
+  float sum = 0.0f;
+  for (float& v : x) {
+    v = std::exp(v - max_value);
+    sum += v;
+  }
+  for (float& v : x) v /= sum;
+}
+
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
+                    int64_t head_dim, float theta) {
+  const int64_t half = head_dim / 2;
+  CHECK_GE(static_cast<int64_t>(cos_table.size()), seq_len * half);
+  CHECK_GE(static_cast<int64_t>(sin_table.size()), seq_len * half);
+  for (int64_t pos = 0; pos < seq_len; ++pos) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float frequency =
+          1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+      const float angle = static_cast<float>(pos) * frequency;
+      cos_table[pos * half + i] = std::cos(angle);
+      sin_table[pos * half + i] = std::sin(angle);
+    }
+  }
+}
+
+void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos, std::span<const float> sin) {
+  const int64_t half = head_dim / 2;
+  const int64_t size = static_cast<int64_t>(x.size());
+  for (int64_t head = 0; head < size; head += head_dim) {
+    float* v = x.data() + head;
+    for (int64_t i = 0; i < half; ++i) {
+      const float v0 = v[2 * i];
+      const float v1 = v[2 * i + 1];
+      v[2 * i] = v0 * cos[i] - v1 * sin[i];
+      v[2 * i + 1] = v0 * sin[i] + v1 * cos[i];
+    }
+  }
+}
+
+void SwiGlu(std::span<float> gate_up, int64_t hidden) {
+  DCHECK_GE(static_cast<int64_t>(gate_up.size()), 2 * hidden);
+  float* gate = gate_up.data();
+  const float* up = gate_up.data() + hidden;
+  for (int64_t i = 0; i < hidden; ++i) {
+    float value = gate[i];
+    value *= 1.0f / (1.0f + std::exp(-value));
+    gate[i] = value * up[i];
+  }
+}
+
+void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
+                   int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores) {
+  DCHECK_GE(static_cast<int64_t>(scores.size()), pos + 1);
+  const float sqrt_head_dim = std::sqrt(static_cast<float>(head_dim));
+  const int64_t offset = kv_head * head_dim;
+  for (int64_t s = 0; s <= pos; ++s) scores[s] = Dot(q.data(), keys + s * kv_dim + offset, head_dim) / sqrt_head_dim;
+  Softmax(scores.first(pos + 1));
+  std::fill(out.begin(), out.begin() + head_dim, 0.0f);
+  for (int64_t s = 0; s <= pos; ++s) {
+    const float weight = scores[s];
+    const float* v = values + s * kv_dim + offset;
+    for (int64_t i = 0; i < head_dim; ++i) out[i] += weight * v[i];
+  }
+}
+
+}  // namespace inferno

@@ -1,0 +1,63 @@
+// Kernels: the f32 numerical building blocks of a Llama forward pass —
+// matrix products, RMSNorm, softmax, RoPE, SwiGLU and causal attention over a
+// KV cache.
+//
+// Determinism: each output element is computed by the same sequence of
+// floating-point operations whatever the thread count, the row split or the
+// batch size (a matrix-matrix product computes every element exactly as the
+// matrix-vector product would). Threads only split output rows (or heads).
+// No kernel allocates.
+//
+// Thread-safety: the functions are reentrant; a ThreadPool argument must not
+// be used by another thread during the call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "engine/thread_pool.h"
+
+namespace inferno {
+
+// Dot product of a[0, n) and b[0, n), summed in 16 independent lanes (which
+// compilers vectorize without -ffast-math) reduced pairwise.
+float Dot(const float* a, const float* b, int64_t n);
+
+// out (n, rows) = x (n, cols) · w (rows, cols)ᵀ. Rows of `w` are split among
+// the pool's threads and processed in blocks that stay in cache while every
+// row of `x` passes over them (batched prefill reads the weights once).
+// Precondition: the spans hold at least the sizes given; `out` does not alias
+// `x` or `w`.
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n,
+            int64_t rows, int64_t cols, ThreadPool& pool);
+
+// out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
+void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);
+
+// In place: x = exp(x - max(x)) / sum.
+void Softmax(std::span<float> x);
+
+// RoPE tables for positions [0, seq_len): cos and sin, each (seq_len,
+// head_dim / 2); pair i of position p turns by p / theta^(2i / head_dim),
+// computed as llama2.c does.
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
+                    int64_t head_dim, float theta);
+
+// In place: rotates adjacent pairs (2i, 2i+1) of every head of `x` (n_heads *
+// head_dim) by the angles of one position, `cos`/`sin` being that position's
+// row of the tables (head_dim / 2 each).
+void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos, std::span<const float> sin);
+
+// In place on the first half: gate_up (2 * hidden) holds gate then up;
+// gate_up[i] = silu(gate[i]) * up[i] for i < hidden.
+void SwiGlu(std::span<float> gate_up, int64_t hidden);
+
+// Causal grouped-query attention of one query position for one head.
+// q: (head_dim) the head's query; keys, values: the KV cache of one layer,
+// (seq_len, kv_dim), of which positions [0, pos] are read at column offset
+// kv_head * head_dim; scores: scratch of at least pos + 1 floats;
+// out: (head_dim).
+void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
+                   int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores);
+
+}  // namespace inferno
