@@ -32,17 +32,9 @@
 
 #include "loader/load_error.h"
 #include "loader/model_config.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
-
-enum class DType { kF32, kF16, kBF16 };
-
-struct TensorInfo {
-  std::string name;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
-  int64_t num_elements() const;
-};
 
 class Checkpoint {
  public:
