@@ -1,0 +1,51 @@
+// LaunchOptions: what `launch` was asked to run, parsed from its command line.
+//
+//   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS]
+//          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
+//          [--] PROGRAM ARGS...
+//
+// Thread-safety: a plain value type.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "distributed/expected.h"
+
+namespace inferno {
+
+struct LaunchOptions {
+  // Ranks started on this node (-n).
+  int ranks_per_node = 1;
+  // Nodes in the job, and this node's index in [0, nnodes). Ranks on this node
+  // are node_rank * ranks_per_node .. + ranks_per_node - 1.
+  int nnodes = 1;
+  int node_rank = 0;
+  // Where rank 0 listens for the rendezvous. Port 0 means "pick a free port on
+  // this host", which only single-node jobs may do.
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // Prefix every output line of rank r with "[r] ".
+  bool tag_output = false;
+  // Stop the whole job after this long; zero means no limit.
+  std::chrono::milliseconds timeout{0};
+  // Time between SIGTERM and SIGKILL when stopping ranks.
+  std::chrono::milliseconds grace{std::chrono::seconds(5)};
+  // The program and its arguments (argv[0] first).
+  std::vector<std::string> command;
+  // --help was given: print LaunchUsage() and run nothing.
+  bool show_help = false;
+
+  int world_size() const { return nnodes * ranks_per_node; }
+};
+
+// Usage text, several lines, ending in a newline.
+const char* LaunchUsage();
+
+// Parses argv[1..argc). Errors are one line naming the flag and the offending
+// value, e.g. "-n: expected an integer in [1, 4096], got 'abc'". With --help the
+// result has show_help set and nothing else checked.
+Expected<LaunchOptions, std::string> ParseLaunchOptions(int argc, const char* const* argv);
+
+}  // namespace inferno

@@ -1,0 +1,84 @@
+#include "tools/launch_options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace inferno {
+namespace {
+
+Expected<LaunchOptions, std::string> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "launch");
+  return ParseLaunchOptions(static_cast<int>(args.size()), args.data());
+}
+
+TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
+  auto options = Parse({"-n", "3", "--tag-output", "--timeout", "2.5", "--grace=0.25", "--nnodes",
+                        "2", "--node-rank=1", "--master-addr", "10.0.0.7", "--master-port",
+                        "29500", "--", "prog", "-n", "9"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  EXPECT_EQ(options->ranks_per_node, 3);
+  EXPECT_TRUE(options->tag_output);
+  EXPECT_EQ(options->timeout.count(), 2500);
+  EXPECT_EQ(options->grace.count(), 250);
+  EXPECT_EQ(options->nnodes, 2);
+  EXPECT_EQ(options->node_rank, 1);
+  EXPECT_EQ(options->master_addr, "10.0.0.7");
+  EXPECT_EQ(options->master_port, 29500);
+  EXPECT_EQ(options->world_size(), 6);
+  EXPECT_EQ(options->command, (std::vector<std::string>{"prog", "-n", "9"}));
+}
+
+TEST(ParseLaunchOptions, CommandStartsAtFirstNonFlagWithoutDoubleDash) {
+  auto options = Parse({"-n", "2", "echo", "--tag-output"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  EXPECT_FALSE(options->tag_output);
+  EXPECT_EQ(options->command, (std::vector<std::string>{"echo", "--tag-output"}));
+  EXPECT_EQ(options->master_port, 0);
+  EXPECT_EQ(options->timeout.count(), 0);
+}
+
+TEST(ParseLaunchOptions, HelpSkipsValidation) {
+  auto options = Parse({"--help"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  EXPECT_TRUE(options->show_help);
+}
+
+struct BadCase {
+  std::vector<const char*> args;
+  std::string error;
+};
+
+class ParseLaunchOptionsRejects : public testing::TestWithParam<BadCase> {};
+
+TEST_P(ParseLaunchOptionsRejects, WithOneLineNamingFlagAndValue) {
+  auto options = Parse(GetParam().args);
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.error(), GetParam().error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadFlags, ParseLaunchOptionsRejects,
+    testing::Values(
+        BadCase{{"-n", "0", "prog"}, "-n: expected an integer in [1, 4096], got '0'"},
+        BadCase{{"-n", "4x", "prog"}, "-n: expected an integer in [1, 4096], got '4x'"},
+        BadCase{{"-n"}, "-n: missing value"},
+        BadCase{{"prog"}, "-n: missing; say how many ranks to start"},
+        BadCase{{"-n", "2"}, "no program given after the flags"},
+        BadCase{{"-n", "2", "--tag", "prog"}, "unknown flag '--tag' (see launch --help)"},
+        BadCase{{"-n", "2", "--tag-output=1", "prog"}, "--tag-output takes no value, got '1'"},
+        BadCase{{"-n", "2", "--timeout", "0", "prog"},
+                "--timeout: expected a positive number of seconds, got '0'"},
+        BadCase{{"-n", "2", "--grace", "-1", "prog"},
+                "--grace: expected a non-negative number of seconds, got '-1'"},
+        BadCase{{"-n", "2", "--master-port", "70000", "prog"},
+                "--master-port: expected an integer in [1, 65535], got '70000'"},
+        BadCase{{"-n", "2", "--nnodes", "2", "--node-rank", "2", "--master-port", "5", "prog"},
+                "--node-rank: 2 is not below --nnodes 2"},
+        BadCase{{"-n", "2", "--nnodes", "2", "prog"},
+                "--master-port: required when --nnodes is 2 (every node must agree on it)"},
+        BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"}));
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,205 @@
+#!/bin/bash
+# Behaviour of //tools:launch with small shell programs as ranks: environment,
+# exit statuses, output tagging, stopping the job, and no process left behind.
+# Usage: launch_test.sh PATH_TO_LAUNCH
+set -u
+
+LAUNCH="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/launch_test.XXXXXX")"
+FAILURES=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+
+# Writes a rank program to $WORK/NAME from stdin and prints its path.
+program() {
+  cat > "$WORK/$1"
+  chmod +x "$WORK/$1"
+  echo "$WORK/$1"
+}
+
+# Every pid listed in the files given is gone (waits up to 2 s for reaping).
+expect_all_gone() {
+  local what="$1"
+  shift
+  local pid
+  for pid in $(cat "$@" 2>/dev/null); do
+    for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      fail "$what: process $pid is still running"
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+}
+
+# Waits (up to 10 s) until COUNT files match the glob.
+wait_for_files() {
+  local count="$1" glob="$2"
+  for _ in $(seq 100); do
+    # shellcheck disable=SC2086
+    [ "$(ls $glob 2>/dev/null | wc -l)" -ge "$count" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# --- environment ------------------------------------------------------------
+ENV_DUMP=$(program env_dump.sh <<EOS
+#!/bin/sh
+echo "\$RANK \$WORLD_SIZE \$LOCAL_RANK \$LOCAL_WORLD_SIZE \$MASTER_ADDR \$MASTER_PORT \${OMPI_COMM_WORLD_RANK:-unset}" > "$WORK/env.\$RANK"
+EOS
+)
+OMPI_COMM_WORLD_RANK=7 timeout 20 "$LAUNCH" -n 4 -- "$ENV_DUMP"
+status=$?
+[ "$status" -eq 0 ] || fail "env: launch exited $status, want 0"
+ports=$(cat "$WORK"/env.* | awk '{print $6}' | sort -u)
+[ "$(echo "$ports" | wc -l)" -eq 1 ] || fail "env: ranks got different ports: $ports"
+[ "$ports" -gt 0 ] 2>/dev/null || fail "env: MASTER_PORT '$ports' is not a port"
+for r in 0 1 2 3; do
+  read -r rank world local local_world addr port ompi < "$WORK/env.$r" || true
+  [ "$rank $world $local $local_world $addr $ompi" = "$r 4 $r 4 127.0.0.1 unset" ] ||
+    fail "env: rank $r saw '$(cat "$WORK/env.$r")'"
+done
+
+# --- one node of a multi-node job -------------------------------------------
+rm -f "$WORK"/env.*
+timeout 20 "$LAUNCH" -n 2 --nnodes 3 --node-rank 1 --master-addr 10.1.2.3 --master-port 4242 \
+  -- "$ENV_DUMP" || fail "multi-node: launch failed"
+[ "$(cat "$WORK/env.2")" = "2 6 0 2 10.1.2.3 4242 unset" ] || fail "multi-node: rank 2 saw '$(cat "$WORK/env.2" 2>&1)'"
+[ "$(cat "$WORK/env.3")" = "3 6 1 2 10.1.2.3 4242 unset" ] || fail "multi-node: rank 3 saw '$(cat "$WORK/env.3" 2>&1)'"
+[ "$(ls "$WORK"/env.* | wc -l)" -eq 2 ] || fail "multi-node: expected exactly ranks 2 and 3"
+
+# --- output -------------------------------------------------------------------
+TALK=$(program talk.sh <<'EOS'
+#!/bin/sh
+printf 'out %s\nsecond line\nno newline' "$RANK"
+echo "err $RANK" >&2
+EOS
+)
+out=$(timeout 20 "$LAUNCH" -n 1 -- "$TALK" 2>/dev/null)
+[ "$out" = "$(printf 'out 0\nsecond line\nno newline')" ] || fail "untagged output changed: '$out'"
+out=$(timeout 20 "$LAUNCH" -n 3 --tag-output -- "$TALK" 2>"$WORK/tagged.err")
+for r in 0 1 2; do
+  [ "$(echo "$out" | grep -c "^\[$r\] ")" -eq 3 ] || fail "tagged: rank $r lines wrong in '$out'"
+  echo "$out" | grep -qx "\[$r\] out $r" || fail "tagged: missing '[$r] out $r' in '$out'"
+  echo "$out" | grep -qx "\[$r\] no newline" || fail "tagged: missing '[$r] no newline'"
+  grep -qx "\[$r\] err $r" "$WORK/tagged.err" || fail "tagged: stderr of rank $r not tagged"
+done
+[ "$(echo "$out" | wc -l)" -eq 9 ] || fail "tagged: want 9 lines, got '$out'"
+
+# --- exit statuses ------------------------------------------------------------
+EXIT_IF_RANK=$(program exit_if_rank.sh <<EOS
+#!/bin/sh
+# Usage: exit_if_rank.sh FAILING_RANK HOW  (HOW: a status, or KILL/SEGV)
+echo \$\$ > "$WORK/pid.\$RANK"
+if [ "\$RANK" = "\$1" ]; then
+  sleep 0.3
+  case "\$2" in
+    [0-9]*) exit "\$2" ;;
+    *) kill -"\$2" \$\$ ;;
+  esac
+fi
+sleep 60 &
+echo \$! >> "$WORK/pid.\$RANK"
+wait
+EOS
+)
+rm -f "$WORK"/pid.*
+start=$(date +%s)
+timeout 30 "$LAUNCH" -n 4 --grace 5 -- "$EXIT_IF_RANK" 2 3 2>"$WORK/exit.err"
+status=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$status" -eq 3 ] || fail "exit 3 of rank 2: launch exited $status, want 3"
+[ "$elapsed" -le 4 ] || fail "exit 3 of rank 2: took ${elapsed}s to stop the others (SIGTERM should suffice)"
+grep -q "rank 2 (pid [0-9]*) exited with status 3" "$WORK/exit.err" || fail "exit: no message naming rank 2: $(cat "$WORK/exit.err")"
+expect_all_gone "exit 3 of rank 2" "$WORK"/pid.*
+
+rm -f "$WORK"/pid.*
+timeout 30 "$LAUNCH" -n 3 -- "$EXIT_IF_RANK" 1 KILL 2>/dev/null
+status=$?
+[ "$status" -eq 137 ] || fail "SIGKILL of rank 1: launch exited $status, want 137"
+expect_all_gone "SIGKILL of rank 1" "$WORK"/pid.*
+
+rm -f "$WORK"/pid.*
+timeout 30 "$LAUNCH" -n 2 -- "$WORK/does-not-exist" 2>"$WORK/exec.err"
+status=$?
+[ "$status" -eq 127 ] || fail "missing program: launch exited $status, want 127"
+grep -q "cannot run '$WORK/does-not-exist'" "$WORK/exec.err" || fail "missing program: message '$(cat "$WORK/exec.err")'"
+
+# --- a rank that ignores SIGTERM is killed after the grace period -----------
+STUBBORN=$(program stubborn.sh <<EOS
+#!/bin/sh
+trap '' TERM
+echo \$\$ > "$WORK/pid.\$RANK"
+[ "\$RANK" = 0 ] && { sleep 0.3; exit 5; }
+while :; do sleep 0.1; done
+EOS
+)
+rm -f "$WORK"/pid.*
+start=$(date +%s)
+timeout 30 "$LAUNCH" -n 3 --grace 1 -- "$STUBBORN" 2>"$WORK/stubborn.err"
+status=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$status" -eq 5 ] || fail "stubborn: launch exited $status, want 5"
+[ "$elapsed" -le 4 ] || fail "stubborn: took ${elapsed}s with --grace 1"
+grep -q "still running 1000 ms after SIGTERM; sending SIGKILL" "$WORK/stubborn.err" || fail "stubborn: no SIGKILL message: $(cat "$WORK/stubborn.err")"
+expect_all_gone "stubborn" "$WORK"/pid.*
+
+# --- --timeout ----------------------------------------------------------------
+rm -f "$WORK"/pid.*
+start=$(date +%s)
+timeout 30 "$LAUNCH" -n 2 --timeout 1 -- "$EXIT_IF_RANK" none 0 2>/dev/null
+status=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$status" -eq 124 ] || fail "--timeout: launch exited $status, want 124"
+[ "$elapsed" -le 4 ] || fail "--timeout 1 took ${elapsed}s"
+expect_all_gone "--timeout" "$WORK"/pid.*
+
+# --- SIGTERM / SIGINT to launch stop every rank -----------------------------
+for sig in TERM INT; do
+  rm -f "$WORK"/pid.*
+  timeout 30 "$LAUNCH" -n 3 -- "$EXIT_IF_RANK" none 0 2>/dev/null &
+  launch_pid=$!
+  wait_for_files 3 "$WORK/pid.*" || fail "SIG$sig: ranks never started"
+  sleep 0.2  # let each rank record its sleeping child too
+  # The timeout(1) wrapper forwards the signal to launch.
+  kill -"$sig" "$launch_pid"
+  wait "$launch_pid"
+  status=$?
+  want=$((128 + $(kill -l "$sig")))
+  [ "$status" -eq "$want" ] || fail "SIG$sig to launch: exited $status, want $want"
+  expect_all_gone "SIG$sig to launch" "$WORK"/pid.*
+done
+
+# --- launch killed with SIGKILL: the kernel kills its ranks -----------------
+rm -f "$WORK"/pid.*
+"$LAUNCH" -n 2 -- "$EXIT_IF_RANK" none 0 2>/dev/null &
+launch_pid=$!
+wait_for_files 2 "$WORK/pid.*" || fail "SIGKILL to launch: ranks never started"
+kill -KILL "$launch_pid"
+wait "$launch_pid" 2>/dev/null
+# Only the ranks themselves (first line of each file) die with launch.
+for f in "$WORK"/pid.*; do head -n 1 "$f"; done > "$WORK/rank_pids"
+expect_all_gone "SIGKILL to launch" "$WORK/rank_pids"
+for f in "$WORK"/pid.*; do tail -n +2 "$f"; done | xargs -r kill -KILL 2>/dev/null
+
+# --- bad flags ----------------------------------------------------------------
+"$LAUNCH" -n abc -- true 2>"$WORK/flags.err"
+status=$?
+[ "$status" -eq 2 ] || fail "bad flag: exited $status, want 2"
+[ "$(cat "$WORK/flags.err")" = "launch: -n: expected an integer in [1, 4096], got 'abc'" ] ||
+  fail "bad flag message: '$(cat "$WORK/flags.err")'"
+"$LAUNCH" -n 1 --master-addr 192.0.2.1 -- true 2>"$WORK/addr.err"
+status=$?
+[ "$status" -eq 1 ] || fail "foreign --master-addr: exited $status, want 1"
+grep -q "^launch: --master-addr: cannot bind 192.0.2.1:0" "$WORK/addr.err" ||
+  fail "foreign --master-addr message: '$(cat "$WORK/addr.err")'"
+
+rm -rf "$WORK"
+if [ "$FAILURES" -ne 0 ]; then
+  echo "$FAILURES check(s) failed" >&2
+  exit 1
+fi
+echo "PASS"

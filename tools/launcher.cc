@@ -1,0 +1,421 @@
+#include "tools/launcher.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace inferno {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Signals the launcher handles through a signalfd instead of handlers.
+constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+// Exit status when --timeout passes (as timeout(1)).
+constexpr int kTimeoutStatus = 124;
+// Exit status of a child whose exec failed (as the shell).
+constexpr int kExecFailedStatus = 127;
+// After every rank has exited, how long to keep reading output from processes
+// they left behind before giving up on it.
+constexpr std::chrono::milliseconds kOutputDrainLimit{1000};
+// Output buffered per stream before a line is emitted without its newline.
+constexpr size_t kMaxLineBytes = 64 * 1024;
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+// Binds a TCP socket to addr:0 and returns the port the kernel chose. The port
+// is free now; rank 0 binds it again moments later (the same race torchrun
+// accepts).
+Expected<int, std::string> FindFreePort(const std::string& addr) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
+    return MakeUnexpected("--master-addr: cannot resolve '" + addr + "': " + gai_strerror(rc));
+  }
+  std::string last_error = "no usable address";
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_error = ErrnoText();
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t length = sizeof(bound);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+      close(fd);
+      freeaddrinfo(found);
+      const int port = bound.ss_family == AF_INET6
+                           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+      return port;
+    }
+    last_error = ErrnoText();
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return MakeUnexpected("--master-addr: cannot bind " + addr + ":0 to find a free port (" +
+                        last_error + "); is it an address of this host?");
+}
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // our own stdout is gone; the ranks keep running
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// "exited with status 3" / "was killed by signal 9 (Killed)".
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    return "was killed by signal " + std::to_string(WTERMSIG(wait_status)) + " (" +
+           strsignal(WTERMSIG(wait_status)) + ")";
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+}
+
+int ExitStatusOf(int wait_status) {
+  return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
+}
+
+// One output stream (stdout or stderr) of one rank, read through a pipe when
+// output is tagged.
+struct TaggedStream {
+  int fd = -1;       // read end; -1 once closed
+  int target = -1;   // our fd the lines go to
+  std::string prefix;
+  std::string pending;  // bytes after the last newline
+
+  // Emits every complete line (and, with `flush`, the remainder) with the prefix.
+  void Emit(bool flush) {
+    std::string out;
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      out += prefix;
+      out.append(pending, start, nl + 1 - start);
+    }
+    pending.erase(0, start);
+    if (!pending.empty() && (flush || pending.size() >= kMaxLineBytes)) {
+      out += prefix + pending + "\n";
+      pending.clear();
+    }
+    WriteAll(target, out);
+  }
+
+  // Reads what is available; closes the stream at end of file.
+  void Read() {
+    char buffer[16384];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      Close();
+      return;
+    }
+    pending.append(buffer, static_cast<size_t>(n));
+    Emit(/*flush=*/false);
+  }
+
+  void Close() {
+    if (fd < 0) return;
+    close(fd);
+    fd = -1;
+    Emit(/*flush=*/true);
+  }
+};
+
+struct RankProcess {
+  int rank = 0;
+  pid_t pid = -1;  // also its process group id
+  bool running = false;
+  TaggedStream out, err;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const LaunchOptions& options) : options_(options) {}
+
+  Expected<int, std::string> Run() {
+    if (options_.master_port == 0) {
+      auto port = FindFreePort(options_.master_addr);
+      if (!port) return MakeUnexpected(port.error());
+      master_port_ = *port;
+    } else {
+      master_port_ = options_.master_port;
+    }
+    if (auto fd = TakeSignals(); !fd) return MakeUnexpected(fd.error());
+    // Descendants that ranks orphan are re-parented to us, so they stay in
+    // reach (and their exit is reaped) while the job runs.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ranks_.resize(options_.ranks_per_node);
+    for (int local = 0; local < options_.ranks_per_node; ++local) {
+      if (auto started = Start(local); !started) {
+        Stop(SIGKILL);
+        while (AnyRunning()) Reap(/*block=*/true);
+        return MakeUnexpected(started.error());
+      }
+    }
+    if (options_.timeout.count() > 0) job_deadline_ = Clock::now() + options_.timeout;
+    Supervise();
+    return exit_status_.value_or(0);
+  }
+
+ private:
+  Expected<void, std::string> TakeSignals() {
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (const int signal : kHandledSignals) sigaddset(&handled, signal);
+    if (sigprocmask(SIG_BLOCK, &handled, &original_mask_) != 0) {
+      return MakeUnexpected("sigprocmask: " + ErrnoText());
+    }
+    signal_fd_ = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (signal_fd_ < 0) return MakeUnexpected("signalfd: " + ErrnoText());
+    // A closed stdout must not kill the launcher and orphan the job.
+    std::signal(SIGPIPE, SIG_IGN);
+    return {};
+  }
+
+  Expected<void, std::string> Start(int local_rank) {
+    RankProcess& process = ranks_[local_rank];
+    process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
+    int out_pipe[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1};
+    if (options_.tag_output &&
+        (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
+      return MakeUnexpected("rank " + std::to_string(process.rank) + ": pipe: " + ErrnoText());
+    }
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      return MakeUnexpected("rank " + std::to_string(process.rank) + ": fork: " + ErrnoText());
+    }
+    if (pid == 0) ExecRank(process.rank, local_rank, parent, out_pipe[1], err_pipe[1]);
+    setpgid(pid, pid);  // also done by the child; whichever runs first wins
+    process.pid = pid;
+    process.running = true;
+    if (options_.tag_output) {
+      close(out_pipe[1]);
+      close(err_pipe[1]);
+      const std::string prefix = "[" + std::to_string(process.rank) + "] ";
+      process.out = TaggedStream{out_pipe[0], STDOUT_FILENO, prefix, ""};
+      process.err = TaggedStream{err_pipe[0], STDERR_FILENO, prefix, ""};
+    }
+    return {};
+  }
+
+  // In the child: sets up the rank's process state and execs the program.
+  [[noreturn]] void ExecRank(int rank, int local_rank, pid_t parent, int out_fd, int err_fd) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(kExecFailedStatus);  // the launcher died already
+    if (out_fd >= 0) {
+      dup2(out_fd, STDOUT_FILENO);
+      dup2(err_fd, STDERR_FILENO);
+    }
+    if (const int null_fd = open("/dev/null", O_RDONLY); null_fd >= 0) {
+      dup2(null_fd, STDIN_FILENO);
+      if (null_fd != STDIN_FILENO) close(null_fd);
+    }
+    const auto set = [](const char* name, const std::string& value) {
+      setenv(name, value.c_str(), /*overwrite=*/1);
+    };
+    set("RANK", std::to_string(rank));
+    set("WORLD_SIZE", std::to_string(options_.world_size()));
+    set("LOCAL_RANK", std::to_string(local_rank));
+    set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks_per_node));
+    set("NODE_RANK", std::to_string(options_.node_rank));
+    set("MASTER_ADDR", options_.master_addr);
+    set("MASTER_PORT", std::to_string(master_port_));
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                             "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS"}) {
+      unsetenv(name);
+    }
+    std::signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+    std::vector<char*> argv;
+    for (const std::string& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    const std::string message = "launch: rank " + std::to_string(rank) + ": cannot run '" +
+                                options_.command[0] + "': " + ErrnoText() + "\n";
+    WriteAll(STDERR_FILENO, message);
+    _exit(kExecFailedStatus);
+  }
+
+  void Supervise() {
+    std::optional<Clock::time_point> drain_deadline;
+    while (true) {
+      if (!AnyRunning() && !drain_deadline) {
+        // Processes the ranks left behind may still hold the output pipes.
+        Stop(SIGKILL);
+        drain_deadline = Clock::now() + kOutputDrainLimit;
+      }
+      if (drain_deadline && (!AnyStreamOpen() || Clock::now() >= *drain_deadline)) break;
+
+      std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}};
+      std::vector<TaggedStream*> streams;
+      for (RankProcess& process : ranks_) {
+        for (TaggedStream* stream : {&process.out, &process.err}) {
+          if (stream->fd < 0) continue;
+          fds.push_back({stream->fd, POLLIN, 0});
+          streams.push_back(stream);
+        }
+      }
+      const int ready = poll(fds.data(), fds.size(), PollTimeoutMs(drain_deadline));
+      if (ready < 0 && errno != EINTR) {
+        WriteAll(STDERR_FILENO, "launch: poll: " + ErrnoText() + "; stopping the job\n");
+        Fail(1);
+      }
+      if (ready > 0) {
+        if (fds[0].revents != 0) HandleSignals();
+        for (size_t i = 1; i < fds.size(); ++i) {
+          if (fds[i].revents != 0) streams[i - 1]->Read();
+        }
+      }
+      CheckDeadlines();
+    }
+    for (RankProcess& process : ranks_) {
+      process.out.Close();
+      process.err.Close();
+    }
+  }
+
+  int PollTimeoutMs(const std::optional<Clock::time_point>& drain_deadline) const {
+    std::optional<Clock::time_point> next = drain_deadline;
+    for (const auto& deadline : {job_deadline_, kill_deadline_}) {
+      if (deadline && (!next || *deadline < *next)) next = deadline;
+    }
+    if (!next) return -1;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+
+  void HandleSignals() {
+    signalfd_siginfo info;
+    while (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+      const int signal = static_cast<int>(info.ssi_signo);
+      if (signal == SIGCHLD) {
+        while (Reap(/*block=*/false)) {
+        }
+        continue;
+      }
+      if (exit_status_) {
+        WriteAll(STDERR_FILENO, std::string("launch: got SIG") + sigabbrev_np(signal) +
+                                    " again; killing the ranks now\n");
+        Stop(SIGKILL);
+        continue;
+      }
+      WriteAll(STDERR_FILENO, std::string("launch: got SIG") + sigabbrev_np(signal) +
+                                  "; stopping " + std::to_string(RunningCount()) + " ranks\n");
+      Fail(128 + signal);
+    }
+  }
+
+  // Reaps one exited child (a rank, or a process a rank orphaned). Returns
+  // whether one was reaped.
+  bool Reap(bool block) {
+    int wait_status = 0;
+    const pid_t pid = waitpid(-1, &wait_status, block ? 0 : WNOHANG);
+    if (pid <= 0) return false;
+    for (RankProcess& process : ranks_) {
+      if (process.pid != pid || !process.running) continue;
+      process.running = false;
+      const bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+      if (failed && !exit_status_) {
+        WriteAll(STDERR_FILENO, "launch: rank " + std::to_string(process.rank) + " (pid " +
+                                    std::to_string(pid) + ") " + DescribeWaitStatus(wait_status) +
+                                    "; stopping " + std::to_string(RunningCount()) +
+                                    " other ranks\n");
+        Fail(ExitStatusOf(wait_status));
+      }
+    }
+    return true;
+  }
+
+  void CheckDeadlines() {
+    const Clock::time_point now = Clock::now();
+    if (job_deadline_ && now >= *job_deadline_) {
+      job_deadline_.reset();
+      if (!exit_status_) {
+        WriteAll(STDERR_FILENO, "launch: --timeout of " +
+                                    std::to_string(options_.timeout.count()) + " ms passed; stopping " +
+                                    std::to_string(RunningCount()) + " ranks\n");
+        Fail(kTimeoutStatus);
+      }
+    }
+    if (kill_deadline_ && now >= *kill_deadline_) {
+      kill_deadline_.reset();
+      std::string stuck;
+      for (const RankProcess& process : ranks_) {
+        if (process.running) stuck += " " + std::to_string(process.rank);
+      }
+      if (!stuck.empty()) {
+        WriteAll(STDERR_FILENO, "launch: ranks" + stuck + " still running " +
+                                    std::to_string(options_.grace.count()) +
+                                    " ms after SIGTERM; sending SIGKILL\n");
+        Stop(SIGKILL);
+      }
+    }
+  }
+
+  // Records the job's exit status and starts stopping the ranks.
+  void Fail(int status) {
+    exit_status_ = status;
+    Stop(SIGTERM);
+    kill_deadline_ = Clock::now() + options_.grace;
+  }
+
+  // Sends `signal` to the process group of every rank (running or not: a
+  // finished rank's group may still hold processes it started).
+  void Stop(int signal) {
+    for (const RankProcess& process : ranks_) {
+      if (process.pid > 0) kill(-process.pid, signal);
+    }
+  }
+
+  bool AnyRunning() const { return RunningCount() > 0; }
+
+  int RunningCount() const {
+    return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(),
+                                          [](const RankProcess& p) { return p.running; }));
+  }
+
+  bool AnyStreamOpen() const {
+    return std::any_of(ranks_.begin(), ranks_.end(), [](const RankProcess& p) {
+      return p.out.fd >= 0 || p.err.fd >= 0;
+    });
+  }
+
+  const LaunchOptions& options_;
+  int master_port_ = 0;
+  int signal_fd_ = -1;
+  sigset_t original_mask_{};
+  std::vector<RankProcess> ranks_;
+  std::optional<int> exit_status_;  // set once the job is being stopped
+  std::optional<Clock::time_point> job_deadline_;
+  std::optional<Clock::time_point> kill_deadline_;
+};
+
+}  // namespace
+
+Expected<int, std::string> RunRanks(const LaunchOptions& options) {
+  return Supervisor(options).Run();
+}
+
+}  // namespace inferno

@@ -1,0 +1,34 @@
+// Launcher: runs one node's share of a multi-rank job as child processes and
+// supervises them, in the manner of torchrun and mpirun.
+//
+// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
+// MASTER_ADDR and MASTER_PORT (and loses any OMPI_COMM_WORLD_* / SLURM_PROCID /
+// SLURM_NTASKS it inherited, so the environment names one rank unambiguously).
+// Ranks read stdin from /dev/null. Each rank runs in its own process group, so
+// stopping a rank also stops the processes it started; each rank is also killed
+// by the kernel (PR_SET_PDEATHSIG) if the launcher itself dies.
+//
+// Thread-safety: RunRanks must be called from a single-threaded process (it
+// forks, blocks signals and owns SIGCHLD while it runs), at most once.
+#pragma once
+
+#include <string>
+
+#include "distributed/expected.h"
+#include "tools/launch_options.h"
+
+namespace inferno {
+
+// Starts options.ranks_per_node ranks of options.command and waits until all
+// have exited. Returns the job's exit status:
+// - 0 if every rank exited with 0;
+// - the first failed rank's exit status (128 + signal if it was killed by a
+//   signal) — the other ranks then get SIGTERM, and SIGKILL after options.grace;
+// - 124 if options.timeout passed first;
+// - 128 + signal if the launcher got SIGINT, SIGTERM or SIGHUP (a second such
+//   signal skips the grace period).
+// Returns an error (one line) if the job could not be started, e.g. no free
+// port at options.master_addr or fork failed; ranks already started are stopped.
+Expected<int, std::string> RunRanks(const LaunchOptions& options);
+
+}  // namespace inferno
