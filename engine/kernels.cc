@@ -100,14 +100,15 @@ void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos,
   }
 }
 
-void SwiGlu(std::span<float> gate_up, int64_t hidden) {
-  DCHECK_GE(static_cast<int64_t>(gate_up.size()), 2 * hidden);
-  float* gate = gate_up.data();
+void SwiGlu(std::span<float> out, std::span<const float> gate_up) {
+  const size_t hidden = out.size();
+  DCHECK_EQ(gate_up.size(), 2 * hidden);
+  const float* gate = gate_up.data();
   const float* up = gate_up.data() + hidden;
-  for (int64_t i = 0; i < hidden; ++i) {
+  for (size_t i = 0; i < hidden; ++i) {
     float value = gate[i];
     value *= 1.0f / (1.0f + std::exp(-value));
-    gate[i] = value * up[i];
+    out[i] = value * up[i];
   }
 }
 

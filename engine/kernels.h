@@ -48,9 +48,8 @@ void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int6
 // row of the tables (head_dim / 2 each).
 void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos, std::span<const float> sin);
 
-// In place on the first half: gate_up (2 * hidden) holds gate then up;
-// gate_up[i] = silu(gate[i]) * up[i] for i < hidden.
-void SwiGlu(std::span<float> gate_up, int64_t hidden);
+// out (hidden) = silu(gate) * up, where gate_up (2 * hidden) holds gate then up.
+void SwiGlu(std::span<float> out, std::span<const float> gate_up);
 
 // Causal grouped-query attention of one query position for one head.
 // q: (head_dim) the head's query; keys, values: the KV cache of one layer,

@@ -101,11 +101,12 @@ TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
 }
 
 TEST(SwiGlu, IsSiluOfGateTimesUp) {
-  std::vector<float> gate_up = {0.0f, 1.0f, -2.0f, 3.0f, 5.0f, 7.0f};
-  SwiGlu(gate_up, 3);
-  EXPECT_FLOAT_EQ(gate_up[0], 0.0f);
-  EXPECT_NEAR(gate_up[1], 1.0f / (1.0f + std::exp(-1.0f)) * 5.0f, 1e-6);
-  EXPECT_NEAR(gate_up[2], -2.0f / (1.0f + std::exp(2.0f)) * 7.0f, 1e-6);
+  const std::vector<float> gate_up = {0.0f, 1.0f, -2.0f, 3.0f, 5.0f, 7.0f};
+  std::vector<float> out(3);
+  SwiGlu(out, gate_up);
+  EXPECT_FLOAT_EQ(out[0], 0.0f);
+  EXPECT_NEAR(out[1], 1.0f / (1.0f + std::exp(-1.0f)) * 5.0f, 1e-6);
+  EXPECT_NEAR(out[2], -2.0f / (1.0f + std::exp(2.0f)) * 7.0f, 1e-6);
 }
 
 TEST(AttendOneHead, FirstPositionReturnsItsValueAndEqualKeysAverageValues) {

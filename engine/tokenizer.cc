@@ -1,0 +1,141 @@
+#include "engine/tokenizer.h"
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <glog/logging.h>
+
+namespace inferno {
+namespace {
+
+// llama2.c's safe_printstr: a lone byte that is neither printable nor
+// whitespace is dropped.
+std::string PrintableOrEmpty(std::string piece) {
+  if (piece.size() == 1) {
+    const unsigned char byte = static_cast<unsigned char>(piece[0]);
+    if (!std::isprint(byte) && !std::isspace(byte)) return "";
+  }
+  return piece;
+}
+
+bool IsUtf8Continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+
+}  // namespace
+
+std::vector<int32_t> ByteTokenizer::Encode(std::string_view text) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size());
+  for (unsigned char byte : text) ids.push_back(kFirstByteId + byte);
+  return ids;
+}
+
+std::string ByteTokenizer::Decode(int32_t, int32_t token) const {
+  CHECK(token >= 0 && token < kVocabSize) << "token id " << token;
+  if (token < kFirstByteId) return "";
+  return PrintableOrEmpty(std::string(1, static_cast<char>(token - kFirstByteId)));
+}
+
+EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path, int32_t vocab_size) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return EngineError{"--tokenizer: cannot open '" + path + "'"};
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  size_t offset = 0;
+  auto read = [&](void* out, size_t size) {
+    if (offset + size > bytes.size()) return false;
+    std::memcpy(out, bytes.data() + offset, size);
+    offset += size;
+    return true;
+  };
+  auto truncated = [&](int32_t token) {
+    return EngineError{path + ": truncated at byte offset " + std::to_string(offset) + " reading token " +
+                       std::to_string(token) + " of " + std::to_string(vocab_size)};
+  };
+  int32_t max_token_length = 0;
+  if (!read(&max_token_length, sizeof max_token_length)) return truncated(0);
+  std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
+  tokenizer->pieces_.reserve(vocab_size);
+  tokenizer->scores_.reserve(vocab_size);
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    float score = 0.0f;
+    int32_t length = 0;
+    if (!read(&score, sizeof score) || !read(&length, sizeof length)) return truncated(id);
+    if (length < 0 || length > max_token_length) {
+      return EngineError{path + ": token " + std::to_string(id) + " at byte offset " + std::to_string(offset - 4) +
+                         " has length " + std::to_string(length) + ", outside [0, " +
+                         std::to_string(max_token_length) + "]"};
+    }
+    std::string piece(length, '\0');
+    if (!read(piece.data(), piece.size())) return truncated(id);
+    tokenizer->scores_.push_back(score);
+    tokenizer->ids_.emplace(piece, id);  // the first of duplicate pieces wins
+    tokenizer->pieces_.push_back(std::move(piece));
+  }
+  return tokenizer;
+}
+
+int32_t BpeTokenizer::Lookup(std::string_view piece) const {
+  auto it = ids_.find(std::string(piece));
+  return it == ids_.end() ? -1 : it->second;
+}
+
+std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
+  std::vector<int32_t> ids;
+  if (text.empty()) return ids;
+  const int32_t space = Lookup(" ");
+  if (space >= 0) ids.push_back(space);
+
+  // One id per UTF-8 code point (at most 4 bytes), or one byte-fallback id
+  // (byte + 3) per byte of a code point the vocabulary lacks.
+  std::string code_point;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!IsUtf8Continuation(static_cast<unsigned char>(text[i]))) code_point.clear();
+    code_point.push_back(text[i]);
+    const bool more = i + 1 < text.size() && IsUtf8Continuation(static_cast<unsigned char>(text[i + 1]));
+    if (more && code_point.size() < 4) continue;
+    if (const int32_t id = Lookup(code_point); id >= 0) {
+      ids.push_back(id);
+    } else {
+      for (unsigned char byte : code_point) ids.push_back(static_cast<int32_t>(byte) + 3);
+    }
+    code_point.clear();
+  }
+
+  // Merge the adjacent pair with the best-scoring merged piece (the first on
+  // ties) until no pair merges.
+  std::string merged;
+  while (true) {
+    float best_score = -1e10f;
+    int32_t best_id = -1;
+    size_t best_index = 0;
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      merged = pieces_[ids[i]];
+      merged += pieces_[ids[i + 1]];
+      const int32_t id = Lookup(merged);
+      if (id >= 0 && scores_[id] > best_score) {
+        best_score = scores_[id];
+        best_id = id;
+        best_index = i;
+      }
+    }
+    if (best_id < 0) break;
+    ids[best_index] = best_id;
+    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(best_index) + 1);
+  }
+  return ids;
+}
+
+std::string BpeTokenizer::Decode(int32_t previous, int32_t token) const {
+  CHECK(token >= 0 && token < vocab_size()) << "token id " << token;
+  std::string_view piece = pieces_[token];
+  if (previous == kBosId && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+  unsigned int byte = 0;
+  if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' &&
+      std::sscanf(std::string(piece).c_str(), "<0x%02X>", &byte) == 1) {
+    return PrintableOrEmpty(std::string(1, static_cast<char>(byte)));
+  }
+  return PrintableOrEmpty(std::string(piece));
+}
+
+}  // namespace inferno
