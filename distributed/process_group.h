@@ -31,13 +31,12 @@
 #include <vector>
 
 #include "distributed/collective_error.h"
+#include "distributed/reduce.h"
 #include "distributed/transport.h"
 
 namespace inferno {
 
 inline constexpr uint32_t kTagReservedBase = 0xFFF00000u;
-
-enum class ReduceKind { kSum, kProd, kMin, kMax, kMean };
 
 class ProcessGroup {
  public:
@@ -70,7 +69,8 @@ class ProcessGroup {
   Result<std::vector<float>> all_gather(std::span<const float> data);
 
   // On non-roots `data` is overwritten with the root's; its length must match
-  // the root's.
+  // the root's (else LengthMismatch on that rank; the root, which only sends,
+  // cannot notice).
   Status broadcast(int root, std::span<float> data);
 
   // Reduces `data` (length world_size × n) element-wise across ranks; rank i

@@ -1,0 +1,91 @@
+#include "distributed/mailbox.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace inferno {
+namespace {
+
+std::string RecvWhat(int source, uint32_t tag) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "recv from rank %d tag 0x%08x", source, tag);
+  return text;
+}
+
+}  // namespace
+
+Mailbox::Mailbox(int world_size, std::chrono::milliseconds lost_grace)
+    : lost_grace_(lost_grace) {
+  CHECK_GT(world_size, 0);
+  sources_.reserve(world_size);
+  for (int i = 0; i < world_size; ++i) sources_.push_back(std::make_unique<SourceQueues>());
+}
+
+void Mailbox::Deliver(int source, Message message) {
+  CHECK(source >= 0 && source < static_cast<int>(sources_.size())) << "source " << source;
+  SourceQueues& queues = *sources_[source];
+  {
+    std::lock_guard<std::mutex> lock(queues.mutex);
+    if (queues.closed) return;
+    queues.by_tag[message.key.tag].push_back(std::move(message));
+  }
+  queues.arrived.notify_all();
+}
+
+void Mailbox::MarkPeerLost(int source) {
+  CHECK(source >= 0 && source < static_cast<int>(sources_.size())) << "source " << source;
+  SourceQueues& queues = *sources_[source];
+  {
+    std::lock_guard<std::mutex> lock(queues.mutex);
+    if (!queues.lost_at) queues.lost_at = Clock::now();
+  }
+  queues.arrived.notify_all();
+}
+
+void Mailbox::Close() {
+  for (auto& queues : sources_) {
+    {
+      std::lock_guard<std::mutex> lock(queues->mutex);
+      queues->closed = true;
+      queues->by_tag.clear();
+    }
+    queues->arrived.notify_all();
+  }
+}
+
+Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
+  if (source < 0 || source >= static_cast<int>(sources_.size())) {
+    return CollectiveError::UnknownRank("recv", source, static_cast<int>(sources_.size()));
+  }
+  const Deadline start = Clock::now();
+  SourceQueues& queues = *sources_[source];
+  std::unique_lock<std::mutex> lock(queues.mutex);
+  while (true) {
+    if (queues.closed) return CollectiveError::Closed(RecvWhat(source, tag));
+    auto it = queues.by_tag.find(tag);
+    if (it != queues.by_tag.end() && !it->second.empty()) {
+      Message message = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) queues.by_tag.erase(it);
+      return message;
+    }
+    const Deadline now = Clock::now();
+    Deadline wake = deadline;
+    if (queues.lost_at) {
+      const Deadline give_up = *queues.lost_at + lost_grace_;
+      if (now >= give_up) return CollectiveError::PeerLost(RecvWhat(source, tag), source);
+      wake = std::min(wake, give_up);
+    }
+    if (now >= deadline) {
+      return CollectiveError::Timeout(
+          RecvWhat(source, tag), source,
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
+    }
+    queues.arrived.wait_until(lock, wake);
+  }
+}
+
+}  // namespace inferno

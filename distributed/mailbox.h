@@ -1,0 +1,54 @@
+// Mailbox: the receive side shared by every Transport implementation — one
+// FIFO per (source rank, tag), waits with deadlines, and the bookkeeping of
+// lost peers and closing.
+//
+// Thread-safety: every method may be called from several threads at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "distributed/transport.h"
+
+namespace inferno {
+
+class Mailbox {
+ public:
+  // `lost_grace`: how long after MarkPeerLost a waiter keeps waiting for
+  // messages of that peer still in flight before failing with PeerLost.
+  Mailbox(int world_size, std::chrono::milliseconds lost_grace);
+
+  // Queues `message` from `source` (in [0, world_size)). Dropped once closed.
+  void Deliver(int source, Message message);
+
+  // Records that `source` is gone. Queued messages stay receivable.
+  void MarkPeerLost(int source);
+
+  // Wakes every waiter; pending and later Take calls fail with Closed.
+  void Close();
+
+  // Removes and returns the oldest message from `source` with `tag`.
+  // Errors: UnknownRank, Timeout at `deadline`, PeerLost, Closed.
+  Result<Message> Take(int source, uint32_t tag, Deadline deadline);
+
+ private:
+  struct SourceQueues {
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::unordered_map<uint32_t, std::deque<Message>> by_tag;
+    std::optional<Deadline> lost_at;
+    bool closed = false;
+  };
+
+  const std::chrono::milliseconds lost_grace_;
+  std::vector<std::unique_ptr<SourceQueues>> sources_;
+};
+
+}  // namespace inferno

@@ -1,0 +1,83 @@
+#include "distributed/mailbox.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+using std::chrono::milliseconds;
+
+Message MessageWithTag(uint32_t tag, std::byte first) {
+  return Message{FrameKey{tag, CollectiveOp::kPointToPoint, 0, 1},
+                 Payload(std::vector<std::byte>{first})};
+}
+
+TEST(Mailbox, DeliversInOrderPerSourceAndTag) {
+  Mailbox mailbox(2, milliseconds(0));
+  mailbox.Deliver(1, MessageWithTag(5, std::byte{1}));
+  mailbox.Deliver(1, MessageWithTag(6, std::byte{9}));
+  mailbox.Deliver(1, MessageWithTag(5, std::byte{2}));
+  const Deadline deadline = Clock::now() + milliseconds(100);
+  Result<Message> first = mailbox.Take(1, 5, deadline);
+  Result<Message> second = mailbox.Take(1, 5, deadline);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->payload.bytes()[0], std::byte{1});
+  EXPECT_EQ(second->payload.bytes()[0], std::byte{2});
+}
+
+TEST(Mailbox, TakeTimesOutWhenNothingArrives) {
+  Mailbox mailbox(2, milliseconds(0));
+  Result<Message> taken = mailbox.Take(0, 3, Clock::now() + milliseconds(20));
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.error().kind, ErrorKind::kTimeout);
+  EXPECT_NE(taken.error().message.find("rank 0 tag 0x00000003"), std::string::npos)
+      << taken.error().message;
+}
+
+TEST(Mailbox, TakeWakesWhenAMessageArrives) {
+  Mailbox mailbox(2, milliseconds(0));
+  std::thread sender([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    mailbox.Deliver(0, MessageWithTag(3, std::byte{4}));
+  });
+  Result<Message> taken = mailbox.Take(0, 3, Clock::now() + milliseconds(5000));
+  sender.join();
+  ASSERT_TRUE(taken.ok()) << taken.error().ToString();
+  EXPECT_EQ(taken->payload.bytes()[0], std::byte{4});
+}
+
+TEST(Mailbox, LostPeerStillDeliversQueuedMessagesThenFails) {
+  Mailbox mailbox(2, milliseconds(0));
+  mailbox.Deliver(1, MessageWithTag(5, std::byte{1}));
+  mailbox.MarkPeerLost(1);
+  const Deadline deadline = Clock::now() + milliseconds(1000);
+  EXPECT_TRUE(mailbox.Take(1, 5, deadline).ok());
+  Result<Message> after = mailbox.Take(1, 5, deadline);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().kind, ErrorKind::kPeerLost);
+}
+
+TEST(Mailbox, CloseFailsWaitersWithClosed) {
+  Mailbox mailbox(2, milliseconds(0));
+  std::thread closer([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    mailbox.Close();
+  });
+  Result<Message> taken = mailbox.Take(0, 3, Clock::now() + milliseconds(5000));
+  closer.join();
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.error().kind, ErrorKind::kClosed);
+}
+
+TEST(Mailbox, UnknownSourceIsAnError) {
+  Mailbox mailbox(2, milliseconds(0));
+  Result<Message> taken = mailbox.Take(2, 3, Clock::now());
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.error().kind, ErrorKind::kUnknownRank);
+}
+
+}  // namespace
+}  // namespace inferno

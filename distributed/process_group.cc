@@ -1,0 +1,577 @@
+#include "distributed/process_group.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace inferno {
+namespace {
+
+// Group ids live in the low bits of the reserved tags: group g's collectives
+// travel under tag kTagReservedBase + g, which no user tag can equal.
+constexpr uint32_t kMaxGroupId = ~kTagReservedBase;
+
+// Collectives move large buffers in segments of at most this many elements,
+// so that transfer of one segment overlaps reduction of the previous one.
+constexpr size_t kSegmentElements = kMaxChunkBytes / sizeof(float);
+
+// all_reduce and broadcast of at most this many bytes use the latency-optimal
+// algorithm (recursive doubling, binomial tree); larger ones the ring/chain.
+constexpr size_t kSmallCollectiveBytes = 64 << 10;
+
+std::span<const std::byte> AsBytes(std::span<const float> data) { return std::as_bytes(data); }
+
+CollectiveError WithContext(CollectiveError error, const std::string& context) {
+  error.message = context + ": " + error.message;
+  return error;
+}
+
+std::string HexTag(uint32_t tag) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%08x", tag);
+  return text;
+}
+
+// Hands out group ids; shared by a root group and every group split from it.
+struct GroupIdAllocator {
+  std::mutex mutex;
+  uint32_t next = 1;  // 0 is the root group
+};
+
+// What every copy of one group shares.
+struct GroupState {
+  std::shared_ptr<Transport> transport;
+  std::vector<int> members;  // group rank -> transport rank
+  int rank = 0;              // this rank within the group
+  uint32_t group_id = 0;
+  std::atomic<uint64_t> next_sequence{0};
+  std::shared_ptr<GroupIdAllocator> group_ids;
+
+  int size() const { return static_cast<int>(members.size()); }
+  uint32_t collective_tag() const { return kTagReservedBase + group_id; }
+  Deadline NextDeadline() const { return Clock::now() + transport->timeout(); }
+};
+
+// Splits n elements into `parts` contiguous blocks whose sizes differ by at
+// most one (the first n % parts blocks get the extra element).
+struct BlockLayout {
+  size_t n;
+  size_t parts;
+  size_t offset(size_t block) const {
+    return block * (n / parts) + std::min(block, n % parts);
+  }
+  size_t size(size_t block) const { return n / parts + (block < n % parts ? 1 : 0); }
+  size_t max_size() const { return n / parts + (n % parts ? 1 : 0); }
+};
+
+// Segment `index` of a block of `block_size` elements: [begin, end) within it.
+std::pair<size_t, size_t> SegmentRange(size_t block_size, size_t index) {
+  const size_t begin = std::min(block_size, index * kSegmentElements);
+  return {begin, std::min(block_size, begin + kSegmentElements)};
+}
+
+size_t SegmentCount(size_t max_block_size) {
+  return std::max<size_t>(1, (max_block_size + kSegmentElements - 1) / kSegmentElements);
+}
+
+// One invocation of a collective on one rank: frames it sends carry its op,
+// sequence number and length; frames it receives must carry the same.
+class CollectiveCall {
+ public:
+  CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count)
+      : state_(state),
+        op_(op),
+        sequence_(state.next_sequence.fetch_add(1)),
+        element_count_(element_count) {}
+
+  int rank() const { return state_.rank; }
+  int size() const { return state_.size(); }
+
+  // "all_reduce #4 of group 0 (rank 1 of 4)".
+  std::string Describe() const {
+    return CollectiveOpName(op_) + " #" + std::to_string(sequence_) + " of group " +
+           std::to_string(state_.group_id) + " (rank " + std::to_string(state_.rank) + " of " +
+           std::to_string(state_.size()) + ")";
+  }
+
+  Status Send(int peer, std::span<const std::byte> bytes) {
+    const FrameKey key{state_.collective_tag(), op_, sequence_, element_count_};
+    Status sent =
+        state_.transport->Send(state_.members[peer], key, bytes, state_.NextDeadline());
+    if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " +
+                                                               std::to_string(peer));
+    return {};
+  }
+
+  // Receives the next frame of this collective from group rank `peer`.
+  // `check_length`: the peer's element_count must equal ours.
+  Result<Message> Recv(int peer, bool check_length) {
+    Result<Message> received = state_.transport->Recv(
+        state_.members[peer], state_.collective_tag(), state_.NextDeadline());
+    const std::string where = Describe() + " from rank " + std::to_string(peer);
+    if (!received) return WithContext(std::move(received).error(), where);
+    const FrameKey& key = received->key;
+    if (key.op != op_ || key.sequence != sequence_) {
+      return CollectiveError::CollectiveMismatch(
+          Describe(), CollectiveOpName(key.op) + " #" + std::to_string(key.sequence) +
+                          " (rank " + std::to_string(peer) + ")");
+    }
+    if (check_length && key.element_count != element_count_) {
+      return CollectiveError::LengthMismatch(where, static_cast<int64_t>(element_count_),
+                                             static_cast<int64_t>(key.element_count));
+    }
+    return received;
+  }
+
+  // Receives a frame from `peer` that must hold exactly `expected.size()`
+  // floats, and returns its payload.
+  Result<Payload> RecvFloats(int peer, size_t expected_elements) {
+    Result<Message> received = Recv(peer, /*check_length=*/true);
+    if (!received) return std::move(received).error();
+    if (received->payload.size() != expected_elements * sizeof(float)) {
+      return CollectiveError::LengthMismatch(
+          Describe() + " from rank " + std::to_string(peer) + " (segment bytes)",
+          static_cast<int64_t>(expected_elements * sizeof(float)),
+          static_cast<int64_t>(received->payload.size()));
+    }
+    return std::move(received->payload);
+  }
+
+ private:
+  GroupState& state_;
+  const CollectiveOp op_;
+  const uint64_t sequence_;
+  const uint64_t element_count_;
+};
+
+void CopyInto(std::span<float> dst, std::span<const std::byte> src) {
+  if (!src.empty()) std::memcpy(dst.data(), src.data(), src.size());
+}
+
+// The pipelined ring shared by all_reduce, reduce_scatter and all_gather.
+// `data` is split into size() blocks by `layout`. With `reduce_scatter`, the
+// first size()-1 steps leave block rank() holding op(every rank's block
+// rank()); with `all_gather`, the next size()-1 steps give every rank every
+// block (each rank starts with its own block rank() final). Step j sends the
+// block received in step j-1 to the next rank and receives one from the
+// previous rank, segment by segment, so each segment moves on as soon as it
+// is reduced.
+Status RunRing(CollectiveCall& call, std::span<float> data, const BlockLayout& layout,
+               bool reduce_scatter, bool all_gather, ReduceKind op) {
+  const int world = call.size();
+  const int rank = call.rank();
+  const int next = (rank + 1) % world;
+  const int prev = (rank + world - 1) % world;
+  const int reduce_steps = reduce_scatter ? world - 1 : 0;
+  const int steps = reduce_steps + (all_gather ? world - 1 : 0);
+  if (steps == 0) {
+    if (op == ReduceKind::kMean && reduce_scatter) {
+      DivideBy(data.subspan(layout.offset(rank), layout.size(rank)), static_cast<float>(world));
+    }
+    return {};
+  }
+  const int first_send_block = reduce_scatter ? rank - 1 : rank;
+  auto send_block = [&](int step) { return ((first_send_block - step) % world + world) % world; };
+  auto segment = [&](int block, size_t index) {
+    auto [begin, end] = SegmentRange(layout.size(block), index);
+    return data.subspan(layout.offset(block) + begin, end - begin);
+  };
+  const size_t segments = SegmentCount(layout.max_size());
+
+  for (size_t index = 0; index < segments; ++index) {
+    Status sent = call.Send(next, AsBytes(segment(send_block(0), index)));
+    if (!sent) return sent;
+  }
+  for (int step = 0; step < steps; ++step) {
+    const int recv_block = send_block(step + 1);
+    for (size_t index = 0; index < segments; ++index) {
+      std::span<float> target = segment(recv_block, index);
+      Result<Payload> received = call.RecvFloats(prev, target.size());
+      if (!received) return std::move(received).error();
+      if (step < reduce_steps) {
+        ReduceInto(target, received->bytes(), op);
+        if (step == reduce_steps - 1 && op == ReduceKind::kMean) {
+          DivideBy(target, static_cast<float>(world));
+        }
+      } else {
+        CopyInto(target, received->bytes());
+      }
+      if (step + 1 < steps) {
+        Status sent = call.Send(next, AsBytes(target));
+        if (!sent) return sent;
+      }
+    }
+  }
+  return {};
+}
+
+// Recursive doubling for small buffers, any group size: with p the largest
+// power of two <= size, the first 2*(size-p) ranks pair up (even sends to
+// odd, odd reduces), p ranks exchange and reduce log2(p) times, and the odd
+// ranks return the result to their even partners.
+Status RunRecursiveDoubling(CollectiveCall& call, std::span<float> data, ReduceKind op) {
+  const int world = call.size();
+  const int rank = call.rank();
+  int power = 1;
+  while (power * 2 <= world) power *= 2;
+  const int extra = world - power;
+
+  auto receive_reduce = [&](int peer) -> Status {
+    Result<Payload> received = call.RecvFloats(peer, data.size());
+    if (!received) return std::move(received).error();
+    ReduceInto(data, received->bytes(), op);
+    return {};
+  };
+
+  int virtual_rank;
+  if (rank < 2 * extra) {
+    if (rank % 2 == 0) {
+      Status sent = call.Send(rank + 1, AsBytes(data));
+      if (!sent) return sent;
+      virtual_rank = -1;
+    } else {
+      Status reduced = receive_reduce(rank - 1);
+      if (!reduced) return reduced;
+      virtual_rank = rank / 2;
+    }
+  } else {
+    virtual_rank = rank - extra;
+  }
+  auto real_rank = [&](int virtual_peer) {
+    return virtual_peer < extra ? virtual_peer * 2 + 1 : virtual_peer + extra;
+  };
+
+  if (virtual_rank >= 0) {
+    for (int mask = 1; mask < power; mask <<= 1) {
+      const int peer = real_rank(virtual_rank ^ mask);
+      Status sent = call.Send(peer, AsBytes(data));
+      if (!sent) return sent;
+      Status reduced = receive_reduce(peer);
+      if (!reduced) return reduced;
+    }
+    if (op == ReduceKind::kMean) DivideBy(data, static_cast<float>(world));
+  }
+
+  if (rank < 2 * extra) {
+    if (rank % 2 == 1) return call.Send(rank - 1, AsBytes(data));
+    Result<Payload> result = call.RecvFloats(rank + 1, data.size());
+    if (!result) return std::move(result).error();
+    CopyInto(data, result->bytes());
+  }
+  return {};
+}
+
+// Binomial tree rooted at `root`, for small buffers.
+Status RunTreeBroadcast(CollectiveCall& call, int root, std::span<float> data) {
+  const int world = call.size();
+  const int virtual_rank = (call.rank() - root + world) % world;
+  auto real_rank = [&](int v) { return (v + root) % world; };
+  int mask = 1;
+  while (mask < world) {
+    if (virtual_rank & mask) {
+      Result<Payload> received = call.RecvFloats(real_rank(virtual_rank - mask), data.size());
+      if (!received) return std::move(received).error();
+      CopyInto(data, received->bytes());
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (virtual_rank + mask < world) {
+      Status sent = call.Send(real_rank(virtual_rank + mask), AsBytes(data));
+      if (!sent) return sent;
+    }
+  }
+  return {};
+}
+
+// A chain root -> root+1 -> ... in segments, for large buffers: each rank
+// forwards a segment as soon as it has it, so the root sends the buffer once.
+Status RunChainBroadcast(CollectiveCall& call, int root, std::span<float> data) {
+  const int world = call.size();
+  const int virtual_rank = (call.rank() - root + world) % world;
+  const int prev = (call.rank() + world - 1) % world;
+  const int next = (call.rank() + 1) % world;
+  const bool forwards = virtual_rank + 1 < world;
+  const size_t segments = SegmentCount(data.size());
+  for (size_t index = 0; index < segments; ++index) {
+    auto [begin, end] = SegmentRange(data.size(), index);
+    std::span<float> target = data.subspan(begin, end - begin);
+    if (virtual_rank != 0) {
+      Result<Payload> received = call.RecvFloats(prev, target.size());
+      if (!received) return std::move(received).error();
+      CopyInto(target, received->bytes());
+    }
+    if (forwards) {
+      Status sent = call.Send(next, AsBytes(target));
+      if (!sent) return sent;
+    }
+  }
+  return {};
+}
+
+std::vector<std::byte> ToVector(const Payload& payload) {
+  return std::vector<std::byte>(payload.bytes().begin(), payload.bytes().end());
+}
+
+}  // namespace
+
+struct ProcessGroup::State : GroupState {};
+
+ProcessGroup::ProcessGroup(std::shared_ptr<Transport> transport)
+    : state_(std::make_shared<State>()) {
+  CHECK(transport != nullptr);
+  state_->members.resize(transport->world_size());
+  for (int i = 0; i < transport->world_size(); ++i) state_->members[i] = i;
+  state_->rank = transport->rank();
+  state_->transport = std::move(transport);
+  state_->group_ids = std::make_shared<GroupIdAllocator>();
+}
+
+int ProcessGroup::rank() const { return state_->rank; }
+
+int ProcessGroup::world_size() const { return state_->size(); }
+
+const std::shared_ptr<Transport>& ProcessGroup::transport() const { return state_->transport; }
+
+Status ProcessGroup::barrier() {
+  CollectiveCall call(*state_, CollectiveOp::kBarrier, 0);
+  const int world = call.size();
+  for (int distance = 1; distance < world; distance <<= 1) {
+    Status sent = call.Send((call.rank() + distance) % world, {});
+    if (!sent) return sent;
+    Result<Message> received = call.Recv((call.rank() - distance + world) % world, false);
+    if (!received) return std::move(received).error();
+  }
+  return {};
+}
+
+namespace {
+
+// Checks a point-to-point call's peer and tag.
+Status CheckPointToPoint(const std::string& where, int peer, int world, uint32_t tag) {
+  if (tag >= kTagReservedBase) return CollectiveError::InvalidTag(where, tag);
+  if (peer < 0 || peer >= world) return CollectiveError::UnknownRank(where, peer, world);
+  return {};
+}
+
+}  // namespace
+
+Status ProcessGroup::send_bytes(int to, uint32_t tag, std::span<const std::byte> data) {
+  const std::string where = "send to rank " + std::to_string(to) + " tag " + HexTag(tag);
+  Status valid = CheckPointToPoint(where, to, world_size(), tag);
+  if (!valid) return valid;
+  const FrameKey key{tag, CollectiveOp::kPointToPoint, 0, data.size()};
+  Status sent = state_->transport->Send(state_->members[to], key, data, state_->NextDeadline());
+  if (!sent) return WithContext(std::move(sent).error(), where);
+  return {};
+}
+
+Result<std::vector<std::byte>> ProcessGroup::recv_bytes(int from, uint32_t tag) {
+  const std::string where = "recv from rank " + std::to_string(from) + " tag " + HexTag(tag);
+  Status valid = CheckPointToPoint(where, from, world_size(), tag);
+  if (!valid) return std::move(valid).error();
+  Result<Message> received =
+      state_->transport->Recv(state_->members[from], tag, state_->NextDeadline());
+  if (!received) return WithContext(std::move(received).error(), where);
+  return ToVector(received->payload);
+}
+
+Status ProcessGroup::send_f32(int to, uint32_t tag, std::span<const float> data) {
+  return send_bytes(to, tag, std::as_bytes(data));
+}
+
+Status ProcessGroup::send_i32(int to, uint32_t tag, std::span<const int32_t> data) {
+  return send_bytes(to, tag, std::as_bytes(data));
+}
+
+namespace {
+
+// Reinterprets a received blob as `T`s; its size must be a multiple of sizeof(T).
+template <typename T>
+Result<std::vector<T>> BytesAs(Result<std::vector<std::byte>> bytes, const char* type_name,
+                               int from, uint32_t tag) {
+  if (!bytes) return std::move(bytes).error();
+  if (bytes->size() % sizeof(T) != 0) {
+    return CollectiveError::InvalidArgument(
+        "recv from rank " + std::to_string(from) + " tag " + HexTag(tag) + ": " +
+        std::to_string(bytes->size()) + " bytes is not a whole number of " + type_name);
+  }
+  std::vector<T> values(bytes->size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes->data(), bytes->size());
+  return values;
+}
+
+}  // namespace
+
+Result<std::vector<float>> ProcessGroup::recv_f32(int from, uint32_t tag) {
+  return BytesAs<float>(recv_bytes(from, tag), "float32", from, tag);
+}
+
+Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
+  return BytesAs<int32_t>(recv_bytes(from, tag), "int32", from, tag);
+}
+
+Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
+  CollectiveCall call(*state_, CollectiveOp::kAllReduce, data.size());
+  if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
+      data.size() < static_cast<size_t>(call.size())) {
+    return RunRecursiveDoubling(call, data, op);
+  }
+  const BlockLayout layout{data.size(), static_cast<size_t>(call.size())};
+  return RunRing(call, data, layout, /*reduce_scatter=*/true, /*all_gather=*/true, op);
+}
+
+Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data) {
+  CollectiveCall call(*state_, CollectiveOp::kAllGather, data.size());
+  const size_t world = static_cast<size_t>(call.size());
+  std::vector<float> gathered(world * data.size());
+  std::copy(data.begin(), data.end(), gathered.begin() + call.rank() * data.size());
+  const BlockLayout layout{gathered.size(), world};
+  Status ring = RunRing(call, gathered, layout, /*reduce_scatter=*/false, /*all_gather=*/true,
+                        ReduceKind::kSum);
+  if (!ring) return std::move(ring).error();
+  return gathered;
+}
+
+Status ProcessGroup::broadcast(int root, std::span<float> data) {
+  if (root < 0 || root >= world_size()) {
+    return CollectiveError::UnknownRank("broadcast root", root, world_size());
+  }
+  CollectiveCall call(*state_, CollectiveOp::kBroadcast, data.size());
+  if (data.size() * sizeof(float) <= kSmallCollectiveBytes) {
+    return RunTreeBroadcast(call, root, data);
+  }
+  return RunChainBroadcast(call, root, data);
+}
+
+Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> data,
+                                                        ReduceKind op) {
+  CollectiveCall call(*state_, CollectiveOp::kReduceScatter, data.size());
+  const size_t world = static_cast<size_t>(call.size());
+  if (data.size() % world != 0) {
+    return CollectiveError::InvalidArgument(call.Describe() + ": length " +
+                                            std::to_string(data.size()) +
+                                            " is not divisible by the group size " +
+                                            std::to_string(world));
+  }
+  std::vector<float> work(data.begin(), data.end());
+  const BlockLayout layout{work.size(), world};
+  Status ring = RunRing(call, work, layout, /*reduce_scatter=*/true, /*all_gather=*/false, op);
+  if (!ring) return std::move(ring).error();
+  const auto block = work.begin() + layout.offset(call.rank());
+  return std::vector<float>(block, block + layout.size(call.rank()));
+}
+
+Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(
+    int root, std::span<const std::byte> data) {
+  if (root < 0 || root >= world_size()) {
+    return CollectiveError::UnknownRank("gather root", root, world_size());
+  }
+  CollectiveCall call(*state_, CollectiveOp::kGather, 0);
+  std::vector<std::vector<std::byte>> blobs;
+  if (call.rank() != root) {
+    Status sent = call.Send(root, data);
+    if (!sent) return std::move(sent).error();
+    return blobs;
+  }
+  blobs.resize(call.size());
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (peer == root) {
+      blobs[peer].assign(data.begin(), data.end());
+      continue;
+    }
+    Result<Message> received = call.Recv(peer, /*check_length=*/false);
+    if (!received) return std::move(received).error();
+    blobs[peer] = ToVector(received->payload);
+  }
+  return blobs;
+}
+
+Result<std::vector<std::byte>> ProcessGroup::scatter(
+    int root, const std::vector<std::vector<std::byte>>& blobs) {
+  if (root < 0 || root >= world_size()) {
+    return CollectiveError::UnknownRank("scatter root", root, world_size());
+  }
+  CollectiveCall call(*state_, CollectiveOp::kScatter, 0);
+  if (call.rank() != root) {
+    Result<Message> received = call.Recv(root, /*check_length=*/false);
+    if (!received) return std::move(received).error();
+    return ToVector(received->payload);
+  }
+  if (blobs.size() != static_cast<size_t>(call.size())) {
+    return CollectiveError::InvalidArgument(call.Describe() + ": root passed " +
+                                            std::to_string(blobs.size()) + " blobs, expected " +
+                                            std::to_string(call.size()));
+  }
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (peer == root) continue;
+    Status sent = call.Send(peer, blobs[peer]);
+    if (!sent) return std::move(sent).error();
+  }
+  return blobs[root];
+}
+
+Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
+  const int world = world_size();
+  std::vector<bool> listed(world, false);
+  for (int member : ranks) {
+    if (member < 0 || member >= world) return CollectiveError::UnknownRank("split", member, world);
+    if (listed[member]) {
+      return CollectiveError::InvalidArgument("split: rank " + std::to_string(member) +
+                                              " is listed twice");
+    }
+    listed[member] = true;
+  }
+  // Agree on a group id above every id any rank has handed out, and check that
+  // every rank passed the same list (by a 24-bit hash, exact in a float).
+  uint32_t list_hash = 2166136261u;
+  for (int member : ranks) list_hash = (list_hash ^ static_cast<uint32_t>(member)) * 16777619u;
+  list_hash &= 0xFFFFFF;
+  uint32_t proposal;
+  {
+    std::lock_guard<std::mutex> lock(state_->group_ids->mutex);
+    proposal = state_->group_ids->next;
+  }
+  const float mine[2] = {static_cast<float>(proposal), static_cast<float>(list_hash)};
+  CollectiveCall call(*state_, CollectiveOp::kSplit, 2);
+  std::vector<float> all(2 * static_cast<size_t>(world));
+  std::copy(mine, mine + 2, all.begin() + 2 * rank());
+  Status ring = RunRing(call, all, BlockLayout{all.size(), static_cast<size_t>(world)},
+                        /*reduce_scatter=*/false, /*all_gather=*/true, ReduceKind::kMax);
+  if (!ring) return std::move(ring).error();
+  uint32_t group_id = 0;
+  for (int peer = 0; peer < world; ++peer) {
+    if (all[2 * peer + 1] != static_cast<float>(list_hash)) {
+      return CollectiveError::InvalidArgument(call.Describe() + ": rank " +
+                                              std::to_string(peer) +
+                                              " passed a different rank list");
+    }
+    group_id = std::max(group_id, static_cast<uint32_t>(all[2 * peer]));
+  }
+  if (group_id > kMaxGroupId) {
+    return CollectiveError::InvalidArgument(call.Describe() + ": out of group ids");
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->group_ids->mutex);
+    state_->group_ids->next = std::max(state_->group_ids->next, group_id + 1);
+  }
+  auto position = std::find(ranks.begin(), ranks.end(), rank());
+  if (position == ranks.end()) {
+    return CollectiveError::InvalidArgument(call.Describe() + ": rank " + std::to_string(rank()) +
+                                            " is not in the split list");
+  }
+  ProcessGroup child(state_->transport);
+  child.state_->members.clear();
+  for (int member : ranks) child.state_->members.push_back(state_->members[member]);
+  child.state_->rank = static_cast<int>(position - ranks.begin());
+  child.state_->group_id = group_id;
+  child.state_->group_ids = state_->group_ids;
+  return child;
+}
+
+}  // namespace inferno

@@ -1,0 +1,531 @@
+#include "distributed/process_group.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "distributed/testing/rank_threads.h"
+
+namespace inferno {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kTimeout{20000};
+// Short enough that error tests whose peers wait in vain finish quickly.
+constexpr milliseconds kErrorTimeout{1500};
+
+// Large odd length: with two ranks each ring block spans two segments.
+constexpr size_t kLargeOddLength = 600001;
+
+constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin,
+                                    ReduceKind::kMax, ReduceKind::kMean};
+
+std::vector<size_t> LengthsFor(int world) {
+  std::vector<size_t> lengths = {0, 1, static_cast<size_t>(world - 1),
+                                 static_cast<size_t>(world + 1), kLargeOddLength};
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
+// Integer-valued inputs in ±[1, 5]: sums and products over up to 8 ranks are
+// exact in float32, so expectations can be exact.
+float InputValue(int rank, size_t index) {
+  const float magnitude = static_cast<float>((rank * 5 + index * 3) % 5 + 1);
+  return (rank + index) % 2 ? -magnitude : magnitude;
+}
+
+std::vector<float> Input(int rank, size_t length) {
+  std::vector<float> data(length);
+  for (size_t i = 0; i < length; ++i) data[i] = InputValue(rank, i);
+  return data;
+}
+
+float ExpectedReduction(int world, size_t index, ReduceKind kind) {
+  float result = InputValue(0, index);
+  for (int rank = 1; rank < world; ++rank) {
+    const float value = InputValue(rank, index);
+    switch (kind) {
+      case ReduceKind::kSum:
+      case ReduceKind::kMean:
+        result += value;
+        break;
+      case ReduceKind::kProd:
+        result *= value;
+        break;
+      case ReduceKind::kMin:
+        result = std::min(result, value);
+        break;
+      case ReduceKind::kMax:
+        result = std::max(result, value);
+        break;
+    }
+  }
+  return kind == ReduceKind::kMean ? result / static_cast<float>(world) : result;
+}
+
+std::vector<std::byte> Blob(int rank, size_t size) {
+  std::vector<std::byte> blob(size);
+  for (size_t i = 0; i < size; ++i) blob[i] = static_cast<std::byte>((rank * 31 + i) % 251);
+  return blob;
+}
+
+// A blob size per rank that differs across ranks; rank 1's spans several
+// transport chunks.
+size_t BlobSize(int rank) { return rank == 1 ? (3u << 20) / 2 + 7 : rank * 3 + 1; }
+
+std::string Describe(const Status& status) { return status ? "ok" : status.error().ToString(); }
+
+template <typename T>
+std::string Describe(const Result<T>& result) {
+  return result ? "ok" : result.error().ToString();
+}
+
+// Parameterized over (transport, world size).
+class ProcessGroupTest : public testing::TestWithParam<std::tuple<TransportKind, int>> {
+ protected:
+  TransportKind kind() const { return std::get<0>(GetParam()); }
+  int world() const { return std::get<1>(GetParam()); }
+  std::vector<std::shared_ptr<Transport>> Transports() {
+    return MakeTransports(kind(), world(), kTimeout);
+  }
+};
+
+TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t length : LengthsFor(world_size)) {
+      for (ReduceKind kind : kAllKinds) {
+        std::vector<float> data = Input(group.rank(), length);
+        Status status = group.all_reduce(data, kind);
+        if (!status) {
+          failures.push_back(Describe(status));
+          continue;
+        }
+        for (size_t i = 0; i < length; ++i) {
+          if (data[i] != ExpectedReduction(world_size, i, kind)) {
+            failures.push_back("length " + std::to_string(length) + " kind " +
+                               std::to_string(static_cast<int>(kind)) + " index " +
+                               std::to_string(i) + ": got " + std::to_string(data[i]));
+            break;
+          }
+        }
+      }
+    }
+    return failures;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+  }
+}
+
+TEST_P(ProcessGroupTest, AllGatherConcatenatesInRankOrder) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t length : LengthsFor(world_size)) {
+      Result<std::vector<float>> gathered = group.all_gather(Input(group.rank(), length));
+      if (!gathered) {
+        failures.push_back(Describe(gathered));
+        continue;
+      }
+      std::vector<float> expected;
+      for (int rank = 0; rank < world_size; ++rank) {
+        std::vector<float> part = Input(rank, length);
+        expected.insert(expected.end(), part.begin(), part.end());
+      }
+      if (*gathered != expected) failures.push_back("length " + std::to_string(length));
+    }
+    return failures;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+  }
+}
+
+TEST_P(ProcessGroupTest, BroadcastCopiesRootBufferFromEveryRoot) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t length : LengthsFor(world_size)) {
+      for (int root = 0; root < world_size; ++root) {
+        std::vector<float> data =
+            group.rank() == root ? Input(root, length) : std::vector<float>(length, -99.0f);
+        Status status = group.broadcast(root, data);
+        if (!status) {
+          failures.push_back(Describe(status));
+        } else if (data != Input(root, length)) {
+          failures.push_back("length " + std::to_string(length) + " root " +
+                             std::to_string(root));
+        }
+      }
+    }
+    return failures;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+  }
+}
+
+TEST_P(ProcessGroupTest, ReduceScatterGivesRankItsReducedBlock) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t block : {size_t{0}, size_t{1}, static_cast<size_t>(world_size + 1),
+                         kLargeOddLength / world_size | 1}) {
+      for (ReduceKind kind : kAllKinds) {
+        const size_t length = block * world_size;
+        Result<std::vector<float>> mine =
+            group.reduce_scatter(Input(group.rank(), length), kind);
+        if (!mine) {
+          failures.push_back(Describe(mine));
+          continue;
+        }
+        std::vector<float> expected(block);
+        for (size_t i = 0; i < block; ++i) {
+          expected[i] = ExpectedReduction(world_size, group.rank() * block + i, kind);
+        }
+        if (*mine != expected) failures.push_back("block " + std::to_string(block));
+      }
+    }
+    return failures;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+  }
+}
+
+TEST_P(ProcessGroupTest, GatherAndScatterMoveVariableSizeBlobs) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (int root = 0; root < world_size; ++root) {
+      Result<std::vector<std::vector<std::byte>>> gathered =
+          group.gather(root, Blob(group.rank(), BlobSize(group.rank())));
+      if (!gathered) {
+        failures.push_back(Describe(gathered));
+        continue;
+      }
+      if (group.rank() == root) {
+        for (int rank = 0; rank < world_size; ++rank) {
+          if (gathered->size() != static_cast<size_t>(world_size) ||
+              (*gathered)[rank] != Blob(rank, BlobSize(rank))) {
+            failures.push_back("gather root " + std::to_string(root) + " blob " +
+                               std::to_string(rank));
+          }
+        }
+      } else if (!gathered->empty()) {
+        failures.push_back("gather gave a non-root blobs");
+      }
+
+      std::vector<std::vector<std::byte>> blobs;
+      if (group.rank() == root) {
+        for (int rank = 0; rank < world_size; ++rank) blobs.push_back(Blob(rank + 7, BlobSize(rank)));
+      }
+      Result<std::vector<std::byte>> mine = group.scatter(root, blobs);
+      if (!mine) {
+        failures.push_back(Describe(mine));
+      } else if (*mine != Blob(group.rank() + 7, BlobSize(group.rank()))) {
+        failures.push_back("scatter root " + std::to_string(root));
+      }
+    }
+    return failures;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+  }
+}
+
+TEST_P(ProcessGroupTest, BarrierReturnsOnlyAfterEveryRankEntered) {
+  const int world_size = world();
+  std::atomic<int> entered{0};
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+    std::vector<int> seen;
+    for (int round = 1; round <= 3; ++round) {
+      if (group.rank() == world_size - 1) std::this_thread::sleep_for(milliseconds(20));
+      entered.fetch_add(1);
+      Status status = group.barrier();
+      if (!status) return std::vector<int>{-1};
+      seen.push_back(entered.load());
+      // A second barrier so no rank enters the next round before all have read.
+      if (!group.barrier()) return std::vector<int>{-1};
+    }
+    return seen;
+  });
+  for (int rank = 0; rank < world_size; ++rank) {
+    EXPECT_EQ(results[rank], (std::vector<int>{world_size, 2 * world_size, 3 * world_size}))
+        << "rank " << rank;
+  }
+}
+
+TEST_P(ProcessGroupTest, PointToPointKeepsOrderPerTagForEveryType) {
+  const int world_size = world();
+  constexpr int kMessages = 50;
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) -> std::string {
+    const int next = (group.rank() + 1) % world_size;
+    const int prev = (group.rank() + world_size - 1) % world_size;
+    for (int i = 0; i < kMessages; ++i) {
+      const std::vector<float> floats = Input(group.rank(), i % 7);
+      const std::vector<int32_t> ints = {group.rank(), i, 1 << 30};
+      if (!group.send_f32(next, 1, floats)) return "send_f32";
+      if (!group.send_i32(next, 2, ints)) return "send_i32";
+      if (!group.send_bytes(next, 3, Blob(group.rank() + i, i))) return "send_bytes";
+    }
+    for (int i = 0; i < kMessages; ++i) {
+      Result<std::vector<float>> floats = group.recv_f32(prev, 1);
+      Result<std::vector<int32_t>> ints = group.recv_i32(prev, 2);
+      Result<std::vector<std::byte>> bytes = group.recv_bytes(prev, 3);
+      if (!floats || !ints || !bytes) return "recv failed at " + std::to_string(i);
+      if (*floats != Input(prev, i % 7)) return "f32 #" + std::to_string(i);
+      if (*ints != std::vector<int32_t>{prev, i, 1 << 30}) return "i32 #" + std::to_string(i);
+      if (*bytes != Blob(prev + i, i)) return "bytes #" + std::to_string(i);
+    }
+    return "";
+  });
+  for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
+}
+
+TEST_P(ProcessGroupTest, PointToPointThreadsRunWhileCollectivesRun) {
+  const int world_size = world();
+  constexpr int kThreads = 3;
+  constexpr int kRounds = 20;
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) -> std::string {
+    const int next = (group.rank() + 1) % world_size;
+    const int prev = (group.rank() + world_size - 1) % world_size;
+    std::vector<std::string> thread_errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const uint32_t tag = 100 + t;
+        for (int round = 0; round < kRounds; ++round) {
+          const std::vector<int32_t> sent = {group.rank(), t, round};
+          if (!group.send_i32(next, tag, sent)) {
+            thread_errors[t] = "send";
+            return;
+          }
+          Result<std::vector<int32_t>> got = group.recv_i32(prev, tag);
+          if (!got || *got != std::vector<int32_t>{prev, t, round}) {
+            thread_errors[t] = "recv round " + std::to_string(round) + ": " + Describe(got);
+            return;
+          }
+        }
+      });
+    }
+    std::string error;
+    for (int round = 0; round < kRounds && error.empty(); ++round) {
+      std::vector<float> data = Input(group.rank(), 1000 + round);
+      Status status = group.all_reduce(data, ReduceKind::kSum);
+      if (!status) error = Describe(status);
+      else if (data.back() != ExpectedReduction(world_size, data.size() - 1, ReduceKind::kSum)) {
+        error = "all_reduce round " + std::to_string(round);
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (const std::string& thread_error : thread_errors) error += thread_error;
+    return error;
+  });
+  for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
+}
+
+TEST_P(ProcessGroupTest, SubGroupsRunCollectivesIndependentlyOfParent) {
+  const int world_size = world();
+  std::vector<int> evens, odds;
+  for (int rank = 0; rank < world_size; ++rank) (rank % 2 ? odds : evens).push_back(rank);
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) -> std::string {
+    const bool even = group.rank() % 2 == 0;
+    Result<ProcessGroup> even_group = group.Split(evens);
+    Result<ProcessGroup> odd_group = group.Split(odds);
+    if (even_group.ok() != even) return "even split: " + Describe(even_group);
+    if (odd_group.ok() == even) return "odd split: " + Describe(odd_group);
+    const Result<ProcessGroup>& failed = even ? odd_group : even_group;
+    if (failed.error().kind != ErrorKind::kInvalidArgument) return failed.error().ToString();
+    ProcessGroup sub = even ? *even_group : *odd_group;
+    const std::vector<int>& members = even ? evens : odds;
+    if (sub.world_size() != static_cast<int>(members.size()) ||
+        members[sub.rank()] != group.rank()) {
+      return "sub-group numbering";
+    }
+    for (int round = 0; round < 3; ++round) {
+      // Interleave sub-group and parent collectives of different lengths.
+      std::vector<float> sub_data(5, static_cast<float>(group.rank() + round));
+      Status sub_status = sub.all_reduce(sub_data, ReduceKind::kSum);
+      std::vector<float> parent_data(3, 1.0f);
+      Status parent_status = group.all_reduce(parent_data, ReduceKind::kSum);
+      if (!sub_status || !parent_status) return Describe(sub_status) + Describe(parent_status);
+      float expected_sub = 0;
+      for (int member : members) expected_sub += static_cast<float>(member + round);
+      if (sub_data != std::vector<float>(5, expected_sub)) return "sub all_reduce";
+      if (parent_data != std::vector<float>(3, static_cast<float>(world_size))) return "parent";
+    }
+    // A nested split: the first member of the sub-group alone.
+    const int first[] = {0};
+    Result<ProcessGroup> nested = sub.Split(first);
+    if (nested.ok() != (sub.rank() == 0)) return "nested split: " + Describe(nested);
+    if (nested.ok() && (nested->world_size() != 1 || !nested->barrier())) return "nested group";
+    return "";
+  });
+  for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
+}
+
+std::string ParamName(const testing::TestParamInfo<std::tuple<TransportKind, int>>& info) {
+  return TransportKindName(std::get<0>(info.param)) + "_World" +
+         std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(InProcess, ProcessGroupTest,
+                         testing::Combine(testing::Values(TransportKind::kInProcess),
+                                          testing::Range(1, 9)),
+                         ParamName);
+
+// Error cases, parameterized over the transport only.
+class ProcessGroupErrorTest : public testing::TestWithParam<TransportKind> {
+ protected:
+  std::vector<std::shared_ptr<Transport>> Transports(int world) {
+    return MakeTransports(GetParam(), world, kErrorTimeout);
+  }
+};
+
+TEST_P(ProcessGroupErrorTest, ReservedTagIsInvalidTag) {
+  auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
+    const std::vector<float> data = {1.0f};
+    Status sent = group.send_f32(1 - group.rank(), kTagReservedBase, data);
+    Result<std::vector<std::byte>> received = group.recv_bytes(1 - group.rank(), 0xFFFFFFFFu);
+    return std::make_pair(sent ? ErrorKind::kClosed : sent.error().kind,
+                          received ? ErrorKind::kClosed : received.error().kind);
+  });
+  for (const auto& [send_kind, recv_kind] : results) {
+    EXPECT_EQ(send_kind, ErrorKind::kInvalidTag);
+    EXPECT_EQ(recv_kind, ErrorKind::kInvalidTag);
+  }
+}
+
+TEST_P(ProcessGroupErrorTest, UnknownRankIsRejected) {
+  auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
+    const std::vector<int32_t> data = {1};
+    std::vector<ErrorKind> kinds;
+    Status sent = group.send_i32(2, 1, data);
+    kinds.push_back(sent ? ErrorKind::kClosed : sent.error().kind);
+    Result<std::vector<int32_t>> received = group.recv_i32(-1, 1);
+    kinds.push_back(received ? ErrorKind::kClosed : received.error().kind);
+    std::vector<float> buffer(4);
+    Status broadcast = group.broadcast(5, buffer);
+    kinds.push_back(broadcast ? ErrorKind::kClosed : broadcast.error().kind);
+    return kinds;
+  });
+  for (const auto& kinds : results) {
+    EXPECT_EQ(kinds, std::vector<ErrorKind>(3, ErrorKind::kUnknownRank));
+  }
+}
+
+// Runs `body` on 3 ranks and checks every rank failed, at least one with
+// `kind` (the others may time out waiting for the rank that stopped).
+template <typename Body>
+void ExpectEveryRankFailsOneWith(std::vector<std::shared_ptr<Transport>> transports,
+                                 ErrorKind kind, Body body) {
+  auto results = RunRanks(transports, [&](ProcessGroup& group) {
+    Status status = body(group);
+    return status ? std::string("ok") : status.error().ToString();
+  });
+  bool any_of_kind = false;
+  for (const std::string& result : results) {
+    EXPECT_NE(result, "ok");
+    any_of_kind |= result.rfind(ErrorKindName(kind), 0) == 0;
+  }
+  EXPECT_TRUE(any_of_kind) << ErrorKindName(kind) << " not among: " << results[0] << " | "
+                           << results[1] << " | " << results[2];
+}
+
+TEST_P(ProcessGroupErrorTest, AllReduceOfDifferentLengthsIsLengthMismatch) {
+  ExpectEveryRankFailsOneWith(Transports(3), ErrorKind::kLengthMismatch, [](ProcessGroup& group) {
+    std::vector<float> data(group.rank() == 1 ? 5 : 4, 1.0f);
+    return group.all_reduce(data, ReduceKind::kSum);
+  });
+}
+
+TEST_P(ProcessGroupErrorTest, LargeAllReduceOfDifferentLengthsIsLengthMismatch) {
+  ExpectEveryRankFailsOneWith(Transports(3), ErrorKind::kLengthMismatch, [](ProcessGroup& group) {
+    std::vector<float> data(group.rank() == 2 ? 300001 : 300000, 1.0f);
+    return group.all_reduce(data, ReduceKind::kMax);
+  });
+}
+
+TEST_P(ProcessGroupErrorTest, BroadcastOfDifferentLengthIsLengthMismatchOnNonRoots) {
+  auto results = RunRanks(Transports(3), [](ProcessGroup& group) {
+    std::vector<float> data(group.rank() == 0 ? 8 : 9, 1.0f);
+    Status status = group.broadcast(0, data);
+    return status ? std::string("ok") : status.error().ToString();
+  });
+  // The root only sends, so it cannot notice; every receiver does.
+  EXPECT_EQ(results[0], "ok");
+  for (int rank = 1; rank < 3; ++rank) {
+    EXPECT_EQ(results[rank].rfind("LengthMismatch: broadcast #0", 0), 0u) << results[rank];
+  }
+}
+
+TEST_P(ProcessGroupErrorTest, DifferentCollectivesAreCollectiveMismatch) {
+  ExpectEveryRankFailsOneWith(Transports(3), ErrorKind::kCollectiveMismatch,
+                              [](ProcessGroup& group) -> Status {
+                                std::vector<float> data(4, 1.0f);
+                                if (group.rank() == 0) {
+                                  Result<std::vector<float>> gathered = group.all_gather(data);
+                                  if (!gathered) return std::move(gathered).error();
+                                  return {};
+                                }
+                                return group.all_reduce(data, ReduceKind::kSum);
+                              });
+}
+
+TEST_P(ProcessGroupErrorTest, CollectiveMismatchNamesBothOps) {
+  auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
+    std::vector<float> data(4, 1.0f);
+    Status status = group.rank() == 0 ? group.barrier() : group.broadcast(1, data);
+    return status ? std::string("ok") : status.error().ToString();
+  });
+  // Rank 0 receives rank 1's broadcast frame while in its barrier.
+  EXPECT_EQ(results[0],
+            "CollectiveMismatch: this rank is in barrier #0 of group 0 (rank 0 of 2) but the "
+            "peer sent broadcast #0 (rank 1)");
+}
+
+TEST_P(ProcessGroupErrorTest, ClosedPeerIsPeerLostOrTimeout) {
+  auto transports = Transports(3);
+  auto results = RunRanks(transports, [](ProcessGroup& group) {
+    if (group.rank() == 2) {
+      group.transport()->Close();
+      return ErrorKind::kClosed;
+    }
+    std::vector<float> data(1000, 1.0f);
+    Status status = group.all_reduce(data, ReduceKind::kSum);
+    return status ? ErrorKind::kClosed : status.error().kind;
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(results[rank] == ErrorKind::kPeerLost || results[rank] == ErrorKind::kTimeout)
+        << "rank " << rank << ": " << ErrorKindName(results[rank]);
+  }
+}
+
+TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) {
+  auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
+    std::vector<std::vector<std::byte>> blobs(group.rank() == 0 ? 3 : 0);
+    Result<std::vector<std::byte>> mine = group.scatter(0, blobs);
+    return mine ? ErrorKind::kClosed : mine.error().kind;
+  });
+  EXPECT_EQ(results[0], ErrorKind::kInvalidArgument);
+  EXPECT_EQ(results[1], ErrorKind::kTimeout);
+}
+
+INSTANTIATE_TEST_SUITE_P(InProcess, ProcessGroupErrorTest,
+                         testing::Values(TransportKind::kInProcess),
+                         [](const auto& info) { return TransportKindName(info.param); });
+
+}  // namespace
+}  // namespace inferno

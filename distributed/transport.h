@@ -1,0 +1,92 @@
+// Transport: the point-to-point layer under ProcessGroup. A small interface in
+// the spirit of gloo's transport::Pair: this rank, the world size, send bytes
+// to a peer under a frame key, receive the oldest message from a peer with a
+// given tag before a deadline, close. Collectives live above it, once, for
+// every implementation (inproc/ for ranks as threads, zmq/ for processes).
+//
+// Thread-safety: every method of every implementation may be called from
+// several threads at once.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "distributed/collective_error.h"
+#include "distributed/frame_header.h"
+
+namespace inferno {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// What a message carries besides its bytes; travels in every frame header.
+struct FrameKey {
+  uint32_t tag = 0;
+  CollectiveOp op = CollectiveOp::kPointToPoint;
+  // The sending group's collective sequence number (0 for point-to-point).
+  uint64_t sequence = 0;
+  // The collective's total length on the sender, in elements (0 if unused).
+  uint64_t element_count = 0;
+};
+
+// Received bytes plus whatever keeps them alive (a ZeroMQ message, a vector),
+// so a transport can hand over what it received without copying.
+// Thread-safety: a value type; the bytes are immutable.
+class Payload {
+ public:
+  Payload() = default;
+  explicit Payload(std::vector<std::byte> bytes) {
+    auto owned = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+    bytes_ = std::span<const std::byte>(*owned);
+    owner_ = std::move(owned);
+  }
+  // `bytes` must stay valid as long as `owner` lives.
+  Payload(std::shared_ptr<const void> owner, std::span<const std::byte> bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+
+  std::span<const std::byte> bytes() const { return bytes_; }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::span<const std::byte> bytes_;
+};
+
+struct Message {
+  FrameKey key;
+  Payload payload;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // How long one wait may take; callers derive deadlines from it.
+  virtual std::chrono::milliseconds timeout() const = 0;
+
+  // Sends `payload` to `peer` (any rank, including this one) under `key`.
+  // Returns once `payload` may be modified or freed. Between two ranks,
+  // messages with the same tag arrive in the order they were sent.
+  // Errors: UnknownRank, PeerLost, Timeout (could not hand the bytes over by
+  // `deadline`), Closed, Transport.
+  virtual Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                      Deadline deadline) = 0;
+
+  // Returns the oldest message from `peer` with tag `tag`.
+  // Errors: UnknownRank, Timeout (nothing arrived by `deadline`), PeerLost
+  // (the peer is gone and nothing of it is queued), Closed.
+  virtual Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) = 0;
+
+  // Stops the transport; pending and later calls fail with Closed; peers see
+  // this rank as lost. Idempotent.
+  virtual void Close() = 0;
+};
+
+}  // namespace inferno
