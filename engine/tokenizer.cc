@@ -5,8 +5,6 @@
 #include <fstream>
 #include <iterator>
 
-#include <glog/logging.h>
-
 namespace inferno {
 namespace {
 
@@ -32,12 +30,11 @@ std::vector<int32_t> ByteTokenizer::Encode(std::string_view text) const {
 }
 
 std::string ByteTokenizer::Decode(int32_t, int32_t token) const {
-  CHECK(token >= 0 && token < kVocabSize) << "token id " << token;
-  if (token < kFirstByteId) return "";
+  if (token < kFirstByteId || token >= kVocabSize) return "";
   return PrintableOrEmpty(std::string(1, static_cast<char>(token - kFirstByteId)));
 }
 
-EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path, int32_t vocab_size) {
+EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return EngineError{"--tokenizer: cannot open '" + path + "'"};
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -50,14 +47,12 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
   };
   auto truncated = [&](int32_t token) {
     return EngineError{path + ": truncated at byte offset " + std::to_string(offset) + " reading token " +
-                       std::to_string(token) + " of " + std::to_string(vocab_size)};
+                       std::to_string(token)};
   };
   int32_t max_token_length = 0;
   if (!read(&max_token_length, sizeof max_token_length)) return truncated(0);
   std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
-  tokenizer->pieces_.reserve(vocab_size);
-  tokenizer->scores_.reserve(vocab_size);
-  for (int32_t id = 0; id < vocab_size; ++id) {
+  for (int32_t id = 0; offset < bytes.size(); ++id) {
     float score = 0.0f;
     int32_t length = 0;
     if (!read(&score, sizeof score) || !read(&length, sizeof length)) return truncated(id);
@@ -127,7 +122,7 @@ std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
 }
 
 std::string BpeTokenizer::Decode(int32_t previous, int32_t token) const {
-  CHECK(token >= 0 && token < vocab_size()) << "token id " << token;
+  if (token < 0 || token >= vocab_size()) return "";
   std::string_view piece = pieces_[token];
   if (previous == kBosId && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
   unsigned int byte = 0;

@@ -36,7 +36,8 @@ class Tokenizer {
   // The bytes to print for `token` following `previous` (llama2.c's decode
   // and safe_printstr: a piece after BOS loses its leading space, <0xNN>
   // pieces become the byte, and a single byte that is neither printable nor
-  // whitespace prints as nothing). Precondition: 0 <= token < vocab_size().
+  // whitespace prints as nothing). Ids outside [0, vocab_size()) (a model
+  // may have a larger vocabulary) print as nothing.
   virtual std::string Decode(int32_t previous, int32_t token) const = 0;
 
   virtual int32_t vocab_size() const = 0;
@@ -54,10 +55,10 @@ class ByteTokenizer final : public Tokenizer {
 
 class BpeTokenizer final : public Tokenizer {
  public:
-  // Reads a llama2.c tokenizer.bin of `vocab_size` entries: int32
-  // max_token_length, then per token float32 score, int32 length, bytes.
+  // Reads a llama2.c tokenizer.bin: int32 max_token_length, then per token
+  // float32 score, int32 length, bytes — as many tokens as the file holds.
   // Fails naming the file and the byte offset on a short or malformed file.
-  static EngineResult<std::unique_ptr<BpeTokenizer>> Load(const std::string& path, int32_t vocab_size);
+  static EngineResult<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
 
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;

@@ -1,6 +1,7 @@
 #include "engine/tokenizer.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ TEST(BpeTokenizer, MergesHighestScoringPairFirst) {
   // " ab" could merge as " a"+"b" or " "+"ab"; "ab" scores higher.
   const std::string path = WriteTokenizerFile("merge.bin", {{" ", -1}, {"a", -1}, {"b", -1}, {" a", -5},
                                                              {"ab", -2}, {" ab", -3}});
-  auto tokenizer = BpeTokenizer::Load(path, kFirstExtra + 6);
+  auto tokenizer = BpeTokenizer::Load(path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
   EXPECT_EQ((*tokenizer)->Encode("ab"), (std::vector<int32_t>{kFirstExtra + 5}));
   EXPECT_EQ((*tokenizer)->Encode("ba"), (std::vector<int32_t>{kFirstExtra, kFirstExtra + 2, kFirstExtra + 1}));
@@ -66,7 +67,7 @@ TEST(BpeTokenizer, MergesHighestScoringPairFirst) {
 
 TEST(BpeTokenizer, FallsBackToBytesForUnknownCodePoints) {
   const std::string path = WriteTokenizerFile("fallback.bin", {{" ", -1}, {"é", -1}});
-  auto tokenizer = BpeTokenizer::Load(path, kFirstExtra + 2);
+  auto tokenizer = BpeTokenizer::Load(path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
   // "é" is in the vocabulary; "ü" (0xC3 0xBC) is not.
   EXPECT_EQ((*tokenizer)->Encode("éü"), (std::vector<int32_t>{kFirstExtra, kFirstExtra + 1, 0xC3 + 3, 0xBC + 3}));
@@ -76,20 +77,22 @@ TEST(BpeTokenizer, FallsBackToBytesForUnknownCodePoints) {
 }
 
 TEST(BpeTokenizer, TruncatedFileFailsNamingTheOffset) {
-  const std::string path = WriteTokenizerFile("short.bin", {});
-  auto tokenizer = BpeTokenizer::Load(path, kFirstExtra + 10);
+  const std::string path = WriteTokenizerFile("short.bin", {{"abc", 0}});
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  auto tokenizer = BpeTokenizer::Load(path);
   ASSERT_FALSE(tokenizer.ok());
   EXPECT_NE(tokenizer.error().message.find("truncated at byte offset"), std::string::npos)
       << tokenizer.error().message;
-  EXPECT_FALSE(BpeTokenizer::Load(path + ".missing", 10).ok());
+  EXPECT_FALSE(BpeTokenizer::Load(path + ".missing").ok());
 }
 
 // The Llama 2 vocabulary: ids as SentencePiece (and llama2.c) give them.
 TEST(BpeTokenizer, MatchesLlama2EncodingsOnSharedTokenizer) {
   const std::optional<std::string> path = FindSharedModel("tokenizer.bin", "engine/BUILD");
   if (!path) GTEST_SKIP() << "../shared/models/tokenizer.bin not found; skipping";
-  auto tokenizer = BpeTokenizer::Load(*path, 32000);
+  auto tokenizer = BpeTokenizer::Load(*path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
+  EXPECT_EQ((*tokenizer)->vocab_size(), 32000);
   EXPECT_EQ((*tokenizer)->Encode("I believe the meaning of life is"),
             (std::vector<int32_t>{306, 4658, 278, 6593, 310, 2834, 338}));
   EXPECT_EQ((*tokenizer)->Encode("Simply put, the theory of relativity states that "),
