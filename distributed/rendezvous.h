@@ -1,0 +1,71 @@
+// Rendezvous: how the ranks of a job find each other and become one
+// ProcessGroup over ZeroMQ.
+//
+// Every rank binds its own endpoint (tcp on port 0, plus an ipc:// path under
+// a temporary directory, used by peers on the same host) and reports it to
+// rank 0, which listens at MASTER_ADDR:MASTER_PORT and sends every rank the
+// table of endpoints and a job id. Ranks then connect to each other, run a
+// barrier, and return.
+//
+//   Result<ProcessGroup> group = JoinFromEnvironment();
+//   if (!group) { LOG(ERROR) << group.error().ToString(); return 1; }
+//
+// Thread-safety: the functions may be called from several threads at once
+// (tests run ranks as threads); each call builds its own transport.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "distributed/collective_error.h"
+#include "distributed/process_group.h"
+
+namespace inferno {
+
+struct RendezvousOptions {
+  // How long to wait for every rank to arrive (rank 0) or for the table
+  // (other ranks).
+  std::chrono::milliseconds timeout{30000};
+  // How long each later wait of the group may take (Transport::timeout()).
+  // The environment variable INFERNO_TIMEOUT_MS overrides it.
+  std::chrono::milliseconds op_timeout{60000};
+  // Connect to peers on the same host over ipc:// instead of tcp://.
+  bool prefer_ipc_on_same_host = true;
+  // Called on rank 0 once it listens, with the bound port (useful when
+  // MASTER_PORT is 0, as in tests that run ranks as threads).
+  std::function<void(int port)> on_master_listening;
+};
+
+// Where this rank is and where rank 0 listens, as read from the environment.
+struct RendezvousConfig {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: rank 0 picks a free port
+  // INFERNO_TIMEOUT_MS if set, else RendezvousOptions::op_timeout.
+  std::chrono::milliseconds op_timeout{0};
+};
+
+// Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
+// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT and INFERNO_TIMEOUT_MS
+// through `getenv` (nullptr: unset). With no rank variables set: rank 0 of a
+// 1-rank world. Errors (InvalidArgument naming the variable and value): a
+// non-numeric or out-of-range value, a world size > 1 without MASTER_ADDR or
+// MASTER_PORT.
+Result<RendezvousConfig> ReadRendezvousConfig(
+    const std::function<const char*(const char*)>& getenv,
+    const RendezvousOptions& options = {});
+
+// Joins the group described by `config`. Errors: Transport naming addr:port
+// when rank 0 cannot listen (e.g. the port is in use); Timeout listing the
+// ranks that never arrived (rank 0) or naming the master (other ranks);
+// InvalidArgument when ranks disagree on the world size or a rank arrives
+// twice.
+Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options = {});
+
+// ReadRendezvousConfig(std::getenv) then Join. With none of the variables
+// set: a 1-rank group.
+Result<ProcessGroup> JoinFromEnvironment(const RendezvousOptions& options = {});
+
+}  // namespace inferno
