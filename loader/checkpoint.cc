@@ -1,0 +1,135 @@
+#include "loader/checkpoint.h"
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "loader/llama_layout.h"
+#include "loader/mapped_checkpoint.h"
+#include "loader/mapped_file.h"
+
+namespace inferno {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char kConfigFile[] = "config.json";
+constexpr char kSingleFile[] = "model.safetensors";
+constexpr char kIndexFile[] = "model.safetensors.index.json";
+
+LoadResult<ModelConfig> ReadConfig(const fs::path& folder) {
+  const std::string path = (folder / kConfigFile).string();
+  LoadResult<std::string> text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseModelConfigJson(*text, path);
+}
+
+// The files a Hugging Face sharded index refers to, checked to lie inside its
+// folder, and its tensor -> file map.
+struct ShardedIndex {
+  std::vector<std::string> files;
+  std::map<std::string, std::string> file_of;
+};
+
+LoadResult<ShardedIndex> ReadIndex(const fs::path& index_path) {
+  const std::string source = index_path.string();
+  LoadResult<std::string> text = ReadTextFile(source);
+  if (!text) return text.error();
+  const json index = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (index.is_discarded()) return LoadError{source + ": not valid JSON"};
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    return LoadError{source + ": no 'weight_map' object"};
+  }
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(index_path.parent_path(), ec);
+  ShardedIndex result;
+  std::set<std::string> seen;
+  for (const auto& [name, file] : index["weight_map"].items()) {
+    if (!file.is_string()) return LoadError{source + ": tensor '" + name + "': file " + file.dump() + " is not a string"};
+    const std::string relative = file.get<std::string>();
+    const fs::path resolved = fs::weakly_canonical(folder / relative, ec);
+    const fs::path rel = resolved.lexically_relative(folder);
+    if (ec || fs::path(relative).is_absolute() || rel.empty() || *rel.begin() == "..") {
+      return LoadError{source + ": tensor '" + name + "': file '" + relative + "' lies outside the index's folder " +
+                       folder.string()};
+    }
+    result.file_of[name] = resolved.string();
+    if (seen.insert(resolved.string()).second) result.files.push_back(resolved.string());
+  }
+  if (result.files.empty()) return LoadError{source + ": 'weight_map' is empty"};
+  return result;
+}
+
+// Opens a folder: model.safetensors.index.json (sharded) or model.safetensors.
+LoadResult<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder) {
+  LoadResult<ModelConfig> config = ReadConfig(folder);
+  if (!config) return config.error();
+  if (fs::exists(folder / kIndexFile)) {
+    const fs::path index_path = folder / kIndexFile;
+    LoadResult<ShardedIndex> index = ReadIndex(index_path);
+    if (!index) return index.error();
+    LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint =
+        MappedCheckpoint::OpenSafetensors(index->files, std::move(*config));
+    if (!checkpoint) return checkpoint.error();
+    for (size_t i = 0; i < (*checkpoint)->tensors().size(); ++i) {
+      const std::string& name = (*checkpoint)->tensors()[i].name;
+      auto it = index->file_of.find(name);
+      if (it == index->file_of.end() || it->second != (*checkpoint)->FilePathOf(i)) {
+        return LoadError{(*checkpoint)->FilePathOf(i) + ": tensor '" + name + "' is not listed for this file in " +
+                         index_path.string()};
+      }
+    }
+    for (const auto& [name, file] : index->file_of) {
+      if (!(*checkpoint)->IndexOf(name)) {
+        return LoadError{file + ": tensor '" + name + "' listed in " + index_path.string() + " is not in the file"};
+      }
+    }
+    return checkpoint;
+  }
+  if (fs::exists(folder / kSingleFile)) {
+    return MappedCheckpoint::OpenSafetensors({(folder / kSingleFile).string()}, std::move(*config));
+  }
+  return LoadError{folder.string() + ": holds neither " + kSingleFile + " nor " + kIndexFile};
+}
+
+}  // namespace
+
+LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = LoadError{};
+  if (fs::is_directory(p, ec)) {
+    checkpoint = OpenFolder(p);
+  } else if (p.filename() == kIndexFile) {
+    checkpoint = OpenFolder(p.parent_path());
+  } else if (p.extension() == ".safetensors") {
+    LoadResult<ModelConfig> config = ReadConfig(p.parent_path());
+    if (!config) return config.error();
+    checkpoint = OpenSafetensors({path}, std::move(*config));
+  } else {
+    checkpoint = OpenLlama2c(path);
+  }
+  if (!checkpoint) return checkpoint;
+  if (LoadStatus s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
+    return s.error();
+  }
+  return checkpoint;
+}
+
+LoadResult<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& path) {
+  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(path);
+  if (!checkpoint) return checkpoint.error();
+  return std::unique_ptr<Checkpoint>(std::move(*checkpoint));
+}
+
+LoadResult<TensorInfo> Checkpoint::Find(const std::string& name) const {
+  for (const TensorInfo& info : tensors()) {
+    if (info.name == name) return info;
+  }
+  return LoadError{"checkpoint has no tensor '" + name + "'"};
+}
+
+}  // namespace inferno

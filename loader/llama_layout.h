@@ -1,0 +1,59 @@
+// The Hugging Face Llama tensor layout: every tensor a model of a given
+// ModelConfig needs, by name and shape (see checkpoint.h for the list).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loader/load_error.h"
+#include "loader/model_config.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+
+inline constexpr char kEmbedTokensName[] = "model.embed_tokens.weight";
+inline constexpr char kFinalNormName[] = "model.norm.weight";
+inline constexpr char kLmHeadName[] = "lm_head.weight";
+
+// The tensors of layer i are "model.layers.{i}.<suffix>", in this order.
+inline constexpr std::string_view kLayerTensorSuffixes[] = {
+    "input_layernorm.weight",  "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+    "mlp.gate_proj.weight",    "mlp.up_proj.weight",      "mlp.down_proj.weight",
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// "model.layers.{layer}.{suffix}".
+std::string LayerTensorName(int64_t layer, std::string_view suffix);
+// The layer index of a "model.layers.{i}.…" name; nullopt for other names.
+std::optional<int64_t> LayerIndexOf(std::string_view name);
+// The part after "model.layers.{i}." ("self_attn.q_proj.weight"); empty for
+// other names.
+std::string_view LayerTensorSuffix(std::string_view name);
+
+// The tensors of layer `layer`, in kLayerTensorSuffixes order.
+std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& config, int64_t layer);
+TensorSpec EmbeddingSpec(const ModelConfig& config);  // (vocab_size, hidden_size)
+TensorSpec FinalNormSpec(const ModelConfig& config);  // (hidden_size)
+TensorSpec LmHeadSpec(const ModelConfig& config);     // (vocab_size, hidden_size)
+
+// Every tensor the model needs: the embedding, each layer's, the final norm
+// and, unless tie_word_embeddings, lm_head.
+std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
+
+// Checks that `tensors` holds every tensor of LlamaTensorSpecs(config) with
+// its shape (extra tensors are allowed). Fails naming `source`, the tensor
+// and the shapes.
+LoadStatus CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
+                                   const std::string& source);
+
+}  // namespace inferno

@@ -1,0 +1,73 @@
+#include "loader/llama_layout.h"
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+ModelConfig Config(bool tied) {
+  ModelConfig c;
+  c.hidden_size = 16;
+  c.intermediate_size = 40;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.vocab_size = 24;
+  c.max_position_embeddings = 32;
+  c.tie_word_embeddings = tied;
+  return c;
+}
+
+std::vector<TensorInfo> InfosOf(const std::vector<TensorSpec>& specs) {
+  std::vector<TensorInfo> infos;
+  for (const TensorSpec& s : specs) infos.push_back({s.name, DType::kF32, s.shape});
+  return infos;
+}
+
+TEST(LayerIndexOf, ParsesLayerNamesOnly) {
+  EXPECT_EQ(LayerIndexOf("model.layers.12.mlp.up_proj.weight"), 12);
+  EXPECT_EQ(LayerTensorSuffix("model.layers.12.mlp.up_proj.weight"), "mlp.up_proj.weight");
+  EXPECT_FALSE(LayerIndexOf("model.norm.weight"));
+  EXPECT_FALSE(LayerIndexOf("model.layers.x.mlp"));
+  EXPECT_FALSE(LayerIndexOf("model.layers.3"));
+}
+
+TEST(LlamaTensorSpecs, ListsEveryTensorWithGroupedQueryShapes) {
+  const std::vector<TensorSpec> specs = LlamaTensorSpecs(Config(false));
+  ASSERT_EQ(specs.size(), 1u + 2 * 9 + 2);
+  EXPECT_EQ(specs[0].name, "model.embed_tokens.weight");
+  EXPECT_EQ(specs[2].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(specs[3].shape, (std::vector<int64_t>{8, 16}));  // k_proj: kv_dim = 2 heads x 4
+  EXPECT_EQ(specs[9].shape, (std::vector<int64_t>{16, 40}));  // down_proj
+  EXPECT_EQ(specs.back().name, "lm_head.weight");
+  EXPECT_EQ(LlamaTensorSpecs(Config(true)).size(), specs.size() - 1);
+}
+
+TEST(CheckTensorsMatchConfig, TensorMissingForTheConfig) {
+  std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(false)));
+  infos.erase(infos.begin() + 5);
+  LoadStatus s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message,
+            "m.safetensors: tensor 'model.layers.0.self_attn.o_proj.weight' is missing (the config needs shape [16, 16])");
+}
+
+TEST(CheckTensorsMatchConfig, TensorOfWrongShapeForTheConfig) {
+  std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(false)));
+  infos[3].shape = {16, 16};
+  LoadStatus s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message,
+            "m.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [16, 16] but the config needs "
+            "[8, 16]");
+}
+
+TEST(CheckTensorsMatchConfig, ExtraTensorsAndTiedHeadAreAccepted) {
+  std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(true)));
+  infos.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", DType::kF32, {2}});
+  EXPECT_TRUE(CheckTensorsMatchConfig(infos, Config(true), "m.safetensors"));
+  EXPECT_FALSE(CheckTensorsMatchConfig(infos, Config(false), "m.safetensors"));
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,146 @@
+#include "loader/mapped_checkpoint.h"
+
+#include <glog/logging.h>
+
+#include "loader/llama2c_format.h"
+#include "loader/safetensors_format.h"
+
+namespace inferno {
+
+MappedCheckpoint::MappedCheckpoint(ModelConfig config, std::vector<std::unique_ptr<MappedFile>> files,
+                                   std::vector<Storage> tensors)
+    : config_(std::move(config)), files_(std::move(files)), storage_(std::move(tensors)) {
+  for (size_t i = 0; i < storage_.size(); ++i) {
+    CHECK_LT(storage_[i].file, files_.size()) << storage_[i].info.name;
+    CHECK(index_.emplace(storage_[i].info.name, i).second) << "duplicate tensor " << storage_[i].info.name;
+    infos_.push_back(storage_[i].info);
+  }
+}
+
+LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenSafetensors(
+    const std::vector<std::string>& paths, ModelConfig config) {
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::vector<Storage> tensors;
+  std::unordered_map<std::string, size_t> file_of;
+  for (const std::string& path : paths) {
+    LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+    if (!file) return file.error();
+    LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
+    if (!header) return header.error();
+    for (SafetensorsEntry& entry : header->tensors) {
+      auto [it, inserted] = file_of.emplace(entry.info.name, files.size());
+      if (!inserted) {
+        return LoadError{path + ": tensor '" + entry.info.name + "' is also in " + paths[it->second]};
+      }
+      tensors.push_back({std::move(entry.info), files.size(), entry.begin, 0});
+    }
+    files.push_back(std::move(*file));
+  }
+  return std::make_unique<MappedCheckpoint>(std::move(config), std::move(files), std::move(tensors));
+}
+
+LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenLlama2c(const std::string& path) {
+  LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  if (!file) return file.error();
+  LoadResult<Llama2cLayout> layout = ParseLlama2cFile((*file)->bytes(), path);
+  if (!layout) return layout.error();
+  std::vector<Storage> tensors;
+  for (Llama2cTensor& t : layout->tensors) {
+    tensors.push_back({TensorInfo{std::move(t.spec.name), DType::kF32, std::move(t.spec.shape)}, 0, t.offset,
+                       t.rope_heads});
+  }
+  std::vector<std::unique_ptr<MappedFile>> files;
+  files.push_back(std::move(*file));
+  return std::make_unique<MappedCheckpoint>(std::move(layout->config), std::move(files), std::move(tensors));
+}
+
+std::optional<size_t> MappedCheckpoint::IndexOf(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::string& MappedCheckpoint::FilePathOf(size_t index) const { return files_[storage_[index].file]->path(); }
+
+int64_t MappedCheckpoint::NumRows(size_t index) const {
+  const std::vector<int64_t>& shape = storage_[index].info.shape;
+  return shape.empty() ? 1 : shape[0];
+}
+
+int64_t MappedCheckpoint::RowBytes(size_t index) const {
+  const TensorInfo& info = storage_[index].info;
+  int64_t elements = 1;
+  for (size_t d = 1; d < info.shape.size(); ++d) elements *= info.shape[d];
+  return elements * DTypeSize(info.dtype);
+}
+
+std::span<const std::byte> MappedCheckpoint::Row(size_t index, int64_t row) const {
+  const Storage& s = storage_[index];
+  DCHECK_GE(row, 0);
+  DCHECK_LT(row, NumRows(index));
+  int64_t stored_row = row;
+  if (s.llama2c_rope_heads > 0) {
+    // Hugging Face row h*hd + j*hd/2 + i holds llama2.c row h*hd + 2i + j.
+    const int64_t head_dim = NumRows(index) / s.llama2c_rope_heads;
+    const int64_t head = row / head_dim, within = row % head_dim, half = head_dim / 2;
+    stored_row = head * head_dim + 2 * (within % half) + within / half;
+  }
+  const int64_t row_bytes = RowBytes(index);
+  return files_[s.file]->bytes().subspan(s.begin + static_cast<uint64_t>(stored_row * row_bytes),
+                                         static_cast<size_t>(row_bytes));
+}
+
+void MappedCheckpoint::WillNeed(size_t index) const {
+  const Storage& s = storage_[index];
+  files_[s.file]->WillNeed(s.begin, s.begin + TensorByteSize(s.info));
+}
+
+void MappedCheckpoint::Release(size_t index) const {
+  const Storage& s = storage_[index];
+  files_[s.file]->Release(s.begin, s.begin + TensorByteSize(s.info));
+}
+
+LoadStatus MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, int64_t row_end,
+                                       size_t out_size, size_t* index) const {
+  std::optional<size_t> found = IndexOf(name);
+  if (!found) return LoadError{"checkpoint has no tensor '" + name + "'"};
+  *index = *found;
+  const int64_t rows = NumRows(*found);
+  if (row_begin < 0 || row_end < row_begin || row_end > rows) {
+    return LoadError{FilePathOf(*found) + ": tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
+                     std::to_string(row_end) + ") out of its " + std::to_string(rows) + " rows"};
+  }
+  const int64_t row_elements = RowBytes(*found) / DTypeSize(storage_[*found].info.dtype);
+  if (static_cast<int64_t>(out_size) != (row_end - row_begin) * row_elements) {
+    return LoadError{FilePathOf(*found) + ": tensor '" + name + "': output holds " + std::to_string(out_size) +
+                     " floats, rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) + ") hold " +
+                     std::to_string((row_end - row_begin) * row_elements)};
+  }
+  return {};
+}
+
+LoadStatus MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) const {
+  std::optional<size_t> index = IndexOf(name);
+  if (!index) return LoadError{"checkpoint has no tensor '" + name + "'"};
+  return ReadRowsF32(name, 0, NumRows(*index), out);
+}
+
+LoadStatus MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+                                         std::span<float> out) const {
+  size_t index;
+  if (LoadStatus s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
+  const DType dtype = storage_[index].info.dtype;
+  if (row_begin == row_end) return {};
+  if (storage_[index].llama2c_rope_heads == 0) {  // rows are contiguous
+    ConvertToF32(dtype, Row(index, row_begin).data(), out);
+    return {};
+  }
+  const size_t row_elements = static_cast<size_t>(RowBytes(index) / DTypeSize(dtype));
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    ConvertToF32(dtype, Row(index, row).data(),
+                 out.subspan(static_cast<size_t>(row - row_begin) * row_elements, row_elements));
+  }
+  return {};
+}
+
+}  // namespace inferno

@@ -1,0 +1,90 @@
+// MappedCheckpoint: the Checkpoint behind every supported format. Each tensor
+// is a byte range of a memory-mapped file (a safetensors file or a llama2.c
+// .bin), stored row-major, possibly with its rows in llama2.c's RoPE order.
+// Beyond Checkpoint it hands out the stored bytes of each row (Hugging Face row
+// order), so tensors can be copied without conversion, and lets a streaming
+// reader drop the pages it has finished with.
+//
+// A tensor's "rows" are its first dimension (a 1-D tensor's rows are its
+// elements; a scalar is one row).
+//
+// Thread-safety: const methods may be called from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loader/checkpoint.h"
+#include "loader/load_error.h"
+#include "loader/mapped_file.h"
+#include "loader/model_config.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+
+class MappedCheckpoint final : public Checkpoint {
+ public:
+  // Where one tensor's bytes live.
+  struct Storage {
+    TensorInfo info;
+    size_t file = 0;     // index into the checkpoint's files
+    uint64_t begin = 0;  // byte offset of the tensor in that file
+    // 0: rows stored in order. > 0: a (heads * head_dim, in) projection
+    // stored in llama2.c's RoPE order (pairs (2i, 2i+1) of each head) with
+    // this many heads; rows are handed out in Hugging Face order (pairs
+    // (i, i + head_dim/2)).
+    int64_t llama2c_rope_heads = 0;
+  };
+
+  // Precondition: every Storage lies inside its file and names are unique.
+  MappedCheckpoint(ModelConfig config, std::vector<std::unique_ptr<MappedFile>> files,
+                   std::vector<Storage> tensors);
+
+  // Like Checkpoint::Open.
+  static LoadResult<std::unique_ptr<MappedCheckpoint>> Open(const std::string& path);
+  // The safetensors files `paths` as one checkpoint with `config`, without
+  // checking the tensors against the config (for shards, whose tensors are
+  // slices). Fails on a bad file or a name found in two files.
+  static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenSafetensors(const std::vector<std::string>& paths,
+                                                                       ModelConfig config);
+  // A llama2.c v0 .bin file (see llama2c_format.h).
+  static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
+
+  const ModelConfig& config() const override { return config_; }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  LoadStatus ReadF32(const std::string& name, std::span<float> out) const override;
+  LoadStatus ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+                         std::span<float> out) const override;
+
+  // The index of `name` in tensors(), or nullopt.
+  std::optional<size_t> IndexOf(const std::string& name) const;
+  // The file holding tensors()[index].
+  const std::string& FilePathOf(size_t index) const;
+  // Rows of tensors()[index] and stored bytes per row.
+  int64_t NumRows(size_t index) const;
+  int64_t RowBytes(size_t index) const;
+  // The stored bytes of row `row` (Hugging Face order) of tensors()[index].
+  // Precondition: index < tensors().size(), 0 <= row < NumRows(index).
+  std::span<const std::byte> Row(size_t index, int64_t row) const;
+  // Read-ahead hint for, and release of the resident pages of, the tensor.
+  void WillNeed(size_t index) const;
+  void Release(size_t index) const;
+
+ private:
+  LoadStatus CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size,
+                       size_t* index) const;
+
+  ModelConfig config_;
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::vector<Storage> storage_;
+  std::vector<TensorInfo> infos_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace inferno

@@ -1,0 +1,78 @@
+#include "loader/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace inferno {
+namespace {
+
+// The page-aligned range covering [begin, end), clipped to `size`. Dropping
+// a neighbour's page is harmless: the mapping is never written, so the page is
+// simply read again from the page cache.
+std::pair<uint64_t, uint64_t> PageRange(uint64_t begin, uint64_t end, uint64_t size) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return {begin / page * page, std::min(end, size)};
+}
+
+}  // namespace
+
+LoadResult<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LoadError{path + ": cannot open: " + std::strerror(errno)};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const std::string message = path + ": cannot stat: " + std::strerror(errno);
+    ::close(fd);
+    return LoadError{message};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return LoadError{path + ": not a regular file"};
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  const std::byte* data = nullptr;
+  if (size > 0) {
+    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      const std::string message = path + ": cannot mmap " + std::to_string(size) + " bytes: " + std::strerror(errno);
+      ::close(fd);
+      return LoadError{message};
+    }
+    data = static_cast<const std::byte*>(mapped);
+  }
+  ::close(fd);
+  return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+MappedFile::~MappedFile() {
+  if (size_ > 0) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+void MappedFile::WillNeed(uint64_t begin, uint64_t end) const {
+  const auto [first, last] = PageRange(begin, end, size_);
+  if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_WILLNEED);
+}
+
+void MappedFile::Release(uint64_t begin, uint64_t end) const {
+  const auto [first, last] = PageRange(begin, end, size_);
+  if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
+}
+
+LoadResult<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return LoadError{path + ": cannot open: " + std::strerror(errno)};
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return LoadError{path + ": read failed"};
+  return contents.str();
+}
+
+}  // namespace inferno

@@ -1,0 +1,50 @@
+// MappedFile: a whole file memory-mapped read-only; and ReadTextFile, for the
+// small JSON files (config.json, indexes, manifests) that sit beside them.
+//
+// Thread-safety: all methods may be called from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "loader/load_error.h"
+
+namespace inferno {
+
+class MappedFile {
+ public:
+  // Maps `path`; fails naming the path and errno's message. An empty file
+  // maps to an empty span.
+  static LoadResult<std::unique_ptr<MappedFile>> Open(const std::string& path);
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const std::string& path() const { return path_; }
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+  // Hints that bytes [begin, end) will be read soon, sequentially.
+  void WillNeed(uint64_t begin, uint64_t end) const;
+  // Drops the pages of bytes [begin, end) from this process's resident set;
+  // they stay in the page cache and are read again on the next access. Keeps
+  // the RSS of a streaming reader bounded.
+  void Release(uint64_t begin, uint64_t end) const;
+
+ private:
+  MappedFile(std::string path, const std::byte* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+
+  std::string path_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The whole contents of a small file; fails naming the path and errno's
+// message.
+LoadResult<std::string> ReadTextFile(const std::string& path);
+
+}  // namespace inferno

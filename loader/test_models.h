@@ -1,0 +1,50 @@
+// Small generated models for the loader's tests: a ModelConfig, deterministic
+// weights for every tensor of it, and writers for each format.
+//
+// Thread-safety: pure functions; writers need distinct paths.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loader/checkpoint.h"
+#include "loader/llama_layout.h"
+#include "loader/load_error.h"
+#include "loader/model_config.h"
+
+namespace inferno {
+
+// dim 16, hidden 40, `layers` layers, 4 heads, 2 kv heads, vocab 24, seq 32.
+ModelConfig TestConfig(int64_t layers = 3, bool tied = false);
+
+// The value of element `i` of tensor `name` in every generated model: distinct
+// across tensors and elements, exactly representable in BF16 and F16.
+float TestWeight(const std::string& name, int64_t i);
+// All of tensor `spec` (Hugging Face layout and order).
+std::vector<float> TestWeights(const TensorSpec& spec);
+
+// Expects (gtest) `checkpoint` to hold every tensor of its config with the
+// TestWeights values.
+void ExpectHoldsTestWeights(const Checkpoint& checkpoint);
+
+// Writes `folder`/config.json and `folder`/model.safetensors (F32) holding
+// every tensor of LlamaTensorSpecs(config).
+LoadStatus WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& config);
+
+// Writes a llama2.c v0 file of `config` holding the same weights as the
+// safetensors model, stored as llama2.c stores them (q/k rows in llama2.c's
+// RoPE order, the legacy RoPE tables, wcls unless tied).
+LoadStatus WriteTestLlama2cModel(const std::string& path, const ModelConfig& config);
+
+// Writes `bytes` to `path` (for hand-made bad files).
+LoadStatus WriteBytes(const std::string& path, const std::string& bytes);
+
+// The path of ../shared/models/<name> beside the source tree (or under
+// $INFERNO_SHARED_MODELS), or "" when absent, as in a fresh clone. Tests that
+// call it list ":test_models.h" in `data`: its runfile leads to the source tree.
+std::string SharedModelPath(const std::string& name);
+
+// $TEST_TMPDIR/<name>, created as a folder when `folder`.
+std::string TestPath(const std::string& name, bool folder = false);
+
+}  // namespace inferno
