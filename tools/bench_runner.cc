@@ -1,0 +1,177 @@
+#include "tools/bench_runner.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+namespace inferno {
+namespace {
+
+using Status = CollectiveBenchBackend::Status;
+
+Expected<BenchOp, std::string> ParseBenchOp(const std::string& name) {
+  for (const BenchOp op : kAllBenchOps) {
+    if (name == BenchOpName(op)) return op;
+  }
+  return MakeUnexpected("--ops: unknown op '" + name +
+                        "' (known: all_reduce, all_gather, broadcast, ping_pong)");
+}
+
+// Runs `op` once on this rank. `result` is set to the buffer to check, or left
+// empty when this rank takes no part (ping-pong beyond rank 1); sizes are at
+// least 4 bytes, so a participating rank's result is never empty. Returns the
+// time to report for the iteration in `elapsed_us`.
+Status RunOnce(CollectiveBenchBackend& backend, BenchOp op, std::vector<float>& data,
+               std::vector<float>& output, std::span<const float>& result, double& elapsed_us) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Status status;
+  result = {};
+  switch (op) {
+    case BenchOp::kAllReduce:
+      status = backend.AllReduceSum(data);
+      result = data;
+      break;
+    case BenchOp::kAllGather:
+      status = backend.AllGather(data, output);
+      result = output;
+      break;
+    case BenchOp::kBroadcast:
+      status = backend.BroadcastFromRank0(data);
+      result = data;
+      break;
+    case BenchOp::kPingPong:
+      // Rank 0 sends and waits for the echo; rank 1 echoes what it got.
+      output.resize(data.size());
+      if (backend.rank() == 0) {
+        status = backend.Send(1, data);
+        if (status) status = backend.Recv(1, output);
+        result = output;
+      } else if (backend.rank() == 1) {
+        status = backend.Recv(0, output);
+        if (status) status = backend.Send(0, output);
+        result = output;
+      }
+      break;
+  }
+  const std::chrono::duration<double, std::micro> elapsed = Clock::now() - start;
+  elapsed_us = elapsed.count();
+  if (op == BenchOp::kPingPong) elapsed_us = backend.rank() == 0 ? elapsed_us / 2 : 0.0;
+  return status;
+}
+
+Status BenchOne(CollectiveBenchBackend& backend, BenchOp op, size_t bytes, int timed_override,
+                std::FILE* out) {
+  const std::string what = std::string(BenchOpName(op)) + " of " + std::to_string(bytes) + " bytes";
+  const BenchIterations iterations = IterationsFor(bytes, timed_override);
+  std::vector<float> data(bytes / sizeof(float));  // (bytes / 4)
+  std::vector<float> output;  // all_gather: (world_size × bytes / 4); ping-pong: (bytes / 4)
+  if (op == BenchOp::kAllGather) output.resize(data.size() * backend.world_size());
+  std::vector<double> iteration_us(iterations.timed);
+  for (int i = 0; i < iterations.warmup + iterations.timed; ++i) {
+    FillInput(op, backend.rank(), data);
+    if (auto barrier = backend.Barrier(); !barrier) {
+      return MakeUnexpected("barrier before " + what + ": " + barrier.error());
+    }
+    std::span<const float> result;
+    double elapsed_us = 0;
+    if (auto ran = RunOnce(backend, op, data, output, result, elapsed_us); !ran) {
+      return MakeUnexpected(what + ": " + ran.error());
+    }
+    if (!result.empty()) {
+      if (auto checked = CheckResult(op, backend.rank(), backend.world_size(), result); !checked) {
+        return MakeUnexpected(checked.error());
+      }
+    }
+    if (i >= iterations.warmup) iteration_us[i - iterations.warmup] = elapsed_us;
+  }
+  if (auto max = backend.MaxAcrossRanks(iteration_us); !max) {
+    return MakeUnexpected("collecting the times of " + what + ": " + max.error());
+  }
+  if (backend.rank() == 0) {
+    std::fprintf(out, "%s\n", FormatBenchLine(op, bytes, backend.world_size(), iteration_us).c_str());
+    std::fflush(out);
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* BenchFlagsUsage() {
+  return "  --ops LIST    comma list of all_reduce,all_gather,broadcast,ping_pong (default: all)\n"
+         "  --sizes LIST  comma list of byte counts, K/M suffixes allowed (default: 4 B .. 64 MiB)\n"
+         "  --iters N     timed iterations per size (default: by size, 5 .. 200)\n";
+}
+
+Expected<BenchConfig, std::string> ParseBenchFlags(
+    int argc, const char* const* argv, const std::map<std::string, std::string*>& extra_flags) {
+  BenchConfig config;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      config.show_help = true;
+      return config;
+    }
+    std::string value;
+    if (const size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return MakeUnexpected(flag + ": missing value");
+    }
+    if (flag == "--sizes") {
+      auto sizes = ParseBenchSizes(value);
+      if (!sizes) return MakeUnexpected(sizes.error());
+      config.sizes = *std::move(sizes);
+    } else if (flag == "--ops") {
+      config.ops.clear();
+      std::stringstream stream(value);
+      for (std::string name; std::getline(stream, name, ',');) {
+        auto op = ParseBenchOp(name);
+        if (!op) return MakeUnexpected(op.error());
+        config.ops.push_back(*op);
+      }
+      if (config.ops.empty()) return MakeUnexpected("--ops: empty list");
+    } else if (flag == "--iters") {
+      char* end = nullptr;
+      errno = 0;
+      const long iters = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno != 0 || iters < 1 || iters > 1000000) {
+        return MakeUnexpected("--iters: expected a positive integer, got '" + value + "'");
+      }
+      config.timed_iterations = static_cast<int>(iters);
+    } else if (auto extra = extra_flags.find(flag); extra != extra_flags.end()) {
+      *extra->second = value;
+    } else {
+      return MakeUnexpected("unknown flag '" + flag + "'");
+    }
+  }
+  return config;
+}
+
+Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
+                                               const BenchConfig& config, std::FILE* out) {
+  for (const BenchOp op : config.ops) {
+    if (op == BenchOp::kPingPong && backend.world_size() < 2) continue;
+    for (const size_t bytes : config.sizes) {
+      if (auto done = BenchOne(backend, op, bytes, config.timed_iterations, out); !done) {
+        return done;
+      }
+    }
+  }
+  return {};
+}
+
+int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,
+                           const BenchConfig& config) {
+  if (auto done = RunCollectiveBench(backend, config, stdout); !done) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", program, backend.rank(), done.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace inferno

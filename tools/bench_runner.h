@@ -1,0 +1,72 @@
+// The measurement loop of the collective benchmark protocol (see
+// bench_protocol.h), written once over a small backend interface that
+// //tools:collective_bench (our ProcessGroup) and the Open MPI and Gloo
+// yardstick drivers each implement, so the three differ only in the library
+// call being timed.
+//
+// Thread-safety: RunCollectiveBench drives its backend from the calling thread
+// only; a backend need not be thread-safe.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "distributed/expected.h"
+#include "tools/bench_protocol.h"
+
+namespace inferno {
+
+// One rank's handle on the library under test. Every method is a collective
+// over all ranks (except Send/Recv) and returns a one-line error on failure.
+class CollectiveBenchBackend {
+ public:
+  using Status = Expected<void, std::string>;
+
+  virtual ~CollectiveBenchBackend() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual Status Barrier() = 0;
+  // In place: data becomes the element-wise sum over ranks.
+  virtual Status AllReduceSum(std::span<float> data) = 0;
+  // out becomes every rank's input in rank order (world_size × input.size()).
+  virtual Status AllGather(std::span<const float> input, std::vector<float>& out) = 0;
+  // Rank 0's data overwrites the others'.
+  virtual Status BroadcastFromRank0(std::span<float> data) = 0;
+  virtual Status Send(int peer, std::span<const float> data) = 0;
+  // out holds the next message from peer; its size on entry is the expected size.
+  virtual Status Recv(int peer, std::vector<float>& out) = 0;
+  // In place: values become the element-wise maximum over ranks.
+  virtual Status MaxAcrossRanks(std::span<double> values) = 0;
+};
+
+struct BenchConfig {
+  std::vector<BenchOp> ops{std::begin(kAllBenchOps), std::end(kAllBenchOps)};
+  std::vector<size_t> sizes = DefaultBenchSizes();
+  int timed_iterations = 0;  // 0: IterationsFor's default per size
+  bool show_help = false;    // --help: print usage and run nothing
+};
+
+// Usage of the common flags, one line per flag, for a driver's --help.
+const char* BenchFlagsUsage();
+
+// Parses argv[1..argc): --ops LIST, --sizes LIST, --iters N, and the driver's
+// own `extra_flags` (name with dashes → where to store its value). Errors are
+// one line naming the flag and value.
+Expected<BenchConfig, std::string> ParseBenchFlags(
+    int argc, const char* const* argv, const std::map<std::string, std::string*>& extra_flags = {});
+
+// Runs every op of `config` at every size on `backend`, printing one protocol
+// line per op and size on rank 0 to `out`. Ping-pong runs between ranks 0 and 1
+// and is skipped on one rank. Returns the first error or wrong result.
+Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
+                                               const BenchConfig& config, std::FILE* out);
+
+// main()'s tail for a driver: runs the bench, prints an error as
+// "<program>: rank R: <error>" and returns the process exit status.
+int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,
+                           const BenchConfig& config);
+
+}  // namespace inferno

@@ -1,0 +1,128 @@
+#include "tools/bench_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace inferno {
+namespace {
+
+// A world of one rank: every collective is the identity. `corrupt_all_reduce`
+// and `fail_barrier` inject the faults the runner must report.
+class SingleRankBackend : public CollectiveBenchBackend {
+ public:
+  bool corrupt_all_reduce = false;
+  bool fail_barrier = false;
+  int barriers = 0;
+
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Status Barrier() override {
+    ++barriers;
+    if (fail_barrier) return MakeUnexpected(std::string("peer 1 vanished"));
+    return {};
+  }
+  Status AllReduceSum(std::span<float> data) override {
+    if (corrupt_all_reduce) data.back() = -3;
+    return {};
+  }
+  Status AllGather(std::span<const float> input, std::vector<float>& out) override {
+    out.assign(input.begin(), input.end());
+    return {};
+  }
+  Status BroadcastFromRank0(std::span<float>) override { return {}; }
+  Status Send(int, std::span<const float>) override {
+    return MakeUnexpected(std::string("no peer in a world of one"));
+  }
+  Status Recv(int, std::vector<float>&) override {
+    return MakeUnexpected(std::string("no peer in a world of one"));
+  }
+  Status MaxAcrossRanks(std::span<double>) override { return {}; }
+};
+
+struct BenchRun {
+  Expected<void, std::string> status;
+  std::string printed;
+};
+
+BenchRun RunCapturingOutput(SingleRankBackend& backend, const BenchConfig& config) {
+  std::FILE* out = std::tmpfile();
+  BenchRun run{RunCollectiveBench(backend, config, out), ""};
+  std::rewind(out);
+  for (int c; (c = std::fgetc(out)) != EOF;) run.printed += static_cast<char>(c);
+  std::fclose(out);
+  return run;
+}
+
+TEST(RunCollectiveBench, PrintsOneLinePerOpAndSizeSkippingPingPongOnOneRank) {
+  SingleRankBackend backend;
+  BenchConfig config;
+  config.sizes = {4, 64};
+  config.timed_iterations = 3;
+  const BenchRun run = RunCapturingOutput(backend, config);
+  ASSERT_TRUE(run.status.ok()) << run.status.error();
+  const std::string& text = run.printed;
+  for (const char* prefix : {"all_reduce 4 1 ", "all_reduce 64 1 ", "all_gather 4 1 ",
+                             "all_gather 64 1 ", "broadcast 4 1 ", "broadcast 64 1 "}) {
+    EXPECT_NE(text.find(prefix), std::string::npos) << prefix << " missing from:\n" << text;
+  }
+  EXPECT_EQ(text.find("ping_pong"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6);
+  // 3 ops × 2 sizes × (2 warm-up + 3 timed) iterations, each opened by a barrier.
+  EXPECT_EQ(backend.barriers, 3 * 2 * 5);
+}
+
+TEST(RunCollectiveBench, FailsOnWrongResult) {
+  SingleRankBackend backend;
+  backend.corrupt_all_reduce = true;
+  BenchConfig config;
+  config.ops = {BenchOp::kAllReduce};
+  config.sizes = {16};
+  const BenchRun run = RunCapturingOutput(backend, config);
+  ASSERT_FALSE(run.status.ok());
+  EXPECT_EQ(run.printed, "");
+  EXPECT_EQ(run.status.error(), "all_reduce of 16 bytes on 1 ranks: rank 0 element 3 is -3, expected 4");
+}
+
+TEST(RunCollectiveBench, ReportsBackendErrorsWithOpAndSize) {
+  SingleRankBackend backend;
+  backend.fail_barrier = true;
+  BenchConfig config;
+  config.ops = {BenchOp::kBroadcast};
+  config.sizes = {8};
+  const BenchRun run = RunCapturingOutput(backend, config);
+  ASSERT_FALSE(run.status.ok());
+  EXPECT_EQ(run.printed, "");
+  EXPECT_EQ(run.status.error(), "barrier before broadcast of 8 bytes: peer 1 vanished");
+}
+
+TEST(ParseBenchFlags, ReadsCommonAndExtraFlags) {
+  std::string store;
+  const char* argv[] = {"bench", "--ops", "ping_pong,all_reduce", "--sizes=8,1K", "--iters", "9",
+                        "--store", "/tmp/x"};
+  auto config = ParseBenchFlags(8, argv, {{"--store", &store}});
+  ASSERT_TRUE(config.ok()) << config.error();
+  EXPECT_EQ(config->ops, (std::vector<BenchOp>{BenchOp::kPingPong, BenchOp::kAllReduce}));
+  EXPECT_EQ(config->sizes, (std::vector<size_t>{8, 1024}));
+  EXPECT_EQ(config->timed_iterations, 9);
+  EXPECT_EQ(store, "/tmp/x");
+}
+
+TEST(ParseBenchFlags, RejectsUnknownOpsAndFlags) {
+  const char* bad_op[] = {"bench", "--ops", "all_to_all"};
+  auto config = ParseBenchFlags(3, bad_op);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error(),
+            "--ops: unknown op 'all_to_all' (known: all_reduce, all_gather, broadcast, ping_pong)");
+  const char* bad_flag[] = {"bench", "--size", "4"};
+  config = ParseBenchFlags(3, bad_flag);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error(), "unknown flag '--size'");
+  const char* bad_iters[] = {"bench", "--iters", "0"};
+  EXPECT_FALSE(ParseBenchFlags(3, bad_iters).ok());
+}
+
+}  // namespace
+}  // namespace inferno
