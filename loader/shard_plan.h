@@ -57,7 +57,16 @@ struct ShardPlan {
   static int RankOf(int stage, int tp_index, int pp, int tp) { return (pp - 1 - stage) * tp + tp_index; }
 };
 
-// Computes the plan. `layers_per_stage`, if given, has pp entries summing to
+// The shape of `slice` of a tensor of shape `shape`: `shape` with dimension
+// split_dim narrowed to end - begin (or `shape` when not split).
+std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice);
+
+// Computes the plan. Under tensor parallelism (tp > 1) each layer is split
+// Megatron-style: q/k/v/gate/up by output rows (whole heads of q and k/v), o
+// and down by input columns; norms, the embedding and lm_head are whole on
+// every rank of their stage. tp must divide the attention heads, the kv heads
+// and the intermediate size. With tied embeddings the last stage holds
+// model.embed_tokens.weight as its head. `layers_per_stage`, if given, has pp entries summing to
 // the layer count (each >= 1); otherwise layers are split to balance bytes.
 // Fails with a one-line error (e.g. "pp=7 exceeds the 5 layers of the model").
 LoadResult<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
