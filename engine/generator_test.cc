@@ -1,0 +1,141 @@
+#include "engine/generator.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "distributed/testing/rank_threads.h"
+#include "engine/toy_model.h"
+#include "loader/checkpoint.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+namespace {
+
+// Records every logit vector and token the leader reports.
+class RecordingObserver : public GenerationObserver {
+ public:
+  void OnLogits(int sequence, std::span<const float> logits) override {
+    logits_[sequence].insert(logits_[sequence].end(), logits.begin(), logits.end());
+  }
+  void OnToken(int sequence, int32_t, int32_t token) override { tokens_[sequence].push_back(token); }
+  void OnSequenceDone(int sequence) override { ++done_[sequence]; }
+
+  std::map<int, std::vector<float>> logits_;
+  std::map<int, std::vector<int32_t>> tokens_;
+  std::map<int, int> done_;
+};
+
+struct Outcome {
+  std::map<int, std::vector<float>> logits;
+  std::map<int, std::vector<int32_t>> tokens;
+  std::map<int, int> done;
+  int64_t generated = 0;
+  size_t timelines = 0;
+};
+
+const std::string& ToyModelPath() {
+  static const std::string path = [] {
+    const std::string folder = std::string(std::getenv("TEST_TMPDIR")) + "/toy";
+    ToyModelShape shape;
+    shape.dim = 32;
+    shape.layers = 5;
+    shape.seq_len = 80;
+    EngineStatus written = WriteToyModel(folder, ToyModelConfig(shape), 99);
+    CHECK(written.ok()) << written.error().message;
+    return folder;
+  }();
+  return path;
+}
+
+// Runs Generate on `world` in-process ranks; returns the leader's outcome.
+Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options) {
+  auto checkpoint = Checkpoint::Open(ToyModelPath());
+  CHECK(checkpoint.ok()) << checkpoint.error().message;
+  auto plan = MakeShardPlan(**checkpoint, world, 1, std::nullopt);
+  CHECK(plan.ok()) << plan.error().message;
+  std::vector<Outcome> results = RunRanks(
+      MakeTransports(TransportKind::kInProcess, world, std::chrono::seconds(30)), [&](ProcessGroup& group) {
+        ThreadPool pool(1);
+        auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
+        CHECK(weights.ok()) << weights.error().message;
+        TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()), pool);
+        RecordingObserver observer;
+        Timeline timeline(false);
+        auto report = Generate(group, stage, prompts, options, &observer, timeline);
+        CHECK(report.ok()) << report.error().message;
+        return Outcome{observer.logits_, observer.tokens_, observer.done_, report->generated_tokens,
+                       report->timelines.size()};
+      });
+  return results[0];
+}
+
+const std::vector<std::vector<int32_t>> kPrompts = {
+    {1, 72, 101, 108, 108, 111},
+    // Longer than one prefill call (64 positions).
+    std::vector<int32_t>(70, 40),
+    {1, 7},
+};
+
+class GeneratorTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GeneratorTest, GreedyTokensAndLogitsEqualOneRankBitForBit) {
+  GenerationOptions options;
+  options.max_new_tokens = 8;
+  const Outcome alone = RunPipeline(1, kPrompts, options);
+  const Outcome pipelined = RunPipeline(GetParam(), kPrompts, options);
+  EXPECT_EQ(pipelined.tokens, alone.tokens);
+  EXPECT_EQ(pipelined.logits, alone.logits);
+  EXPECT_EQ(pipelined.timelines, static_cast<size_t>(GetParam()));
+  for (int sequence = 0; sequence < 3; ++sequence) EXPECT_EQ(pipelined.done.at(sequence), 1);
+}
+
+TEST_P(GeneratorTest, SeededSamplingEqualsOneRankAndEachSequenceEqualsRunningItAlone) {
+  GenerationOptions options;
+  options.max_new_tokens = 12;
+  options.sampling = {.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .seed = 5};
+  const Outcome together = RunPipeline(GetParam(), kPrompts, options);
+  EXPECT_EQ(together.tokens, RunPipeline(1, kPrompts, options).tokens);
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    const Outcome alone = RunPipeline(GetParam(), {kPrompts[i]}, options);
+    EXPECT_EQ(alone.tokens.at(0), together.tokens.at(static_cast<int>(i))) << "prompt " << i;
+    EXPECT_EQ(alone.logits.at(0), together.logits.at(static_cast<int>(i))) << "prompt " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, GeneratorTest, ::testing::Values(1, 2, 3, 4, 5));
+
+TEST(Generator, StopsAtMaxNewTokensAndAtContextEnd) {
+  GenerationOptions options;
+  options.max_new_tokens = 3;
+  EXPECT_EQ(RunPipeline(2, {{1, 2, 3}}, options).tokens.at(0).size(), 3u);
+  options.max_new_tokens = 100;
+  // Context 80: a 78-token prompt leaves room to feed 2 more tokens, the
+  // third sampled token ends the sequence.
+  const Outcome full = RunPipeline(2, {std::vector<int32_t>(78, 50)}, options);
+  EXPECT_EQ(full.tokens.at(0).size(), 3u);
+  options.max_new_tokens = 0;
+  const Outcome none = RunPipeline(3, {{1, 2, 3}}, options);
+  EXPECT_EQ(none.generated, 0);
+  EXPECT_TRUE(none.logits.empty());
+}
+
+TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {
+  ModelConfig config = ToyModelConfig({});
+  config.max_position_embeddings = 4;
+  EXPECT_TRUE(ValidatePrompts({{1, 2, 3, 4}}, config).ok());
+  EXPECT_FALSE(ValidatePrompts({{}}, config).ok());
+  EXPECT_EQ(ValidatePrompts({{1, 2}, {1, 2, 3, 4, 5}}, config).error().message,
+            "prompt 1 has 5 tokens, longer than the model's context of 4");
+  EXPECT_EQ(ValidatePrompts({{1, 259}}, config).error().message,
+            "prompt 0: token id 259 is outside the vocabulary [0, 259)");
+  EXPECT_FALSE(ValidatePrompts({{-1}}, config).ok());
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,110 @@
+#include "engine/stage_weights.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include <glog/logging.h>
+
+namespace inferno {
+namespace {
+
+// Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed.
+EngineStatus ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
+                      int64_t offset, int64_t count) {
+  if (offset + count > static_cast<int64_t>(out.size())) out.resize(offset + count);
+  LoadStatus status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
+  if (!status) return EngineError{"loading stage weights: " + status.error().message};
+  return {};
+}
+
+std::string LayerTensor(int64_t layer, const char* suffix) {
+  return "model.layers." + std::to_string(layer) + "." + suffix;
+}
+
+EngineResult<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
+  const ModelConfig& config = checkpoint.config();
+  const int64_t dim = config.hidden_size;
+  const int64_t kv_dim = config.kv_dim();
+  const int64_t hidden = config.intermediate_size;
+  const int64_t head_dim = config.head_dim();
+  LayerWeights weights;
+  const std::pair<std::vector<float>*, std::vector<std::pair<const char*, int64_t>>> plan[] = {
+      {&weights.attention_norm, {{"input_layernorm.weight", dim}}},
+      {&weights.wqkv,
+       {{"self_attn.q_proj.weight", dim * dim},
+        {"self_attn.k_proj.weight", kv_dim * dim},
+        {"self_attn.v_proj.weight", kv_dim * dim}}},
+      {&weights.wo, {{"self_attn.o_proj.weight", dim * dim}}},
+      {&weights.ffn_norm, {{"post_attention_layernorm.weight", dim}}},
+      {&weights.w_gate_up, {{"mlp.gate_proj.weight", hidden * dim}, {"mlp.up_proj.weight", hidden * dim}}},
+      {&weights.w_down, {{"mlp.down_proj.weight", dim * hidden}}},
+  };
+  for (const auto& [out, parts] : plan) {
+    int64_t offset = 0;
+    for (const auto& [suffix, count] : parts) {
+      if (EngineStatus s = ReadInto(checkpoint, LayerTensor(layer, suffix), *out, offset, count); !s) {
+        return s.error();
+      }
+      offset += count;
+    }
+  }
+  std::span<float> wqkv(weights.wqkv);
+  HuggingFaceRopeRowsToAdjacent(wqkv.first(dim * dim), head_dim, dim);
+  HuggingFaceRopeRowsToAdjacent(wqkv.subspan(dim * dim, kv_dim * dim), head_dim, dim);
+  return weights;
+}
+
+}  // namespace
+
+void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols) {
+  const int64_t head_size = head_dim * cols;
+  CHECK_EQ(static_cast<int64_t>(rows.size()) % head_size, 0) << "rows do not hold whole heads";
+  std::vector<float> head(head_size);
+  for (size_t start = 0; start < rows.size(); start += head_size) {
+    float* source = rows.data() + start;
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      std::copy_n(source + i * cols, cols, head.data() + (2 * i) * cols);
+      std::copy_n(source + (i + head_dim / 2) * cols, cols, head.data() + (2 * i + 1) * cols);
+    }
+    std::copy(head.begin(), head.end(), source);
+  }
+}
+
+EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard) {
+  const ModelConfig& config = checkpoint.config();
+  const int64_t dim = config.hidden_size;
+  const int64_t vocab = config.vocab_size;
+  if (shard.layers.begin < 0 || shard.layers.end > config.num_hidden_layers ||
+      shard.layers.begin >= shard.layers.end) {
+    return EngineError{"rank " + std::to_string(shard.rank) + ": layer range [" +
+                       std::to_string(shard.layers.begin) + ", " + std::to_string(shard.layers.end) +
+                       ") does not fit the model's " + std::to_string(config.num_hidden_layers) + " layers"};
+  }
+  StageWeights weights;
+  weights.layer_range = shard.layers;
+  weights.is_first = shard.has_embedding;
+  weights.is_last = shard.has_head;
+  if (shard.has_embedding || (shard.has_head && config.tie_word_embeddings)) {
+    if (EngineStatus s = ReadInto(checkpoint, "model.embed_tokens.weight", weights.token_embedding, 0, vocab * dim);
+        !s) {
+      return s.error();
+    }
+  }
+  for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
+    EngineResult<LayerWeights> loaded = LoadLayer(checkpoint, layer);
+    if (!loaded) return loaded.error();
+    weights.layers.push_back(std::move(*loaded));
+  }
+  if (shard.has_head) {
+    if (EngineStatus s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s) return s.error();
+    if (!config.tie_word_embeddings) {
+      if (EngineStatus s = ReadInto(checkpoint, "lm_head.weight", weights.lm_head, 0, vocab * dim); !s) {
+        return s.error();
+      }
+    }
+  }
+  return weights;
+}
+
+}  // namespace inferno

@@ -1,0 +1,63 @@
+// StageWeights: the f32 weights one pipeline stage needs — its contiguous
+// range of transformer layers, plus the token embedding on the first stage
+// and the final norm and classifier on the last — laid out for the engine's
+// kernels.
+//
+// Engine layout (differs from the checkpoint's in two ways):
+// - q and k rows use adjacent RoPE pairs (2i, 2i+1) within each head, as
+//   llama2.c does; checkpoints (Hugging Face order, pairs (i, i + head_dim/2))
+//   are permuted on load.
+// - projections that read the same input are stacked: q, k, v into one
+//   matrix, gate and up into another, so one matrix product serves each.
+//
+// Thread-safety: immutable after loading; may be read from several threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/engine_error.h"
+#include "loader/checkpoint.h"
+#include "loader/model_config.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+
+// dim = hidden_size, kv_dim = num_key_value_heads * head_dim,
+// hidden = intermediate_size.
+struct LayerWeights {
+  std::vector<float> attention_norm;  // (dim)
+  std::vector<float> wqkv;            // (dim + 2 * kv_dim, dim): q rows, k rows, v rows
+  std::vector<float> wo;              // (dim, dim)
+  std::vector<float> ffn_norm;        // (dim)
+  std::vector<float> w_gate_up;       // (2 * hidden, dim): gate rows, then up rows
+  std::vector<float> w_down;          // (dim, hidden)
+};
+
+struct StageWeights {
+  LayerRange layer_range;  // the model's layers this stage runs
+  bool is_first = false;   // owns the token embedding
+  bool is_last = false;    // owns the final norm and the classifier
+
+  std::vector<float> token_embedding;  // (vocab, dim); when is_first, or is_last with tied embeddings
+  std::vector<LayerWeights> layers;    // layer_range.size() entries
+  std::vector<float> final_norm;       // (dim); when is_last
+  std::vector<float> lm_head;          // (vocab, dim); when is_last and not tied
+
+  // The classifier (vocab, dim): lm_head, or the embedding when tied.
+  // Precondition: is_last.
+  std::span<const float> classifier() const { return lm_head.empty() ? token_embedding : lm_head; }
+};
+
+// Reads the tensors of `shard` (its layers, and the embedding / head it owns)
+// from `checkpoint` into the engine layout. Fails, naming the tensor, when a
+// tensor is missing or does not match the config.
+EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard);
+
+// Reorders the rows of a q or k projection (n_heads * head_dim, cols) from
+// Hugging Face RoPE order (row i and i + head_dim/2 of a head form a pair) to
+// adjacent pairs (rows 2i, 2i+1). Exposed for tests and converters.
+void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols);
+
+}  // namespace inferno

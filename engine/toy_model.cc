@@ -1,0 +1,109 @@
+#include "engine/toy_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <system_error>
+
+#include "loader/safetensors_writer.h"
+
+namespace inferno {
+namespace {
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t HashName(const std::string& name) {
+  uint64_t hash = 0xCBF29CE484222325ull;  // FNV-1a
+  for (unsigned char c : name) hash = (hash ^ c) * 0x100000001B3ull;
+  return hash;
+}
+
+// Uniform values in [center - spread, center + spread).
+ToyTensor MakeTensor(const std::string& name, std::vector<int64_t> shape, uint64_t seed, float center,
+                     float spread) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  ToyTensor tensor{name, std::move(shape), std::vector<float>(count)};
+  uint64_t state = seed ^ HashName(name);
+  for (float& v : tensor.data) {
+    const float unit = static_cast<float>(SplitMix64(state) >> 40) / static_cast<float>(1 << 24);
+    v = center + spread * (2.0f * unit - 1.0f);
+  }
+  return tensor;
+}
+
+}  // namespace
+
+ModelConfig ToyModelConfig(const ToyModelShape& shape) {
+  ModelConfig config;
+  config.hidden_size = shape.dim;
+  config.intermediate_size = (8 * shape.dim / 3 + 31) / 32 * 32;
+  config.num_hidden_layers = shape.layers;
+  config.num_attention_heads = shape.heads;
+  config.num_key_value_heads = shape.kv_heads;
+  config.vocab_size = shape.vocab;
+  config.max_position_embeddings = shape.seq_len;
+  config.tie_word_embeddings = shape.tie_embeddings;
+  return config;
+}
+
+std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed) {
+  const int64_t dim = config.hidden_size;
+  const int64_t kv_dim = config.kv_dim();
+  const int64_t hidden = config.intermediate_size;
+  const float in_dim = 1.0f / std::sqrt(static_cast<float>(dim));
+  const float in_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
+  std::vector<ToyTensor> tensors;
+  tensors.push_back(MakeTensor("model.embed_tokens.weight", {config.vocab_size, dim}, seed, 0.0f, 1.0f));
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    tensors.push_back(MakeTensor(prefix + "input_layernorm.weight", {dim}, seed, 1.0f, 0.1f));
+    tensors.push_back(MakeTensor(prefix + "self_attn.q_proj.weight", {dim, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "self_attn.k_proj.weight", {kv_dim, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "self_attn.v_proj.weight", {kv_dim, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "self_attn.o_proj.weight", {dim, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "post_attention_layernorm.weight", {dim}, seed, 1.0f, 0.1f));
+    tensors.push_back(MakeTensor(prefix + "mlp.gate_proj.weight", {hidden, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "mlp.up_proj.weight", {hidden, dim}, seed, 0.0f, in_dim));
+    tensors.push_back(MakeTensor(prefix + "mlp.down_proj.weight", {dim, hidden}, seed, 0.0f, in_hidden));
+  }
+  tensors.push_back(MakeTensor("model.norm.weight", {dim}, seed, 1.0f, 0.1f));
+  if (!config.tie_word_embeddings) {
+    tensors.push_back(MakeTensor("lm_head.weight", {config.vocab_size, dim}, seed, 0.0f, in_dim));
+  }
+  // The classifier rows of the special ids are zero, so their logits are 0
+  // while the best byte's is almost surely positive: greedy decoding of the
+  // toy model does not stop at once.
+  std::vector<float>& classifier = tensors.back().name == "lm_head.weight" ? tensors.back().data : tensors.front().data;
+  std::fill(classifier.begin(), classifier.begin() + std::min<int64_t>(kToyModelSpecialIds, config.vocab_size) * dim, 0.0f);
+  return tensors;
+}
+
+EngineStatus WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) return EngineError{"cannot create folder '" + folder + "': " + error.message()};
+  const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
+  std::vector<NamedTensorF32> named;
+  for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
+  const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                       {"inferno_toy_model_seed", std::to_string(seed)}};
+  if (LoadStatus written = WriteSafetensorsF32(folder + "/model.safetensors", named, metadata); !written) {
+    return EngineError{written.error().message};
+  }
+  const std::string config_path = folder + "/config.json";
+  std::ofstream config_file(config_path);
+  config_file << ModelConfigToJson(config) << "\n";
+  config_file.close();
+  if (!config_file) return EngineError{"cannot write '" + config_path + "'"};
+  return {};
+}
+
+}  // namespace inferno

@@ -1,0 +1,55 @@
+// ToyModel: a deterministic, randomly initialized Llama-architecture model of
+// any shape — the project's embedded default model (//tools:make_toy_model
+// writes it as safetensors + config.json) and the model of engine tests.
+//
+// Tensors carry Hugging Face Llama names and layouts (see loader/checkpoint.h).
+// Values come from a fixed counter-based generator seeded by `seed` and the
+// tensor's name, so they are the same on every machine and compiler.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine_error.h"
+#include "loader/model_config.h"
+
+namespace inferno {
+
+// The defaults of make_toy_model: dim 64, 4 layers, 4 heads, 2 KV heads, a
+// byte-level vocabulary of 259 (3 specials + 256 bytes), context 256.
+struct ToyModelShape {
+  int64_t dim = 64;
+  int64_t layers = 4;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t vocab = 259;
+  int64_t seq_len = 256;
+  bool tie_embeddings = false;
+};
+
+// Hidden size of the MLP: 2/3 of 4 * dim, rounded up to a multiple of 32 (as
+// Llama does).
+ModelConfig ToyModelConfig(const ToyModelShape& shape);
+
+struct ToyTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // row-major
+};
+
+// Ids 0, 1, 2 (unk, BOS, EOS) of the byte-level vocabulary.
+inline constexpr int64_t kToyModelSpecialIds = 3;
+
+// Every tensor of the model of `config`, in checkpoint order. The classifier
+// rows of the special ids are zero (the embedding's, when tied).
+// Precondition: config.Validate(...) succeeds.
+std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed);
+
+// Writes `folder`/config.json and `folder`/model.safetensors (f32) of the toy
+// model, creating `folder` if needed. Fails naming the file on I/O errors.
+EngineStatus WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
+
+}  // namespace inferno

@@ -1,0 +1,133 @@
+#include "engine/transformer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <glog/logging.h>
+
+#include "engine/kernels.h"
+
+namespace inferno {
+
+TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots,
+                                   ThreadPool& pool)
+    : config_(config), weights_(std::move(weights)), num_slots_(num_slots), pool_(pool) {
+  CHECK_GE(num_slots, 1);
+  const int64_t dim = config_.hidden_size;
+  const int64_t kv_dim = config_.kv_dim();
+  const int64_t hidden = config_.intermediate_size;
+  const int64_t seq_len = config_.max_position_embeddings;
+  const int64_t head_dim = config_.head_dim();
+  const int64_t positions = max_positions_per_call();
+  const int64_t cache = num_slots * weights_.layer_range.size() * seq_len * kv_dim;
+  state_.key_cache.assign(cache, 0.0f);
+  state_.value_cache.assign(cache, 0.0f);
+  state_.normed.resize(positions * dim);
+  state_.qkv.resize(positions * (dim + 2 * kv_dim));
+  state_.attention.resize(positions * dim);
+  state_.projected.resize(positions * dim);
+  state_.gate_up.resize(positions * 2 * hidden);
+  state_.activated.resize(positions * hidden);
+  state_.scores.resize(pool_.num_threads() * seq_len);
+  state_.rope_cos.resize(seq_len * head_dim / 2);
+  state_.rope_sin.resize(seq_len * head_dim / 2);
+  FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, head_dim, config_.rope_theta);
+  if (is_last()) {
+    state_.final_normed.resize(dim);
+    state_.logits.resize(config_.vocab_size);
+  }
+}
+
+int64_t TransformerStage::max_positions_per_call() const {
+  return std::min(kMaxPositionsPerCall, config_.max_position_embeddings);
+}
+
+void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) const {
+  CHECK(is_first());
+  const int64_t dim = config_.hidden_size;
+  CHECK_EQ(x.size(), tokens.size() * dim);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    CHECK(tokens[t] >= 0 && tokens[t] < config_.vocab_size) << "token id " << tokens[t];
+    std::copy_n(weights_.token_embedding.data() + tokens[t] * dim, dim, x.data() + t * dim);
+  }
+}
+
+void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
+  const int64_t dim = config_.hidden_size;
+  const int64_t kv_dim = config_.kv_dim();
+  const int64_t hidden = config_.intermediate_size;
+  const int64_t seq_len = config_.max_position_embeddings;
+  const int64_t head_dim = config_.head_dim();
+  const int64_t n_heads = config_.num_attention_heads;
+  const int64_t heads_per_kv = n_heads / config_.num_key_value_heads;
+  const int64_t qkv_dim = dim + 2 * kv_dim;
+  const int64_t half = head_dim / 2;
+  const int64_t n = static_cast<int64_t>(x.size()) / dim;
+  CHECK_EQ(n * dim, static_cast<int64_t>(x.size()));
+  CHECK(n >= 1 && n <= max_positions_per_call()) << n << " positions";
+  CHECK(slot >= 0 && slot < num_slots_) << "slot " << slot;
+  CHECK(pos >= 0 && pos + n <= seq_len) << "positions [" << pos << ", " << pos + n << ")";
+  const float eps = config_.rms_norm_eps;
+  const std::span<const float> x_const(x);
+
+  for (int64_t l = 0; l < weights_.layer_range.size(); ++l) {
+    const LayerWeights& layer = weights_.layers[l];
+    const int64_t cache_offset = (static_cast<int64_t>(slot) * weights_.layer_range.size() + l) * seq_len * kv_dim;
+    float* keys = state_.key_cache.data() + cache_offset;
+    float* values = state_.value_cache.data() + cache_offset;
+
+    // Attention: normed = rmsnorm(x); qkv = normed · wqkvᵀ; RoPE on q and k;
+    // k and v go to the cache at their positions.
+    for (int64_t t = 0; t < n; ++t) {
+      RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
+              layer.attention_norm, eps);
+    }
+    MatMul(state_.qkv, state_.normed, layer.wqkv, n, qkv_dim, dim, pool_);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t p = pos + t;
+      std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
+      const std::span<const float> cos = std::span<const float>(state_.rope_cos).subspan(p * half, half);
+      const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);
+      ApplyRope(row.first(dim), head_dim, cos, sin);
+      ApplyRope(row.subspan(dim, kv_dim), head_dim, cos, sin);
+      std::copy_n(row.data() + dim, kv_dim, keys + p * kv_dim);
+      std::copy_n(row.data() + dim + kv_dim, kv_dim, values + p * kv_dim);
+    }
+    pool_.ParallelFor(n * n_heads, [&](int64_t begin, int64_t end, int thread) {
+      std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t t = i / n_heads;
+        const int64_t head = i % n_heads;
+        AttendOneHead(std::span<float>(state_.attention).subspan(t * dim + head * head_dim, head_dim),
+                      std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
+                      keys, values, pos + t, kv_dim, head / heads_per_kv, head_dim, scores);
+      }
+    });
+    MatMul(state_.projected, state_.attention, layer.wo, n, dim, dim, pool_);
+    for (int64_t i = 0; i < n * dim; ++i) x[i] += state_.projected[i];
+
+    // Feed-forward: x += w_down · (silu(w_gate · normed) * (w_up · normed)).
+    for (int64_t t = 0; t < n; ++t) {
+      RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
+              layer.ffn_norm, eps);
+    }
+    MatMul(state_.gate_up, state_.normed, layer.w_gate_up, n, 2 * hidden, dim, pool_);
+    for (int64_t t = 0; t < n; ++t) {
+      SwiGlu(std::span<float>(state_.activated).subspan(t * hidden, hidden),
+             std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden));
+    }
+    MatMul(state_.projected, state_.activated, layer.w_down, n, dim, hidden, pool_);
+    for (int64_t i = 0; i < n * dim; ++i) x[i] += state_.projected[i];
+  }
+}
+
+std::span<const float> TransformerStage::Logits(std::span<const float> hidden) {
+  CHECK(is_last());
+  const int64_t dim = config_.hidden_size;
+  CHECK_EQ(static_cast<int64_t>(hidden.size()), dim);
+  RmsNorm(state_.final_normed, hidden, weights_.final_norm, config_.rms_norm_eps);
+  MatMul(state_.logits, state_.final_normed, weights_.classifier(), 1, config_.vocab_size, dim, pool_);
+  return state_.logits;
+}
+
+}  // namespace inferno

@@ -1,0 +1,86 @@
+// Transformer: one pipeline stage of a Llama-architecture model in f32 — a
+// contiguous range of layers with their KV caches, plus the token embedding
+// on the first stage and the final norm and classifier on the last.
+//
+// The three parts are kept apart: the config (ModelConfig, the model's
+// hyper-parameters), the weights (StageWeights, immutable) and the run state
+// (StageState: activations and KV caches, allocated once up front, so a
+// forward pass allocates nothing).
+//
+// A stage serves `num_slots` sequences at once, each with its own KV cache
+// (micro-batched pipelines interleave several prompts). Any number of
+// positions of one sequence — a whole prompt chunk (batched prefill) or one
+// decode token — runs in one Forward call, and every position gives bit for
+// bit the result it would give alone.
+//
+// Thread-safety: not thread-safe; one owner drives a stage. The owner's
+// ThreadPool splits the work inside each call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/stage_weights.h"
+#include "engine/thread_pool.h"
+#include "loader/model_config.h"
+
+namespace inferno {
+
+// dim = hidden_size, kv_dim = num_key_value_heads * head_dim,
+// hidden = intermediate_size, L = the stage's layer count.
+struct StageState {
+  std::vector<float> key_cache;       // (num_slots, L, seq_len, kv_dim)
+  std::vector<float> value_cache;     // (num_slots, L, seq_len, kv_dim)
+  std::vector<float> normed;          // (max_positions, dim) RMSNorm output
+  std::vector<float> qkv;             // (max_positions, dim + 2 * kv_dim)
+  std::vector<float> attention;       // (max_positions, dim) attention output, all heads
+  std::vector<float> projected;       // (max_positions, dim) output of wo or w_down
+  std::vector<float> gate_up;         // (max_positions, 2 * hidden)
+  std::vector<float> activated;       // (max_positions, hidden) SwiGLU output
+  std::vector<float> scores;          // (threads, seq_len) attention scratch per thread
+  std::vector<float> rope_cos;        // (seq_len, head_dim / 2)
+  std::vector<float> rope_sin;        // (seq_len, head_dim / 2)
+  std::vector<float> final_normed;    // (dim)
+  std::vector<float> logits;          // (vocab)
+};
+
+class TransformerStage {
+ public:
+  // Positions one Forward call may take; longer prompts go in chunks.
+  static constexpr int64_t kMaxPositionsPerCall = 64;
+
+  // `pool` must outlive the stage.
+  TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots, ThreadPool& pool);
+
+  const ModelConfig& config() const { return config_; }
+  const StageWeights& weights() const { return weights_; }
+  bool is_first() const { return weights_.is_first; }
+  bool is_last() const { return weights_.is_last; }
+  int num_slots() const { return num_slots_; }
+  int64_t max_positions_per_call() const;
+
+  // First stage: x (tokens.size(), dim) = the embedding rows of `tokens`.
+  // Preconditions: is_first(); every id in [0, vocab).
+  void Embed(std::span<const int32_t> tokens, std::span<float> x) const;
+
+  // Runs the stage's layers in place over x (n, dim), the hidden states of
+  // positions [pos, pos + n) of the sequence in `slot`; their keys and values
+  // enter the slot's cache. Positions before `pos` must have been run.
+  // Preconditions: 1 <= n <= max_positions_per_call(); pos + n <= seq_len;
+  // x.size() == n * dim.
+  void Forward(int slot, int64_t pos, std::span<float> x);
+
+  // Last stage: the logits (vocab) of one hidden state (dim). The view stays
+  // valid until the next call.
+  std::span<const float> Logits(std::span<const float> hidden);
+
+ private:
+  ModelConfig config_;
+  StageWeights weights_;
+  int num_slots_;
+  ThreadPool& pool_;
+  StageState state_;
+};
+
+}  // namespace inferno
