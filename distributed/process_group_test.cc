@@ -381,8 +381,10 @@ std::string ParamName(const testing::TestParamInfo<std::tuple<TransportKind, int
          std::to_string(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(InProcess, ProcessGroupTest,
-                         testing::Combine(testing::Values(TransportKind::kInProcess),
+INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupTest,
+                         testing::Combine(testing::Values(TransportKind::kInProcess,
+                                                          TransportKind::kZmqTcp,
+                                                          TransportKind::kZmqIpc),
                                           testing::Range(1, 9)),
                          ParamName);
 
@@ -523,8 +525,9 @@ TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) 
   EXPECT_EQ(results[1], ErrorKind::kTimeout);
 }
 
-INSTANTIATE_TEST_SUITE_P(InProcess, ProcessGroupErrorTest,
-                         testing::Values(TransportKind::kInProcess),
+INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupErrorTest,
+                         testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
+                                         TransportKind::kZmqIpc),
                          [](const auto& info) { return TransportKindName(info.param); });
 
 }  // namespace

@@ -1,10 +1,59 @@
 #include "distributed/testing/rank_threads.h"
 
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+
 #include <glog/logging.h>
 
 #include "distributed/inproc/transport.h"
+#include "distributed/zmq/transport.h"
 
 namespace inferno {
+namespace {
+
+// A fresh directory for ipc:// sockets. ipc paths are limited to ~100
+// characters, so Bazel's (long) TEST_TMPDIR is used only when short enough.
+std::string MakeSocketDirectory() {
+  const char* test_tmpdir = std::getenv("TEST_TMPDIR");
+  std::string base = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60
+                         ? std::string(test_tmpdir)
+                         : std::string("/tmp");
+  std::string pattern = base + "/ipc-XXXXXX";
+  CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
+  return pattern;
+}
+
+std::vector<std::shared_ptr<Transport>> MakeZmqTransports(bool ipc, int world_size,
+                                                          std::chrono::milliseconds timeout) {
+  const std::string directory = ipc ? MakeSocketDirectory() : "";
+  std::vector<std::shared_ptr<ZmqTransport>> zmq_transports;
+  std::vector<std::string> endpoints;
+  for (int rank = 0; rank < world_size; ++rank) {
+    ZmqTransportOptions options;
+    options.rank = rank;
+    options.world_size = world_size;
+    options.timeout = timeout;
+    options.bind_endpoints = {ipc ? "ipc://" + directory + "/" + std::to_string(rank)
+                                  : "tcp://127.0.0.1:0"};
+    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
+    CHECK(bound.ok()) << bound.error().ToString();
+    endpoints.push_back((*bound)->endpoints().front());
+    zmq_transports.push_back(*bound);
+  }
+  const uint64_t job_id = std::random_device()();
+  std::vector<std::shared_ptr<Transport>> transports;
+  for (auto& transport : zmq_transports) {
+    Status connected = transport->Connect(endpoints, job_id);
+    CHECK(connected.ok()) << connected.error().ToString();
+    transports.push_back(transport);
+  }
+  return transports;
+}
+
+}  // namespace
 
 std::string TransportKindName(TransportKind kind) {
   switch (kind) {
@@ -20,18 +69,19 @@ std::string TransportKindName(TransportKind kind) {
 
 std::vector<std::shared_ptr<Transport>> MakeTransports(TransportKind kind, int world_size,
                                                        std::chrono::milliseconds timeout) {
-  std::vector<std::shared_ptr<Transport>> transports;
   switch (kind) {
     case TransportKind::kInProcess: {
       auto world = std::make_shared<InProcessWorld>(world_size, timeout);
+      std::vector<std::shared_ptr<Transport>> transports;
       for (int rank = 0; rank < world_size; ++rank) transports.push_back(world->transport(rank));
       return transports;
     }
     case TransportKind::kZmqTcp:
+      return MakeZmqTransports(/*ipc=*/false, world_size, timeout);
     case TransportKind::kZmqIpc:
-      LOG(FATAL) << "ZeroMQ transports are not built yet";
+      return MakeZmqTransports(/*ipc=*/true, world_size, timeout);
   }
-  return transports;
+  LOG(FATAL) << "unknown transport kind " << static_cast<int>(kind);
 }
 
 }  // namespace inferno

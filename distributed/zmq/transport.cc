@@ -1,0 +1,439 @@
+#include "distributed/zmq/transport.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <glog/logging.h>
+#include <zmq.hpp>
+
+#include "distributed/frame_header.h"
+#include "distributed/mailbox.h"
+
+namespace inferno {
+namespace {
+
+// Chunks at least this large are handed to ZeroMQ without copying.
+constexpr size_t kZeroCopyBytes = 32 << 10;
+
+// How often the I/O thread checks for shutdown while idle.
+constexpr std::chrono::milliseconds kIoPollInterval{100};
+
+// Each DEALER announces itself with this routing id so the receiver can check
+// that a frame's source_rank matches the connection it came on.
+std::string RoutingId(int rank) { return "inferno-rank-" + std::to_string(rank); }
+
+CollectiveError ZmqError(const std::string& what, const zmq::error_t& error) {
+  return CollectiveError::Transport(what + ": " + error.what());
+}
+
+// A routing id as text, non-printable bytes as \xNN (strangers send anything).
+std::string Printable(const zmq::message_t& routing_id) {
+  std::string text;
+  for (char c : routing_id.to_string_view()) {
+    if (c >= 0x20 && c < 0x7F) {
+      text += c;
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", static_cast<unsigned char>(c));
+      text += escaped;
+    }
+  }
+  return text;
+}
+
+int Millis(std::chrono::milliseconds duration) { return static_cast<int>(duration.count()); }
+
+// Counts zero-copy chunks ZeroMQ still holds; Send waits for zero.
+struct ZeroCopyTracker {
+  std::mutex mutex;
+  std::condition_variable released;
+  int outstanding = 0;
+
+  static void Release(void* /*data*/, void* hint) {
+    auto* tracker = static_cast<ZeroCopyTracker*>(hint);
+    std::lock_guard<std::mutex> lock(tracker->mutex);
+    if (--tracker->outstanding == 0) tracker->released.notify_all();
+  }
+};
+
+// A chunked message being reassembled from one source.
+struct PartialMessage {
+  FrameHeader first;
+  std::shared_ptr<std::vector<std::byte>> bytes;
+  uint64_t received = 0;
+};
+
+}  // namespace
+
+struct ZmqTransport::Impl {
+  ZmqTransportOptions options;
+  zmq::context_t context{1};
+  zmq::socket_t router;
+  std::vector<std::string> endpoints;
+
+  struct Peer {
+    std::mutex mutex;
+    zmq::socket_t dealer;                  // guarded by mutex
+    std::atomic<bool> lost{false};
+  };
+  std::vector<std::unique_ptr<Peer>> peers;
+  std::vector<zmq::socket_t> monitors;  // owned by the I/O thread once started
+
+  std::unique_ptr<Mailbox> mailbox;
+  uint64_t job_id = 0;
+  std::vector<PartialMessage> partial_messages;  // per source; I/O thread only
+  std::thread io_thread;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> connected{false};
+  std::once_flag close_once;
+
+  std::string SendWhere(int peer) const {
+    return "send from rank " + std::to_string(options.rank) + " to rank " + std::to_string(peer);
+  }
+  std::string RecvWhere(int peer) const {
+    return "recv at rank " + std::to_string(options.rank) + " from rank " + std::to_string(peer);
+  }
+
+  void IoLoop();
+  void DrainRouter();
+  void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
+                   zmq::message_t payload);
+  void HandleMonitorEvent(int peer);
+  Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
+                    Deadline deadline, ZeroCopyTracker& tracker, int peer);
+  void Shutdown();
+};
+
+Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptions& options) {
+  CHECK(options.rank >= 0 && options.rank < options.world_size)
+      << "rank " << options.rank << " of " << options.world_size;
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->mailbox = std::make_unique<Mailbox>(options.world_size, options.lost_grace);
+  impl->partial_messages.resize(options.world_size);
+  std::string endpoint;
+  try {
+    impl->router = zmq::socket_t(impl->context, zmq::socket_type::router);
+    impl->router.set(zmq::sockopt::router_mandatory, true);
+    impl->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
+    impl->router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxChunkBytes));
+    impl->router.set(zmq::sockopt::linger, Millis(options.linger));
+    impl->router.set(zmq::sockopt::heartbeat_ivl, Millis(options.heartbeat_interval));
+    impl->router.set(zmq::sockopt::heartbeat_timeout, Millis(options.heartbeat_timeout));
+    for (const std::string& bind_endpoint : options.bind_endpoints) {
+      endpoint = bind_endpoint;
+      impl->router.bind(bind_endpoint);
+      impl->endpoints.push_back(impl->router.get(zmq::sockopt::last_endpoint));
+    }
+  } catch (const zmq::error_t& error) {
+    return ZmqError("rank " + std::to_string(options.rank) + " cannot bind " + endpoint, error);
+  }
+  return std::shared_ptr<ZmqTransport>(new ZmqTransport(std::move(impl)));
+}
+
+ZmqTransport::ZmqTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ZmqTransport::~ZmqTransport() { Close(); }
+
+const std::vector<std::string>& ZmqTransport::endpoints() const { return impl_->endpoints; }
+
+int ZmqTransport::rank() const { return impl_->options.rank; }
+
+int ZmqTransport::world_size() const { return impl_->options.world_size; }
+
+std::chrono::milliseconds ZmqTransport::timeout() const { return impl_->options.timeout; }
+
+Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uint64_t job_id) {
+  Impl& impl = *impl_;
+  const int world = impl.options.world_size;
+  if (static_cast<int>(peer_endpoints.size()) != world) {
+    return CollectiveError::InvalidArgument(
+        "connect: " + std::to_string(peer_endpoints.size()) + " endpoints for a world of " +
+        std::to_string(world));
+  }
+  if (impl.connected.exchange(true)) {
+    return CollectiveError::InvalidArgument("connect: rank " + std::to_string(impl.options.rank) +
+                                            " is already connected");
+  }
+  impl.job_id = job_id;
+  std::string endpoint;
+  try {
+    for (int peer = 0; peer < world; ++peer) {
+      impl.peers.push_back(std::make_unique<Impl::Peer>());
+      if (peer == impl.options.rank) continue;
+      zmq::socket_t& dealer = impl.peers.back()->dealer;
+      dealer = zmq::socket_t(impl.context, zmq::socket_type::dealer);
+      dealer.set(zmq::sockopt::routing_id, RoutingId(impl.options.rank));
+      dealer.set(zmq::sockopt::immediate, true);
+      dealer.set(zmq::sockopt::sndhwm, impl.options.high_water_mark);
+      dealer.set(zmq::sockopt::linger, Millis(impl.options.linger));
+      dealer.set(zmq::sockopt::heartbeat_ivl, Millis(impl.options.heartbeat_interval));
+      dealer.set(zmq::sockopt::heartbeat_timeout, Millis(impl.options.heartbeat_timeout));
+      dealer.set(zmq::sockopt::heartbeat_ttl, Millis(impl.options.heartbeat_timeout));
+      // Watch the connection so a peer that goes away becomes PeerLost.
+      const std::string monitor_endpoint = "inproc://monitor-" +
+                                           std::to_string(reinterpret_cast<uintptr_t>(&impl)) +
+                                           "-" + std::to_string(peer);
+      endpoint = monitor_endpoint;
+      if (zmq_socket_monitor(dealer.handle(), monitor_endpoint.c_str(),
+                             ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+        throw zmq::error_t();
+      }
+      zmq::socket_t monitor(impl.context, zmq::socket_type::pair);
+      monitor.connect(monitor_endpoint);
+      impl.monitors.push_back(std::move(monitor));
+      endpoint = peer_endpoints[peer];
+      dealer.connect(peer_endpoints[peer]);
+    }
+  } catch (const zmq::error_t& error) {
+    return ZmqError("rank " + std::to_string(impl.options.rank) + " cannot connect to " + endpoint,
+                    error);
+  }
+  impl.io_thread = std::thread([&impl] { impl.IoLoop(); });
+  return {};
+}
+
+Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                          Deadline deadline) {
+  Impl& impl = *impl_;
+  const std::string where = impl.SendWhere(peer);
+  if (peer < 0 || peer >= impl.options.world_size) {
+    return CollectiveError::UnknownRank(where, peer, impl.options.world_size);
+  }
+  if (impl.stopping.load()) return CollectiveError::Closed(where);
+  if (!impl.connected.load()) {
+    return CollectiveError::InvalidArgument(where + ": Send before Connect");
+  }
+  if (peer == impl.options.rank) {
+    impl.mailbox->Deliver(peer, Message{key, Payload(std::vector<std::byte>(payload.begin(),
+                                                                            payload.end()))});
+    return {};
+  }
+  Impl::Peer& peer_state = *impl.peers[peer];
+  if (peer_state.lost.load()) return CollectiveError::PeerLost(where, peer);
+
+  ZeroCopyTracker tracker;
+  Status queued = impl.SendChunks(peer_state, key, payload, deadline, tracker, peer);
+  // ZeroMQ may still read zero-copy chunks; `payload` must outlive them. Once
+  // the connection fails or the socket closes, ZeroMQ releases them too.
+  std::unique_lock<std::mutex> lock(tracker.mutex);
+  tracker.released.wait(lock, [&] { return tracker.outstanding == 0; });
+  return queued;
+}
+
+Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
+                                      std::span<const std::byte> payload, Deadline deadline,
+                                      ZeroCopyTracker& tracker, int peer) {
+  const std::string where = SendWhere(peer);
+  std::lock_guard<std::mutex> lock(peer_state.mutex);
+  if (!peer_state.dealer) return CollectiveError::Closed(where);
+  FrameHeader header;
+  header.op = key.op;
+  header.job_id = job_id;
+  header.source_rank = static_cast<uint32_t>(options.rank);
+  header.tag = key.tag;
+  header.sequence = key.sequence;
+  header.element_count = key.element_count;
+  header.message_length = payload.size();
+  size_t offset = 0;
+  try {
+    do {
+      const size_t length = std::min<size_t>(kMaxChunkBytes, payload.size() - offset);
+      header.chunk_offset = offset;
+      header.payload_length = static_cast<uint32_t>(length);
+      const EncodedFrameHeader encoded = EncodeFrameHeader(header);
+      // Wait for room under the high-water mark; later parts of a message
+      // never block once its first part is queued.
+      while (!peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
+                                     zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - Clock::now());
+        if (left.count() <= 0) {
+          return CollectiveError::Timeout(where + " (send queue full)", peer, options.timeout);
+        }
+        if (peer_state.lost.load()) return CollectiveError::PeerLost(where, peer);
+        zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
+        zmq::poll(&item, 1, std::min(left, kIoPollInterval));
+      }
+      const std::byte* chunk = payload.data() + offset;
+      if (length >= kZeroCopyBytes) {
+        {
+          std::lock_guard<std::mutex> tracker_lock(tracker.mutex);
+          ++tracker.outstanding;
+        }
+        zmq::message_t message(const_cast<std::byte*>(chunk), length, &ZeroCopyTracker::Release,
+                               &tracker);
+        peer_state.dealer.send(message, zmq::send_flags::none);
+      } else {
+        peer_state.dealer.send(zmq::const_buffer(chunk, length), zmq::send_flags::none);
+      }
+      offset += length;
+    } while (offset < payload.size());
+  } catch (const zmq::error_t& error) {
+    return ZmqError(where, error);
+  }
+  return {};
+}
+
+Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
+  if (!impl_->connected.load()) {
+    return CollectiveError::InvalidArgument(impl_->RecvWhere(peer) +
+                                            ": Recv before Connect");
+  }
+  return impl_->mailbox->Take(peer, tag, deadline);
+}
+
+void ZmqTransport::Close() {
+  std::call_once(impl_->close_once, [this] { impl_->Shutdown(); });
+}
+
+void ZmqTransport::Impl::Shutdown() {
+  stopping.store(true);
+  if (io_thread.joinable()) io_thread.join();
+  mailbox->Close();
+  try {
+    for (auto& monitor : monitors) monitor.close();
+    for (auto& peer : peers) {
+      std::lock_guard<std::mutex> lock(peer->mutex);
+      if (peer->dealer) {
+        zmq_socket_monitor(peer->dealer.handle(), nullptr, 0);
+        peer->dealer.close();
+      }
+    }
+    router.close();
+    context.shutdown();
+  } catch (const zmq::error_t& error) {
+    LOG(WARNING) << "rank " << options.rank << ": error while closing: " << error.what();
+  }
+}
+
+void ZmqTransport::Impl::IoLoop() {
+  // Monitors are in peer order, skipping this rank.
+  std::vector<int> monitor_peer;
+  for (int peer = 0; peer < options.world_size; ++peer) {
+    if (peer != options.rank) monitor_peer.push_back(peer);
+  }
+  std::vector<zmq::pollitem_t> items;
+  items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
+  for (auto& monitor : monitors) items.push_back({monitor.handle(), 0, ZMQ_POLLIN, 0});
+  while (!stopping.load()) {
+    try {
+      zmq::poll(items.data(), items.size(), kIoPollInterval);
+      if (items[0].revents & ZMQ_POLLIN) DrainRouter();
+      for (size_t i = 1; i < items.size(); ++i) {
+        if (items[i].revents & ZMQ_POLLIN) {
+          // Read what arrived before the disconnect first.
+          DrainRouter();
+          HandleMonitorEvent(static_cast<int>(i - 1));
+        }
+      }
+    } catch (const zmq::error_t& error) {
+      if (error.num() == EINTR) continue;
+      LOG(ERROR) << "rank " << options.rank << ": receive loop failed: " << error.what();
+      for (int peer : monitor_peer) mailbox->MarkPeerLost(peer);
+      return;
+    }
+  }
+}
+
+void ZmqTransport::Impl::DrainRouter() {
+  while (true) {
+    std::vector<zmq::message_t> parts;
+    zmq::message_t part;
+    if (!router.recv(part, zmq::recv_flags::dontwait)) return;
+    parts.push_back(std::move(part));
+    while (parts.back().more()) {
+      zmq::message_t next;
+      if (!router.recv(next, zmq::recv_flags::none)) break;
+      parts.push_back(std::move(next));
+    }
+    if (parts.size() != 3) {
+      LOG(WARNING) << "rank " << options.rank << " dropped a message of " << parts.size()
+                   << " parts (expected routing id, header, payload)";
+      continue;
+    }
+    HandleFrame(parts[0], parts[1], std::move(parts[2]));
+  }
+}
+
+void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
+                                     const zmq::message_t& header_bytes,
+                                     zmq::message_t payload) {
+  Result<FrameHeader> decoded = DecodeFrameHeader(
+      std::span<const std::byte>(static_cast<const std::byte*>(header_bytes.data()),
+                                 header_bytes.size()),
+      job_id, options.world_size);
+  if (!decoded) {
+    LOG(WARNING) << "rank " << options.rank << " dropped a frame from connection '"
+                 << Printable(routing_id) << "': " << decoded.error().message;
+    return;
+  }
+  const FrameHeader& header = *decoded;
+  const int source = static_cast<int>(header.source_rank);
+  if (routing_id.to_string_view() != RoutingId(source)) {
+    LOG(WARNING) << "rank " << options.rank << " dropped a frame claiming rank " << source
+                 << " from connection '" << Printable(routing_id) << "'";
+    return;
+  }
+  if (payload.size() != header.payload_length) {
+    LOG(WARNING) << "rank " << options.rank << " dropped a frame from rank " << source
+                 << ": header says " << header.payload_length << " payload bytes, got "
+                 << payload.size();
+    return;
+  }
+  const FrameKey key{header.tag, header.op, header.sequence, header.element_count};
+  if (header.message_length == header.payload_length) {
+    auto owner = std::make_shared<zmq::message_t>(std::move(payload));
+    std::span<const std::byte> bytes(static_cast<const std::byte*>(owner->data()), owner->size());
+    mailbox->Deliver(source, Message{key, Payload(std::move(owner), bytes)});
+    return;
+  }
+  PartialMessage& partial = partial_messages[source];
+  if (header.chunk_offset == 0) {
+    if (partial.bytes) {
+      LOG(WARNING) << "rank " << options.rank << " dropped an unfinished message from rank "
+                   << source << " (" << partial.received << " of "
+                   << partial.first.message_length << " bytes)";
+    }
+    partial.first = header;
+    partial.bytes = std::make_shared<std::vector<std::byte>>(header.message_length);
+    partial.received = 0;
+  } else if (!partial.bytes || header.chunk_offset != partial.received ||
+             header.message_length != partial.first.message_length ||
+             header.tag != partial.first.tag) {
+    LOG(WARNING) << "rank " << options.rank << " dropped an out-of-order chunk from rank "
+                 << source << " at offset " << header.chunk_offset;
+    return;
+  }
+  std::memcpy(partial.bytes->data() + header.chunk_offset, payload.data(), payload.size());
+  partial.received += payload.size();
+  if (partial.received == header.message_length) {
+    mailbox->Deliver(source, Message{key, Payload(std::move(*partial.bytes))});
+    partial = PartialMessage{};
+  }
+}
+
+void ZmqTransport::Impl::HandleMonitorEvent(int monitor_index) {
+  zmq::message_t event;
+  if (!monitors[monitor_index].recv(event, zmq::recv_flags::dontwait)) return;
+  zmq::message_t address;
+  if (event.more()) (void)monitors[monitor_index].recv(address, zmq::recv_flags::none);
+  if (event.size() < sizeof(uint16_t)) return;
+  uint16_t id;
+  std::memcpy(&id, event.data(), sizeof(id));
+  if (id != ZMQ_EVENT_DISCONNECTED) return;
+  const int peer = monitor_index < options.rank ? monitor_index : monitor_index + 1;
+  LOG(WARNING) << "rank " << options.rank << " lost its connection to rank " << peer;
+  peers[peer]->lost.store(true);
+  mailbox->MarkPeerLost(peer);
+}
+
+}  // namespace inferno

@@ -1,0 +1,88 @@
+// ZmqTransport: a Transport over ZeroMQ for ranks in separate processes or
+// hosts (tcp://) or on one host (ipc://).
+//
+// Each rank binds one ROUTER socket that receives from every peer, and
+// connects one DEALER per peer to send (so DEALER's round-robin never picks
+// the wrong peer). A dedicated I/O thread owns the ROUTER: it validates each
+// frame's header (malformed or foreign frames are dropped with a LOG(WARNING)
+// line), reassembles chunked messages and queues them in a Mailbox. Senders
+// use a peer's DEALER under that peer's mutex. Payloads travel in chunks of at
+// most kMaxChunkBytes; large chunks are sent zero-copy and Send waits until
+// ZeroMQ has released them. Heartbeats detect dead or frozen peers; every wait
+// has a deadline; LINGER is bounded so Close never blocks for long.
+//
+// Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
+// become CollectiveErrors.
+//
+//   auto transport = ZmqTransport::Bind(options);          // every rank
+//   ... exchange (*transport)->endpoints() with the other ranks ...
+//   (*transport)->Connect(endpoints_of_every_rank, job_id);
+//
+// Thread-safety: Send, Recv and Close may be called from several threads at
+// once once Connect has returned; Bind and Connect are called once, by one
+// thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/collective_error.h"
+#include "distributed/transport.h"
+
+namespace inferno {
+
+struct ZmqTransportOptions {
+  int rank = 0;
+  int world_size = 1;
+  // Endpoints the ROUTER binds, e.g. {"tcp://127.0.0.1:0", "ipc:///tmp/d/0"}.
+  // Port 0 picks a free port; endpoints() reports the result.
+  std::vector<std::string> bind_endpoints = {"tcp://127.0.0.1:0"};
+  // Transport::timeout(): how long one wait may take.
+  std::chrono::milliseconds timeout{60000};
+  // ZMQ_HEARTBEAT_IVL / ZMQ_HEARTBEAT_TIMEOUT (and _TTL) on every connection.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  // ZMQ_LINGER: how long Close lets unsent messages drain.
+  std::chrono::milliseconds linger{2000};
+  // After a peer disconnects, how long a Recv still waits for its messages
+  // already in flight before failing with PeerLost.
+  std::chrono::milliseconds lost_grace{500};
+  // ZMQ_SNDHWM / ZMQ_RCVHWM, in messages (chunks).
+  int high_water_mark = 100000;
+};
+
+class ZmqTransport : public Transport {
+ public:
+  // Creates the ROUTER and binds every endpoint of `options`. Errors:
+  // Transport naming the endpoint that could not be bound (e.g. in use).
+  static Result<std::shared_ptr<ZmqTransport>> Bind(const ZmqTransportOptions& options);
+
+  ~ZmqTransport() override;
+
+  // The bound endpoints with actual ports ("tcp://127.0.0.1:41234").
+  const std::vector<std::string>& endpoints() const;
+
+  // Connects to every peer — `peer_endpoints[i]` is where rank i receives
+  // (entry of this rank ignored) — and starts receiving frames of job
+  // `job_id`. Call once, before Send/Recv. Errors: InvalidArgument (wrong
+  // table size, called twice), Transport (a bad endpoint).
+  Status Connect(const std::vector<std::string>& peer_endpoints, uint64_t job_id);
+
+  int rank() const override;
+  int world_size() const override;
+  std::chrono::milliseconds timeout() const override;
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+              Deadline deadline) override;
+  Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
+  void Close() override;
+
+ private:
+  struct Impl;
+  explicit ZmqTransport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferno

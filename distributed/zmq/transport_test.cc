@@ -1,0 +1,183 @@
+#include "distributed/zmq/transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include "distributed/frame_header.h"
+#include "distributed/process_group.h"
+#include "distributed/testing/rank_threads.h"
+
+namespace inferno {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr uint64_t kJob = 0xC0FFEE;
+
+// Two transports over tcp on loopback with a known job id.
+std::vector<std::shared_ptr<ZmqTransport>> ConnectedPair(milliseconds timeout) {
+  std::vector<std::shared_ptr<ZmqTransport>> transports;
+  std::vector<std::string> endpoints;
+  for (int rank = 0; rank < 2; ++rank) {
+    ZmqTransportOptions options;
+    options.rank = rank;
+    options.world_size = 2;
+    options.timeout = timeout;
+    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
+    EXPECT_TRUE(bound.ok()) << bound.error().ToString();
+    endpoints.push_back((*bound)->endpoints().front());
+    transports.push_back(*bound);
+  }
+  for (auto& transport : transports) {
+    Status connected = transport->Connect(endpoints, kJob);
+    EXPECT_TRUE(connected.ok()) << connected.error().ToString();
+  }
+  return transports;
+}
+
+int PortOf(const std::string& endpoint) {
+  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+}
+
+// Connects a plain TCP socket to `port` on loopback and writes `bytes`.
+void WriteRawBytes(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  std::this_thread::sleep_for(milliseconds(50));
+  close(fd);
+}
+
+std::string AllReduceAndExchange(ProcessGroup& group) {
+  std::vector<float> data = {1.0f + group.rank(), 10.0f};
+  Status reduced = group.all_reduce(data, ReduceKind::kSum);
+  if (!reduced) return reduced.error().ToString();
+  if (data != std::vector<float>{3.0f, 20.0f}) return "wrong all_reduce result";
+  const std::vector<int32_t> sent = {group.rank(), 7};
+  if (!group.send_i32(1 - group.rank(), 5, sent)) return "send failed";
+  Result<std::vector<int32_t>> got = group.recv_i32(1 - group.rank(), 5);
+  if (!got) return got.error().ToString();
+  if (*got != std::vector<int32_t>{1 - group.rank(), 7}) return "wrong message";
+  return "";
+}
+
+TEST(ZmqTransport, StrangerWritingGarbageIsDroppedAndGroupKeepsWorking) {
+  auto transports = ConnectedPair(milliseconds(10000));
+  const int port = PortOf(transports[0]->endpoints().front());
+
+  // Not ZeroMQ at all: libzmq rejects the handshake.
+  WriteRawBytes(port, std::string(200, '\xAB'));
+  WriteRawBytes(port, "GET / HTTP/1.0\r\n\r\n");
+
+  // A ZeroMQ peer sending malformed and foreign frames: each is dropped.
+  zmq::context_t context(1);
+  zmq::socket_t stranger(context, zmq::socket_type::dealer);
+  stranger.set(zmq::sockopt::linger, 1000);
+  stranger.connect(transports[0]->endpoints().front());
+  stranger.send(zmq::str_buffer("one part only"), zmq::send_flags::none);
+  stranger.send(zmq::str_buffer("bad header"), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer("payload"), zmq::send_flags::none);
+  FrameHeader foreign;
+  foreign.job_id = kJob + 1;
+  foreign.tag = 5;
+  const EncodedFrameHeader foreign_bytes = EncodeFrameHeader(foreign);
+  stranger.send(zmq::buffer(foreign_bytes), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer(""), zmq::send_flags::none);
+  // Right job, but claiming to be rank 1 from a stranger's connection.
+  FrameHeader spoofed;
+  spoofed.job_id = kJob;
+  spoofed.source_rank = 1;
+  spoofed.tag = 5;
+  spoofed.message_length = 4;
+  spoofed.payload_length = 4;
+  const EncodedFrameHeader spoofed_bytes = EncodeFrameHeader(spoofed);
+  stranger.send(zmq::buffer(spoofed_bytes), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer("evil"), zmq::send_flags::none);
+  std::this_thread::sleep_for(milliseconds(200));
+
+  std::vector<std::shared_ptr<Transport>> as_transports(transports.begin(), transports.end());
+  auto results = RunRanks(as_transports, AllReduceAndExchange);
+  EXPECT_EQ(results[0], "");
+  EXPECT_EQ(results[1], "");
+}
+
+TEST(ZmqTransport, MessagesLargerThanAChunkArriveWhole) {
+  auto transports = ConnectedPair(milliseconds(10000));
+  std::vector<std::byte> big(5 * kMaxChunkBytes + 3);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::byte>(i * 7 % 253);
+  const FrameKey key{9, CollectiveOp::kPointToPoint, 0, big.size()};
+  const Deadline deadline = Clock::now() + milliseconds(10000);
+  ASSERT_TRUE(transports[0]->Send(1, key, big, deadline).ok());
+  ASSERT_TRUE(transports[0]->Send(1, key, std::span(big).first(10), deadline).ok());
+  Result<Message> first = transports[1]->Recv(0, 9, deadline);
+  Result<Message> second = transports[1]->Recv(0, 9, deadline);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  ASSERT_TRUE(second.ok()) << second.error().ToString();
+  EXPECT_EQ(first->key.element_count, big.size());
+  EXPECT_TRUE(std::ranges::equal(first->payload.bytes(), big));
+  EXPECT_TRUE(std::ranges::equal(second->payload.bytes(), std::span(big).first(10)));
+}
+
+TEST(ZmqTransport, SendToSelfIsDelivered) {
+  auto transports = ConnectedPair(milliseconds(10000));
+  const std::vector<std::byte> bytes = {std::byte{1}, std::byte{2}};
+  const Deadline deadline = Clock::now() + milliseconds(5000);
+  ASSERT_TRUE(transports[1]->Send(1, FrameKey{3}, bytes, deadline).ok());
+  Result<Message> got = transports[1]->Recv(1, 3, deadline);
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->payload.bytes(), bytes));
+}
+
+TEST(ZmqTransport, ClosedPeerIsPeerLostBeforeTheTimeout) {
+  auto transports = ConnectedPair(milliseconds(30000));
+  // Let the connections come up before one side goes away.
+  auto results = RunRanks({transports[0], transports[1]},
+                          [](ProcessGroup& group) { return group.barrier().ok(); });
+  ASSERT_TRUE(results[0] && results[1]);
+  transports[1]->Close();
+  const Clock::time_point start = Clock::now();
+  Result<Message> got = transports[0]->Recv(1, 3, Clock::now() + milliseconds(30000));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kPeerLost) << got.error().ToString();
+  EXPECT_LT(Clock::now() - start, milliseconds(10000));
+}
+
+TEST(ZmqTransport, BindingAnEndpointInUseNamesIt) {
+  auto transports = ConnectedPair(milliseconds(1000));
+  ZmqTransportOptions options;
+  options.bind_endpoints = {transports[0]->endpoints().front()};
+  Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
+  ASSERT_FALSE(bound.ok());
+  EXPECT_EQ(bound.error().kind, ErrorKind::kTransport);
+  EXPECT_NE(bound.error().message.find(transports[0]->endpoints().front()), std::string::npos)
+      << bound.error().message;
+}
+
+TEST(ZmqTransport, RecvAfterCloseIsClosed) {
+  auto transports = ConnectedPair(milliseconds(1000));
+  transports[0]->Close();
+  Result<Message> got = transports[0]->Recv(1, 3, Clock::now() + milliseconds(1000));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kClosed);
+  Status sent = transports[0]->Send(1, FrameKey{3}, {}, Clock::now() + milliseconds(1000));
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().kind, ErrorKind::kClosed);
+}
+
+}  // namespace
+}  // namespace inferno
