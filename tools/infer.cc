@@ -1,0 +1,290 @@
+// infer: generates text with a Llama-architecture model, alone or
+// pipeline-parallel under `launch -n W` (each rank runs a contiguous range of
+// layers; rank 0 samples and prints).
+//
+//   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
+//         [--prompts-file FILE] [--tokenizer FILE] [--max-new-tokens N]
+//         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
+//         [--layers a,b,...] [--output text|ids] [--trace FILE]
+//         [--dump-logits FILE]
+//
+// --prompt, --prompt-ids and --prompts-file (one text prompt per line) may be
+// combined and repeated; several prompts run micro-batched through the
+// pipeline. Text prompts get BOS prepended; --prompt-ids are used as given.
+// Without --tokenizer the byte-level tokenizer of the toy model is used.
+// --output ids prints, per prompt, the generated ids (prompt excluded) on one
+// line and nothing else. --dump-logits writes every sampled-from logit vector
+// (f32, native byte order, prompt by prompt) for exactness tests. Statistics
+// go to stderr at the end. Every error is one line on stderr and a non-zero
+// exit on every rank.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/rendezvous.h"
+#include "engine/command_line.h"
+#include "engine/generator.h"
+#include "engine/stage_weights.h"
+#include "engine/thread_pool.h"
+#include "engine/tokenizer.h"
+#include "engine/transformer.h"
+#include "loader/checkpoint.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids \"1 300 45\" | --prompts-file FILE)"
+    " [--tokenizer FILE] [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
+    " [--layers a,b,...] [--output text|ids] [--trace FILE] [--dump-logits FILE]";
+
+struct InferOptions {
+  std::string model;
+  std::optional<std::string> tokenizer;
+  std::vector<std::string> text_prompts;
+  std::vector<std::vector<int32_t>> id_prompts;
+  GenerationOptions generation;
+  int threads = 1;
+  std::optional<std::vector<int64_t>> layers_per_stage;
+  bool output_ids = false;
+  std::optional<std::string> trace;
+  std::optional<std::string> dump_logits;
+};
+
+EngineResult<InferOptions> ParseOptions(int argc, char** argv) {
+  auto flags = CommandLine::Parse(argc, argv,
+                                  {"model", "shards", "prompt", "prompt-ids", "prompts-file", "tokenizer",
+                                   "max-new-tokens", "temperature", "top-k", "top-p", "seed", "threads", "layers",
+                                   "output", "trace", "dump-logits"});
+  if (!flags) return flags.error();
+  InferOptions options;
+  if (flags->Has("shards")) {
+    return EngineError{"--shards is not supported yet; use --model with the checkpoint the shards came from"};
+  }
+  if (!flags->Has("model")) return EngineError{std::string("--model is required; ") + kUsage};
+  options.model = *flags->Last("model");
+  options.tokenizer = flags->Last("tokenizer");
+  options.text_prompts = flags->All("prompt");
+  for (const std::string& file : flags->All("prompts-file")) {
+    std::ifstream in(file);
+    if (!in) return EngineError{"--prompts-file: cannot open '" + file + "'"};
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) options.text_prompts.push_back(line);
+    }
+  }
+  for (const std::string& text : flags->All("prompt-ids")) {
+    EngineResult<std::vector<int64_t>> ids = ParseIntList(text, "--prompt-ids");
+    if (!ids) return ids.error();
+    std::vector<int32_t>& prompt = options.id_prompts.emplace_back();
+    for (int64_t id : *ids) {
+      if (id < INT32_MIN || id > INT32_MAX) return EngineError{"--prompt-ids: " + std::to_string(id) + " is not a token id"};
+      prompt.push_back(static_cast<int32_t>(id));
+    }
+  }
+  if (options.text_prompts.empty() && options.id_prompts.empty()) {
+    return EngineError{std::string("a prompt is required; ") + kUsage};
+  }
+  EngineResult<int64_t> max_new = flags->Int("max-new-tokens", 256, 0, 1 << 30);
+  EngineResult<double> temperature = flags->Double("temperature", 0.0, 0.0, 100.0);
+  EngineResult<int64_t> top_k = flags->Int("top-k", 0, 0, INT32_MAX);
+  EngineResult<double> top_p = flags->Double("top-p", 1.0, 1e-6, 1.0);
+  EngineResult<int64_t> seed = flags->Int("seed", 42, 0, INT64_MAX);
+  EngineResult<int64_t> threads = flags->Int("threads", 1, 1, 256);
+  for (const EngineError* error : {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
+                                   seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
+                                   temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
+    if (error != nullptr) return *error;
+  }
+  options.generation.max_new_tokens = *max_new;
+  options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
+                                 static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
+  options.threads = static_cast<int>(*threads);
+  if (const std::optional<std::string> layers = flags->Last("layers")) {
+    EngineResult<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
+    if (!counts) return counts.error();
+    options.layers_per_stage = *counts;
+  }
+  const std::string output = flags->Last("output").value_or("text");
+  if (output != "text" && output != "ids") return EngineError{"--output: '" + output + "' is not text or ids"};
+  options.output_ids = output == "ids";
+  options.trace = flags->Last("trace");
+  options.dump_logits = flags->Last("dump-logits");
+  return options;
+}
+
+// The leader's output: streams text for a single prompt, prints each of
+// several prompts' text (or ids) in prompt order once all are done, and
+// keeps the logits for --dump-logits.
+class ConsoleOutput : public GenerationObserver {
+ public:
+  ConsoleOutput(const Tokenizer& tokenizer, const std::vector<std::vector<int32_t>>& prompts, bool output_ids,
+                bool keep_logits)
+      : tokenizer_(tokenizer),
+        prompts_(prompts),
+        output_ids_(output_ids),
+        keep_logits_(keep_logits),
+        text_(prompts.size()),
+        logits_(prompts.size()) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      for (size_t t = 0; t < prompts[i].size(); ++t) {
+        text_[i] += tokenizer_.Decode(t == 0 ? -1 : prompts[i][t - 1], prompts[i][t]);
+      }
+    }
+    if (streaming()) Print(text_[0]);
+  }
+
+  void OnLogits(int sequence, std::span<const float> logits) override {
+    if (keep_logits_) logits_[sequence].insert(logits_[sequence].end(), logits.begin(), logits.end());
+  }
+
+  void OnToken(int sequence, int32_t previous, int32_t token) override {
+    const std::string piece = tokenizer_.Decode(previous, token);
+    if (streaming()) {
+      Print(piece);
+    } else {
+      text_[sequence] += piece;
+    }
+  }
+
+  void OnSequenceDone(int) override {}
+
+  // After generation: the buffered outputs, in prompt order.
+  void Finish(const GenerationReport& report) {
+    for (size_t i = 0; i < prompts_.size(); ++i) {
+      if (output_ids_) {
+        std::string line;
+        for (int32_t id : report.generated[i]) line += (line.empty() ? "" : " ") + std::to_string(id);
+        Print(line + "\n");
+      } else if (!streaming()) {
+        Print(text_[i] + "\n");
+      }
+    }
+    if (streaming()) Print("\n");
+  }
+
+  EngineStatus WriteLogits(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary);
+    for (const std::vector<float>& logits : logits_) {
+      out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
+    }
+    out.close();
+    if (!out) return EngineError{"--dump-logits: cannot write '" + path + "'"};
+    return {};
+  }
+
+ private:
+  bool streaming() const { return !output_ids_ && prompts_.size() == 1; }
+  static void Print(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+
+  const Tokenizer& tokenizer_;
+  const std::vector<std::vector<int32_t>>& prompts_;
+  const bool output_ids_;
+  const bool keep_logits_;
+  std::vector<std::string> text_;
+  std::vector<std::vector<float>> logits_;
+};
+
+void PrintStats(const GenerationReport& report) {
+  const int64_t decoded = report.generated_tokens - static_cast<int64_t>(report.generated.size());
+  std::fprintf(stderr,
+               "prompt tokens: %lld, generated tokens: %lld, time to first token: %.2f ms, decode: %.1f tok/s, "
+               "total: %.3f s (%.1f generated tok/s)\n",
+               static_cast<long long>(report.prompt_tokens), static_cast<long long>(report.generated_tokens),
+               report.time_to_first_token_seconds * 1e3,
+               report.decode_seconds > 0 ? std::max<int64_t>(decoded, 0) / report.decode_seconds : 0.0,
+               report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
+  for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
+    const Timeline& t = report.timelines[rank];
+    std::fprintf(stderr, "rank %zu: compute %.3f s, send %.3f s, recv %.3f s, wait %.3f s\n", rank,
+                 t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
+                 t.seconds(SpanKind::kWait));
+  }
+}
+
+EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
+  auto checkpoint = Checkpoint::Open(options.model);
+  if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
+  const ModelConfig& config = (*checkpoint)->config();
+
+  std::unique_ptr<Tokenizer> tokenizer = std::make_unique<ByteTokenizer>();
+  if (options.tokenizer) {
+    auto loaded = BpeTokenizer::Load(*options.tokenizer);
+    if (!loaded) return loaded.error();
+    tokenizer = std::move(*loaded);
+  }
+  std::vector<std::vector<int32_t>> prompts = options.id_prompts;
+  if (!options.text_prompts.empty() && tokenizer->vocab_size() > config.vocab_size) {
+    return EngineError{"the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                       " tokens, more than the model's vocabulary of " + std::to_string(config.vocab_size) +
+                       "; use --prompt-ids or a matching --tokenizer"};
+  }
+  for (const std::string& text : options.text_prompts) {
+    std::vector<int32_t>& prompt = prompts.emplace_back(1, kBosId);
+    const std::vector<int32_t> ids = tokenizer->Encode(text);
+    prompt.insert(prompt.end(), ids.begin(), ids.end());
+  }
+  if (EngineStatus valid = ValidatePrompts(prompts, config); !valid) return valid.error();
+
+  auto plan = MakeShardPlan(**checkpoint, group.world_size(), 1, options.layers_per_stage);
+  if (!plan) return EngineError{"world size " + std::to_string(group.world_size()) + ": " + plan.error().message};
+  auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
+  if (!weights) return weights.error();
+  ThreadPool pool(options.threads);
+  const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prompts.size());
+  TransformerStage stage(config, std::move(*weights), slots, pool);
+
+  ConsoleOutput output(*tokenizer, prompts, options.output_ids, options.dump_logits.has_value());
+  Timeline timeline(options.trace.has_value());
+  auto report = Generate(group, stage, prompts, options.generation, group.is_leader() ? &output : nullptr, timeline);
+  if (!report) return report.error();
+  if (!group.is_leader()) return {};
+  output.Finish(*report);
+  PrintStats(*report);
+  if (options.dump_logits) {
+    if (EngineStatus written = output.WriteLogits(*options.dump_logits); !written) return written;
+  }
+  if (options.trace) {
+    std::ofstream trace(*options.trace);
+    trace << ChromeTraceJson(report->timelines);
+    trace.close();
+    if (!trace) return EngineError{"--trace: cannot write '" + *options.trace + "'"};
+  }
+  return {};
+}
+
+std::string RankFromEnvironment() {
+  const char* rank = std::getenv("RANK");
+  return rank != nullptr ? rank : "0";
+}
+
+}  // namespace
+}  // namespace inferno
+
+int main(int argc, char** argv) {
+  using namespace inferno;
+  EngineResult<InferOptions> options = ParseOptions(argc, argv);
+  if (!options) {
+    std::fprintf(stderr, "infer: rank %s: %s\n", RankFromEnvironment().c_str(), options.error().message.c_str());
+    return 2;
+  }
+  Result<ProcessGroup> group = JoinFromEnvironment();
+  if (!group) {
+    std::fprintf(stderr, "infer: rank %s: joining the process group: %s\n", RankFromEnvironment().c_str(),
+                 group.error().ToString().c_str());
+    return 1;
+  }
+  if (EngineStatus status = Run(*options, *group); !status) {
+    std::fprintf(stderr, "infer: rank %d: %s\n", group->rank(), status.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}
