@@ -1,0 +1,113 @@
+#!/bin/bash
+# Runs //tools:collective_bench (over tcp:// and ipc://), Open MPI over TCP and
+# Gloo over TCP side by side on this machine at 2 and 4 ranks, and prints a
+# markdown table of the medians, bus bandwidths and ratios, plus the targets of
+# issue 3. Raw protocol lines (see tools/bench_protocol.h) go to OUTPUT_DIR.
+# On a small, shared machine single runs are noisy, so each implementation runs
+# ROUNDS times, interleaved with the others, and the table keeps each line's
+# best (lowest) median.
+#
+# Usage: tools/yardsticks/compare.sh [OUTPUT_DIR]
+#        tools/yardsticks/compare.sh --table OUTPUT_DIR   (re-print from raw lines)
+# Environment: SIZES (default 4K,1M,16M), WORLDS (default "2 4"), ROUNDS (default 3),
+#   BAZEL_OUTPUT_BASE (default ~/.cache/bazel_ob_compare).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+TABLE_ONLY=false
+if [ "${1:-}" = "--table" ]; then
+  TABLE_ONLY=true
+  shift
+fi
+OUT="${1:-$(mktemp -d "${TMPDIR:-/tmp}/collective_compare.XXXXXX")}"
+SIZES="${SIZES:-4K,1M,16M}"
+WORLDS="${WORLDS:-2 4}"
+ROUNDS="${ROUNDS:-3}"
+OUTPUT_BASE="${BAZEL_OUTPUT_BASE:-$HOME/.cache/bazel_ob_compare}"
+mkdir -p "$OUT"
+
+# Every run is bounded; a hung library fails the comparison instead of blocking it.
+run_ours() {  # WORLD TRANSPORT
+  "$LAUNCH" -n "$1" --timeout 600 -- "$BIN/tools/collective_bench" --transport "$2" --sizes "$SIZES"
+}
+run_mpi() {  # WORLD; pml ob1 + btl tcp,self pins Open MPI to TCP (no shared memory, no UCX)
+  timeout 600 mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self \
+    -np "$1" "$BIN/tools/yardsticks/mpi_bench" --sizes "$SIZES"
+}
+run_gloo() {  # WORLD
+  local store
+  store="$(mktemp -d "$OUT/gloo_store.XXXXXX")"
+  "$LAUNCH" -n "$1" --timeout 600 -- "$BIN/tools/yardsticks/gloo_bench" --store "$store" --sizes "$SIZES"
+  rm -rf "$store"
+}
+
+measure() {
+  cd "$ROOT"
+  bazel --output_base="$OUTPUT_BASE" build --config=opt //tools:launch //tools:collective_bench \
+    //tools/yardsticks:mpi_bench //tools/yardsticks:gloo_bench >&2
+  BIN="$(bazel --output_base="$OUTPUT_BASE" info --config=opt bazel-bin 2>/dev/null)"
+  LAUNCH="$BIN/tools/launch"
+  for world in $WORLDS; do
+    rm -f "$OUT"/*_"$world".txt
+    for ((round = 1; round <= ROUNDS; round++)); do
+      echo "== $world ranks, round $round of $ROUNDS: ours (tcp), ours (ipc), Open MPI, Gloo" >&2
+      run_ours "$world" tcp >> "$OUT/ours_tcp_$world.txt"
+      run_ours "$world" ipc >> "$OUT/ours_ipc_$world.txt"
+      run_mpi "$world" >> "$OUT/mpi_$world.txt"
+      run_gloo "$world" >> "$OUT/gloo_$world.txt"
+    done
+  done
+}
+
+print_table() {
+  echo "Raw lines in $OUT; table rendered $(date -u "+%Y-%m-%d %H:%M UTC") on $(nproc) cores, kernel $(uname -r)."
+  echo
+  echo "| op | bytes | ranks | ours tcp µs | ours ipc µs | MPI µs | Gloo µs | ours tcp busbw | ours ipc busbw | MPI busbw | Gloo busbw | tcp/MPI | tcp/Gloo |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for world in $WORLDS; do
+    local files=()
+    for impl in ours_tcp ours_ipc mpi gloo; do
+      [ -f "$OUT/${impl}_$world.txt" ] && files+=("$OUT/${impl}_$world.txt")
+    done
+    awk -v world="$world" '
+      FNR == 1 { impl = FILENAME; sub(/.*\//, "", impl); sub(/_[0-9]+\.txt$/, "", impl) }
+      NF == 6 { key = $1 " " $2; if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+                if (us[impl, key] == "" || $4 + 0 < us[impl, key] + 0) { us[impl, key] = $4; bus[impl, key] = $6 } }
+      function cell(v) { return v == "" ? "–" : v }
+      function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "–" : sprintf("%.2f", a / b) }
+      END {
+        for (i = 0; i < n; ++i) {
+          k = order[i]; split(k, f, " ")
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], world,
+            cell(us["ours_tcp", k]), cell(us["ours_ipc", k]), cell(us["mpi", k]), cell(us["gloo", k]),
+            cell(bus["ours_tcp", k]), cell(bus["ours_ipc", k]), cell(bus["mpi", k]), cell(bus["gloo", k]),
+            ratio(bus["ours_tcp", k], bus["mpi", k]), ratio(bus["ours_tcp", k], bus["gloo", k])
+        }
+      }' "${files[@]}"
+  done
+  echo
+  echo "Targets (ours over tcp):"
+  awk '
+    FNR == 1 { impl = FILENAME; sub(/.*\//, "", impl); sub(/\.txt$/, "", impl) }
+    NF == 6 && $1 == "all_reduce" && (us[impl, $2] == "" || $4 + 0 < us[impl, $2] + 0) {
+      us[impl, $2] = $4; bus[impl, $2] = $6
+    }
+    function check(name, value, op, limit) {
+      if (value == "") { printf "- %s: not measured\n", name; return }
+      ok = op == ">=" ? value >= limit : value <= limit
+      printf "- %s: %.2f (target %s %.1f) %s\n", name, value, op, limit, ok ? "MET" : "MISSED"
+    }
+    function r(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "" : a / b }
+    END {
+      check("all_reduce 1 MiB, 2 ranks, busbw ours/MPI", r(bus["ours_tcp_2", 1048576], bus["mpi_2", 1048576]), ">=", 1.0)
+      check("all_reduce 16 MiB, 2 ranks, busbw ours/MPI", r(bus["ours_tcp_2", 16777216], bus["mpi_2", 16777216]), ">=", 1.0)
+      check("all_reduce 1 MiB, 2 ranks, busbw ours/Gloo", r(bus["ours_tcp_2", 1048576], bus["gloo_2", 1048576]), ">=", 2.0)
+      check("all_reduce 16 MiB, 2 ranks, busbw ours/Gloo", r(bus["ours_tcp_2", 16777216], bus["gloo_2", 16777216]), ">=", 2.0)
+      check("all_reduce 4 KiB, 2 ranks, latency ours/MPI", r(us["ours_tcp_2", 4096], us["mpi_2", 4096]), "<=", 2.0)
+      check("all_reduce 1 MiB, 4 ranks, busbw ours/MPI", r(bus["ours_tcp_4", 1048576], bus["mpi_4", 1048576]), ">=", 0.8)
+      check("all_reduce 16 MiB, 4 ranks, busbw ours/MPI", r(bus["ours_tcp_4", 16777216], bus["mpi_4", 16777216]), ">=", 0.8)
+    }' "$OUT"/*_[0-9]*.txt
+}
+
+if ! $TABLE_ONLY; then measure; fi
+print_table | tee "$OUT/table.md"
