@@ -14,10 +14,14 @@ if [ "${1:-}" = "-n" ]; then
 fi
 
 bash tools/install_deps.sh
-bazel build --config=opt //tools:launch //tools:infer //tools:make_toy_model 2>&1 | grep -E "^(ERROR|FAILED)" >&2 || true
-for t in launch infer make_toy_model; do
-  [ -x "bazel-bin/tools/$t" ] || { echo "demo: building //tools:$t failed; run: bazel build //tools:$t" >&2; exit 1; }
-done
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "== building //tools:launch //tools:infer //tools:make_toy_model (first build takes a few minutes)" >&2
+if ! bazel build --config=opt //tools:launch //tools:infer //tools:make_toy_model >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "demo: the build failed (log above)" >&2
+  exit 1
+fi
 
 model=${INFERNO_DEMO_DIR:-${TMPDIR:-/tmp}/inferno-toy-model}
 bazel-bin/tools/make_toy_model --out "$model"
