@@ -1,0 +1,224 @@
+#include "loader/manifest.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "loader/mapped_file.h"
+#include "loader/sha256.h"
+
+namespace inferno {
+namespace {
+
+using nlohmann::json;
+
+json SliceToJson(const TensorSlice& slice) {
+  json j = {{"name", slice.name}};
+  if (slice.split_dim >= 0) {
+    j["split_dim"] = slice.split_dim;
+    j["begin"] = slice.begin;
+    j["end"] = slice.end;
+  }
+  return j;
+}
+
+json RankToJson(const RankShard& shard) {
+  json tensors = json::array();
+  for (const TensorSlice& slice : shard.tensors) tensors.push_back(SliceToJson(slice));
+  return {{"rank", shard.rank},
+          {"stage", shard.stage},
+          {"tp_index", shard.tp_index},
+          {"layers", {shard.layers.begin, shard.layers.end}},
+          {"has_embedding", shard.has_embedding},
+          {"has_head", shard.has_head},
+          {"tensors", tensors}};
+}
+
+json PlanToJson(const ShardPlan& plan) {
+  json ranks = json::array();
+  for (const RankShard& shard : plan.ranks) ranks.push_back(RankToJson(shard));
+  return {{"pp", plan.pp}, {"tp", plan.tp}, {"ranks", ranks}};
+}
+
+// Throws nlohmann's exceptions on a malformed document; ParseManifestJson
+// turns them into a LoadError.
+RankShard RankFromJson(const json& j) {
+  RankShard shard;
+  shard.rank = j.at("rank").get<int>();
+  shard.stage = j.at("stage").get<int>();
+  shard.tp_index = j.at("tp_index").get<int>();
+  shard.layers = {j.at("layers").at(0).get<int64_t>(), j.at("layers").at(1).get<int64_t>()};
+  shard.has_embedding = j.at("has_embedding").get<bool>();
+  shard.has_head = j.at("has_head").get<bool>();
+  for (const json& t : j.at("tensors")) {
+    TensorSlice slice{t.at("name").get<std::string>(), -1, 0, 0};
+    if (t.contains("split_dim")) {
+      slice.split_dim = t.at("split_dim").get<int>();
+      slice.begin = t.at("begin").get<int64_t>();
+      slice.end = t.at("end").get<int64_t>();
+    }
+    shard.tensors.push_back(std::move(slice));
+  }
+  return shard;
+}
+
+LoadResult<Manifest> ManifestFromJson(const json& j, const std::string& source) {
+  if (!j.is_object() || j.value("format", "") != kManifestFormat) {
+    return LoadError{source + ": not an inferno shard manifest (no \"format\": \"" + kManifestFormat + "\")"};
+  }
+  Manifest m;
+  m.format_version = j.at("format_version").get<int>();
+  if (m.format_version != kManifestFormatVersion) {
+    return LoadError{source + ": format_version " + std::to_string(m.format_version) + " is not the supported " +
+                     std::to_string(kManifestFormatVersion)};
+  }
+  m.tool_version = j.at("tool_version").get<std::string>();
+  m.source = j.at("source").get<std::string>();
+  m.source_fingerprint = j.at("source_fingerprint").get<std::string>();
+  LoadResult<ModelConfig> config = ParseModelConfigJson(j.at("config").dump(), source + " (config)");
+  if (!config) return config.error();
+  m.config = *config;
+  m.plan.pp = j.at("world").at("pp").get<int>();
+  m.plan.tp = j.at("world").at("tp").get<int>();
+  if (m.plan.pp < 1 || m.plan.tp < 1 || m.plan.pp > m.config.num_hidden_layers) {
+    return LoadError{source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) + " is invalid for " +
+                     std::to_string(m.config.num_hidden_layers) + " layers"};
+  }
+  const json& ranks = j.at("ranks");
+  if (!ranks.is_array() || static_cast<int>(ranks.size()) != m.plan.world_size()) {
+    return LoadError{source + ": lists " + std::to_string(ranks.size()) + " ranks but the world " +
+                     WorldLayoutText(m.plan.pp, m.plan.tp) + " has " + std::to_string(m.plan.world_size())};
+  }
+  for (int rank = 0; rank < m.plan.world_size(); ++rank) {
+    const json& r = ranks[static_cast<size_t>(rank)];
+    RankShard shard = RankFromJson(r);
+    if (shard.rank != rank || shard.stage < 0 || shard.stage >= m.plan.pp || shard.tp_index < 0 ||
+        shard.tp_index >= m.plan.tp || ShardPlan::RankOf(shard.stage, shard.tp_index, m.plan.pp, m.plan.tp) != rank) {
+      return LoadError{source + ": entry " + std::to_string(rank) + " (rank " + std::to_string(shard.rank) +
+                       ", stage " + std::to_string(shard.stage) + ", tp_index " + std::to_string(shard.tp_index) +
+                       ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp)};
+    }
+    ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
+                   r.at("sha256").get<std::string>()};
+    if (file.file != ShardFileName(rank, m.plan.world_size())) {
+      return LoadError{source + ": rank " + std::to_string(rank) + " file '" + file.file + "' is not the expected " +
+                       ShardFileName(rank, m.plan.world_size())};
+    }
+    m.plan.ranks.push_back(std::move(shard));
+    m.files.push_back(std::move(file));
+  }
+  if (j.at("plan_sha256").get<std::string>() != PlanDigest(m.plan)) {
+    return LoadError{source + ": plan_sha256 " + j.at("plan_sha256").get<std::string>() +
+                     " does not match its plan (edited by hand?)"};
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string ShardFileName(int rank, int world_size) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "rank-%05d-of-%05d.safetensors", rank, world_size);
+  return name;
+}
+
+std::string WorldLayoutText(int pp, int tp) { return "pp=" + std::to_string(pp) + " tp=" + std::to_string(tp); }
+
+std::string PlanDigest(const ShardPlan& plan) {
+  const std::string text = PlanToJson(plan).dump();
+  Sha256 hash;
+  hash.Update(std::as_bytes(std::span(text.data(), text.size())));
+  return hash.HexDigest();
+}
+
+std::map<std::string, std::string> ShardMetadata(const ShardPlan& plan, int rank) {
+  return {{kShardMetadataFormat, "pt"},
+          {kShardMetadataProducer, kShardToolVersion},
+          {kShardMetadataRank, std::to_string(rank)},
+          {kShardMetadataWorld, WorldLayoutText(plan.pp, plan.tp)},
+          {kShardMetadataPlan, PlanDigest(plan)}};
+}
+
+LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths) {
+  Sha256 hash;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return LoadError{path + ": cannot stat: " + std::strerror(errno)};
+    const std::string entry = path + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
+                              std::to_string(st.st_mtim.tv_nsec) + "\n";
+    hash.Update(std::as_bytes(std::span(entry.data(), entry.size())));
+  }
+  return hash.HexDigest();
+}
+
+LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file) {
+  const std::string path = folder + "/" + file.file;
+  LoadResult<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path);
+  if (!mapped) return mapped.error();
+  const std::span<const std::byte> bytes = (*mapped)->bytes();
+  if (bytes.size() != file.bytes) {
+    return LoadError{path + ": size " + std::to_string(bytes.size()) + " bytes does not match the manifest's " +
+                     std::to_string(file.bytes)};
+  }
+  constexpr uint64_t kChunk = 64ull << 20;
+  Sha256 hash;
+  for (uint64_t begin = 0; begin < bytes.size(); begin += kChunk) {
+    const uint64_t end = std::min<uint64_t>(bytes.size(), begin + kChunk);
+    (*mapped)->WillNeed(begin, end);
+    hash.Update(bytes.subspan(begin, end - begin));
+    (*mapped)->Release(begin, end);
+  }
+  const std::string digest = hash.HexDigest();
+  if (digest != file.sha256) {
+    return LoadError{path + ": checksum mismatch: sha256 " + digest + ", the manifest says " + file.sha256};
+  }
+  return {};
+}
+
+std::string ManifestToJson(const Manifest& manifest) {
+  json ranks = json::array();
+  for (size_t rank = 0; rank < manifest.plan.ranks.size(); ++rank) {
+    json r = RankToJson(manifest.plan.ranks[rank]);
+    const ShardFile& file = manifest.files[rank];
+    r["file"] = file.file;
+    r["bytes"] = file.bytes;
+    r["sha256"] = file.sha256;
+    ranks.push_back(std::move(r));
+  }
+  const json j = {
+      {"format", kManifestFormat},
+      {"format_version", manifest.format_version},
+      {"tool_version", manifest.tool_version},
+      {"source", manifest.source},
+      {"source_fingerprint", manifest.source_fingerprint},
+      {"config", json::parse(ModelConfigToJson(manifest.config))},
+      {"world", {{"pp", manifest.plan.pp}, {"tp", manifest.plan.tp}, {"world_size", manifest.plan.world_size()}}},
+      {"plan_sha256", PlanDigest(manifest.plan)},
+      {"ranks", ranks},
+  };
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+LoadResult<Manifest> ParseManifestJson(const std::string& text, const std::string& source) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return LoadError{source + ": not valid JSON"};
+  try {
+    return ManifestFromJson(j, source);
+  } catch (const json::exception& e) {
+    return LoadError{source + ": malformed manifest: " + e.what()};
+  }
+}
+
+LoadResult<Manifest> ReadManifest(const std::string& folder) {
+  const std::string path = folder + "/" + kManifestFileName;
+  LoadResult<std::string> text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseManifestJson(*text, path);
+}
+
+}  // namespace inferno

@@ -1,0 +1,83 @@
+// The shard manifest: the one file (manifest.json, beside the shard files)
+// that says what a folder of shards holds — the model config, the shard plan
+// and world layout, each rank's file with its size and SHA-256, and the tool
+// that wrote it. docs/manifest.md describes the format for people; this header
+// is its single definition in code.
+//
+// Each rank's shard file is a safetensors file with the rank's tensors (or
+// tensor-parallel slices of them) under their Hugging Face names; its
+// __metadata__ names the rank and the plan it belongs to (kShardMetadata*).
+//
+// Thread-safety: plain value types and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loader/load_error.h"
+#include "loader/model_config.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+
+inline constexpr char kManifestFileName[] = "manifest.json";
+inline constexpr char kManifestFormat[] = "inferno-shards";
+inline constexpr int kManifestFormatVersion = 1;
+inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
+
+// __metadata__ keys of every shard file.
+inline constexpr char kShardMetadataFormat[] = "format";         // "pt", as Hugging Face writes
+inline constexpr char kShardMetadataProducer[] = "producer";     // kShardToolVersion
+inline constexpr char kShardMetadataRank[] = "inferno.rank";     // "0"
+inline constexpr char kShardMetadataWorld[] = "inferno.world";   // "pp=3 tp=1"
+inline constexpr char kShardMetadataPlan[] = "inferno.plan_sha256";  // PlanDigest(plan)
+
+struct ShardFile {
+  int rank = 0;
+  std::string file;    // name inside the shard folder, ShardFileName(rank, world)
+  uint64_t bytes = 0;  // file size
+  std::string sha256;  // of the whole file, lowercase hex
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string tool_version = kShardToolVersion;
+  std::string source;  // the --model path the shards were made from
+  // Identifies the source's contents cheaply: SHA-256 over each source file's
+  // path, size and modification time (SourceFingerprint).
+  std::string source_fingerprint;
+  ModelConfig config;
+  ShardPlan plan;
+  std::vector<ShardFile> files;  // indexed by rank
+};
+
+// "rank-00000-of-00003.safetensors".
+std::string ShardFileName(int rank, int world_size);
+// "pp=3 tp=1" — how messages name a world layout.
+std::string WorldLayoutText(int pp, int tp);
+// The SHA-256 of the plan's canonical JSON: identifies the plan in each shard
+// file's metadata.
+std::string PlanDigest(const ShardPlan& plan);
+// The __metadata__ of rank `rank`'s shard file under `plan`.
+std::map<std::string, std::string> ShardMetadata(const ShardPlan& plan, int rank);
+
+// SourceFingerprint of the given files; fails naming a file that cannot be
+// stat'ed.
+LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths);
+
+// Checks `folder`/`file.file` against its manifest entry: its size, then its
+// SHA-256 (read streaming, with bounded memory). Fails naming the file and
+// both values.
+LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file);
+
+std::string ManifestToJson(const Manifest& manifest);
+// Parses and checks a manifest (format, version, a plan with one rank and one
+// file per rank of its world, file names inside the folder). `source` names
+// the file in messages.
+LoadResult<Manifest> ParseManifestJson(const std::string& text, const std::string& source);
+// Reads `folder`/manifest.json.
+LoadResult<Manifest> ReadManifest(const std::string& folder);
+
+}  // namespace inferno

@@ -1,0 +1,55 @@
+// The sharding job behind //tools:shard: writes, for every rank of a
+// ShardPlan, one safetensors file holding exactly that rank's tensors (or
+// tensor-parallel slices, in the source's dtype, bytes copied unchanged), then
+// manifest.json (see manifest.h, docs/manifest.md).
+//
+// Streaming: each tensor is copied from the memory-mapped source through a
+// bounded buffer (large contiguous ranges go straight from the mapping to the
+// file) and its pages are released when done, so peak RSS stays near the
+// largest tensor plus a few MiB, whatever the model size.
+// Atomic: every file is written under a temporary name and renamed when
+// complete; manifest.json is removed before and written after the shard files,
+// so an interrupted run leaves nothing that looks finished.
+// Idempotent: over a finished output of the same source and plan, files are
+// verified against the manifest's checksums and skipped; only missing or
+// damaged ones are rewritten.
+//
+// Thread-safety: WriteShards may run concurrently only on distinct folders.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loader/load_error.h"
+#include "loader/manifest.h"
+#include "loader/mapped_checkpoint.h"
+#include "loader/shard_plan.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+
+// Called as bytes are written: bytes written so far and in total (over all
+// the files this run writes).
+using ShardProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
+
+struct ShardJobReport {
+  Manifest manifest;
+  int files_written = 0;
+  int files_verified = 0;  // already present and matching: skipped
+  uint64_t bytes_written = 0;
+};
+
+// The tensors of `shard`'s file, in order: each slice's name, the source
+// dtype and SliceShape.
+std::vector<TensorInfo> ShardTensorInfos(const Checkpoint& checkpoint, const RankShard& shard);
+
+// Writes the shards of `checkpoint` (opened from `source`) under `plan` into
+// `out_dir` (created if absent). Fails naming the file and the cause (I/O
+// error, full disk, ...), leaving no manifest.
+LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
+                                       const ShardPlan& plan, const std::string& out_dir,
+                                       const ShardProgress& progress);
+
+}  // namespace inferno
