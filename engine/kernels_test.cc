@@ -19,7 +19,7 @@ std::vector<float> RandomVector(int64_t n, uint32_t seed) {
 }
 
 TEST(Dot, MatchesDoublePrecisionSumForOddLengths) {
-  for (int64_t n : {1, 15, 16, 17, 100, 768}) {
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 100, 288, 768}) {
     std::vector<float> a = RandomVector(n, 1), b = RandomVector(n, 2);
     double expected = 0;
     for (int64_t i = 0; i < n; ++i) expected += static_cast<double>(a[i]) * b[i];
@@ -43,7 +43,8 @@ TEST(MatMul, MatchesNaiveProduct) {
 
 TEST(MatMul, BitIdenticalAcrossThreadCountsAndBatching) {
   // Large enough for several cache blocks per thread.
-  const int64_t n = 5, rows = 301, cols = 288;
+  for (const int64_t cols : {288, 45}) {
+  const int64_t n = 5, rows = 301;
   std::vector<float> x = RandomVector(n * cols, 5), w = RandomVector(rows * cols, 6);
   ThreadPool single(1);
   std::vector<float> reference(n * rows);
@@ -54,10 +55,14 @@ TEST(MatMul, BitIdenticalAcrossThreadCountsAndBatching) {
     MatMul(out, x, w, n, rows, cols, pool);
     EXPECT_EQ(out, reference) << threads << " threads";
   }
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(reference[r], Dot(w.data() + r * cols, x.data(), cols)) << "row " << r;
+  }
   for (int64_t t = 0; t < n; ++t) {
     std::vector<float> row(rows);
     MatMul(row, std::span<const float>(x).subspan(t * cols, cols), w, 1, rows, cols, single);
     EXPECT_TRUE(std::equal(row.begin(), row.end(), reference.begin() + t * rows)) << "batch row " << t;
+  }
   }
 }
 

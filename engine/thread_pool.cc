@@ -9,10 +9,10 @@
 namespace inferno {
 namespace {
 
-// About 10-50 microseconds of polling before a thread goes to sleep: longer
-// than the gap between two loops of a decode step, short enough not to steal
-// a core from another process for long.
-constexpr int kSpinIterations = 20000;
+// Polling before a thread sleeps on a futex: about 10-100 microseconds
+// (pause takes 10-140 cycles), longer than the gap between two loops of a
+// decode step, short enough not to steal a core from another process long.
+constexpr int kSpinIterations = 2000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__)
