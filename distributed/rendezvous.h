@@ -24,8 +24,8 @@
 namespace inferno {
 
 struct RendezvousOptions {
-  // How long to wait for every rank to arrive (rank 0) or for the table
-  // (other ranks).
+  // How long rank 0 waits for every rank to arrive; the other ranks wait for
+  // the table two seconds longer, to hear rank 0's verdict.
   std::chrono::milliseconds timeout{30000};
   // How long each later wait of the group may take (Transport::timeout()).
   // The environment variable INFERNO_TIMEOUT_MS overrides it.

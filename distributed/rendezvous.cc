@@ -1,0 +1,362 @@
+#include "distributed/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <glog/logging.h>
+#include <nlohmann/json.hpp>
+
+#include "distributed/zmq/rendezvous_channel.h"
+#include "distributed/zmq/transport.h"
+
+namespace inferno {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::chrono::milliseconds kVerdictSlack{2000};
+
+// Where one rank receives, as reported to rank 0.
+struct RankEndpoints {
+  int rank = -1;
+  int world_size = 0;
+  std::string host;
+  std::string tcp;
+  std::string ipc;  // empty when the rank offers no ipc endpoint
+};
+
+Json ToJson(const RankEndpoints& entry) {
+  return Json{{"rank", entry.rank},
+              {"world_size", entry.world_size},
+              {"host", entry.host},
+              {"tcp", entry.tcp},
+              {"ipc", entry.ipc}};
+}
+
+// nullopt when `json` is not a well-formed entry (a stranger's bytes).
+std::optional<RankEndpoints> EntryFromJson(const Json& json) {
+  try {
+    RankEndpoints entry;
+    entry.rank = json.at("rank").get<int>();
+    entry.world_size = json.at("world_size").get<int>();
+    entry.host = json.at("host").get<std::string>();
+    entry.tcp = json.at("tcp").get<std::string>();
+    entry.ipc = json.at("ipc").get<std::string>();
+    return entry;
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<Json> ParseJson(const std::string& text) {
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return std::nullopt;
+  return json;
+}
+
+uint64_t RandomId() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device() ^
+         static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// The local IPv4 address this host uses to reach `master_addr` (so peers on
+// other hosts can connect back to it).
+Result<std::string> LocalAddressToward(const std::string& master_addr) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(master_addr.c_str(), "9", &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return CollectiveError::Transport("rendezvous: cannot resolve MASTER_ADDR '" + master_addr +
+                                      "': " + gai_strerror(rc));
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  const bool ok = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+  const int saved_errno = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (!ok) {
+    return CollectiveError::Transport("rendezvous: no route to MASTER_ADDR '" + master_addr +
+                                      "': " + std::strerror(saved_errno));
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return std::string(text);
+}
+
+Result<int> ParseInt(const char* name, const char* value, int min, int max) {
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || parsed < min || parsed > max) {
+    return CollectiveError::InvalidArgument(std::string(name) + "='" + value +
+                                            "' is not an integer in [" + std::to_string(min) +
+                                            ", " + std::to_string(max) + "]");
+  }
+  return static_cast<int>(parsed);
+}
+
+CollectiveError MissingRanks(const std::string& where, const std::vector<bool>& arrived,
+                             std::chrono::milliseconds waited) {
+  std::string missing;
+  for (size_t rank = 0; rank < arrived.size(); ++rank) {
+    if (arrived[rank]) continue;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+  }
+  return {ErrorKind::kTimeout, where + ": ranks " + missing + " of " +
+                                   std::to_string(arrived.size()) + " did not arrive within " +
+                                   std::to_string(waited.count()) + " ms"};
+}
+
+// Rank 0: collects every rank's endpoints, then sends everyone the table.
+Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions& options,
+                        const RankEndpoints& mine) {
+  Result<std::unique_ptr<RendezvousServer>> server =
+      RendezvousServer::Listen(config.master_addr, config.master_port);
+  if (!server) return std::move(server).error();
+  if (options.on_master_listening) options.on_master_listening((*server)->port());
+  const std::string where =
+      "rendezvous at " + config.master_addr + ":" + std::to_string((*server)->port());
+
+  std::vector<RankEndpoints> entries(config.world_size);
+  std::vector<bool> arrived(config.world_size, false);
+  std::vector<std::string> clients(config.world_size);
+  entries[0] = mine;
+  arrived[0] = true;
+  int count = 1;
+  auto fail_everyone = [&](const CollectiveError& error) {
+    const std::string body = Json{{"error", error.message}}.dump();
+    for (int rank = 1; rank < config.world_size; ++rank) {
+      if (arrived[rank]) (void)(*server)->Reply(clients[rank], body);
+    }
+    return error;
+  };
+
+  const Deadline deadline = Clock::now() + options.timeout;
+  while (count < config.world_size) {
+    Result<RendezvousServer::Request> request = (*server)->Receive(deadline);
+    if (!request) {
+      if (request.error().kind != ErrorKind::kTimeout) return std::move(request).error();
+      return fail_everyone(MissingRanks(where, arrived, options.timeout));
+    }
+    std::optional<Json> json = ParseJson(request->body);
+    std::optional<RankEndpoints> entry = json ? EntryFromJson(*json) : std::nullopt;
+    if (!entry) {
+      LOG(WARNING) << where << ": ignored a malformed request of " << request->body.size()
+                   << " bytes";
+      continue;
+    }
+    std::string refusal;
+    if (entry->world_size != config.world_size) {
+      refusal = where + ": rank " + std::to_string(entry->rank) + " has WORLD_SIZE " +
+                std::to_string(entry->world_size) + ", rank 0 has " +
+                std::to_string(config.world_size);
+    } else if (entry->rank <= 0 || entry->rank >= config.world_size || arrived[entry->rank]) {
+      refusal = where + ": rank " + std::to_string(entry->rank) +
+                " arrived twice or is out of range";
+    }
+    if (!refusal.empty()) {
+      (void)(*server)->Reply(request->client, Json{{"error", refusal}}.dump());
+      return fail_everyone(CollectiveError::InvalidArgument(refusal));
+    }
+    entries[entry->rank] = *entry;
+    clients[entry->rank] = request->client;
+    arrived[entry->rank] = true;
+    ++count;
+  }
+
+  Json table{{"job_id", RandomId()}, {"ranks", Json::array()}};
+  for (const RankEndpoints& entry : entries) table["ranks"].push_back(ToJson(entry));
+  const std::string body = table.dump();
+  for (int rank = 1; rank < config.world_size; ++rank) {
+    Status replied = (*server)->Reply(clients[rank], body);
+    if (!replied) return std::move(replied).error();
+  }
+  return table;
+}
+
+// Ranks other than 0: reports `mine` and waits for the table.
+Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions& options,
+                        const RankEndpoints& mine) {
+  Result<std::unique_ptr<RendezvousClient>> client =
+      RendezvousClient::Connect(config.master_addr, config.master_port);
+  if (!client) return std::move(client).error();
+  Status sent = (*client)->Send(ToJson(mine).dump());
+  if (!sent) return std::move(sent).error();
+  // A little longer than rank 0 waits, so that its verdict (the table, or
+  // which ranks are missing) reaches this rank before it gives up.
+  Result<std::string> reply =
+      (*client)->Receive(Clock::now() + options.timeout + kVerdictSlack);
+  if (!reply) return std::move(reply).error();
+  std::optional<Json> table = ParseJson(*reply);
+  if (!table || !table->is_object()) {
+    return CollectiveError::Transport("rendezvous: malformed table from rank 0 at " +
+                                      config.master_addr + ":" +
+                                      std::to_string(config.master_port));
+  }
+  if (table->contains("error")) {
+    return CollectiveError::InvalidArgument("rendezvous: rank 0 refused rank " +
+                                            std::to_string(config.rank) + ": " +
+                                            table->value("error", std::string()));
+  }
+  return *table;
+}
+
+}  // namespace
+
+Result<RendezvousConfig> ReadRendezvousConfig(
+    const std::function<const char*(const char*)>& getenv, const RendezvousOptions& options) {
+  RendezvousConfig config;
+  config.op_timeout = options.op_timeout;
+  const char* const kRankNames[][2] = {{"RANK", "WORLD_SIZE"},
+                                       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                       {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank_name, size_name] : kRankNames) {
+    const char* rank = getenv(rank_name);
+    const char* size = getenv(size_name);
+    if (rank == nullptr && size == nullptr) continue;
+    if (rank == nullptr || size == nullptr) {
+      return CollectiveError::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) +
+                                              " is set but " +
+                                              (rank == nullptr ? rank_name : size_name) +
+                                              " is not");
+    }
+    Result<int> world_size = ParseInt(size_name, size, 1, 1 << 20);
+    if (!world_size) return std::move(world_size).error();
+    Result<int> parsed_rank = ParseInt(rank_name, rank, 0, *world_size - 1);
+    if (!parsed_rank) return std::move(parsed_rank).error();
+    config.rank = *parsed_rank;
+    config.world_size = *world_size;
+    break;
+  }
+  if (const char* addr = getenv("MASTER_ADDR")) config.master_addr = addr;
+  const char* port = getenv("MASTER_PORT");
+  if (port != nullptr) {
+    Result<int> parsed = ParseInt("MASTER_PORT", port, 0, 65535);
+    if (!parsed) return std::move(parsed).error();
+    config.master_port = *parsed;
+  }
+  if (config.world_size > 1 && (getenv("MASTER_ADDR") == nullptr || port == nullptr)) {
+    return CollectiveError::InvalidArgument("a world of " + std::to_string(config.world_size) +
+                                            " ranks needs MASTER_ADDR and MASTER_PORT");
+  }
+  if (const char* timeout = getenv("INFERNO_TIMEOUT_MS")) {
+    Result<int> parsed = ParseInt("INFERNO_TIMEOUT_MS", timeout, 1, 1 << 30);
+    if (!parsed) return std::move(parsed).error();
+    config.op_timeout = std::chrono::milliseconds(*parsed);
+  }
+  return config;
+}
+
+Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
+  if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
+    return CollectiveError::UnknownRank("rendezvous", config.rank, config.world_size);
+  }
+  ZmqTransportOptions transport_options;
+  transport_options.rank = config.rank;
+  transport_options.world_size = config.world_size;
+  transport_options.timeout = config.op_timeout;
+  transport_options.bind_endpoints.clear();
+  if (config.world_size == 1) {
+    Result<std::shared_ptr<ZmqTransport>> alone = ZmqTransport::Bind(transport_options);
+    if (!alone) return std::move(alone).error();
+    Status connected = (*alone)->Connect({""}, RandomId());
+    if (!connected) return std::move(connected).error();
+    return ProcessGroup(*alone);
+  }
+
+  Result<std::string> local_address = LocalAddressToward(config.master_addr);
+  if (!local_address) return std::move(local_address).error();
+  transport_options.bind_endpoints.push_back("tcp://" + *local_address + ":0");
+  if (options.prefer_ipc_on_same_host) {
+    // Linux abstract socket names: no file to clean up if a rank dies.
+    char name[64];
+    std::snprintf(name, sizeof(name), "ipc://@inferno-%016llx-%d",
+                  static_cast<unsigned long long>(RandomId()), config.rank);
+    transport_options.bind_endpoints.push_back(name);
+  }
+  Result<std::shared_ptr<ZmqTransport>> transport = ZmqTransport::Bind(transport_options);
+  if (!transport) return std::move(transport).error();
+
+  RankEndpoints mine;
+  mine.rank = config.rank;
+  mine.world_size = config.world_size;
+  mine.host = HostName();
+  mine.tcp = (*transport)->endpoints()[0];
+  if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
+
+  Result<Json> table = config.rank == 0 ? ServeTable(config, options, mine)
+                                        : FetchTable(config, options, mine);
+  if (!table) return std::move(table).error();
+
+  std::vector<std::string> endpoints;
+  uint64_t job_id = 0;
+  bool well_formed = table->contains("job_id") && table->at("job_id").is_number_unsigned() &&
+                     table->contains("ranks") && table->at("ranks").is_array();
+  if (well_formed) {
+    job_id = table->at("job_id").get<uint64_t>();
+    for (const Json& json : table->at("ranks")) {
+      std::optional<RankEndpoints> entry = EntryFromJson(json);
+      if (!entry) {
+        well_formed = false;
+        break;
+      }
+      const bool same_host = entry->host == mine.host && !entry->ipc.empty();
+      endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc
+                                                                       : entry->tcp);
+    }
+  }
+  if (!well_formed) {
+    return CollectiveError::Transport("rendezvous: malformed table from rank 0 at " +
+                                      config.master_addr + ":" +
+                                      std::to_string(config.master_port));
+  }
+  if (static_cast<int>(endpoints.size()) != config.world_size) {
+    return CollectiveError::LengthMismatch("rendezvous table", config.world_size,
+                                           static_cast<int64_t>(endpoints.size()));
+  }
+  Status connected = (*transport)->Connect(endpoints, job_id);
+  if (!connected) return std::move(connected).error();
+
+  ProcessGroup group(*transport);
+  Status ready = group.barrier();
+  if (!ready) {
+    CollectiveError error = std::move(ready).error();
+    error.message = "rendezvous: rank " + std::to_string(config.rank) +
+                    " could not reach every peer: " + error.message;
+    return error;
+  }
+  return group;
+}
+
+Result<ProcessGroup> JoinFromEnvironment(const RendezvousOptions& options) {
+  Result<RendezvousConfig> config =
+      ReadRendezvousConfig([](const char* name) { return std::getenv(name); }, options);
+  if (!config) return std::move(config).error();
+  return Join(*config, options);
+}
+
+}  // namespace inferno

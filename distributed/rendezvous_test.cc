@@ -1,0 +1,228 @@
+#include "distributed/rendezvous.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A getenv over a fixed map.
+std::function<const char*(const char*)> FakeEnvironment(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(ReadRendezvousConfig, NoVariablesMeansOneRank) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->rank, 0);
+  EXPECT_EQ(config->world_size, 1);
+  EXPECT_EQ(config->op_timeout, RendezvousOptions().op_timeout);
+}
+
+TEST(ReadRendezvousConfig, ReadsTorchrunNames) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->rank, 2);
+  EXPECT_EQ(config->world_size, 4);
+  EXPECT_EQ(config->master_addr, "10.0.0.1");
+  EXPECT_EQ(config->master_port, 29500);
+}
+
+TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
+  Result<RendezvousConfig> ompi = ReadRendezvousConfig(
+      FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
+                       {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+  ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
+  EXPECT_EQ(ompi->rank, 1);
+  EXPECT_EQ(ompi->world_size, 3);
+  Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment(
+      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+  ASSERT_TRUE(slurm.ok()) << slurm.error().ToString();
+  EXPECT_EQ(slurm->rank, 4);
+  EXPECT_EQ(slurm->world_size, 5);
+}
+
+TEST(ReadRendezvousConfig, TimeoutVariableOverridesOption) {
+  Result<RendezvousConfig> config =
+      ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TIMEOUT_MS", "250"}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->op_timeout, milliseconds(250));
+}
+
+TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(config.error().message, "RANK='4' is not an integer in [0, 3]");
+}
+
+TEST(ReadRendezvousConfig, NonNumericPortIsInvalid) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "http"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "MASTER_PORT='http' is not an integer in [0, 65535]");
+}
+
+TEST(ReadRendezvousConfig, SeveralRanksNeedAMaster) {
+  Result<RendezvousConfig> config =
+      ReadRendezvousConfig(FakeEnvironment({{"RANK", "0"}, {"WORLD_SIZE", "2"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "a world of 2 ranks needs MASTER_ADDR and MASTER_PORT");
+}
+
+TEST(ReadRendezvousConfig, RankWithoutWorldSizeIsInvalid) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"RANK", "0"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "RANK is set but WORLD_SIZE is not");
+}
+
+TEST(JoinFromEnvironment, WithNoVariablesGivesOneRankGroup) {
+  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "SLURM_PROCID", "SLURM_NTASKS"}) {
+    unsetenv(name);
+  }
+  Result<ProcessGroup> group = JoinFromEnvironment();
+  ASSERT_TRUE(group.ok()) << group.error().ToString();
+  EXPECT_EQ(group->world_size(), 1);
+  EXPECT_TRUE(group->is_leader());
+  std::vector<float> data = {3.0f};
+  ASSERT_TRUE(group->all_reduce(data, ReduceKind::kSum).ok());
+  EXPECT_EQ(data[0], 3.0f);
+}
+
+// Runs `world` ranks as threads through Join; rank 0 picks the port. Ranks in
+// `absent` never join. Returns each joining rank's result of `body`, or its
+// join error.
+template <typename Body>
+std::vector<std::string> JoinAsThreads(int world, RendezvousOptions options, Body body,
+                                       std::vector<int> absent = {}) {
+  std::promise<int> port_promise;
+  std::shared_future<int> port = port_promise.get_future().share();
+  std::vector<std::string> results(world, "absent");
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    if (std::find(absent.begin(), absent.end(), rank) != absent.end()) continue;
+    threads.emplace_back([&, rank] {
+      RendezvousOptions mine = options;
+      RendezvousConfig config;
+      config.rank = rank;
+      config.world_size = world;
+      config.op_timeout = milliseconds(10000);
+      if (rank == 0) {
+        mine.on_master_listening = [&](int bound) { port_promise.set_value(bound); };
+      } else {
+        if (port.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+          results[rank] = "rank 0 never listened";
+          return;
+        }
+        config.master_port = port.get();
+      }
+      Result<ProcessGroup> group = Join(config, mine);
+      results[rank] = group ? body(*group) : group.error().ToString();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return results;
+}
+
+std::string SumOfRanks(ProcessGroup& group) {
+  std::vector<float> data(3, static_cast<float>(group.rank()));
+  Status status = group.all_reduce(data, ReduceKind::kSum);
+  if (!status) return status.error().ToString();
+  const float expected = static_cast<float>(group.world_size() * (group.world_size() - 1) / 2);
+  return data == std::vector<float>(3, expected) ? "ok" : "wrong sum";
+}
+
+TEST(Join, RanksAsThreadsFormAGroupOverIpc) {
+  const auto results = JoinAsThreads(4, RendezvousOptions{}, SumOfRanks);
+  EXPECT_EQ(results, std::vector<std::string>(4, "ok"));
+}
+
+TEST(Join, RanksAsThreadsFormAGroupOverTcp) {
+  RendezvousOptions options;
+  options.prefer_ipc_on_same_host = false;
+  const auto results = JoinAsThreads(3, options, SumOfRanks);
+  EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
+}
+
+TEST(Join, MissingRankIsTimeoutListingIt) {
+  RendezvousOptions options;
+  options.timeout = milliseconds(500);
+  const auto results = JoinAsThreads(
+      4, options, [](ProcessGroup&) { return std::string("joined"); }, /*absent=*/{2, 3});
+  EXPECT_EQ(results[0].rfind("Timeout: rendezvous at 127.0.0.1:", 0), 0u) << results[0];
+  EXPECT_NE(results[0].find("ranks 2, 3 of 4 did not arrive within 500 ms"), std::string::npos)
+      << results[0];
+  // Rank 1 arrived; rank 0 tells it why the job failed.
+  EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
+}
+
+TEST(Join, PortInUseNamesAddressAndPort) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int port = ntohs(address.sin_port);
+
+  RendezvousConfig config;
+  config.rank = 0;
+  config.world_size = 2;
+  config.master_port = port;
+  Result<ProcessGroup> group = Join(config);
+  close(fd);
+  ASSERT_FALSE(group.ok());
+  EXPECT_EQ(group.error().kind, ErrorKind::kTransport);
+  EXPECT_NE(group.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << group.error().message;
+}
+
+TEST(Join, RankOfAnotherWorldSizeIsRefused) {
+  std::promise<int> port_promise;
+  std::string results[2];
+  std::thread master([&] {
+    RendezvousOptions options;
+    options.timeout = milliseconds(5000);
+    options.on_master_listening = [&](int port) { port_promise.set_value(port); };
+    RendezvousConfig config;
+    config.world_size = 2;
+    Result<ProcessGroup> group = Join(config, options);
+    results[0] = group ? "joined" : group.error().ToString();
+  });
+  const int port = port_promise.get_future().get();
+  RendezvousConfig config;
+  config.rank = 1;
+  config.world_size = 3;
+  config.master_port = port;
+  Result<ProcessGroup> group = Join(config);
+  results[1] = group ? "joined" : group.error().ToString();
+  master.join();
+  EXPECT_NE(results[0].find("rank 1 has WORLD_SIZE 3, rank 0 has 2"), std::string::npos)
+      << results[0];
+  EXPECT_NE(results[1].find("refused rank 1"), std::string::npos) << results[1];
+}
+
+}  // namespace
+}  // namespace inferno
