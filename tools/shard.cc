@@ -1,0 +1,79 @@
+// shard: splits a checkpoint into one safetensors file per rank of a
+// pipeline- (x tensor-) parallel job, plus manifest.json.
+//
+//   shard --model PATH --pp N [--tp M] [--layers a,b,...] --out DIR
+//
+// PATH is a safetensors file or folder (with config.json), a Hugging Face
+// sharded folder, or a llama2.c .bin. Progress goes to stderr; re-running over
+// a finished DIR verifies the files and skips them.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "engine/command_line.h"
+#include "loader/mapped_checkpoint.h"
+#include "loader/shard_plan.h"
+#include "loader/shard_writer.h"
+#include "tools/shard_progress.h"
+
+namespace inferno {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "shard: %s\n", message.c_str());
+  return 1;
+}
+
+int Run(int argc, char** argv) {
+  EngineResult<CommandLine> flags = CommandLine::Parse(argc, argv, {"model", "pp", "tp", "layers", "out"});
+  if (!flags) return Fail(flags.error().message);
+  const std::optional<std::string> model = flags->Last("model");
+  const std::optional<std::string> out = flags->Last("out");
+  if (!model || !out || !flags->Has("pp")) {
+    return Fail("usage: shard --model PATH --pp N [--tp M] [--layers a,b,...] --out DIR");
+  }
+  EngineResult<int64_t> pp = flags->Int("pp", 1, 1, 1 << 16);
+  if (!pp) return Fail(pp.error().message);
+  EngineResult<int64_t> tp = flags->Int("tp", 1, 1, 1 << 16);
+  if (!tp) return Fail(tp.error().message);
+  std::optional<std::vector<int64_t>> layers;
+  if (std::optional<std::string> text = flags->Last("layers")) {
+    EngineResult<std::vector<int64_t>> parsed = ParseIntList(*text, "--layers");
+    if (!parsed) return Fail(parsed.error().message);
+    layers = *parsed;
+  }
+
+  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
+  if (!checkpoint) return Fail(checkpoint.error().message);
+  LoadResult<ShardPlan> plan = MakeShardPlan(**checkpoint, static_cast<int>(*pp), static_cast<int>(*tp), layers);
+  if (!plan) return Fail(plan.error().message);
+
+  ShardProgressDisplay display(stderr, ::isatty(STDERR_FILENO) == 1);
+  uint64_t last_done = 0, last_total = 0;
+  const auto start = std::chrono::steady_clock::now();
+  LoadResult<ShardJobReport> report =
+      WriteShards(**checkpoint, *model, *plan, *out, [&](uint64_t done, uint64_t total) {
+        last_done = done;
+        last_total = total;
+        display.Update(done, total);
+      });
+  if (!report) return Fail(report.error().message);
+  if (report->files_written > 0) display.Finish(last_done, last_total);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "shard: %s: %d files written (%llu bytes), %d verified and kept, in %.2f s\n",
+               WorldLayoutText(plan->pp, plan->tp).c_str(), report->files_written,
+               static_cast<unsigned long long>(report->bytes_written), report->files_verified, seconds);
+  for (const RankShard& shard : plan->ranks) {
+    std::fprintf(stderr, "shard:   rank %d: stage %d tp %d, layers [%lld, %lld)%s%s -> %s\n", shard.rank, shard.stage,
+                 shard.tp_index, static_cast<long long>(shard.layers.begin), static_cast<long long>(shard.layers.end),
+                 shard.has_embedding ? ", embedding" : "", shard.has_head ? ", head" : "",
+                 report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace inferno
+
+int main(int argc, char** argv) { return inferno::Run(argc, argv); }

@@ -1,0 +1,36 @@
+#!/bin/bash
+# //tools:shard end to end: shards a toy model, re-runs (verify and skip),
+# repairs a damaged file, and fails with one-line errors on bad flags.
+set -euo pipefail
+SHARD="$1"
+MAKE_TOY_MODEL="$2"
+WORK="${TEST_TMPDIR:-$(mktemp -d)}"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$MAKE_TOY_MODEL" --out "$WORK/model" --layers 5 > /dev/null
+
+"$SHARD" --model "$WORK/model" --pp 3 --out "$WORK/shards" 2> "$WORK/first.log" || fail "first run: $(cat "$WORK/first.log")"
+grep -q "pp=3 tp=1: 3 files written" "$WORK/first.log" || fail "first run summary: $(cat "$WORK/first.log")"
+grep -q "^shard: .* (100%)" "$WORK/first.log" || fail "no progress line: $(cat "$WORK/first.log")"
+for f in manifest.json rank-00000-of-00003.safetensors rank-00001-of-00003.safetensors rank-00002-of-00003.safetensors; do
+  [[ -f "$WORK/shards/$f" ]] || fail "missing $f"
+done
+[[ -z "$(ls "$WORK/shards" | grep partial || true)" ]] || fail "partial files left behind"
+
+"$SHARD" --model "$WORK/model" --pp 3 --out "$WORK/shards" 2> "$WORK/second.log"
+grep -q "0 files written (0 bytes), 3 verified and kept" "$WORK/second.log" || fail "re-run did not skip: $(cat "$WORK/second.log")"
+
+# Damage rank 1's last byte: the re-run rewrites exactly that file.
+size=$(stat -c %s "$WORK/shards/rank-00001-of-00003.safetensors")
+printf '\x7f' | dd of="$WORK/shards/rank-00001-of-00003.safetensors" bs=1 seek=$((size - 1)) conv=notrunc 2> /dev/null
+"$SHARD" --model "$WORK/model" --pp 3 --out "$WORK/shards" 2> "$WORK/third.log"
+grep -q "1 files written .* 2 verified and kept" "$WORK/third.log" || fail "damaged file not rewritten: $(cat "$WORK/third.log")"
+
+# Bad flags: exit 1, one line naming the problem.
+if "$SHARD" --model "$WORK/model" --pp 9 --out "$WORK/bad" 2> "$WORK/bad.log"; then fail "--pp 9 accepted"; fi
+[[ "$(cat "$WORK/bad.log")" == "shard: pp=9 exceeds the 5 layers of the model" ]] || fail "bad --pp message: $(cat "$WORK/bad.log")"
+if "$SHARD" --model "$WORK/nowhere" --pp 1 --out "$WORK/bad" 2> "$WORK/bad.log"; then fail "missing model accepted"; fi
+[[ $(wc -l < "$WORK/bad.log") -eq 1 ]] || fail "multi-line error: $(cat "$WORK/bad.log")"
+[[ ! -e "$WORK/bad/manifest.json" ]] || fail "manifest written after a failure"
+echo PASS
