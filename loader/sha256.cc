@@ -3,6 +3,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -69,7 +70,12 @@ void CompressPortable(uint32_t* state, const std::byte* blocks, size_t count) {
 
 #if defined(__x86_64__)
 bool CpuHasShaExtensions() {
-  return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool ssse3 = ecx & (1u << 9), sse41 = ecx & (1u << 19);
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool sha = ebx & (1u << 29);
+  return ssse3 && sse41 && sha;
 }
 
 // The SHA-NI rounds: the state lives as (A, B, E, F) and (C, D, G, H); each

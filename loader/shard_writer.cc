@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <set>
 
 #include "loader/atomic_file.h"
@@ -19,6 +20,8 @@ namespace fs = std::filesystem;
 // Ranges at least this long go from the mapping to the file directly; shorter
 // ones (rows of permuted or column-sliced tensors) are gathered first.
 constexpr size_t kBufferBytes = 4 << 20;
+// Ranges at least this long are hashed and written concurrently.
+constexpr size_t kParallelBytes = 1 << 20;
 
 // An output file that hashes what it writes and reports progress.
 class HashingWriter {
@@ -51,10 +54,19 @@ class HashingWriter {
     return s;
   }
 
+  // Hashes and writes `bytes`; ranges of at least kParallelBytes are hashed on
+  // a second thread while this one writes them.
   LoadStatus Emit(std::span<const std::byte> bytes) {
     if (bytes.empty()) return {};
-    hash_.Update(bytes);
-    if (LoadStatus s = file_.Write(bytes); !s) return s;
+    if (bytes.size() < kParallelBytes) {
+      hash_.Update(bytes);
+      if (LoadStatus s = file_.Write(bytes); !s) return s;
+    } else {
+      std::future<void> hashing = std::async(std::launch::async, [this, bytes] { hash_.Update(bytes); });
+      LoadStatus s = file_.Write(bytes);
+      hashing.wait();
+      if (!s) return s;
+    }
     *bytes_done_ += bytes.size();
     if (progress_) progress_(*bytes_done_, bytes_total_);
     return {};
