@@ -35,6 +35,7 @@
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
+#include "loader/sharded_checkpoint.h"
 
 namespace inferno {
 namespace {
@@ -45,7 +46,8 @@ constexpr char kUsage[] =
     " [--layers a,b,...] [--output text|ids] [--trace FILE] [--dump-logits FILE]";
 
 struct InferOptions {
-  std::string model;
+  std::string model;  // a checkpoint path, or with `shards` a shard folder
+  bool shards = false;
   std::optional<std::string> tokenizer;
   std::vector<std::string> text_prompts;
   std::vector<std::vector<int32_t>> id_prompts;
@@ -64,11 +66,14 @@ EngineResult<InferOptions> ParseOptions(int argc, char** argv) {
                                    "output", "trace", "dump-logits"});
   if (!flags) return flags.error();
   InferOptions options;
-  if (flags->Has("shards")) {
-    return EngineError{"--shards is not supported yet; use --model with the checkpoint the shards came from"};
+  if (flags->Has("shards") == flags->Has("model")) {
+    return EngineError{std::string("exactly one of --model and --shards is required; ") + kUsage};
   }
-  if (!flags->Has("model")) return EngineError{std::string("--model is required; ") + kUsage};
-  options.model = *flags->Last("model");
+  options.shards = flags->Has("shards");
+  options.model = *flags->Last(options.shards ? "shards" : "model");
+  if (options.shards && flags->Has("layers")) {
+    return EngineError{"--layers cannot be combined with --shards: the shards fix the split"};
+  }
   options.tokenizer = flags->Last("tokenizer");
   options.text_prompts = flags->All("prompt");
   for (const std::string& file : flags->All("prompts-file")) {
@@ -210,10 +215,34 @@ void PrintStats(const GenerationReport& report) {
   }
 }
 
-EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
+// This rank's view of the model: its checkpoint and its part of the plan.
+struct RankModel {
+  std::unique_ptr<Checkpoint> checkpoint;
+  RankShard shard;
+};
+
+EngineResult<RankModel> OpenRankModel(const InferOptions& options, const ProcessGroup& group) {
+  if (options.shards) {
+    ShardJob job;
+    job.rank = group.rank();
+    job.world_size = group.world_size();
+    job.tp = 1;
+    auto opened = OpenRankShard(options.model, job);
+    if (!opened) return EngineError{"--shards: " + opened.error().message};
+    RankShard shard = opened->shard(group.rank());
+    return RankModel{std::move(opened->checkpoint), std::move(shard)};
+  }
   auto checkpoint = Checkpoint::Open(options.model);
   if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
-  const ModelConfig& config = (*checkpoint)->config();
+  auto plan = MakeShardPlan(**checkpoint, group.world_size(), 1, options.layers_per_stage);
+  if (!plan) return EngineError{"world size " + std::to_string(group.world_size()) + ": " + plan.error().message};
+  return RankModel{std::move(*checkpoint), plan->ranks[group.rank()]};
+}
+
+EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
+  EngineResult<RankModel> model = OpenRankModel(options, group);
+  if (!model) return model.error();
+  const ModelConfig& config = model->checkpoint->config();
 
   std::unique_ptr<Tokenizer> tokenizer = std::make_unique<ByteTokenizer>();
   if (options.tokenizer) {
@@ -234,9 +263,7 @@ EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
   }
   if (EngineStatus valid = ValidatePrompts(prompts, config); !valid) return valid.error();
 
-  auto plan = MakeShardPlan(**checkpoint, group.world_size(), 1, options.layers_per_stage);
-  if (!plan) return EngineError{"world size " + std::to_string(group.world_size()) + ": " + plan.error().message};
-  auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
+  auto weights = LoadStageWeights(*model->checkpoint, model->shard);
   if (!weights) return weights.error();
   ThreadPool pool(options.threads);
   const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prompts.size());
