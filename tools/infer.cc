@@ -18,6 +18,7 @@
 // go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -221,57 +222,73 @@ struct RankModel {
   RankShard shard;
 };
 
-EngineResult<RankModel> OpenRankModel(const InferOptions& options, const ProcessGroup& group) {
+EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
   if (options.shards) {
     ShardJob job;
-    job.rank = group.rank();
-    job.world_size = group.world_size();
+    job.rank = rank;
+    job.world_size = world_size;
     job.tp = 1;
     auto opened = OpenRankShard(options.model, job);
     if (!opened) return EngineError{"--shards: " + opened.error().message};
-    RankShard shard = opened->shard(group.rank());
+    RankShard shard = opened->shard(rank);
     return RankModel{std::move(opened->checkpoint), std::move(shard)};
   }
   auto checkpoint = Checkpoint::Open(options.model);
   if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
-  auto plan = MakeShardPlan(**checkpoint, group.world_size(), 1, options.layers_per_stage);
-  if (!plan) return EngineError{"world size " + std::to_string(group.world_size()) + ": " + plan.error().message};
-  return RankModel{std::move(*checkpoint), plan->ranks[group.rank()]};
+  auto plan = MakeShardPlan(**checkpoint, world_size, 1, options.layers_per_stage);
+  if (!plan) return EngineError{"world size " + std::to_string(world_size) + ": " + plan.error().message};
+  return RankModel{std::move(*checkpoint), plan->ranks[rank]};
 }
 
-EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
-  EngineResult<RankModel> model = OpenRankModel(options, group);
-  if (!model) return model.error();
-  const ModelConfig& config = model->checkpoint->config();
+// Everything a rank needs before it talks to the others; every input error
+// surfaces here, on every rank, before any networking.
+struct PreparedRank {
+  ModelConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<std::vector<int32_t>> prompts;
+  StageWeights weights;
+};
 
-  std::unique_ptr<Tokenizer> tokenizer = std::make_unique<ByteTokenizer>();
+EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
+  EngineResult<RankModel> model = OpenRankModel(options, rank, world_size);
+  if (!model) return model.error();
+  PreparedRank prepared;
+  prepared.config = model->checkpoint->config();
+  const ModelConfig& config = prepared.config;
+
+  prepared.tokenizer = std::make_unique<ByteTokenizer>();
   if (options.tokenizer) {
     auto loaded = BpeTokenizer::Load(*options.tokenizer);
     if (!loaded) return loaded.error();
-    tokenizer = std::move(*loaded);
+    prepared.tokenizer = std::move(*loaded);
   }
-  std::vector<std::vector<int32_t>> prompts = options.id_prompts;
-  if (!options.text_prompts.empty() && tokenizer->vocab_size() > config.vocab_size) {
-    return EngineError{"the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+  prepared.prompts = options.id_prompts;
+  if (!options.text_prompts.empty() && prepared.tokenizer->vocab_size() > config.vocab_size) {
+    return EngineError{"the tokenizer has " + std::to_string(prepared.tokenizer->vocab_size()) +
                        " tokens, more than the model's vocabulary of " + std::to_string(config.vocab_size) +
                        "; use --prompt-ids or a matching --tokenizer"};
   }
   for (const std::string& text : options.text_prompts) {
-    std::vector<int32_t>& prompt = prompts.emplace_back(1, kBosId);
-    const std::vector<int32_t> ids = tokenizer->Encode(text);
+    std::vector<int32_t>& prompt = prepared.prompts.emplace_back(1, kBosId);
+    const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
-  if (EngineStatus valid = ValidatePrompts(prompts, config); !valid) return valid.error();
+  if (EngineStatus valid = ValidatePrompts(prepared.prompts, config); !valid) return valid.error();
 
   auto weights = LoadStageWeights(*model->checkpoint, model->shard);
   if (!weights) return weights.error();
-  ThreadPool pool(options.threads);
-  const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prompts.size());
-  TransformerStage stage(config, std::move(*weights), slots, pool);
+  prepared.weights = std::move(*weights);
+  return prepared;
+}
 
-  ConsoleOutput output(*tokenizer, prompts, options.output_ids, options.dump_logits.has_value());
+EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
+  ThreadPool pool(options.threads);
+  const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prepared.prompts.size());
+  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, pool);
+  ConsoleOutput output(*prepared.tokenizer, prepared.prompts, options.output_ids, options.dump_logits.has_value());
   Timeline timeline(options.trace.has_value());
-  auto report = Generate(group, stage, prompts, options.generation, group.is_leader() ? &output : nullptr, timeline);
+  auto report = Generate(group, stage, prepared.prompts, options.generation, group.is_leader() ? &output : nullptr,
+                         timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
   output.Finish(*report);
@@ -288,29 +305,34 @@ EngineStatus Run(const InferOptions& options, ProcessGroup& group) {
   return {};
 }
 
-std::string RankFromEnvironment() {
-  const char* rank = std::getenv("RANK");
-  return rank != nullptr ? rank : "0";
-}
-
 }  // namespace
 }  // namespace inferno
 
 int main(int argc, char** argv) {
   using namespace inferno;
-  EngineResult<InferOptions> options = ParseOptions(argc, argv);
-  if (!options) {
-    std::fprintf(stderr, "infer: rank %s: %s\n", RankFromEnvironment().c_str(), options.error().message.c_str());
+  Result<RendezvousConfig> where = ReadRendezvousConfig(std::getenv);
+  if (!where) {
+    std::fprintf(stderr, "infer: %s\n", where.error().ToString().c_str());
     return 2;
   }
-  Result<ProcessGroup> group = JoinFromEnvironment();
-  if (!group) {
-    std::fprintf(stderr, "infer: rank %s: joining the process group: %s\n", RankFromEnvironment().c_str(),
-                 group.error().ToString().c_str());
+  const int rank = where->rank;
+  EngineResult<InferOptions> options = ParseOptions(argc, argv);
+  if (!options) {
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, options.error().message.c_str());
+    return 2;
+  }
+  EngineResult<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
+  if (!prepared) {
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, prepared.error().message.c_str());
     return 1;
   }
-  if (EngineStatus status = Run(*options, *group); !status) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", group->rank(), status.error().message.c_str());
+  Result<ProcessGroup> group = Join(*where);
+  if (!group) {
+    std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank, group.error().ToString().c_str());
+    return 1;
+  }
+  if (EngineStatus status = Run(*options, *prepared, *group); !status) {
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().message.c_str());
     return 1;
   }
   return 0;

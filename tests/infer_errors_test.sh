@@ -1,0 +1,67 @@
+#!/bin/bash
+# Bad input to //tools:infer under //tools:launch: every rank prints a clear
+# one-line error naming the problem and exits non-zero — never a hang.
+# Usage: infer_errors_test.sh LAUNCH INFER MAKE_TOY_MODEL
+set -u
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_errors.XXXXXX")"
+FAILURES=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+
+"$MAKE_TOY" --out "$WORK/toy" --layers 3 --seq-len 16 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+
+# expect_error NAME WORLD PATTERN INFER_ARGS...:
+# - under launch -n WORLD: a non-zero exit, no hang, and the error printed
+#   (launch stops the other ranks as soon as the first one fails);
+# - each rank alone (RANK/WORLD_SIZE set as launch sets them): a non-zero exit
+#   and exactly one "infer: rank R: " line matching PATTERN. Input errors are
+#   found before any networking, so no rank waits for another.
+expect_error() {
+  local name="$1" world="$2" pattern="$3"
+  shift 3
+  local out="$WORK/$name.out"
+  timeout 120 "$LAUNCH" -n "$world" --tag-output --timeout 90 --grace 2 -- "$INFER" "$@" >"$out" 2>&1
+  local status=$?
+  if [ "$status" -eq 0 ]; then
+    fail "$name: launch -n $world exited 0"
+  elif [ "$status" -eq 124 ]; then
+    fail "$name: launch -n $world hung"
+  elif ! grep -q "^\[[0-9]*\] infer: rank [0-9]*: .*$pattern" "$out"; then
+    fail "$name: launch -n $world printed no error matching '$pattern':"
+    cat "$out" >&2
+  fi
+  for ((r = 0; r < world; r++)); do
+    local rank_out="$WORK/$name.$r.err"
+    RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=9 timeout 60 "$INFER" "$@" >/dev/null 2>"$rank_out"
+    status=$?
+    if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
+      fail "$name: rank $r of $world exited with status $status"
+    fi
+    if [ "$(grep -c "^infer: rank $r: " "$rank_out")" -ne 1 ] || ! grep -q "^infer: rank $r: .*$pattern" "$rank_out"; then
+      fail "$name: rank $r of $world did not print one error line matching '$pattern':"
+      cat "$rank_out" >&2
+    fi
+  done
+}
+
+expect_error unknown_flag 2 "unknown flag --bogus" --model "$WORK/toy" --prompt hi --bogus 1
+expect_error missing_prompt 2 "a prompt is required" --model "$WORK/toy"
+expect_error prompt_too_long 2 "prompt 0 has 21 tokens, longer than the model's context of 16" \
+  --model "$WORK/toy" --prompt "twenty letters long!"
+expect_error id_outside_vocab 2 "token id 300 is outside the vocabulary \[0, 259)" \
+  --model "$WORK/toy" --prompt-ids "1 300"
+expect_error world_exceeds_layers 4 "world size 4: .*3" --model "$WORK/toy" --prompt hi
+expect_error bad_layer_split 2 "world size 2: " --model "$WORK/toy" --prompt hi --layers 1,1
+expect_error missing_model 2 "--model: " --model "$WORK/nowhere" --prompt hi
+expect_error bad_number 2 "--top-p: 2 is outside" --model "$WORK/toy" --prompt hi --top-p 2
+
+if [ "$FAILURES" -ne 0 ]; then
+  echo "$FAILURES failures" >&2
+  exit 1
+fi
+rm -rf "$WORK"
+echo "PASS: every bad input failed cleanly on every rank"
