@@ -16,8 +16,17 @@ LoadError Error(const std::string& source, const std::string& what) {
   return LoadError{source + ": " + what};
 }
 
+// `text` with control characters (NUL, newline, ...) shown as '?', so that
+// messages stay on one line.
+std::string Printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return text;
+}
+
 LoadError TensorError(const std::string& source, const std::string& name, const std::string& what) {
-  return LoadError{source + ": tensor '" + name + "': " + what};
+  return LoadError{source + ": tensor '" + Printable(name) + "': " + what};
 }
 
 // Parses `text` as JSON without exceptions; fails on invalid JSON and on
@@ -50,7 +59,7 @@ LoadResult<std::map<std::string, std::string>> ParseMetadata(const json& value,
   if (!value.is_object()) return Error(source, "__metadata__ is not a JSON object");
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
-    if (!item.is_string()) return Error(source, "__metadata__ '" + key + "' is not a string");
+    if (!item.is_string()) return Error(source, "__metadata__ '" + Printable(key) + "' is not a string");
     metadata[key] = item.get<std::string>();
   }
   return metadata;
@@ -60,11 +69,7 @@ LoadResult<std::map<std::string, std::string>> ParseMetadata(const json& value,
 LoadResult<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
                                         const std::string& source) {
   if (name.empty()) return Error(source, "empty tensor name in header");
-  if (name.find('\0') != std::string::npos) {
-    std::string printable = name;
-    std::replace(printable.begin(), printable.end(), '\0', '?');
-    return TensorError(source, printable, "tensor name holds a NUL byte");
-  }
+  if (name.find('\0') != std::string::npos) return TensorError(source, name, "tensor name holds a NUL byte");
   if (!value.is_object()) return TensorError(source, name, "entry is not a JSON object");
   SafetensorsEntry entry;
   entry.info.name = name;
@@ -76,7 +81,7 @@ LoadResult<SafetensorsEntry> ParseEntry(const std::string& name, const json& val
   const std::string& dtype_name = dtype_it->get_ref<const std::string&>();
   std::optional<DType> dtype = ParseDType(dtype_name);
   if (!dtype) {
-    return TensorError(source, name, "unknown dtype '" + dtype_name + "' (supported: F32, F16, BF16)");
+    return TensorError(source, name, "unknown dtype '" + Printable(dtype_name) + "' (supported: F32, F16, BF16)");
   }
   entry.info.dtype = *dtype;
 
@@ -185,7 +190,7 @@ LoadResult<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> 
                              ", which ends at " + std::to_string(expected_begin));
     }
     expected_begin = entry.end;
-    previous = "tensor '" + entry.info.name + "'";
+    previous = "tensor '" + Printable(entry.info.name) + "'";
     entry.begin += result.data_begin;
     entry.end += result.data_begin;
   }
