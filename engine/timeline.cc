@@ -2,15 +2,29 @@
 
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace inferno {
 namespace {
 
-template <typename T>
-void Append(std::vector<std::byte>& out, const T& value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
+// Writes values at increasing offsets of a buffer sized up front.
+class ByteWriter {
+ public:
+  explicit ByteWriter(size_t size) : bytes_(size) {}
+  void Put(const void* data, size_t size) {
+    std::memcpy(bytes_.data() + offset_, data, size);
+    offset_ += size;
+  }
+  template <typename T>
+  void Put(const T& value) {
+    Put(&value, sizeof(T));
+  }
+  std::vector<std::byte> Take() && { return std::move(bytes_); }
+
+ private:
+  std::vector<std::byte> bytes_;
+  size_t offset_ = 0;
+};
 
 template <typename T>
 bool Take(std::span<const std::byte>& in, T& value) {
@@ -46,19 +60,21 @@ void Timeline::Add(SpanKind kind, Clock::time_point begin, Clock::time_point end
 }
 
 std::vector<std::byte> Timeline::Serialize() const {
-  std::vector<std::byte> out;
-  for (double s : seconds_) Append(out, s);
-  Append(out, static_cast<uint64_t>(spans_.size()));
+  constexpr size_t kSpanFixedBytes = sizeof(int32_t) * 2 + sizeof(int64_t) * 2 + sizeof(uint32_t);
+  size_t size = sizeof(seconds_) + sizeof(uint64_t);
+  for (const Span& span : spans_) size += kSpanFixedBytes + span.label.size();
+  ByteWriter writer(size);
+  for (double s : seconds_) writer.Put(s);
+  writer.Put(static_cast<uint64_t>(spans_.size()));
   for (const Span& span : spans_) {
-    Append(out, static_cast<int32_t>(span.kind));
-    Append(out, span.sequence);
-    Append(out, span.begin_us);
-    Append(out, span.duration_us);
-    Append(out, static_cast<uint32_t>(span.label.size()));
-    const auto* label = reinterpret_cast<const std::byte*>(span.label.data());
-    out.insert(out.end(), label, label + span.label.size());
+    writer.Put(static_cast<int32_t>(span.kind));
+    writer.Put(span.sequence);
+    writer.Put(span.begin_us);
+    writer.Put(span.duration_us);
+    writer.Put(static_cast<uint32_t>(span.label.size()));
+    writer.Put(span.label.data(), span.label.size());
   }
-  return out;
+  return std::move(writer).Take();
 }
 
 EngineResult<Timeline> Timeline::Deserialize(std::span<const std::byte> bytes) {

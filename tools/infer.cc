@@ -165,7 +165,10 @@ class ConsoleOutput : public GenerationObserver {
     for (size_t i = 0; i < prompts_.size(); ++i) {
       if (output_ids_) {
         std::string line;
-        for (int32_t id : report.generated[i]) line += (line.empty() ? "" : " ") + std::to_string(id);
+        for (int32_t id : report.generated[i]) {
+          if (!line.empty()) line += ' ';
+          line += std::to_string(id);
+        }
         Print(line + "\n");
       } else if (!streaming()) {
         Print(text_[i] + "\n");
