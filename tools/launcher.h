@@ -26,7 +26,8 @@ namespace inferno {
 //   signal) — the other ranks then get SIGTERM, and SIGKILL after options.grace;
 // - 124 if options.timeout passed first;
 // - 128 + signal if the launcher got SIGINT, SIGTERM or SIGHUP (a second such
-//   signal skips the grace period).
+//   signal skips the grace period). A signal the launcher inherited as ignored
+//   (nohup, a background job of a non-interactive shell) stays ignored.
 // Returns an error (one line) if the job could not be started, e.g. no free
 // port at options.master_addr or fork failed; ranks already started are stopped.
 Expected<int, std::string> RunRanks(const LaunchOptions& options);
