@@ -10,7 +10,9 @@
 //
 // --prompt, --prompt-ids and --prompts-file (one text prompt per line) may be
 // combined and repeated; several prompts run micro-batched through the
-// pipeline. Text prompts get BOS prepended; --prompt-ids are used as given.
+// pipeline (--prompt-ids prompts first, then text prompts, each in order).
+// Text prompts get BOS prepended; --prompt-ids are used as given. Without
+// --layers, layers are split to balance the stages' compute.
 // Without --tokenizer the byte-level tokenizer of the toy model is used.
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
@@ -30,6 +32,7 @@
 #include "distributed/rendezvous.h"
 #include "engine/command_line.h"
 #include "engine/generator.h"
+#include "engine/pipeline_split.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
 #include "engine/tokenizer.h"
@@ -238,7 +241,14 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
   }
   auto checkpoint = Checkpoint::Open(options.model);
   if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
-  auto plan = MakeShardPlan(**checkpoint, world_size, 1, options.layers_per_stage);
+  // Without --layers, stages are balanced by compute (a world larger than the
+  // layer count is left to MakeShardPlan to report).
+  std::optional<std::vector<int64_t>> layers_per_stage = options.layers_per_stage;
+  const ModelConfig& config = (*checkpoint)->config();
+  if (!layers_per_stage && world_size <= config.num_hidden_layers) {
+    layers_per_stage = ComputeBalancedLayersPerStage(config, world_size);
+  }
+  auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
   if (!plan) return EngineError{"world size " + std::to_string(world_size) + ": " + plan.error().message};
   return RankModel{std::move(*checkpoint), plan->ranks[rank]};
 }
