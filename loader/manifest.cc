@@ -136,12 +136,13 @@ std::string PlanDigest(const ShardPlan& plan) {
   return hash.HexDigest();
 }
 
-std::map<std::string, std::string> ShardMetadata(const ShardPlan& plan, int rank) {
+std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, const ShardPlan& plan, int rank) {
   return {{kShardMetadataFormat, "pt"},
           {kShardMetadataProducer, kShardToolVersion},
           {kShardMetadataRank, std::to_string(rank)},
           {kShardMetadataWorld, WorldLayoutText(plan.pp, plan.tp)},
-          {kShardMetadataPlan, PlanDigest(plan)}};
+          {kShardMetadataPlan, PlanDigest(plan)},
+          {kShardMetadataConfig, ModelConfigToJson(config)}};
 }
 
 LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths) {

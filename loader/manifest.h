@@ -33,6 +33,7 @@ inline constexpr char kShardMetadataProducer[] = "producer";     // kShardToolVe
 inline constexpr char kShardMetadataRank[] = "inferno.rank";     // "0"
 inline constexpr char kShardMetadataWorld[] = "inferno.world";   // "pp=3 tp=1"
 inline constexpr char kShardMetadataPlan[] = "inferno.plan_sha256";  // PlanDigest(plan)
+inline constexpr char kShardMetadataConfig[] = "inferno.config";     // ModelConfigToJson
 
 struct ShardFile {
   int rank = 0;
@@ -60,8 +61,9 @@ std::string WorldLayoutText(int pp, int tp);
 // The SHA-256 of the plan's canonical JSON: identifies the plan in each shard
 // file's metadata.
 std::string PlanDigest(const ShardPlan& plan);
-// The __metadata__ of rank `rank`'s shard file under `plan`.
-std::map<std::string, std::string> ShardMetadata(const ShardPlan& plan, int rank);
+// The __metadata__ of rank `rank`'s shard file of a model of `config` under
+// `plan`.
+std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, const ShardPlan& plan, int rank);
 
 // SourceFingerprint of the given files; fails naming a file that cannot be
 // stat'ed.

@@ -20,21 +20,29 @@ MappedCheckpoint::MappedCheckpoint(ModelConfig config, std::vector<std::unique_p
 LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenSafetensors(
     const std::vector<std::string>& paths, ModelConfig config) {
   std::vector<std::unique_ptr<MappedFile>> files;
-  std::vector<Storage> tensors;
-  std::unordered_map<std::string, size_t> file_of;
   for (const std::string& path : paths) {
     LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
     if (!file) return file.error();
-    LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
+    files.push_back(std::move(*file));
+  }
+  return FromSafetensorsFiles(std::move(files), std::move(config));
+}
+
+LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles(
+    std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config) {
+  std::vector<Storage> tensors;
+  std::unordered_map<std::string, size_t> file_of;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f]->path();
+    LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(files[f]->bytes(), path);
     if (!header) return header.error();
     for (SafetensorsEntry& entry : header->tensors) {
-      auto [it, inserted] = file_of.emplace(entry.info.name, files.size());
+      auto [it, inserted] = file_of.emplace(entry.info.name, f);
       if (!inserted) {
-        return LoadError{path + ": tensor '" + entry.info.name + "' is also in " + paths[it->second]};
+        return LoadError{path + ": tensor '" + entry.info.name + "' is also in " + files[it->second]->path()};
       }
-      tensors.push_back({std::move(entry.info), files.size(), entry.begin, 0});
+      tensors.push_back({std::move(entry.info), f, entry.begin, 0});
     }
-    files.push_back(std::move(*file));
   }
   return std::make_unique<MappedCheckpoint>(std::move(config), std::move(files), std::move(tensors));
 }

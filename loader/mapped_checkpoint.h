@@ -53,6 +53,9 @@ class MappedCheckpoint final : public Checkpoint {
   // slices). Fails on a bad file or a name found in two files.
   static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenSafetensors(const std::vector<std::string>& paths,
                                                                        ModelConfig config);
+  // Like OpenSafetensors, over files already opened (or held in memory).
+  static LoadResult<std::unique_ptr<MappedCheckpoint>> FromSafetensorsFiles(
+      std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config);
   // A llama2.c v0 .bin file (see llama2c_format.h).
   static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
 

@@ -49,19 +49,31 @@ LoadResult<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path
     data = static_cast<const std::byte*>(mapped);
   }
   ::close(fd);
-  return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+  auto file = std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+  file->mapped_ = size > 0;
+  return file;
+}
+
+std::unique_ptr<MappedFile> MappedFile::FromBytes(std::string name, std::vector<std::byte> bytes) {
+  auto file = std::unique_ptr<MappedFile>(new MappedFile(std::move(name), nullptr, 0));
+  file->owned_ = std::move(bytes);
+  file->data_ = file->owned_.data();
+  file->size_ = file->owned_.size();
+  return file;
 }
 
 MappedFile::~MappedFile() {
-  if (size_ > 0) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (mapped_) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
 void MappedFile::WillNeed(uint64_t begin, uint64_t end) const {
+  if (!mapped_) return;
   const auto [first, last] = PageRange(begin, end, size_);
   if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_WILLNEED);
 }
 
 void MappedFile::Release(uint64_t begin, uint64_t end) const {
+  if (!mapped_) return;  // MADV_DONTNEED would zero heap memory
   const auto [first, last] = PageRange(begin, end, size_);
   if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
 }

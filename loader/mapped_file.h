@@ -1,5 +1,7 @@
-// MappedFile: a whole file memory-mapped read-only; and ReadTextFile, for the
-// small JSON files (config.json, indexes, manifests) that sit beside them.
+// MappedFile: a whole file memory-mapped read-only — or the bytes of a file
+// held in memory, such as a shard received over the network; and
+// ReadTextFile, for the small JSON files (config.json, indexes, manifests)
+// that sit beside them.
 //
 // Thread-safety: all methods may be called from several threads at once.
 #pragma once
@@ -9,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "loader/load_error.h"
 
@@ -19,6 +22,9 @@ class MappedFile {
   // Maps `path`; fails naming the path and errno's message. An empty file
   // maps to an empty span.
   static LoadResult<std::unique_ptr<MappedFile>> Open(const std::string& path);
+
+  // A "file" whose contents are `bytes`, named `name` in messages.
+  static std::unique_ptr<MappedFile> FromBytes(std::string name, std::vector<std::byte> bytes);
 
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -31,7 +37,7 @@ class MappedFile {
   void WillNeed(uint64_t begin, uint64_t end) const;
   // Drops the pages of bytes [begin, end) from this process's resident set;
   // they stay in the page cache and are read again on the next access. Keeps
-  // the RSS of a streaming reader bounded.
+  // the RSS of a streaming reader bounded. No-op for FromBytes files.
   void Release(uint64_t begin, uint64_t end) const;
 
  private:
@@ -41,6 +47,8 @@ class MappedFile {
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  std::vector<std::byte> owned_;  // FromBytes: the contents; data_ points here
+  bool mapped_ = false;
 };
 
 // The whole contents of a small file; fails naming the path and errno's

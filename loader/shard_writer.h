@@ -3,10 +3,12 @@
 // tensor-parallel slices, in the source's dtype, bytes copied unchanged), then
 // manifest.json (see manifest.h, docs/manifest.md).
 //
-// Streaming: each tensor is copied from the memory-mapped source through a
-// bounded buffer (large contiguous ranges go straight from the mapping to the
-// file) and its pages are released when done, so peak RSS stays near the
-// largest tensor plus a few MiB, whatever the model size.
+// Streaming: each file is the StreamRankShard byte stream (shard_stream.h):
+// tensors are copied from the memory-mapped source through a bounded buffer
+// (large contiguous ranges go straight from the mapping to the file, hashed on
+// a second thread while written) and their pages are released when done, so
+// peak RSS stays near the largest tensor plus a few MiB, whatever the model
+// size.
 // Atomic: every file is written under a temporary name and renamed when
 // complete; manifest.json is removed before and written after the shard files,
 // so an interrupted run leaves nothing that looks finished.
@@ -40,10 +42,6 @@ struct ShardJobReport {
   int files_verified = 0;  // already present and matching: skipped
   uint64_t bytes_written = 0;
 };
-
-// The tensors of `shard`'s file, in order: each slice's name, the source
-// dtype and SliceShape.
-std::vector<TensorInfo> ShardTensorInfos(const Checkpoint& checkpoint, const RankShard& shard);
 
 // Writes the shards of `checkpoint` (opened from `source`) under `plan` into
 // `out_dir` (created if absent). Fails naming the file and the cause (I/O

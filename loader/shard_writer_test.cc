@@ -37,39 +37,13 @@ std::unique_ptr<MappedCheckpoint> Open(const std::string& path) {
   return checkpoint ? std::move(*checkpoint) : nullptr;
 }
 
-// Slice `slice` of the original tensor, cut out independently of the writer.
-std::vector<float> OriginalSlice(const Checkpoint& original, const TensorSlice& slice) {
-  const TensorInfo info = *original.Find(slice.name);
-  std::vector<float> all(static_cast<size_t>(info.num_elements()));
-  EXPECT_TRUE(original.ReadF32(slice.name, all));
-  if (slice.split_dim < 0) return all;
-  const int64_t rows = info.shape[0], cols = info.shape[1];
-  std::vector<float> out;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const int64_t index = slice.split_dim == 0 ? r : c;
-      if (index >= slice.begin && index < slice.end) out.push_back(all[static_cast<size_t>(r * cols + c)]);
-    }
-  }
-  return out;
-}
-
 void ExpectShardsMatchOriginal(const std::string& folder, const Checkpoint& original) {
   LoadResult<Manifest> manifest = ReadManifest(folder);
   ASSERT_TRUE(manifest) << manifest.error().message;
   for (int rank = 0; rank < manifest->plan.world_size(); ++rank) {
     LoadResult<RankShardCheckpoint> shard = OpenRankShard(folder, Job(rank, manifest->plan.world_size()));
     ASSERT_TRUE(shard) << shard.error().message;
-    const RankShard& plan = shard->shard(rank);
-    EXPECT_EQ(shard->checkpoint->tensors().size(), plan.tensors.size());
-    for (const TensorSlice& slice : plan.tensors) {
-      const std::vector<float> expected = OriginalSlice(original, slice);
-      std::vector<float> got(expected.size());
-      LoadStatus s = shard->checkpoint->ReadF32(slice.name, got);
-      ASSERT_TRUE(s) << s.error().message;
-      EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
-          << "rank " << rank << " tensor " << slice.name;
-    }
+    ExpectRankWeightsMatch(*shard->checkpoint, original, shard->shard(rank));
   }
 }
 

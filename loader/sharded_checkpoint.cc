@@ -32,7 +32,7 @@ LoadStatus CheckShardMetadata(const std::string& path, const Manifest& manifest,
   if (!file) return file.error();
   LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
   if (!header) return header.error();
-  const std::map<std::string, std::string> expected = ShardMetadata(manifest.plan, rank);
+  const std::map<std::string, std::string> expected = ShardMetadata(manifest.config, manifest.plan, rank);
   for (const char* key : {kShardMetadataPlan, kShardMetadataWorld, kShardMetadataRank}) {
     auto it = header->metadata.find(key);
     const std::string found = it == header->metadata.end() ? "(absent)" : it->second;

@@ -1,6 +1,7 @@
 #include "loader/test_models.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -46,6 +47,34 @@ void ExpectHoldsTestWeights(const Checkpoint& checkpoint) {
     std::vector<float> values(static_cast<size_t>(info->num_elements()));
     ASSERT_TRUE(checkpoint.ReadF32(spec.name, values));
     EXPECT_EQ(values, TestWeights(spec)) << spec.name;
+  }
+}
+
+std::vector<float> ExpectedSliceValues(const Checkpoint& original, const TensorSlice& slice) {
+  const TensorInfo info = *original.Find(slice.name);
+  std::vector<float> all(static_cast<size_t>(info.num_elements()));
+  EXPECT_TRUE(original.ReadF32(slice.name, all));
+  if (slice.split_dim < 0) return all;
+  const int64_t rows = info.shape[0], cols = info.shape[1];
+  std::vector<float> out;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t index = slice.split_dim == 0 ? r : c;
+      if (index >= slice.begin && index < slice.end) out.push_back(all[static_cast<size_t>(r * cols + c)]);
+    }
+  }
+  return out;
+}
+
+void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original, const RankShard& shard) {
+  EXPECT_EQ(rank_weights.tensors().size(), shard.tensors.size()) << "rank " << shard.rank;
+  for (const TensorSlice& slice : shard.tensors) {
+    const std::vector<float> expected = ExpectedSliceValues(original, slice);
+    std::vector<float> got(expected.size());
+    LoadStatus s = rank_weights.ReadF32(slice.name, got);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
+        << "rank " << shard.rank << " tensor " << slice.name;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "loader/llama_layout.h"
 #include "loader/load_error.h"
 #include "loader/model_config.h"
+#include "loader/shard_plan.h"
 
 namespace inferno {
 
@@ -26,6 +27,14 @@ std::vector<float> TestWeights(const TensorSpec& spec);
 // Expects (gtest) `checkpoint` to hold every tensor of its config with the
 // TestWeights values.
 void ExpectHoldsTestWeights(const Checkpoint& checkpoint);
+
+// The values of `slice` of `original`'s tensor, cut out independently of the
+// loader's slicing code.
+std::vector<float> ExpectedSliceValues(const Checkpoint& original, const TensorSlice& slice);
+
+// Expects (gtest) `rank_weights` to hold exactly `shard`'s slices, each
+// bit-identical to ExpectedSliceValues of `original`.
+void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original, const RankShard& shard);
 
 // Writes `folder`/config.json and `folder`/model.safetensors (F32) holding
 // every tensor of LlamaTensorSpecs(config).
