@@ -1,0 +1,106 @@
+// collective_bench: the collective benchmark protocol (tools/bench_protocol.h)
+// over our ProcessGroup, joined from the environment that //tools:launch (or
+// mpirun, or srun) sets. Rank 0 prints one line per op and size:
+//   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
+// Results are checked; any wrong element or failed call exits non-zero.
+//
+//   launch -n 4 -- collective_bench [--transport tcp|ipc] [--ops LIST] [--sizes LIST] [--iters N]
+//
+// --transport tcp makes ranks on one host talk over tcp:// (as across hosts);
+// ipc (the library's default) uses ipc:// between ranks on the same host.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "distributed/process_group.h"
+#include "distributed/rendezvous.h"
+#include "tools/bench_runner.h"
+
+namespace inferno {
+namespace {
+
+class ProcessGroupBackend : public CollectiveBenchBackend {
+ public:
+  explicit ProcessGroupBackend(ProcessGroup group) : group_(std::move(group)) {}
+
+  int rank() const override { return group_.rank(); }
+  int world_size() const override { return group_.world_size(); }
+
+  Status Barrier() override { return Convert(group_.barrier()); }
+
+  Status AllReduceSum(std::span<float> data) override {
+    return Convert(group_.all_reduce(data, ReduceKind::kSum));
+  }
+
+  Status AllGather(std::span<const float> input, std::vector<float>& out) override {
+    auto gathered = group_.all_gather(input);
+    if (!gathered) return MakeUnexpected(gathered.error().ToString());
+    out = *std::move(gathered);
+    return {};
+  }
+
+  Status BroadcastFromRank0(std::span<float> data) override {
+    return Convert(group_.broadcast(/*root=*/0, data));
+  }
+
+  Status Send(int peer, std::span<const float> data) override {
+    return Convert(group_.send_f32(peer, kPingPongTag, data));
+  }
+
+  Status Recv(int peer, std::vector<float>& out) override {
+    auto received = group_.recv_f32(peer, kPingPongTag);
+    if (!received) return MakeUnexpected(received.error().ToString());
+    out = *std::move(received);
+    return {};
+  }
+
+  Status MaxAcrossRanks(std::span<double> values) override {
+    std::vector<float> as_float(values.begin(), values.end());  // (values.size())
+    if (auto reduced = group_.all_reduce(as_float, ReduceKind::kMax); !reduced) {
+      return MakeUnexpected(reduced.error().ToString());
+    }
+    std::copy(as_float.begin(), as_float.end(), values.begin());
+    return {};
+  }
+
+ private:
+  static constexpr uint32_t kPingPongTag = 1;
+
+  static Status Convert(const inferno::Status& status) {
+    if (!status) return MakeUnexpected(status.error().ToString());
+    return {};
+  }
+
+  ProcessGroup group_;
+};
+
+}  // namespace
+}  // namespace inferno
+
+int main(int argc, char** argv) {
+  std::string transport = "ipc";
+  auto config = inferno::ParseBenchFlags(argc, argv, {{"--transport", &transport}});
+  if (config && transport != "tcp" && transport != "ipc") {
+    config = inferno::MakeUnexpected("--transport: expected tcp or ipc, got '" + transport + "'");
+  }
+  if (!config) {
+    std::fprintf(stderr, "collective_bench: %s\n", config.error().c_str());
+    return 2;
+  }
+  if (config->show_help) {
+    std::printf("usage: launch -n N -- collective_bench [flags]\n"
+                "  --transport T ranks on one host use tcp or ipc (default ipc)\n%s",
+                inferno::BenchFlagsUsage());
+    return 0;
+  }
+  inferno::RendezvousOptions options;
+  options.prefer_ipc_on_same_host = transport == "ipc";
+  auto group = inferno::JoinFromEnvironment(options);
+  if (!group) {
+    std::fprintf(stderr, "collective_bench: rendezvous: %s\n", group.error().ToString().c_str());
+    return 1;
+  }
+  inferno::ProcessGroupBackend backend(*std::move(group));
+  return inferno::RunCollectiveBenchMain("collective_bench", backend, *config);
+}
