@@ -56,13 +56,33 @@ void Mailbox::Close() {
   }
 }
 
+void Mailbox::WakeAll() {
+  for (auto& queues : sources_) {
+    {
+      std::lock_guard<std::mutex> lock(queues->mutex);
+      ++queues->wakeups;
+    }
+    queues->arrived.notify_all();
+  }
+}
+
 Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
+  const Deadline started = Clock::now();
+  while (true) {
+    Result<std::optional<Message>> taken = TakeUntil(source, tag, started, deadline, deadline);
+    if (!taken) return std::move(taken).error();
+    if (*taken) return std::move(**taken);
+  }
+}
+
+Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Deadline started,
+                                                  Deadline deadline, Deadline wake_by) {
   if (source < 0 || source >= static_cast<int>(sources_.size())) {
     return CollectiveError::UnknownRank("recv", source, static_cast<int>(sources_.size()));
   }
-  const Deadline start = Clock::now();
   SourceQueues& queues = *sources_[source];
   std::unique_lock<std::mutex> lock(queues.mutex);
+  const uint64_t wakeups = queues.wakeups;
   while (true) {
     if (queues.closed) return CollectiveError::Closed(RecvWhat(source, tag));
     auto it = queues.by_tag.find(tag);
@@ -70,10 +90,10 @@ Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
       Message message = std::move(it->second.front());
       it->second.pop_front();
       if (it->second.empty()) queues.by_tag.erase(it);
-      return message;
+      return std::optional<Message>(std::move(message));
     }
     const Deadline now = Clock::now();
-    Deadline wake = deadline;
+    Deadline wake = std::min(deadline, wake_by);
     if (queues.lost_at) {
       const Deadline give_up = *queues.lost_at + lost_grace_;
       if (now >= give_up) return CollectiveError::PeerLost(RecvWhat(source, tag), source);
@@ -82,8 +102,9 @@ Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
     if (now >= deadline) {
       return CollectiveError::Timeout(
           RecvWhat(source, tag), source,
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
     }
+    if (now >= wake_by || queues.wakeups != wakeups) return std::optional<Message>();
     queues.arrived.wait_until(lock, wake);
   }
 }

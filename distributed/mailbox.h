@@ -38,6 +38,16 @@ class Mailbox {
   // Errors: UnknownRank, Timeout at `deadline`, PeerLost, Closed.
   Result<Message> Take(int source, uint32_t tag, Deadline deadline);
 
+  // Like Take, but gives up early at `wake_by` (<= deadline) or when woken by
+  // WakeAll, returning nullopt, so that the caller can do other work (such as
+  // reading a socket) and call again. `started`: when the caller began
+  // waiting, for the Timeout message.
+  Result<std::optional<Message>> TakeUntil(int source, uint32_t tag, Deadline started,
+                                           Deadline deadline, Deadline wake_by);
+
+  // Wakes every TakeUntil waiter.
+  void WakeAll();
+
  private:
   struct SourceQueues {
     std::mutex mutex;
@@ -45,6 +55,7 @@ class Mailbox {
     std::unordered_map<uint32_t, std::deque<Message>> by_tag;
     std::optional<Deadline> lost_at;
     bool closed = false;
+    uint64_t wakeups = 0;  // incremented by WakeAll
   };
 
   const std::chrono::milliseconds lost_grace_;

@@ -72,6 +72,30 @@ TEST(Mailbox, CloseFailsWaitersWithClosed) {
   EXPECT_EQ(taken.error().kind, ErrorKind::kClosed);
 }
 
+TEST(Mailbox, TakeUntilReturnsNothingAtWakeByBeforeDeadline) {
+  Mailbox mailbox(2, milliseconds(0));
+  const Deadline now = Clock::now();
+  Result<std::optional<Message>> taken =
+      mailbox.TakeUntil(1, 3, now, now + milliseconds(5000), now + milliseconds(10));
+  ASSERT_TRUE(taken.ok()) << taken.error().ToString();
+  EXPECT_FALSE(taken->has_value());
+}
+
+TEST(Mailbox, WakeAllEndsTakeUntilEarly) {
+  Mailbox mailbox(2, milliseconds(0));
+  std::thread waker([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    mailbox.WakeAll();
+  });
+  const Deadline now = Clock::now();
+  Result<std::optional<Message>> taken =
+      mailbox.TakeUntil(1, 3, now, now + milliseconds(10000), now + milliseconds(10000));
+  waker.join();
+  ASSERT_TRUE(taken.ok()) << taken.error().ToString();
+  EXPECT_FALSE(taken->has_value());
+  EXPECT_LT(Clock::now() - now, milliseconds(5000));
+}
+
 TEST(Mailbox, UnknownSourceIsAnError) {
   Mailbox mailbox(2, milliseconds(0));
   Result<Message> taken = mailbox.Take(2, 3, Clock::now());

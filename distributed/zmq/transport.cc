@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <glog/logging.h>
@@ -23,8 +22,12 @@ namespace {
 // Chunks at least this large are handed to ZeroMQ without copying.
 constexpr size_t kZeroCopyBytes = 32 << 10;
 
-// How often the I/O thread checks for shutdown while idle.
+// How long one wait on the sockets may last before checking for shutdown.
 constexpr std::chrono::milliseconds kIoPollInterval{100};
+
+// How long a receiving thread that is not reading the ROUTER itself sleeps
+// before checking whether it should take over.
+constexpr std::chrono::milliseconds kFollowerSlice{2};
 
 // Each DEALER announces itself with this routing id so the receiver can check
 // that a frame's source_rank matches the connection it came on.
@@ -85,12 +88,16 @@ struct ZmqTransport::Impl {
     std::atomic<bool> lost{false};
   };
   std::vector<std::unique_ptr<Peer>> peers;
-  std::vector<zmq::socket_t> monitors;  // owned by the I/O thread once started
+
+  // The receiving side: whichever Recv caller holds router_mutex reads the
+  // ROUTER and the connection monitors and queues what arrives in the mailbox
+  // for every caller.
+  std::mutex router_mutex;
+  std::vector<zmq::socket_t> monitors;           // guarded by router_mutex
+  std::vector<PartialMessage> partial_messages;  // per source; guarded by router_mutex
 
   std::unique_ptr<Mailbox> mailbox;
   uint64_t job_id = 0;
-  std::vector<PartialMessage> partial_messages;  // per source; I/O thread only
-  std::thread io_thread;
   std::atomic<bool> stopping{false};
   std::atomic<bool> connected{false};
   std::once_flag close_once;
@@ -102,7 +109,7 @@ struct ZmqTransport::Impl {
     return "recv at rank " + std::to_string(options.rank) + " from rank " + std::to_string(peer);
   }
 
-  void IoLoop();
+  void PollSockets(Deadline until);
   void DrainRouter();
   void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                    zmq::message_t payload);
@@ -197,7 +204,6 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
     return ZmqError("rank " + std::to_string(impl.options.rank) + " cannot connect to " + endpoint,
                     error);
   }
-  impl.io_thread = std::thread([&impl] { impl.IoLoop(); });
   return {};
 }
 
@@ -284,11 +290,34 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
 }
 
 Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
-  if (!impl_->connected.load()) {
-    return CollectiveError::InvalidArgument(impl_->RecvWhere(peer) +
-                                            ": Recv before Connect");
+  Impl& impl = *impl_;
+  if (!impl.connected.load()) {
+    return CollectiveError::InvalidArgument(impl.RecvWhere(peer) + ": Recv before Connect");
   }
-  return impl_->mailbox->Take(peer, tag, deadline);
+  const Deadline started = Clock::now();
+  while (true) {
+    std::unique_lock<std::mutex> reading(impl.router_mutex, std::try_to_lock);
+    if (!reading.owns_lock()) {
+      // Another thread reads the sockets; wait for it to deliver.
+      Result<std::optional<Message>> taken = impl.mailbox->TakeUntil(
+          peer, tag, started, deadline, std::min(deadline, Clock::now() + kFollowerSlice));
+      if (!taken) return std::move(taken).error();
+      if (*taken) return std::move(**taken);
+      continue;
+    }
+    // This thread reads the sockets until its own message is queued.
+    Result<std::optional<Message>> taken{std::optional<Message>()};
+    while (true) {
+      taken = impl.mailbox->TakeUntil(peer, tag, started, deadline, Clock::now());
+      if (!taken || *taken || impl.stopping.load()) break;
+      impl.PollSockets(std::min(deadline, Clock::now() + kIoPollInterval));
+    }
+    reading.unlock();
+    impl.mailbox->WakeAll();  // let a waiting thread take over reading
+    if (!taken) return std::move(taken).error();
+    if (*taken) return std::move(**taken);
+    return CollectiveError::Closed(impl.RecvWhere(peer));
+  }
 }
 
 void ZmqTransport::Close() {
@@ -297,8 +326,8 @@ void ZmqTransport::Close() {
 
 void ZmqTransport::Impl::Shutdown() {
   stopping.store(true);
-  if (io_thread.joinable()) io_thread.join();
   mailbox->Close();
+  std::lock_guard<std::mutex> reading(router_mutex);
   try {
     for (auto& monitor : monitors) monitor.close();
     for (auto& peer : peers) {
@@ -315,31 +344,28 @@ void ZmqTransport::Impl::Shutdown() {
   }
 }
 
-void ZmqTransport::Impl::IoLoop() {
-  // Monitors are in peer order, skipping this rank.
-  std::vector<int> monitor_peer;
-  for (int peer = 0; peer < options.world_size; ++peer) {
-    if (peer != options.rank) monitor_peer.push_back(peer);
-  }
+void ZmqTransport::Impl::PollSockets(Deadline until) {
   std::vector<zmq::pollitem_t> items;
   items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
   for (auto& monitor : monitors) items.push_back({monitor.handle(), 0, ZMQ_POLLIN, 0});
-  while (!stopping.load()) {
-    try {
-      zmq::poll(items.data(), items.size(), kIoPollInterval);
-      if (items[0].revents & ZMQ_POLLIN) DrainRouter();
-      for (size_t i = 1; i < items.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) {
-          // Read what arrived before the disconnect first.
-          DrainRouter();
-          HandleMonitorEvent(static_cast<int>(i - 1));
-        }
+  const auto wait = std::max(std::chrono::milliseconds(0),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 until - Clock::now()));
+  try {
+    zmq::poll(items.data(), items.size(), wait);
+    if (items[0].revents & ZMQ_POLLIN) DrainRouter();
+    for (size_t i = 1; i < items.size(); ++i) {
+      if (items[i].revents & ZMQ_POLLIN) {
+        // Queue what arrived before the disconnect first.
+        DrainRouter();
+        HandleMonitorEvent(static_cast<int>(i - 1));
       }
-    } catch (const zmq::error_t& error) {
-      if (error.num() == EINTR) continue;
-      LOG(ERROR) << "rank " << options.rank << ": receive loop failed: " << error.what();
-      for (int peer : monitor_peer) mailbox->MarkPeerLost(peer);
-      return;
+    }
+  } catch (const zmq::error_t& error) {
+    if (error.num() == EINTR) return;
+    LOG(ERROR) << "rank " << options.rank << ": receiving failed: " << error.what();
+    for (int peer = 0; peer < options.world_size; ++peer) {
+      if (peer != options.rank) mailbox->MarkPeerLost(peer);
     }
   }
 }

@@ -3,13 +3,17 @@
 //
 // Each rank binds one ROUTER socket that receives from every peer, and
 // connects one DEALER per peer to send (so DEALER's round-robin never picks
-// the wrong peer). A dedicated I/O thread owns the ROUTER: it validates each
-// frame's header (malformed or foreign frames are dropped with a LOG(WARNING)
-// line), reassembles chunked messages and queues them in a Mailbox. Senders
-// use a peer's DEALER under that peer's mutex. Payloads travel in chunks of at
-// most kMaxChunkBytes; large chunks are sent zero-copy and Send waits until
-// ZeroMQ has released them. Heartbeats detect dead or frozen peers; every wait
-// has a deadline; LINGER is bounded so Close never blocks for long.
+// the wrong peer). There is no extra I/O thread: one Recv caller at a time
+// holds the ROUTER's mutex and reads it (saving a thread hop per message);
+// it validates each frame's header (malformed or foreign frames are dropped
+// with a LOG(WARNING) line), reassembles chunked messages and queues them in
+// a Mailbox, where concurrent Recv callers find theirs; when it has its own
+// message, another waiting caller takes over. Senders use a peer's DEALER
+// under that peer's mutex. Payloads travel in chunks of at most
+// kMaxChunkBytes; large chunks are sent zero-copy and Send waits until
+// ZeroMQ has released them. Heartbeats detect dead or frozen peers (seen as
+// PeerLost by the next Recv); every wait has a deadline; LINGER is bounded so
+// Close never blocks for long.
 //
 // Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
 // become CollectiveErrors.
