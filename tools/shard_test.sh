@@ -33,4 +33,14 @@ if "$SHARD" --model "$WORK/model" --pp 9 --out "$WORK/bad" 2> "$WORK/bad.log"; t
 if "$SHARD" --model "$WORK/nowhere" --pp 1 --out "$WORK/bad" 2> "$WORK/bad.log"; then fail "missing model accepted"; fi
 [[ $(wc -l < "$WORK/bad.log") -eq 1 ]] || fail "multi-line error: $(cat "$WORK/bad.log")"
 [[ ! -e "$WORK/bad/manifest.json" ]] || fail "manifest written after a failure"
+# Bounded memory: a 185 MiB model whose largest tensor (the embedding, 32000 x
+# 256 f32) is 31.25 MiB must shard within 2 x 31.25 + 64 = 126.5 MiB of RSS.
+"$MAKE_TOY_MODEL" --out "$WORK/big" --dim 256 --layers 40 --heads 4 --kv-heads 4 --vocab 32000 > /dev/null
+/usr/bin/time -o "$WORK/time.txt" -f "%M" "$SHARD" --model "$WORK/big" --pp 4 --out "$WORK/big_shards" 2> /dev/null
+rss_kb=$(cat "$WORK/time.txt")
+model_kb=$(($(stat -c %s "$WORK/big/model.safetensors") / 1024))
+bound_kb=$(((2 * 32000 * 256 * 4 + (64 << 20)) / 1024))
+echo "peak RSS ${rss_kb} KiB sharding a ${model_kb} KiB model (bound ${bound_kb} KiB)"
+((model_kb > bound_kb)) || fail "the model is too small to test the bound"
+((rss_kb <= bound_kb)) || fail "peak RSS ${rss_kb} KiB exceeds ${bound_kb} KiB"
 echo PASS
