@@ -95,23 +95,25 @@ LoadResult<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder)
   return LoadError{folder.string() + ": holds neither " + kSingleFile + " nor " + kIndexFile};
 }
 
+// A folder, an index, a single safetensors file (config.json beside it), or
+// else a llama2.c file.
+LoadResult<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) return OpenFolder(p);
+  if (p.filename() == kIndexFile) return OpenFolder(p.parent_path());
+  if (p.extension() == ".safetensors") {
+    LoadResult<ModelConfig> config = ReadConfig(p.parent_path());
+    if (!config) return config.error();
+    return MappedCheckpoint::OpenSafetensors({path}, std::move(*config));
+  }
+  return MappedCheckpoint::OpenLlama2c(path);
+}
+
 }  // namespace
 
 LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::string& path) {
-  std::error_code ec;
-  const fs::path p(path);
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = LoadError{};
-  if (fs::is_directory(p, ec)) {
-    checkpoint = OpenFolder(p);
-  } else if (p.filename() == kIndexFile) {
-    checkpoint = OpenFolder(p.parent_path());
-  } else if (p.extension() == ".safetensors") {
-    LoadResult<ModelConfig> config = ReadConfig(p.parent_path());
-    if (!config) return config.error();
-    checkpoint = OpenSafetensors({path}, std::move(*config));
-  } else {
-    checkpoint = OpenLlama2c(path);
-  }
+  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = OpenAnyFormat(path);
   if (!checkpoint) return checkpoint;
   if (LoadStatus s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
     return s.error();
