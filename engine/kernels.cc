@@ -18,17 +18,14 @@ constexpr int64_t kVecLanes = 8;
 constexpr int kChains = 4;  // independent accumulators per row
 constexpr int64_t kStep = kVecLanes * kChains;
 
-inline Vec8 Load(const float* p) {
-  Vec8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
+// Vectors travel through out-parameters: returning them by value would
+// depend on the vector ABI of the target (-Wpsabi without AVX).
+inline void Load(Vec8& v, const float* p) { __builtin_memcpy(&v, p, sizeof v); }
 
 // Up to 7 floats, zero-padded.
-inline Vec8 LoadPartial(const float* p, int64_t count) {
-  Vec8 v = {};
+inline void LoadPartial(Vec8& v, const float* p, int64_t count) {
+  v = Vec8{};
   __builtin_memcpy(&v, p, count * sizeof(float));
-  return v;
 }
 
 // out[r] = dot(w + r * cols, x) for r < kRows. Every row goes through the
@@ -40,18 +37,30 @@ inline void DotRows(const float* w, int64_t cols, const float* x, float* out) {
   int64_t i = 0;
   for (; i + kStep <= cols; i += kStep) {
     Vec8 xv[kChains];
-    for (int c = 0; c < kChains; ++c) xv[c] = Load(x + i + c * kVecLanes);
+    Vec8 wv;
+    for (int c = 0; c < kChains; ++c) Load(xv[c], x + i + c * kVecLanes);
     for (int r = 0; r < kRows; ++r) {
-      for (int c = 0; c < kChains; ++c) acc[r][c] += Load(w + r * cols + i + c * kVecLanes) * xv[c];
+      for (int c = 0; c < kChains; ++c) {
+        Load(wv, w + r * cols + i + c * kVecLanes);
+        acc[r][c] += wv * xv[c];
+      }
     }
   }
   for (; i + kVecLanes <= cols; i += kVecLanes) {
-    const Vec8 xv = Load(x + i);
-    for (int r = 0; r < kRows; ++r) acc[r][0] += Load(w + r * cols + i) * xv;
+    Vec8 xv, wv;
+    Load(xv, x + i);
+    for (int r = 0; r < kRows; ++r) {
+      Load(wv, w + r * cols + i);
+      acc[r][0] += wv * xv;
+    }
   }
   if (i < cols) {
-    const Vec8 xv = LoadPartial(x + i, cols - i);
-    for (int r = 0; r < kRows; ++r) acc[r][0] += LoadPartial(w + r * cols + i, cols - i) * xv;
+    Vec8 xv, wv;
+    LoadPartial(xv, x + i, cols - i);
+    for (int r = 0; r < kRows; ++r) {
+      LoadPartial(wv, w + r * cols + i, cols - i);
+      acc[r][0] += wv * xv;
+    }
   }
   for (int r = 0; r < kRows; ++r) {
     const Vec8 sum = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);

@@ -22,7 +22,8 @@ std::optional<std::string> FindSharedModel(const std::string& file, const std::s
     if (error) return std::nullopt;
     // anchor is "<package>/<file>": climb one level per path component.
     fs::path root = source;
-    for (auto it = fs::path(anchor).begin(); it != fs::path(anchor).end(); ++it) root = root.parent_path();
+    const fs::path anchor_path = anchor;
+    for (auto it = anchor_path.begin(); it != anchor_path.end(); ++it) root = root.parent_path();
     folder = root.parent_path() / "shared" / "models";
   }
   const fs::path path = folder / file;
