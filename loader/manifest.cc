@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/crc32c.h"
 #include "loader/mapped_file.h"
 #include "loader/sha256.h"
 
@@ -104,7 +105,7 @@ LoadResult<Manifest> ManifestFromJson(const json& j, const std::string& source) 
                        ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp)};
     }
     ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
-                   r.at("sha256").get<std::string>()};
+                   r.at("crc32c").get<std::string>()};
     if (file.file != ShardFileName(rank, m.plan.world_size())) {
       return LoadError{source + ": rank " + std::to_string(rank) + " file '" + file.file + "' is not the expected " +
                        ShardFileName(rank, m.plan.world_size())};
@@ -167,16 +168,15 @@ LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file) {
                      std::to_string(file.bytes)};
   }
   constexpr uint64_t kChunk = 64ull << 20;
-  Sha256 hash;
+  Crc32c crc;
   for (uint64_t begin = 0; begin < bytes.size(); begin += kChunk) {
     const uint64_t end = std::min<uint64_t>(bytes.size(), begin + kChunk);
     (*mapped)->WillNeed(begin, end);
-    hash.Update(bytes.subspan(begin, end - begin));
+    crc.Update(bytes.subspan(begin, end - begin));
     (*mapped)->Release(begin, end);
   }
-  const std::string digest = hash.HexDigest();
-  if (digest != file.sha256) {
-    return LoadError{path + ": checksum mismatch: sha256 " + digest + ", the manifest says " + file.sha256};
+  if (crc.HexDigest() != file.crc32c) {
+    return LoadError{path + ": checksum mismatch: crc32c " + crc.HexDigest() + ", the manifest says " + file.crc32c};
   }
   return {};
 }
@@ -188,7 +188,7 @@ std::string ManifestToJson(const Manifest& manifest) {
     const ShardFile& file = manifest.files[rank];
     r["file"] = file.file;
     r["bytes"] = file.bytes;
-    r["sha256"] = file.sha256;
+    r["crc32c"] = file.crc32c;
     ranks.push_back(std::move(r));
   }
   const json j = {

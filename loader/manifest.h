@@ -1,6 +1,6 @@
 // The shard manifest: the one file (manifest.json, beside the shard files)
 // that says what a folder of shards holds — the model config, the shard plan
-// and world layout, each rank's file with its size and SHA-256, and the tool
+// and world layout, each rank's file with its size and CRC-32C, and the tool
 // that wrote it. docs/manifest.md describes the format for people; this header
 // is its single definition in code.
 //
@@ -39,7 +39,7 @@ struct ShardFile {
   int rank = 0;
   std::string file;    // name inside the shard folder, ShardFileName(rank, world)
   uint64_t bytes = 0;  // file size
-  std::string sha256;  // of the whole file, lowercase hex
+  std::string crc32c;  // CRC-32C of the whole file, 8 lowercase hex digits
 };
 
 struct Manifest {
@@ -70,7 +70,7 @@ std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, cons
 LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths);
 
 // Checks `folder`/`file.file` against its manifest entry: its size, then its
-// SHA-256 (read streaming, with bounded memory). Fails naming the file and
+// CRC-32C (read streaming, with bounded memory). Fails naming the file and
 // both values.
 LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file);
 

@@ -69,7 +69,13 @@ MappedFile::~MappedFile() {
 void MappedFile::WillNeed(uint64_t begin, uint64_t end) const {
   if (!mapped_) return;
   const auto [first, last] = PageRange(begin, end, size_);
-  if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_WILLNEED);
+  if (last <= first) return;
+  void* start = const_cast<std::byte*>(data_) + first;
+#ifdef MADV_POPULATE_READ
+  // Maps every page in one call instead of one fault per page (Linux 5.14+).
+  if (::madvise(start, last - first, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(start, last - first, MADV_WILLNEED);
 }
 
 void MappedFile::Release(uint64_t begin, uint64_t end) const {

@@ -33,7 +33,8 @@ class MappedFile {
   const std::string& path() const { return path_; }
   std::span<const std::byte> bytes() const { return {data_, size_}; }
 
-  // Hints that bytes [begin, end) will be read soon, sequentially.
+  // Prepares bytes [begin, end) to be read soon: maps their pages at once
+  // where the kernel can (reading them if not cached), else hints read-ahead.
   void WillNeed(uint64_t begin, uint64_t end) const;
   // Drops the pages of bytes [begin, end) from this process's resident set;
   // they stay in the page cache and are read again on the next access. Keeps

@@ -4,13 +4,17 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <filesystem>
-#include <future>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <set>
 
 #include "loader/atomic_file.h"
+#include "loader/crc32c.h"
 #include "loader/shard_stream.h"
-#include "loader/sha256.h"
 
 namespace inferno {
 namespace {
@@ -20,37 +24,62 @@ namespace fs = std::filesystem;
 // Short ranges (rows of permuted or column-sliced tensors) are gathered in a
 // buffer this long; longer ones go from the mapping to the file directly.
 constexpr size_t kBufferBytes = 4 << 20;
-// Ranges at least this long are hashed on a second thread while written.
-constexpr size_t kParallelBytes = 1 << 20;
 
-// Hashes and writes `bytes` to `file`.
-LoadStatus HashAndWrite(std::span<const std::byte> bytes, AtomicFile& file, Sha256& hash) {
-  if (bytes.size() < kParallelBytes) {
-    hash.Update(bytes);
-    return file.Write(bytes);
-  }
-  std::future<void> hashing = std::async(std::launch::async, [&hash, bytes] { hash.Update(bytes); });
-  LoadStatus s = file.Write(bytes);
-  hashing.wait();
-  return s;
+// Files processed at once: two keep both cores of small hosts busy (copying
+// into the page cache costs CPU), and two tensors' pages in memory at once
+// stay within the 2x-largest-tensor bound.
+constexpr size_t kParallelFiles = 2;
+
+// Runs task(0), ..., task(count - 1) on up to kParallelFiles threads.
+void RunInParallel(size_t count, const std::function<void(size_t)>& task) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++) task(i);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < std::min(count, kParallelFiles); ++w) helpers.emplace_back(worker);
+  worker();
+  for (std::thread& helper : helpers) helper.join();
 }
 
-// Writes rank `rank`'s file under `path`; returns its SHA-256.
+// Bytes written by every file of the run, reported to a ShardProgress.
+class ProgressCounter {
+ public:
+  ProgressCounter(uint64_t total, const ShardProgress& progress) : total_(total), progress_(progress) {}
+
+  void Add(uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ += bytes;
+    if (progress_) progress_(done_, total_);
+  }
+
+  uint64_t done() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t done_ = 0;
+  const uint64_t total_;
+  const ShardProgress& progress_;
+};
+
+// Writes rank `rank`'s file under `path`; returns its CRC-32C.
 LoadResult<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
-                                      const std::string& path, uint64_t* bytes_done, uint64_t bytes_total,
-                                      const ShardProgress& progress) {
+                                      const std::string& path, ProgressCounter& progress) {
   LoadResult<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
-  Sha256 hash;
+  Crc32c crc;
   ChunkedSink sink(kBufferBytes, SIZE_MAX, [&](std::span<const std::byte> bytes) -> LoadStatus {
-    if (LoadStatus s = HashAndWrite(bytes, *file, hash); !s) return s;
-    *bytes_done += bytes.size();
-    if (progress) progress(*bytes_done, bytes_total);
+    crc.Update(bytes);
+    if (LoadStatus s = file->Write(bytes); !s) return s;
+    progress.Add(bytes.size());
     return {};
   });
   if (LoadStatus s = StreamRankShard(checkpoint, plan, rank, sink); !s) return s.error();
   if (LoadStatus s = file->Commit(); !s) return s.error();
-  return hash.HexDigest();
+  return crc.HexDigest();
 }
 
 // The source files behind the checkpoint, in tensor order.
@@ -65,7 +94,7 @@ std::vector<std::string> SourceFiles(const MappedCheckpoint& checkpoint) {
 
 // `manifest` with its checksums cleared: what a run can know before writing.
 Manifest WithoutChecksums(Manifest manifest) {
-  for (ShardFile& file : manifest.files) file.sha256.clear();
+  for (ShardFile& file : manifest.files) file.crc32c.clear();
   return manifest;
 }
 
@@ -103,10 +132,13 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
   std::vector<bool> keep(plan.ranks.size(), false);
   LoadResult<Manifest> previous = ReadManifest(out_dir);
   if (previous && ManifestToJson(WithoutChecksums(*previous)) == ManifestToJson(manifest)) {
+    std::vector<char> verified(plan.ranks.size(), 0);
+    RunInParallel(plan.ranks.size(),
+                  [&](size_t rank) { verified[rank] = VerifyShardFile(out_dir, previous->files[rank]).ok(); });
     for (size_t rank = 0; rank < plan.ranks.size(); ++rank) {
-      keep[rank] = VerifyShardFile(out_dir, previous->files[rank]).ok();
+      keep[rank] = verified[rank];
       if (keep[rank]) {
-        manifest.files[rank].sha256 = previous->files[rank].sha256;
+        manifest.files[rank].crc32c = previous->files[rank].crc32c;
         ++report.files_verified;
       }
     }
@@ -117,17 +149,27 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
   if (::unlink(manifest_path.c_str()) != 0 && errno != ENOENT) {
     return LoadError{manifest_path + ": cannot remove the previous manifest: " + std::strerror(errno)};
   }
+  std::vector<size_t> to_write;
   uint64_t bytes_total = 0;
   for (size_t rank = 0; rank < plan.ranks.size(); ++rank) {
-    if (!keep[rank]) bytes_total += manifest.files[rank].bytes;
-  }
-  for (size_t rank = 0; rank < plan.ranks.size(); ++rank) {
     if (keep[rank]) continue;
-    LoadResult<std::string> digest = WriteRankFile(checkpoint, plan, static_cast<int>(rank),
-                                                   out_dir + "/" + manifest.files[rank].file, &report.bytes_written,
-                                                   bytes_total, progress);
-    if (!digest) return digest.error();
-    manifest.files[rank].sha256 = *digest;
+    to_write.push_back(rank);
+    bytes_total += manifest.files[rank].bytes;
+  }
+  ProgressCounter counter(bytes_total, progress);
+  std::vector<std::optional<LoadResult<std::string>>> digests(to_write.size());
+  std::atomic<bool> failed{false};
+  RunInParallel(to_write.size(), [&](size_t i) {
+    if (failed) return;  // stop starting files after a failure
+    const int rank = static_cast<int>(to_write[i]);
+    digests[i] = WriteRankFile(checkpoint, plan, rank, out_dir + "/" + manifest.files[to_write[i]].file, counter);
+    if (!*digests[i]) failed = true;
+  });
+  report.bytes_written = counter.done();
+  for (size_t i = 0; i < to_write.size(); ++i) {
+    if (!digests[i]) continue;  // not started after another file failed
+    if (!*digests[i]) return digests[i]->error();
+    manifest.files[to_write[i]].crc32c = **digests[i];
     ++report.files_written;
   }
 

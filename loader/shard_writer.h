@@ -5,10 +5,10 @@
 //
 // Streaming: each file is the StreamRankShard byte stream (shard_stream.h):
 // tensors are copied from the memory-mapped source through a bounded buffer
-// (large contiguous ranges go straight from the mapping to the file, hashed on
-// a second thread while written) and their pages are released when done, so
-// peak RSS stays near the largest tensor plus a few MiB, whatever the model
-// size.
+// (large contiguous ranges go straight from the mapping to the file) and
+// their pages are released when done; two files are written at a time, so
+// peak RSS stays within twice the largest tensor plus a few MiB, whatever the
+// model size.
 // Atomic: every file is written under a temporary name and renamed when
 // complete; manifest.json is removed before and written after the shard files,
 // so an interrupted run leaves nothing that looks finished.

@@ -13,7 +13,7 @@
 
 #include "loader/manifest.h"
 #include "loader/mapped_checkpoint.h"
-#include "loader/sha256.h"
+#include "loader/crc32c.h"
 #include "loader/sharded_checkpoint.h"
 #include "loader/test_models.h"
 
@@ -181,7 +181,7 @@ TEST_F(ShardFolder, FailedRunLeavesNoManifest) {
 TEST_F(ShardFolder, ChecksumMismatch) {
   FlipByte(RankFile(0), fs::file_size(RankFile(0)) - 3);
   const std::string message = OpenFails(Job(0, 3));
-  EXPECT_NE(message.find(RankFile(0) + ": checksum mismatch: sha256 "), std::string::npos) << message;
+  EXPECT_NE(message.find(RankFile(0) + ": checksum mismatch: crc32c "), std::string::npos) << message;
 }
 
 TEST_F(ShardFolder, JobWithAnotherWorldSize) {
@@ -198,9 +198,9 @@ void Substitute(const std::string& out, int rank, const std::string& file) {
   entry.bytes = fs::file_size(file);
   std::ifstream in(file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Sha256 hash;
-  hash.Update(std::as_bytes(std::span(bytes.data(), bytes.size())));
-  entry.sha256 = hash.HexDigest();
+  Crc32c crc;
+  crc.Update(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  entry.crc32c = crc.HexDigest();
   ASSERT_TRUE(WriteBytes(out + "/manifest.json", ManifestToJson(manifest)));
 }
 
