@@ -2,15 +2,15 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include "loader/atomic_file.h"
 #include "loader/crc32c.h"

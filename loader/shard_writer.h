@@ -33,7 +33,8 @@
 namespace inferno {
 
 // Called as bytes are written: bytes written so far and in total (over all
-// the files this run writes).
+// the files this run writes). Called from the job's worker threads, one call
+// at a time.
 using ShardProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
 
 struct ShardJobReport {
