@@ -43,7 +43,7 @@ void ExpectShardsMatchOriginal(const std::string& folder, const Checkpoint& orig
   for (int rank = 0; rank < manifest->plan.world_size(); ++rank) {
     LoadResult<RankShardCheckpoint> shard = OpenRankShard(folder, Job(rank, manifest->plan.world_size()));
     ASSERT_TRUE(shard) << shard.error().message;
-    ExpectRankWeightsMatch(*shard->checkpoint, original, shard->shard());
+    ExpectRankWeightsMatch(*shard->checkpoint, original, shard->shard(rank));
   }
 }
 

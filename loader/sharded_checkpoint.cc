@@ -85,7 +85,7 @@ LoadResult<RankShardCheckpoint> OpenRankShard(const std::string& folder, const S
   if (LoadStatus s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path); !s) {
     return s.error();
   }
-  return RankShardCheckpoint{std::move(*manifest), job.rank, std::move(*checkpoint)};
+  return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};
 }
 
 }  // namespace inferno

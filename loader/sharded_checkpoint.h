@@ -34,10 +34,9 @@ struct ShardJob {
 
 struct RankShardCheckpoint {
   Manifest manifest;
-  int rank = 0;
   std::unique_ptr<Checkpoint> checkpoint;  // the rank's tensors
-  // The rank's part of the plan (layers, embedding, head, slices).
-  const RankShard& shard() const { return manifest.plan.ranks[static_cast<size_t>(rank)]; }
+  // Rank `rank`'s part of the plan (layers, embedding, head, slices).
+  const RankShard& shard(int rank) const { return manifest.plan.ranks[static_cast<size_t>(rank)]; }
 };
 
 // Opens `folder`'s manifest and `job.rank`'s shard file. Fails with a one-line
