@@ -212,7 +212,8 @@ class Supervisor {
     if (options_.tag_output) {
       close(out_pipe[1]);
       close(err_pipe[1]);
-      const std::string prefix = "[" + std::to_string(process.rank) + "] ";
+      // Appending (not "[" + ...) avoids GCC 12's false -Wrestrict at -O3.
+      const std::string prefix = std::string("[").append(std::to_string(process.rank)).append("] ");
       process.out = TaggedStream{out_pipe[0], STDOUT_FILENO, prefix, ""};
       process.err = TaggedStream{err_pipe[0], STDERR_FILENO, prefix, ""};
     }
@@ -363,7 +364,7 @@ class Supervisor {
       kill_deadline_.reset();
       std::string stuck;
       for (const RankProcess& process : ranks_) {
-        if (process.running) stuck += " " + std::to_string(process.rank);
+        if (process.running) stuck.append(" ").append(std::to_string(process.rank));
       }
       if (!stuck.empty()) {
         WriteAll(STDERR_FILENO, "launch: ranks" + stuck + " still running " +

@@ -10,6 +10,7 @@
 # Usage: tools/yardsticks/compare.sh [OUTPUT_DIR]
 #        tools/yardsticks/compare.sh --table OUTPUT_DIR   (re-print from raw lines)
 # Environment: SIZES (default 4K,1M,16M), WORLDS (default "2 4"), ROUNDS (default 3),
+#   RUN_TIMEOUT (seconds per run, default 300),
 #   BAZEL_OUTPUT_BASE (default ~/.cache/bazel_ob_compare).
 set -euo pipefail
 
@@ -26,18 +27,26 @@ ROUNDS="${ROUNDS:-3}"
 OUTPUT_BASE="${BAZEL_OUTPUT_BASE:-$HOME/.cache/bazel_ob_compare}"
 mkdir -p "$OUT"
 
-# Every run is bounded; a hung library fails the comparison instead of blocking it.
+# Every run is bounded by RUN_TIMEOUT seconds; a run that fails or hangs is
+# reported on stderr, keeps the lines it printed, and the comparison goes on.
+RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
+report_failure() {  # WHAT STATUS
+  echo "compare.sh: $1 failed with status $2; keeping the lines it printed" >&2
+}
 run_ours() {  # WORLD TRANSPORT
-  "$LAUNCH" -n "$1" --timeout 600 -- "$BIN/tools/collective_bench" --transport "$2" --sizes "$SIZES"
+  "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/collective_bench" --transport "$2" \
+    --sizes "$SIZES" || report_failure "collective_bench ($2, $1 ranks)" $?
 }
 run_mpi() {  # WORLD; pml ob1 + btl tcp,self pins Open MPI to TCP (no shared memory, no UCX)
-  timeout 600 mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self \
-    -np "$1" "$BIN/tools/yardsticks/mpi_bench" --sizes "$SIZES"
+  timeout "$RUN_TIMEOUT" mpirun --allow-run-as-root --oversubscribe --mca pml ob1 \
+    --mca btl tcp,self -np "$1" "$BIN/tools/yardsticks/mpi_bench" --sizes "$SIZES" ||
+    report_failure "mpi_bench ($1 ranks)" $?
 }
 run_gloo() {  # WORLD
   local store
   store="$(mktemp -d "$OUT/gloo_store.XXXXXX")"
-  "$LAUNCH" -n "$1" --timeout 600 -- "$BIN/tools/yardsticks/gloo_bench" --store "$store" --sizes "$SIZES"
+  "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/yardsticks/gloo_bench" \
+    --store "$store" --sizes "$SIZES" || report_failure "gloo_bench ($1 ranks)" $?
   rm -rf "$store"
 }
 
