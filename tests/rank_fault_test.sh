@@ -1,0 +1,157 @@
+#!/bin/bash
+# One rank of a pipeline-parallel //tools:infer generation (toy model, under
+# //tools:launch) is SIGKILLed or SIGSTOPped at a random point. For each
+# victim (the first stage W-1, a middle stage, the leader 0, which is also the
+# last stage) and each signal:
+# - every surviving rank exits on its own within INFERNO_TIMEOUT_MS + 2 s of
+#   the fault, non-zero, with one "infer: rank R: ..." line that is a PeerLost
+#   or Timeout naming a peer rank and the op (send/recv);
+# - at least one survivor names the victim (a survivor that only talks to
+#   another survivor names the neighbour whose wait timed out first);
+# - launch exits non-zero, and no process of the job is left behind (launch
+#   SIGKILLs a stopped victim after --grace).
+# The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
+# they must notice the loss themselves.
+#
+# Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD
+set -u
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_fault.XXXXXX")"
+TIMEOUT_MS=2000
+SLACK_MS=2000
+FAILURES=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# A generation of a few seconds, so that the fault lands mid-decode.
+"$MAKE_TOY" --out "$WORK/toy" --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+
+# rank_pids LAUNCH_PID: prints "rank pid" for every child of launch.
+rank_pids() {
+  local pid
+  for pid in $(pgrep -P "$1"); do
+    local rank
+    rank=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^RANK=//p')
+    [ -n "$rank" ] && echo "$rank $pid"
+  done
+}
+
+# run_case SIGNAL VICTIM
+run_case() {
+  local signal="$1" victim="$2"
+  local name="$signal-rank$victim-of$WORLD" grace=$(((TIMEOUT_MS + SLACK_MS) / 1000 + 1))
+  local out="$WORK/$name.out"
+  [ "$signal" = STOP ] && grace=3
+  (
+    trap '' TERM
+    INFERNO_TIMEOUT_MS=$TIMEOUT_MS exec "$LAUNCH" -n "$WORLD" --tag-output --timeout 60 --grace "$grace" -- \
+      "$INFER" --model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids
+  ) >"$out" 2>&1 &
+  local launch_pid=$!
+
+  declare -A pid_of=()
+  local deadline=$(($(now_ms) + 10000)) rank pid
+  while [ "${#pid_of[@]}" -lt "$WORLD" ] && [ "$(now_ms)" -lt "$deadline" ]; do
+    while read -r rank pid; do pid_of[$rank]=$pid; done < <(rank_pids "$launch_pid")
+    sleep 0.02
+  done
+  if [ "${#pid_of[@]}" -lt "$WORLD" ]; then
+    fail "$name: only ${#pid_of[@]} of $WORLD ranks started"
+    kill -KILL "$launch_pid" "${pid_of[@]}" 2>/dev/null
+    wait "$launch_pid"
+    return
+  fi
+
+  # The fault: at a random point between 0.3 s and 1.3 s into the job.
+  sleep "$(printf '0.%03d' $((300 + RANDOM % 700)))"
+  local fault_at
+  fault_at=$(now_ms)
+  if ! kill -0 "$launch_pid" 2>/dev/null; then
+    fail "$name: the job ended before the fault"
+    cat "$out" >&2
+    return
+  fi
+  kill "-$signal" "${pid_of[$victim]}"
+  echo "$name: SIG$signal to rank $victim (pid ${pid_of[$victim]}) at $((fault_at % 100000)) ms"
+
+  # Each survivor's exit time, polled until all are gone or the bound passed.
+  declare -A gone_after=()
+  local bound=$((TIMEOUT_MS + SLACK_MS))
+  while [ "$(now_ms)" -lt $((fault_at + bound + 1000)) ]; do
+    local alive=0
+    for ((rank = 0; rank < WORLD; rank++)); do
+      [ "$rank" -eq "$victim" ] && continue
+      [ -n "${gone_after[$rank]:-}" ] && continue
+      if kill -0 "${pid_of[$rank]}" 2>/dev/null; then
+        alive=$((alive + 1))
+      else
+        gone_after[$rank]=$(($(now_ms) - fault_at))
+      fi
+    done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.02
+  done
+
+  # launch ends the job: SIGKILL to a stopped victim after --grace.
+  local waited=0
+  while kill -0 "$launch_pid" 2>/dev/null && [ "$waited" -lt 200 ]; do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
+  if kill -0 "$launch_pid" 2>/dev/null; then
+    fail "$name: launch still running 10 s after the survivors exited"
+    kill -KILL "$launch_pid"
+  fi
+  wait "$launch_pid"
+  local status=$?
+  [ "$status" -ne 0 ] || fail "$name: launch exited 0"
+
+  local named_victim=0
+  for ((rank = 0; rank < WORLD; rank++)); do
+    [ "$rank" -eq "$victim" ] && continue
+    local took="${gone_after[$rank]:-}"
+    if [ -z "$took" ]; then
+      fail "$name: rank $rank still running $((bound + 1000)) ms after the fault"
+    elif [ "$took" -gt "$bound" ]; then
+      fail "$name: rank $rank exited $took ms after the fault (limit $bound ms)"
+    fi
+    local line
+    line=$(grep "^\[$rank\] infer: rank $rank: " "$out" | head -1)
+    if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv).* rank [0-9]+"; then
+      fail "$name: rank $rank: no PeerLost/Timeout naming a rank and an op: '$line'"
+    fi
+    echo "$line" | grep -q "rank $victim[^0-9]" && named_victim=1
+    echo "$name: rank $rank exited after ${took:-?} ms: ${line#*: }"
+  done
+  [ "$named_victim" -eq 1 ] || fail "$name: no survivor named rank $victim"
+
+  for ((rank = 0; rank < WORLD; rank++)); do
+    if kill -0 "${pid_of[$rank]}" 2>/dev/null; then
+      fail "$name: rank $rank (pid ${pid_of[$rank]}) left behind"
+      kill -KILL "${pid_of[$rank]}"
+    fi
+  done
+  local leftover
+  leftover=$(pgrep -f "$WORK/toy" | tr '\n' ' ')
+  if [ -n "$leftover" ]; then
+    fail "$name: processes left behind: $leftover"
+    kill -KILL $leftover
+  fi
+  [ "$FAILURES" -eq 0 ] || cat "$out" >&2
+}
+
+VICTIMS=(0 $((WORLD - 1)))
+[ "$WORLD" -ge 3 ] && VICTIMS+=($((WORLD / 2)))
+for victim in "${VICTIMS[@]}"; do
+  for signal in KILL STOP; do
+    run_case "$signal" "$victim"
+  done
+done
+
+rm -rf "$WORK"
+[ "$FAILURES" -eq 0 ] || exit 1
+echo "PASS: $WORLD ranks, victims ${VICTIMS[*]}, SIGKILL and SIGSTOP"
