@@ -140,10 +140,10 @@ class ConsoleOutput : public GenerationObserver {
         keep_logits_(keep_logits),
         text_(prompts.size()),
         logits_(prompts.size()) {
+    // As llama2.c prints it: every prompt token but the first (usually BOS),
+    // each decoded after its predecessor.
     for (size_t i = 0; i < prompts.size(); ++i) {
-      for (size_t t = 0; t < prompts[i].size(); ++t) {
-        text_[i] += tokenizer_.Decode(t == 0 ? -1 : prompts[i][t - 1], prompts[i][t]);
-      }
+      for (size_t t = 1; t < prompts[i].size(); ++t) text_[i] += tokenizer_.Decode(prompts[i][t - 1], prompts[i][t]);
     }
     if (streaming()) Print(text_[0]);
   }
