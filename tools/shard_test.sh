@@ -43,4 +43,24 @@ bound_kb=$(((2 * 32000 * 256 * 4 + (64 << 20)) / 1024))
 echo "peak RSS ${rss_kb} KiB sharding a ${model_kb} KiB model (bound ${bound_kb} KiB)"
 ((model_kb > bound_kb)) || fail "the model is too small to test the bound"
 ((rss_kb <= bound_kb)) || fail "peak RSS ${rss_kb} KiB exceeds ${bound_kb} KiB"
+# Interrupted: damage a file of the finished folder, start a run and kill -9
+# it once it writes (a .partial file appears): nothing may look finished (no
+# manifest.json), and the next run repairs the folder.
+printf '\x7f' | dd of="$WORK/big_shards/rank-00002-of-00004.safetensors" bs=1 seek=100 conv=notrunc 2> /dev/null
+"$SHARD" --model "$WORK/big" --pp 4 --out "$WORK/big_shards" 2> /dev/null &
+victim=$!
+for ((i = 0; i < 2000; i++)); do
+  compgen -G "$WORK/big_shards/*.partial" > /dev/null && break
+  sleep 0.005
+done
+kill -9 "$victim" 2> /dev/null || true
+if wait "$victim"; then
+  echo "the run finished before it could be killed; interruption not checked"
+else
+  [[ ! -e "$WORK/big_shards/manifest.json" ]] || fail "an interrupted run left manifest.json"
+fi
+"$SHARD" --model "$WORK/big" --pp 4 --out "$WORK/big_shards" 2> "$WORK/repair.log" || fail "repair run: $(cat "$WORK/repair.log")"
+grep -q "pp=4 tp=1: [1-4] files written" "$WORK/repair.log" || fail "repair run summary: $(cat "$WORK/repair.log")"
+"$SHARD" --model "$WORK/big" --pp 4 --out "$WORK/big_shards" 2> "$WORK/final.log"
+grep -q "0 files written (0 bytes), 4 verified and kept" "$WORK/final.log" || fail "after repair: $(cat "$WORK/final.log")"
 echo PASS
