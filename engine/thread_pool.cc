@@ -1,5 +1,8 @@
 #include "engine/thread_pool.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <glog/logging.h>
 
 #if defined(__x86_64__)
@@ -20,6 +23,9 @@ inline void CpuRelax() {
 #endif
 }
 
+constexpr uint64_t LoopOf(uint64_t state) { return state >> 32; }
+constexpr uint64_t ChunkOf(uint64_t state) { return state & 0xFFFFFFFFu; }
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
@@ -28,56 +34,81 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  loop_number_.fetch_add(1, std::memory_order_seq_cst);
+  loop_number_.notify_all();
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::RunChunk(int thread) {
-  if (thread >= active_threads_) return;
-  const int64_t begin = n_ * thread / active_threads_;
-  const int64_t end = n_ * (thread + 1) / active_threads_;
-  chunk_fn_(context_, begin, end, thread);
+void ThreadPool::RunChunks(int thread) {
+  uint64_t state = state_.load(std::memory_order_acquire);
+  while (true) {
+    const Loop& loop = loops_[LoopOf(state) & 1];
+    const uint64_t chunk = ChunkOf(state);
+    if (static_cast<int64_t>(chunk) >= loop.chunks) return;
+    if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;  // another thread claimed it, or a new loop began: `state` is reloaded
+    }
+    const int64_t begin = loop.n * static_cast<int64_t>(chunk) / loop.chunks;
+    const int64_t end = loop.n * static_cast<int64_t>(chunk + 1) / loop.chunks;
+    loop.chunk_fn(loop.context, begin, end, thread);
+    if (done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == loop.chunks) done_chunks_.notify_one();
+    state = state_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::Run(int64_t n, ChunkFn chunk_fn, void* context) {
-  chunk_fn_ = chunk_fn;
-  context_ = context;
-  n_ = n;
-  active_threads_ = static_cast<int>(std::min<int64_t>(n, num_threads_));
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-
-  RunChunk(0);
-
-  for (int spin = 0; spin < kSpinIterations; ++spin) {
-    if (pending_.load(std::memory_order_acquire) == 0) return;
-    CpuRelax();
+  // A worker that saw the previous loop may still read its slot; the slot
+  // written here is the other one, which no worker reads until published.
+  // Wait for workers from two loops back to leave.
+  for (int spin = 0; inside_.load(std::memory_order_seq_cst) != 0; ++spin) {
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
   }
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire)) {
-    pending_.wait(left, std::memory_order_acquire);
+  const uint64_t next = LoopOf(state_.load(std::memory_order_relaxed)) + 1;
+  Loop& loop = loops_[next & 1];
+  loop.chunk_fn = chunk_fn;
+  loop.context = context;
+  loop.n = n;
+  loop.chunks = std::min<int64_t>(n, static_cast<int64_t>(kChunksPerThread) * num_threads_);
+  done_chunks_.store(0, std::memory_order_relaxed);
+  state_.store(next << 32, std::memory_order_seq_cst);
+  loop_number_.store(static_cast<uint32_t>(next), std::memory_order_seq_cst);
+  loop_number_.notify_all();
+
+  RunChunks(0);
+
+  int64_t done = done_chunks_.load(std::memory_order_acquire);
+  for (int spin = 0; spin < kSpinIterations && done != loop.chunks; ++spin) {
+    CpuRelax();
+    done = done_chunks_.load(std::memory_order_acquire);
+  }
+  while (done != loop.chunks) {
+    done_chunks_.wait(done, std::memory_order_acquire);
+    done = done_chunks_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::WorkerLoop(int thread) {
   uint32_t seen = 0;
   while (true) {
-    uint32_t current = generation_.load(std::memory_order_acquire);
+    uint32_t current = loop_number_.load(std::memory_order_acquire);
     for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
       CpuRelax();
-      current = generation_.load(std::memory_order_acquire);
+      current = loop_number_.load(std::memory_order_acquire);
     }
     while (current == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      current = generation_.load(std::memory_order_acquire);
+      loop_number_.wait(seen, std::memory_order_acquire);
+      current = loop_number_.load(std::memory_order_acquire);
     }
     seen = current;
-    if (stop_.load(std::memory_order_acquire)) return;
-    RunChunk(thread);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    if (stop_.load(std::memory_order_seq_cst)) return;
+    inside_.fetch_add(1, std::memory_order_seq_cst);
+    RunChunks(thread);
+    inside_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

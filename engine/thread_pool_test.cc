@@ -1,6 +1,10 @@
 #include "engine/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,15 +38,31 @@ TEST_P(ThreadPoolTest, ManyConsecutiveLoopsAllComplete) {
 
 TEST_P(ThreadPoolTest, ChunksAreContiguousAndDependOnlyOnCount) {
   ThreadPool pool(GetParam());
-  const int64_t n = 10;
-  std::vector<int> owner(n, -1);
-  pool.ParallelFor(n, [&](int64_t begin, int64_t end, int thread) {
-    for (int64_t i = begin; i < end; ++i) owner[i] = thread;
-  });
-  const int threads = std::min<int>(n, pool.num_threads());
-  for (int t = 0; t < threads; ++t) {
-    for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) EXPECT_EQ(owner[i], t) << "index " << i;
+  for (int64_t n : {3, 10, 1000}) {
+    std::mutex mutex;
+    std::set<std::pair<int64_t, int64_t>> chunks;
+    pool.ParallelFor(n, [&](int64_t begin, int64_t end, int) {
+      std::lock_guard<std::mutex> lock(mutex);
+      chunks.emplace(begin, end);
+    });
+    const int64_t count = pool.num_threads() == 1 ? 1 : std::min<int64_t>(n, 4 * pool.num_threads());
+    std::set<std::pair<int64_t, int64_t>> expected;
+    for (int64_t c = 0; c < count; ++c) expected.emplace(n * c / count, n * (c + 1) / count);
+    EXPECT_EQ(chunks, expected) << "n=" << n;
   }
+}
+
+TEST_P(ThreadPoolTest, AThreadRunsOneChunkAtATime) {
+  ThreadPool pool(GetParam());
+  std::vector<std::atomic<int>> running(pool.num_threads());
+  std::atomic<bool> overlapped{false};
+  for (int loop = 0; loop < 200; ++loop) {
+    pool.ParallelFor(64, [&](int64_t, int64_t, int thread) {
+      if (running[thread].fetch_add(1) != 0) overlapped = true;
+      running[thread].fetch_sub(1);
+    });
+  }
+  EXPECT_FALSE(overlapped.load());
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ThreadPoolTest, ::testing::Values(1, 2, 3, 4));
