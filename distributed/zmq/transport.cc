@@ -329,13 +329,19 @@ void ZmqTransport::Impl::Shutdown() {
   mailbox->Close();
   std::lock_guard<std::mutex> reading(router_mutex);
   try {
+    // Stop the connection monitors before closing the sockets that read
+    // them: ZeroMQ's I/O thread sends each event (a peer disconnecting, as
+    // every peer does at the end of a job) with a blocking send while holding
+    // the DEALER's monitor lock, so an event for a closed reader blocks that
+    // thread, and then zmq_socket_monitor and Close, forever.
+    for (auto& peer : peers) {
+      std::lock_guard<std::mutex> lock(peer->mutex);
+      if (peer->dealer) zmq_socket_monitor(peer->dealer.handle(), nullptr, 0);
+    }
     for (auto& monitor : monitors) monitor.close();
     for (auto& peer : peers) {
       std::lock_guard<std::mutex> lock(peer->mutex);
-      if (peer->dealer) {
-        zmq_socket_monitor(peer->dealer.handle(), nullptr, 0);
-        peer->dealer.close();
-      }
+      if (peer->dealer) peer->dealer.close();
     }
     router.close();
     context.shutdown();
