@@ -1,0 +1,203 @@
+// stranger: a hostile process for the process-level stranger test. For
+// DURATION_MS it repeatedly attacks every ENDPOINT (tcp://host:port or
+// ipc://@name of a running rank) the ways a port scanner, a buggy client or a
+// rank of another job would:
+//   silent     connections held open for the whole run, sending nothing
+//   garbage    raw bytes that are not ZeroMQ (random bytes, an HTTP request)
+//   oversized  a ZMTP 3.0 handshake followed by a frame whose 8-byte length
+//              field claims 2^62 bytes; and, over ZeroMQ, one message part
+//              larger than kMaxChunkBytes + header (above ZMQ_MAXMSGSIZE)
+//   foreign    over ZeroMQ: a one-part message, an undecodable header, a
+//              well-formed frame of another job, and a frame claiming to be
+//              rank 1 with a payload shorter than its header says
+// It is deliberately a ZeroMQ peer of its own (it includes zmq.hpp): it plays
+// a foreign process, not part of the project's transport.
+//
+// Usage: stranger DURATION_MS ENDPOINT...
+// Prints one summary line of attacks made; exits 0 (1 on bad arguments).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "distributed/frame_header.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Opens a stream socket to `endpoint` (tcp://a.b.c.d:port or ipc://@name);
+// -1 on failure.
+int ConnectRaw(const std::string& endpoint) {
+  if (endpoint.rfind("tcp://", 0) == 0) {
+    const std::string rest = endpoint.substr(6);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos) return -1;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(std::atoi(rest.c_str() + colon + 1)));
+    if (inet_pton(AF_INET, rest.substr(0, colon).c_str(), &address.sin_addr) != 1) return -1;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  if (endpoint.rfind("ipc://@", 0) == 0) {
+    const std::string name = endpoint.substr(7);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (name.size() + 1 > sizeof(address.sun_path)) return -1;
+    std::memcpy(address.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
+    const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  return -1;
+}
+
+// Writes `bytes` to a fresh raw connection and closes it; false if the
+// connection failed.
+bool SendRaw(const std::string& endpoint, const std::string& bytes) {
+  const int fd = ConnectRaw(endpoint);
+  if (fd < 0) return false;
+  (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  close(fd);
+  return true;
+}
+
+// A ZMTP 3.0 greeting (NULL mechanism), a READY command for a DEALER, then
+// the start of a message frame whose 64-bit length claims 2^62 bytes.
+std::string OversizedZmtpFrame() {
+  std::string bytes;
+  bytes += '\xFF';
+  bytes += std::string(8, '\0');
+  bytes += '\x7F';
+  bytes += '\x03';
+  bytes += '\x00';
+  std::string mechanism = "NULL";
+  mechanism.resize(20, '\0');
+  bytes += mechanism;
+  bytes += '\0';                   // as-server
+  bytes += std::string(31, '\0');  // filler
+  const std::string property_name = "Socket-Type", property_value = "DEALER";
+  std::string ready;
+  ready += static_cast<char>(5);
+  ready += "READY";
+  ready += static_cast<char>(property_name.size());
+  ready += property_name;
+  ready += std::string(3, '\0');
+  ready += static_cast<char>(property_value.size());
+  ready += property_value;
+  bytes += '\x04';  // command, short size
+  bytes += static_cast<char>(ready.size());
+  bytes += ready;
+  bytes += '\x02';  // message, long size
+  bytes += '\x40';  // 0x4000000000000000 big-endian
+  bytes += std::string(7, '\0');
+  bytes += std::string(4096, 'A');
+  return bytes;
+}
+
+zmq::const_buffer Bytes(const inferno::EncodedFrameHeader& header) {
+  return zmq::const_buffer(header.data(), header.size());
+}
+
+// One round of ZeroMQ-level attacks on `endpoint` from a fresh DEALER.
+void SendForeignFrames(zmq::context_t& context, const std::string& endpoint, std::mt19937_64& random) {
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 200);
+  dealer.set(zmq::sockopt::sndtimeo, 200);
+  dealer.connect(endpoint);
+  const auto send = [&](zmq::const_buffer part, zmq::send_flags flags) {
+    try {
+      (void)dealer.send(part, flags);
+    } catch (const zmq::error_t&) {
+      // The rank closed this connection: exactly what it should do.
+    }
+  };
+  send(zmq::str_buffer("one part only"), zmq::send_flags::none);
+  send(zmq::str_buffer("not a header"), zmq::send_flags::sndmore);
+  send(zmq::str_buffer("payload"), zmq::send_flags::none);
+
+  inferno::FrameHeader foreign;
+  foreign.job_id = random();
+  foreign.source_rank = 0;
+  foreign.tag = 0x66;
+  foreign.message_length = 8;
+  foreign.payload_length = 8;
+  const inferno::EncodedFrameHeader foreign_bytes = inferno::EncodeFrameHeader(foreign);
+  send(Bytes(foreign_bytes), zmq::send_flags::sndmore);
+  send(zmq::str_buffer("12345678"), zmq::send_flags::none);
+
+  inferno::FrameHeader short_payload = foreign;
+  short_payload.source_rank = 1;
+  short_payload.message_length = 1 << 20;
+  short_payload.payload_length = 1 << 20;
+  const inferno::EncodedFrameHeader short_bytes = inferno::EncodeFrameHeader(short_payload);
+  send(Bytes(short_bytes), zmq::send_flags::sndmore);
+  send(zmq::str_buffer("evil"), zmq::send_flags::none);
+
+  const std::string too_big(inferno::kMaxChunkBytes + inferno::kFrameHeaderBytes + 1, 'Z');
+  send(zmq::buffer(too_big), zmq::send_flags::none);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || std::atoi(argv[1]) <= 0) {
+    std::fprintf(stderr, "usage: stranger DURATION_MS ENDPOINT...\n");
+    return 1;
+  }
+  const auto until = Clock::now() + std::chrono::milliseconds(std::atoi(argv[1]));
+  const std::vector<std::string> endpoints(argv + 2, argv + argc);
+  std::mt19937_64 random(std::random_device{}());
+  zmq::context_t context(1);
+
+  std::vector<int> silent;
+  std::vector<zmq::socket_t> silent_dealers;
+  for (const std::string& endpoint : endpoints) {
+    if (const int fd = ConnectRaw(endpoint); fd >= 0) silent.push_back(fd);
+    silent_dealers.emplace_back(context, zmq::socket_type::dealer);
+    silent_dealers.back().set(zmq::sockopt::linger, 0);
+    silent_dealers.back().connect(endpoint);
+  }
+
+  long rounds = 0, refused = 0;
+  while (Clock::now() < until) {
+    for (const std::string& endpoint : endpoints) {
+      std::string garbage(1 + random() % 2048, '\0');
+      for (char& c : garbage) c = static_cast<char>(random());
+      refused += !SendRaw(endpoint, garbage);
+      refused += !SendRaw(endpoint, "GET / HTTP/1.0\r\n\r\n");
+      refused += !SendRaw(endpoint, OversizedZmtpFrame());
+      SendForeignFrames(context, endpoint, random);
+    }
+    ++rounds;
+  }
+  for (const int fd : silent) close(fd);
+  std::printf("stranger: %ld rounds on %zu endpoints, %zu silent connections, %ld raw connections refused\n",
+              rounds, endpoints.size(), silent.size() + silent_dealers.size(), refused);
+  return 0;
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# Strangers at a running job's ports: while a 3-rank pipeline-parallel
+# //tools:infer generation runs under //tools:launch, //tests:stranger attacks
+# every endpoint each rank listens on (found through /proc/net/{tcp,unix} and
+# the rank's open sockets) with silent connections, garbage, oversized length
+# fields and frames of another job. The job must succeed and print exactly the
+# token ids of a clean run, and the ranks must log the frames they dropped.
+#
+# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER
+set -u
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
+WORLD=3
+FAILURES=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+"$MAKE_TOY" --out "$WORK/toy" --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids)
+
+# listening_endpoints PID: the tcp:// and abstract ipc:// endpoints PID listens on.
+listening_endpoints() {
+  local inodes
+  inodes=$(find "/proc/$1/fd" -lname 'socket:*' -printf '%l\n' 2>/dev/null | sed 's/socket:\[\([0-9]*\)\]/\1/' | sort -u)
+  [ -n "$inodes" ] || return
+  # /proc/net/tcp: "sl local rem st ... inode"; state 0A is LISTEN; local is
+  # the address as a little-endian hex word, then the port in hex.
+  local address port
+  awk -v inodes="$inodes" 'BEGIN { split(inodes, list, "\n"); for (i in list) want[list[i]] = 1 }
+    NR > 1 && $4 == "0A" && ($10 in want) { sub(":", " ", $2); print $2 }' /proc/net/tcp |
+    while read -r address port; do
+      printf 'tcp://%d.%d.%d.%d:%d\n' "0x${address:6:2}" "0x${address:4:2}" "0x${address:2:2}" "0x${address:0:2}" "0x$port"
+    done
+  # /proc/net/unix: "Num RefCount Protocol Flags Type St Inode Path"; flag 00010000 is listening.
+  awk -v inodes="$inodes" 'BEGIN { split(inodes, list, "\n"); for (i in list) want[list[i]] = 1 }
+    NR > 1 && $4 == "00010000" && ($7 in want) && $8 ~ /^@/ { print "ipc://" $8 }' /proc/net/unix
+}
+
+timeout 120 "$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
+  { cat "$WORK/clean.err" >&2; fail "the clean run failed"; }
+
+"$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" \
+  >"$WORK/attacked.out" 2>"$WORK/attacked.err" &
+launch_pid=$!
+
+# Wait until every rank listens (after its rendezvous), then attack them all.
+endpoints=()
+deadline=$(($(now_ms) + 20000))
+while [ "$(now_ms)" -lt "$deadline" ]; do
+  endpoints=()
+  ranks_listening=0
+  for pid in $(pgrep -P "$launch_pid"); do
+    mapfile -t mine < <(listening_endpoints "$pid")
+    [ "${#mine[@]}" -gt 0 ] && ranks_listening=$((ranks_listening + 1))
+    endpoints+=("${mine[@]}")
+  done
+  [ "$ranks_listening" -eq "$WORLD" ] && break
+  sleep 0.02
+done
+echo "attacking: ${endpoints[*]}"
+if [ "${ranks_listening:-0}" -lt "$WORLD" ]; then
+  fail "only $ranks_listening of $WORLD ranks were found listening"
+else
+  "$STRANGER" 1000 "${endpoints[@]}" || fail "stranger failed"
+  kill -0 "$launch_pid" 2>/dev/null || fail "the job ended before the attacks did: they proved nothing"
+fi
+wait "$launch_pid" || fail "the attacked run failed (status $?)"
+cat "$WORK/attacked.err"
+
+if [ ! -s "$WORK/clean.ids" ]; then
+  fail "the clean run printed no token ids"
+elif ! cmp -s "$WORK/clean.ids" "$WORK/attacked.out"; then
+  fail "the attacked run's token ids differ from the clean run's"
+fi
+for ((rank = 0; rank < WORLD; rank++)); do
+  dropped=$(grep -c "rank $rank dropped" "$WORK/attacked.err")
+  echo "rank $rank logged $dropped dropped frames"
+  [ "$dropped" -gt 0 ] || fail "rank $rank logged no dropped frame: did the attacks reach it?"
+done
+
+rm -rf "$WORK"
+[ "$FAILURES" -eq 0 ] || exit 1
+echo "PASS: the attacked job's output equals the clean run's"
