@@ -4,11 +4,14 @@
 # via --dump-logits) equal the 1-rank run — greedy and seeded sampling, one
 # prompt and several micro-batched prompts, even and uneven layer splits.
 #
-# Usage: infer_exactness_test.sh LAUNCH INFER MAKE_TOY_MODEL (toy | stories260K)
+# Also: the model split by //tools:shard into 3 shards and run with --shards
+# on 3 ranks gives the same output.
+#
+# Usage: infer_exactness_test.sh LAUNCH INFER MAKE_TOY_MODEL SHARD (toy | stories260K)
 # With "stories260K" the model is ../shared/models/stories260K.bin beside the
 # project's checkout; the test skips (passing, with a message) when absent.
 set -u
-LAUNCH="$1" INFER="$2" MAKE_TOY="$3" MODEL_KIND="$4"
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" SHARD="$4" MODEL_KIND="$5"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_exactness.XXXXXX")"
 FAILURES=0
 CHECKS=0
@@ -45,12 +48,15 @@ case "$MODEL_KIND" in
 esac
 
 # run NAME WORLD ARGS...: runs infer on WORLD ranks with --output ids and
-# --dump-logits; leaves $WORK/NAME.ids and $WORK/NAME.logits.
+# --dump-logits (and --model MODEL unless ARGS hold --shards); leaves
+# $WORK/NAME.ids and $WORK/NAME.logits.
 run() {
   local name="$1" world="$2"
   shift 2
+  local source=(--model "$MODEL")
+  [[ " $* " == *" --shards "* ]] && source=()
   if ! timeout 300 "$LAUNCH" -n "$world" --timeout 240 --grace 2 -- \
-      "$INFER" --model "$MODEL" --output ids --dump-logits "$WORK/$name.logits" "$@" \
+      "$INFER" "${source[@]}" --output ids --dump-logits "$WORK/$name.logits" "$@" \
       >"$WORK/$name.ids" 2>"$WORK/$name.err"; then
     cat "$WORK/$name.err" >&2
     fail "$name: infer on $world ranks failed"
@@ -70,6 +76,12 @@ same() {
   fi
 }
 
+"$SHARD" --model "$MODEL" --pp 3 --out "$WORK/shards" 2>"$WORK/shard.err" || {
+  cat "$WORK/shard.err" >&2
+  echo "FAIL: shard" >&2
+  exit 1
+}
+
 SAMPLED=(--temperature 0.9 --top-k 40 --top-p 0.9 --seed 1234)
 for mode in greedy sampled; do
   args=(--max-new-tokens 24)
@@ -81,6 +93,7 @@ for mode in greedy sampled; do
   done
   run "$mode-uneven" 2 "${PROMPT[@]}" "${args[@]}" --layers "$UNEVEN" && same "$mode-1" "$mode-uneven"
   run "$mode-threads" 1 "${PROMPT[@]}" "${args[@]}" --threads 2 && same "$mode-1" "$mode-threads"
+  run "$mode-shards" 3 --shards "$WORK/shards" "${PROMPT[@]}" "${args[@]}" && same "$mode-1" "$mode-shards"
 
   # Micro-batched prompts: every prompt's output equals running it alone.
   run "$mode-batch-1" 1 "${PROMPTS[@]}" "${args[@]}" || continue
