@@ -32,7 +32,7 @@ constexpr std::chrono::milliseconds kVerdictSlack{2000};
 struct RankEndpoints {
   int rank = -1;
   int world_size = 0;
-  std::string host;
+  std::string host;  // IpcDomain(): ranks with equal values connect over ipc
   std::string tcp;
   std::string ipc;  // empty when the rank offers no ipc endpoint
 };
@@ -72,10 +72,17 @@ uint64_t RandomId() {
          static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
-std::string HostName() {
+// Where this rank's ipc:// endpoint can be reached from: the host name plus
+// the network namespace, because abstract ipc:// names are private to a
+// network namespace. Ranks on one host in separate namespaces (containers,
+// `ip netns exec`) differ here and connect over tcp://.
+std::string IpcDomain() {
   char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
-  return name;
+  std::string domain = gethostname(name, sizeof(name) - 1) == 0 ? name : "unknown-host";
+  char net_namespace[64] = {};
+  const ssize_t length = readlink("/proc/self/ns/net", net_namespace, sizeof(net_namespace) - 1);
+  if (length > 0) domain += " " + std::string(net_namespace, static_cast<size_t>(length));
+  return domain;
 }
 
 // The local IPv4 address this host uses to reach `master_addr` (so peers on
@@ -304,7 +311,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   RankEndpoints mine;
   mine.rank = config.rank;
   mine.world_size = config.world_size;
-  mine.host = HostName();
+  mine.host = IpcDomain();
   mine.tcp = (*transport)->endpoints()[0];
   if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
 
