@@ -67,6 +67,13 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
     tokenizer->ids_.emplace(piece, id);  // the first of duplicate pieces wins
     tokenizer->pieces_.push_back(std::move(piece));
   }
+  // Encode falls back to ids 3..258, one per byte, for text the vocabulary
+  // lacks (as llama2.c does), so those ids must exist.
+  if (tokenizer->pieces_.size() < static_cast<size_t>(ByteTokenizer::kVocabSize)) {
+    return EngineError{path + ": " + std::to_string(tokenizer->pieces_.size()) +
+                       " tokens, but byte fallback needs at least " + std::to_string(ByteTokenizer::kVocabSize) +
+                       " (3 specials, then one per byte)"};
+  }
   return tokenizer;
 }
 

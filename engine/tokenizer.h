@@ -57,7 +57,9 @@ class BpeTokenizer final : public Tokenizer {
  public:
   // Reads a llama2.c tokenizer.bin: int32 max_token_length, then per token
   // float32 score, int32 length, bytes — as many tokens as the file holds.
-  // Fails naming the file and the byte offset on a short or malformed file.
+  // Fails naming the file and the byte offset on a short or malformed file,
+  // and naming the file when it has fewer than 259 tokens (Encode's byte
+  // fallback uses ids 3..258).
   static EngineResult<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
 
   std::vector<int32_t> Encode(std::string_view text) const override;

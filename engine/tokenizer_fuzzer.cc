@@ -1,0 +1,47 @@
+// libFuzzer target over BpeTokenizer::Load (llama2.c's tokenizer.bin reader)
+// and the encoder and decoder of whatever vocabulary it accepts. Any input
+// either fails with a one-line error naming the file, or loads a tokenizer
+// whose Encode returns only ids inside its vocabulary and whose Decode takes
+// every id (and a few outside) without crashing.
+//
+//   bazel build --config=fuzz //engine:tokenizer_fuzzer
+//   tokenizer_fuzzer engine/testdata/fuzz/tokenizer -max_total_time=30
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <glog/logging.h>
+
+#include "engine/tokenizer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace inferno;
+  // Load reads a path: the input goes through a file of this process's own.
+  const char* tmpdir = std::getenv("TEST_TMPDIR");
+  static const std::string path = std::string(tmpdir != nullptr ? tmpdir : "/tmp") + "/tokenizer_fuzzer." +
+                                  std::to_string(getpid()) + ".bin";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    CHECK(out) << "cannot write " << path;
+  }
+  EngineResult<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::Load(path);
+  if (!tokenizer) {
+    CHECK_EQ(tokenizer.error().message.find('\n'), std::string::npos) << tokenizer.error().message;
+    CHECK_NE(tokenizer.error().message.find(path), std::string::npos) << tokenizer.error().message;
+    return 0;
+  }
+  const int32_t vocab = (*tokenizer)->vocab_size();
+  for (const char* text : {"Once upon a time", "a", " \xC3\xBC\xE6\x97\xA5 <0x41>\x01", "\xFF\xFE"}) {
+    for (const int32_t id : (*tokenizer)->Encode(text)) {
+      CHECK(id >= 0 && id < vocab) << "Encode(\"" << text << "\") gave id " << id << " of a " << vocab
+                                   << "-token vocabulary";
+    }
+  }
+  for (int32_t id = -1; id <= vocab; ++id) (void)(*tokenizer)->Decode(kBosId, id);
+  return 0;
+}
