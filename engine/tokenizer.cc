@@ -61,6 +61,9 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
                          " has length " + std::to_string(length) + ", outside [0, " +
                          std::to_string(max_token_length) + "]"};
     }
+    // Checked before allocating: a short file must not make us allocate the
+    // 2 GiB its length field may claim.
+    if (static_cast<size_t>(length) > bytes.size() - offset) return truncated(id);
     std::string piece(length, '\0');
     if (!read(piece.data(), piece.size())) return truncated(id);
     tokenizer->scores_.push_back(score);

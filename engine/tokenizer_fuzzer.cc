@@ -6,12 +6,11 @@
 //
 //   bazel build --config=fuzz //engine:tokenizer_fuzzer
 //   tokenizer_fuzzer engine/testdata/fuzz/tokenizer -max_total_time=30
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include <glog/logging.h>
@@ -20,15 +19,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace inferno;
-  // Load reads a path: the input goes through a file of this process's own.
-  const char* tmpdir = std::getenv("TEST_TMPDIR");
-  static const std::string path = std::string(tmpdir != nullptr ? tmpdir : "/tmp") + "/tokenizer_fuzzer." +
-                                  std::to_string(getpid()) + ".bin";
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-    CHECK(out) << "cannot write " << path;
-  }
+  // Load reads a path: the input goes through an in-memory file.
+  static const int fd = memfd_create("tokenizer_fuzzer", 0);
+  CHECK_GE(fd, 0) << "memfd_create failed";
+  static const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  CHECK_EQ(ftruncate(fd, 0), 0);
+  CHECK_EQ(pwrite(fd, data, size, 0), static_cast<ssize_t>(size));
   EngineResult<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::Load(path);
   if (!tokenizer) {
     CHECK_EQ(tokenizer.error().message.find('\n'), std::string::npos) << tokenizer.error().message;
