@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -20,7 +21,8 @@ constexpr uint32_t kMaxGroupId = ~kTagReservedBase;
 constexpr size_t kSegmentElements = kMaxChunkBytes / sizeof(float);
 
 // all_reduce and broadcast of at most this many bytes use the latency-optimal
-// algorithm (recursive doubling, binomial tree); larger ones the ring/chain.
+// algorithm (recursive doubling, binomial tree); larger ones the ring/chain
+// (except all_reduce on two ranks, where recursive doubling is never worse).
 constexpr size_t kSmallCollectiveBytes = 64 << 10;
 
 std::span<const std::byte> AsBytes(std::span<const float> data) { return std::as_bytes(data); }
@@ -98,10 +100,23 @@ class CollectiveCall {
            std::to_string(state_.size()) + ")";
   }
 
+  // "<Describe()> from rank <peer>".
+  std::string From(int peer) const { return Describe() + " from rank " + std::to_string(peer); }
+
+  // Sends `bytes` to group rank `peer`; returns once they may be modified.
   Status Send(int peer, std::span<const std::byte> bytes) {
+    PendingSends pending;
+    Status sent = SendAsync(peer, bytes, pending);
+    pending.WaitAll();
+    return sent;
+  }
+
+  // Sends `bytes` to group rank `peer`; they must stay unchanged until
+  // pending.WaitAll() returns.
+  Status SendAsync(int peer, std::span<const std::byte> bytes, PendingSends& pending) {
     const FrameKey key{state_.collective_tag(), op_, sequence_, element_count_};
-    Status sent =
-        state_.transport->Send(state_.members[peer], key, bytes, state_.NextDeadline());
+    Status sent = state_.transport->SendAsync(state_.members[peer], key, bytes,
+                                              state_.NextDeadline(), pending);
     if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " +
                                                                std::to_string(peer));
     return {};
@@ -112,8 +127,7 @@ class CollectiveCall {
   Result<Message> Recv(int peer, bool check_length) {
     Result<Message> received = state_.transport->Recv(
         state_.members[peer], state_.collective_tag(), state_.NextDeadline());
-    const std::string where = Describe() + " from rank " + std::to_string(peer);
-    if (!received) return WithContext(std::move(received).error(), where);
+    if (!received) return WithContext(std::move(received).error(), From(peer));
     const FrameKey& key = received->key;
     if (key.op != op_ || key.sequence != sequence_) {
       return CollectiveError::CollectiveMismatch(
@@ -121,7 +135,7 @@ class CollectiveCall {
                           " (rank " + std::to_string(peer) + ")");
     }
     if (check_length && key.element_count != element_count_) {
-      return CollectiveError::LengthMismatch(where, static_cast<int64_t>(element_count_),
+      return CollectiveError::LengthMismatch(From(peer), static_cast<int64_t>(element_count_),
                                              static_cast<int64_t>(key.element_count));
     }
     return received;
@@ -134,7 +148,7 @@ class CollectiveCall {
     if (!received) return std::move(received).error();
     if (received->payload.size() != expected_elements * sizeof(float)) {
       return CollectiveError::LengthMismatch(
-          Describe() + " from rank " + std::to_string(peer) + " (segment bytes)",
+          From(peer) + " (segment bytes)",
           static_cast<int64_t>(expected_elements * sizeof(float)),
           static_cast<int64_t>(received->payload.size()));
     }
@@ -209,10 +223,61 @@ Status RunRing(CollectiveCall& call, std::span<float> data, const BlockLayout& l
   return {};
 }
 
-// Recursive doubling for small buffers, any group size: with p the largest
-// power of two <= size, the first 2*(size-p) ranks pair up (even sends to
-// odd, odd reduces), p ranks exchange and reduce log2(p) times, and the odd
-// ranks return the result to their even partners.
+// Sends `data` to `peer` in segments.
+Status SendSegments(CollectiveCall& call, int peer, std::span<const float> data) {
+  for (size_t index = 0; index < SegmentCount(data.size()); ++index) {
+    auto [begin, end] = SegmentRange(data.size(), index);
+    Status sent = call.Send(peer, AsBytes(data.subspan(begin, end - begin)));
+    if (!sent) return sent;
+  }
+  return {};
+}
+
+// Receives `data.size()` floats from `peer` in segments and reduces each into
+// `data` with `op` (or copies it, when `op` is empty) as soon as it arrives.
+Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data,
+                       std::optional<ReduceKind> op) {
+  for (size_t index = 0; index < SegmentCount(data.size()); ++index) {
+    auto [begin, end] = SegmentRange(data.size(), index);
+    std::span<float> target = data.subspan(begin, end - begin);
+    Result<Payload> received = call.RecvFloats(peer, target.size());
+    if (!received) return std::move(received).error();
+    if (op) {
+      ReduceInto(target, received->bytes(), *op);
+    } else {
+      CopyInto(target, received->bytes());
+    }
+  }
+  return {};
+}
+
+// Sends all of `data` to `peer` without waiting, then receives the peer's
+// `data` segment by segment and reduces each into ours once our copy of that
+// segment has been sent, so reduction overlaps the transfer.
+Status ExchangeAndReduce(CollectiveCall& call, int peer, std::span<float> data, ReduceKind op) {
+  const size_t segments = SegmentCount(data.size());
+  std::vector<PendingSends> pending(segments);  // one per segment of `data`
+  for (size_t index = 0; index < segments; ++index) {
+    auto [begin, end] = SegmentRange(data.size(), index);
+    Status sent = call.SendAsync(peer, AsBytes(data.subspan(begin, end - begin)), pending[index]);
+    if (!sent) return sent;
+  }
+  for (size_t index = 0; index < segments; ++index) {
+    auto [begin, end] = SegmentRange(data.size(), index);
+    std::span<float> target = data.subspan(begin, end - begin);
+    Result<Payload> received = call.RecvFloats(peer, target.size());
+    if (!received) return std::move(received).error();
+    pending[index].WaitAll();
+    ReduceInto(target, received->bytes(), op);
+  }
+  return {};
+}
+
+// Recursive doubling, any group size: with p the largest power of two <=
+// size, the first 2*(size-p) ranks pair up (even sends to odd, odd reduces),
+// p ranks exchange and reduce log2(p) times, and the odd ranks return the
+// result to their even partners. Latency-optimal for small buffers; for two
+// ranks it moves as many bytes as the ring in one round instead of two.
 Status RunRecursiveDoubling(CollectiveCall& call, std::span<float> data, ReduceKind op) {
   const int world = call.size();
   const int rank = call.rank();
@@ -220,21 +285,14 @@ Status RunRecursiveDoubling(CollectiveCall& call, std::span<float> data, ReduceK
   while (power * 2 <= world) power *= 2;
   const int extra = world - power;
 
-  auto receive_reduce = [&](int peer) -> Status {
-    Result<Payload> received = call.RecvFloats(peer, data.size());
-    if (!received) return std::move(received).error();
-    ReduceInto(data, received->bytes(), op);
-    return {};
-  };
-
   int virtual_rank;
   if (rank < 2 * extra) {
     if (rank % 2 == 0) {
-      Status sent = call.Send(rank + 1, AsBytes(data));
+      Status sent = SendSegments(call, rank + 1, data);
       if (!sent) return sent;
       virtual_rank = -1;
     } else {
-      Status reduced = receive_reduce(rank - 1);
+      Status reduced = ReceiveSegments(call, rank - 1, data, op);
       if (!reduced) return reduced;
       virtual_rank = rank / 2;
     }
@@ -247,20 +305,15 @@ Status RunRecursiveDoubling(CollectiveCall& call, std::span<float> data, ReduceK
 
   if (virtual_rank >= 0) {
     for (int mask = 1; mask < power; mask <<= 1) {
-      const int peer = real_rank(virtual_rank ^ mask);
-      Status sent = call.Send(peer, AsBytes(data));
-      if (!sent) return sent;
-      Status reduced = receive_reduce(peer);
-      if (!reduced) return reduced;
+      Status exchanged = ExchangeAndReduce(call, real_rank(virtual_rank ^ mask), data, op);
+      if (!exchanged) return exchanged;
     }
     if (op == ReduceKind::kMean) DivideBy(data, static_cast<float>(world));
   }
 
   if (rank < 2 * extra) {
-    if (rank % 2 == 1) return call.Send(rank - 1, AsBytes(data));
-    Result<Payload> result = call.RecvFloats(rank + 1, data.size());
-    if (!result) return std::move(result).error();
-    CopyInto(data, result->bytes());
+    if (rank % 2 == 1) return SendSegments(call, rank - 1, data);
+    return ReceiveSegments(call, rank + 1, data, std::nullopt);
   }
   return {};
 }
@@ -419,7 +472,7 @@ Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kAllReduce, data.size());
   if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
-      data.size() < static_cast<size_t>(call.size())) {
+      data.size() < static_cast<size_t>(call.size()) || call.size() == 2) {
     return RunRecursiveDoubling(call, data, op);
   }
   const BlockLayout layout{data.size(), static_cast<size_t>(call.size())};

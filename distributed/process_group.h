@@ -16,6 +16,18 @@
 //   never hung on or silently mixed.
 // - Every wait has a deadline (the transport's timeout); a lost peer gives
 //   PeerLost or Timeout naming the peer and the op.
+// - Point-to-point tags are per pair of ranks of the transport: a sub-group
+//   and its parent share them (collectives never do: each group's collectives
+//   travel under its own reserved tag).
+// - A failed collective (mismatch, timeout, lost peer) may leave frames of the
+//   peers queued; the group should not be used for further collectives.
+// - Build one ProcessGroup per transport and copy it; two groups constructed
+//   separately over one transport would both be group 0.
+//
+// Algorithms: all_reduce uses recursive doubling for small buffers and on two
+// ranks, otherwise a ring reduce-scatter + all-gather pipelined in 1 MiB
+// segments; all_gather and reduce_scatter use the same ring; broadcast a
+// binomial tree (small) or a pipelined chain (large); barrier dissemination.
 //
 // Thread-safety: all methods may be called from several threads at once.
 // Point-to-point calls may run concurrently with a collective. Collectives of

@@ -22,8 +22,9 @@ constexpr milliseconds kTimeout{20000};
 // Short enough that error tests whose peers wait in vain finish quickly.
 constexpr milliseconds kErrorTimeout{1500};
 
-// Large odd length: with two ranks each ring block spans two segments.
-constexpr size_t kLargeOddLength = 600001;
+// Large odd length: spans several 1 MiB segments, and with three ranks each
+// ring block spans two.
+constexpr size_t kLargeOddLength = 800001;
 
 constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin,
                                     ReduceKind::kMax, ReduceKind::kMean};

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <glog/logging.h>
@@ -28,6 +29,13 @@ constexpr std::chrono::milliseconds kIoPollInterval{100};
 // How long a receiving thread that is not reading the ROUTER itself sleeps
 // before checking whether it should take over.
 constexpr std::chrono::milliseconds kFollowerSlice{2};
+
+// How long the reading thread polls without blocking (yielding the CPU in
+// between) before it sleeps in zmq_poll: a reply that arrives within this
+// window skips a thread wake-up, which halves small-message latency. Longer
+// spins slow large transfers on small machines by taking CPU from ZeroMQ's
+// I/O thread.
+constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 
 // Each DEALER announces itself with this routing id so the receiver can check
 // that a frame's source_rank matches the connection it came on.
@@ -54,18 +62,8 @@ std::string Printable(const zmq::message_t& routing_id) {
 
 int Millis(std::chrono::milliseconds duration) { return static_cast<int>(duration.count()); }
 
-// Counts zero-copy chunks ZeroMQ still holds; Send waits for zero.
-struct ZeroCopyTracker {
-  std::mutex mutex;
-  std::condition_variable released;
-  int outstanding = 0;
-
-  static void Release(void* /*data*/, void* hint) {
-    auto* tracker = static_cast<ZeroCopyTracker*>(hint);
-    std::lock_guard<std::mutex> lock(tracker->mutex);
-    if (--tracker->outstanding == 0) tracker->released.notify_all();
-  }
-};
+// ZeroMQ's free function for zero-copy chunks: `hint` is the PendingSends.
+void ReleaseChunk(void* /*data*/, void* hint) { static_cast<PendingSends*>(hint)->Release(); }
 
 // A chunked message being reassembled from one source.
 struct PartialMessage {
@@ -115,7 +113,7 @@ struct ZmqTransport::Impl {
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
   Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
-                    Deadline deadline, ZeroCopyTracker& tracker, int peer);
+                    Deadline deadline, PendingSends& pending, int peer);
   void Shutdown();
 };
 
@@ -207,16 +205,16 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   return {};
 }
 
-Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                          Deadline deadline) {
+Status ZmqTransport::SendAsync(int peer, const FrameKey& key,
+                               std::span<const std::byte> payload, Deadline deadline,
+                               PendingSends& pending) {
   Impl& impl = *impl_;
-  const std::string where = impl.SendWhere(peer);
   if (peer < 0 || peer >= impl.options.world_size) {
-    return CollectiveError::UnknownRank(where, peer, impl.options.world_size);
+    return CollectiveError::UnknownRank(impl.SendWhere(peer), peer, impl.options.world_size);
   }
-  if (impl.stopping.load()) return CollectiveError::Closed(where);
+  if (impl.stopping.load()) return CollectiveError::Closed(impl.SendWhere(peer));
   if (!impl.connected.load()) {
-    return CollectiveError::InvalidArgument(where + ": Send before Connect");
+    return CollectiveError::InvalidArgument(impl.SendWhere(peer) + ": Send before Connect");
   }
   if (peer == impl.options.rank) {
     impl.mailbox->Deliver(peer, Message{key, Payload(std::vector<std::byte>(payload.begin(),
@@ -224,23 +222,16 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
     return {};
   }
   Impl::Peer& peer_state = *impl.peers[peer];
-  if (peer_state.lost.load()) return CollectiveError::PeerLost(where, peer);
+  if (peer_state.lost.load()) return CollectiveError::PeerLost(impl.SendWhere(peer), peer);
 
-  ZeroCopyTracker tracker;
-  Status queued = impl.SendChunks(peer_state, key, payload, deadline, tracker, peer);
-  // ZeroMQ may still read zero-copy chunks; `payload` must outlive them. Once
-  // the connection fails or the socket closes, ZeroMQ releases them too.
-  std::unique_lock<std::mutex> lock(tracker.mutex);
-  tracker.released.wait(lock, [&] { return tracker.outstanding == 0; });
-  return queued;
+  return impl.SendChunks(peer_state, key, payload, deadline, pending, peer);
 }
 
 Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
                                       std::span<const std::byte> payload, Deadline deadline,
-                                      ZeroCopyTracker& tracker, int peer) {
-  const std::string where = SendWhere(peer);
+                                      PendingSends& pending, int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
-  if (!peer_state.dealer) return CollectiveError::Closed(where);
+  if (!peer_state.dealer) return CollectiveError::Closed(SendWhere(peer));
   FrameHeader header;
   header.op = key.op;
   header.job_id = job_id;
@@ -263,20 +254,19 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - Clock::now());
         if (left.count() <= 0) {
-          return CollectiveError::Timeout(where + " (send queue full)", peer, options.timeout);
+          return CollectiveError::Timeout(SendWhere(peer) + " (send queue full)", peer,
+                                          options.timeout);
         }
-        if (peer_state.lost.load()) return CollectiveError::PeerLost(where, peer);
+        if (peer_state.lost.load()) return CollectiveError::PeerLost(SendWhere(peer), peer);
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }
       const std::byte* chunk = payload.data() + offset;
       if (length >= kZeroCopyBytes) {
-        {
-          std::lock_guard<std::mutex> tracker_lock(tracker.mutex);
-          ++tracker.outstanding;
-        }
-        zmq::message_t message(const_cast<std::byte*>(chunk), length, &ZeroCopyTracker::Release,
-                               &tracker);
+        // ZeroMQ only reads the chunk; it calls ReleaseChunk once written, or
+        // once the connection or socket is gone (also if send throws).
+        pending.Retain();
+        zmq::message_t message(const_cast<std::byte*>(chunk), length, &ReleaseChunk, &pending);
         peer_state.dealer.send(message, zmq::send_flags::none);
       } else {
         peer_state.dealer.send(zmq::const_buffer(chunk, length), zmq::send_flags::none);
@@ -284,7 +274,7 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
       offset += length;
     } while (offset < payload.size());
   } catch (const zmq::error_t& error) {
-    return ZmqError(where, error);
+    return ZmqError(SendWhere(peer), error);
   }
   return {};
 }
@@ -307,10 +297,17 @@ Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
     }
     // This thread reads the sockets until its own message is queued.
     Result<std::optional<Message>> taken{std::optional<Message>()};
+    const Deadline spin_until = Clock::now() + kSpinBeforeSleep;
     while (true) {
       taken = impl.mailbox->TakeUntil(peer, tag, started, deadline, Clock::now());
       if (!taken || *taken || impl.stopping.load()) break;
-      impl.PollSockets(std::min(deadline, Clock::now() + kIoPollInterval));
+      const Deadline now = Clock::now();
+      if (now < spin_until) {
+        impl.PollSockets(now);
+        std::this_thread::yield();
+      } else {
+        impl.PollSockets(std::min(deadline, now + kIoPollInterval));
+      }
     }
     reading.unlock();
     impl.mailbox->WakeAll();  // let a waiting thread take over reading

@@ -10,8 +10,7 @@
 // a Mailbox, where concurrent Recv callers find theirs; when it has its own
 // message, another waiting caller takes over. Senders use a peer's DEALER
 // under that peer's mutex. Payloads travel in chunks of at most
-// kMaxChunkBytes; large chunks are sent zero-copy and Send waits until
-// ZeroMQ has released them. Heartbeats detect dead or frozen peers (seen as
+// kMaxChunkBytes; large chunks are sent zero-copy (see SendAsync). Heartbeats detect dead or frozen peers (seen as
 // PeerLost by the next Recv); every wait has a deadline; LINGER is bounded so
 // Close never blocks for long.
 //
@@ -78,8 +77,10 @@ class ZmqTransport : public Transport {
   int rank() const override;
   int world_size() const override;
   std::chrono::milliseconds timeout() const override;
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-              Deadline deadline) override;
+  // Chunks of at least 32 KiB are sent zero-copy and retained in `pending`
+  // until ZeroMQ has written them; smaller ones are copied.
+  Status SendAsync(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                   Deadline deadline, PendingSends& pending) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
 
