@@ -5,8 +5,10 @@
 // MASTER_ADDR and MASTER_PORT (and loses any OMPI_COMM_WORLD_* / SLURM_PROCID /
 // SLURM_NTASKS it inherited, so the environment names one rank unambiguously).
 // Ranks read stdin from /dev/null. Each rank runs in its own process group, so
-// stopping a rank also stops the processes it started; each rank is also killed
-// by the kernel (PR_SET_PDEATHSIG) if the launcher itself dies.
+// stopping a rank also stops the processes it started, and whatever a rank
+// leaves running in its group is killed once every rank has exited. Each rank
+// is also killed by the kernel (PR_SET_PDEATHSIG) if the launcher itself dies;
+// processes the ranks started do not get that guarantee.
 //
 // Thread-safety: RunRanks must be called from a single-threaded process (it
 // forks, blocks signals and owns SIGCHLD while it runs), at most once.

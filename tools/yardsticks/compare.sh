@@ -9,7 +9,8 @@
 #
 # Usage: tools/yardsticks/compare.sh [OUTPUT_DIR]
 #        tools/yardsticks/compare.sh --table OUTPUT_DIR   (re-print from raw lines)
-# Environment: SIZES (default 4K,1M,16M), WORLDS (default "2 4"), ROUNDS (default 3),
+# Environment: SIZES (default 4K,1M,16M), OPS (default: all four),
+#   WORLDS (default "2 4"), ROUNDS (default 3),
 #   RUN_TIMEOUT (seconds per run, default 300),
 #   BAZEL_OUTPUT_BASE (default ~/.cache/bazel_ob_compare).
 set -euo pipefail
@@ -22,6 +23,7 @@ if [ "${1:-}" = "--table" ]; then
 fi
 OUT="${1:-$(mktemp -d "${TMPDIR:-/tmp}/collective_compare.XXXXXX")}"
 SIZES="${SIZES:-4K,1M,16M}"
+OPS="${OPS:-all_reduce,all_gather,broadcast,ping_pong}"
 WORLDS="${WORLDS:-2 4}"
 ROUNDS="${ROUNDS:-3}"
 OUTPUT_BASE="${BAZEL_OUTPUT_BASE:-$HOME/.cache/bazel_ob_compare}"
@@ -35,18 +37,18 @@ report_failure() {  # WHAT STATUS
 }
 run_ours() {  # WORLD TRANSPORT
   "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/collective_bench" --transport "$2" \
-    --sizes "$SIZES" || report_failure "collective_bench ($2, $1 ranks)" $?
+    --ops "$OPS" --sizes "$SIZES" || report_failure "collective_bench ($2, $1 ranks)" $?
 }
 run_mpi() {  # WORLD; pml ob1 + btl tcp,self pins Open MPI to TCP (no shared memory, no UCX)
   timeout "$RUN_TIMEOUT" mpirun --allow-run-as-root --oversubscribe --mca pml ob1 \
-    --mca btl tcp,self -np "$1" "$BIN/tools/yardsticks/mpi_bench" --sizes "$SIZES" ||
+    --mca btl tcp,self -np "$1" "$BIN/tools/yardsticks/mpi_bench" --ops "$OPS" --sizes "$SIZES" ||
     report_failure "mpi_bench ($1 ranks)" $?
 }
 run_gloo() {  # WORLD
   local store
   store="$(mktemp -d "$OUT/gloo_store.XXXXXX")"
   "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/yardsticks/gloo_bench" \
-    --store "$store" --sizes "$SIZES" || report_failure "gloo_bench ($1 ranks)" $?
+    --store "$store" --ops "$OPS" --sizes "$SIZES" || report_failure "gloo_bench ($1 ranks)" $?
   rm -rf "$store"
 }
 
