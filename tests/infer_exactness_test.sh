@@ -104,6 +104,16 @@ for mode in greedy sampled; do
   if [ "$(wc -l <"$WORK/$mode-batch-1.ids")" -ne 3 ]; then fail "$mode: expected one line of ids per prompt"; fi
 done
 
+# Text output: only the leader prints, so the 3-rank stdout equals the 1-rank stdout.
+for world in 1 3; do
+  timeout 300 "$LAUNCH" -n "$world" --timeout 240 --grace 2 -- "$INFER" --model "$MODEL" "${PROMPT[@]}" \
+    --max-new-tokens 24 >"$WORK/text-$world.out" 2>"$WORK/text-$world.err" || fail "text-$world: infer failed"
+done
+CHECKS=$((CHECKS + 1))
+if [ ! -s "$WORK/text-1.out" ] || ! cmp -s "$WORK/text-1.out" "$WORK/text-3.out"; then
+  fail "text output on 3 ranks differs from 1 rank: '$(cat "$WORK/text-3.out")' vs '$(cat "$WORK/text-1.out")'"
+fi
+
 # A sampled run differs from the greedy one (the comparison above can fail).
 CHECKS=$((CHECKS + 1))
 if cmp -s "$WORK/greedy-1.logits" "$WORK/sampled-1.logits" && cmp -s "$WORK/greedy-1.ids" "$WORK/sampled-1.ids"; then

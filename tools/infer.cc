@@ -298,16 +298,20 @@ EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGro
   ThreadPool pool(options.threads);
   const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.config, std::move(prepared.weights), slots, pool);
-  ConsoleOutput output(*prepared.tokenizer, prepared.prompts, options.output_ids, options.dump_logits.has_value());
+  // Only the leader prints: the console output starts streaming when made.
+  std::optional<ConsoleOutput> output;
+  if (group.is_leader()) {
+    output.emplace(*prepared.tokenizer, prepared.prompts, options.output_ids, options.dump_logits.has_value());
+  }
   Timeline timeline(options.trace.has_value());
-  auto report = Generate(group, stage, prepared.prompts, options.generation, group.is_leader() ? &output : nullptr,
-                         timeline);
+  auto report =
+      Generate(group, stage, prepared.prompts, options.generation, output ? &*output : nullptr, timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
-  output.Finish(*report);
+  output->Finish(*report);
   PrintStats(*report);
   if (options.dump_logits) {
-    if (EngineStatus written = output.WriteLogits(*options.dump_logits); !written) return written;
+    if (EngineStatus written = output->WriteLogits(*options.dump_logits); !written) return written;
   }
   if (options.trace) {
     std::ofstream trace(*options.trace);
