@@ -103,20 +103,11 @@ class CollectiveCall {
   // "<Describe()> from rank <peer>".
   std::string From(int peer) const { return Describe() + " from rank " + std::to_string(peer); }
 
-  // Sends `bytes` to group rank `peer`; returns once they may be modified.
+  // Sends `bytes` to group rank `peer`; returns once they are queued (they
+  // may be modified at once), without waiting for the peer to receive them.
   Status Send(int peer, std::span<const std::byte> bytes) {
-    PendingSends pending;
-    Status sent = SendAsync(peer, bytes, pending);
-    pending.WaitAll();
-    return sent;
-  }
-
-  // Sends `bytes` to group rank `peer`; they must stay unchanged until
-  // pending.WaitAll() returns.
-  Status SendAsync(int peer, std::span<const std::byte> bytes, PendingSends& pending) {
     const FrameKey key{state_.collective_tag(), op_, sequence_, element_count_};
-    Status sent = state_.transport->SendAsync(state_.members[peer], key, bytes,
-                                              state_.NextDeadline(), pending);
+    Status sent = state_.transport->Send(state_.members[peer], key, bytes, state_.NextDeadline());
     if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " +
                                                                std::to_string(peer));
     return {};
@@ -251,26 +242,13 @@ Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data,
   return {};
 }
 
-// Sends all of `data` to `peer` without waiting, then receives the peer's
-// `data` segment by segment and reduces each into ours once our copy of that
-// segment has been sent, so reduction overlaps the transfer.
+// Sends all of `data` to `peer` (queued, not waiting for the peer), then
+// receives the peer's `data` segment by segment and reduces each into ours as
+// it arrives, so reduction overlaps the transfer.
 Status ExchangeAndReduce(CollectiveCall& call, int peer, std::span<float> data, ReduceKind op) {
-  const size_t segments = SegmentCount(data.size());
-  std::vector<PendingSends> pending(segments);  // one per segment of `data`
-  for (size_t index = 0; index < segments; ++index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    Status sent = call.SendAsync(peer, AsBytes(data.subspan(begin, end - begin)), pending[index]);
-    if (!sent) return sent;
-  }
-  for (size_t index = 0; index < segments; ++index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    std::span<float> target = data.subspan(begin, end - begin);
-    Result<Payload> received = call.RecvFloats(peer, target.size());
-    if (!received) return std::move(received).error();
-    pending[index].WaitAll();
-    ReduceInto(target, received->bytes(), op);
-  }
-  return {};
+  Status sent = SendSegments(call, peer, data);
+  if (!sent) return sent;
+  return ReceiveSegments(call, peer, data, op);
 }
 
 // Recursive doubling, any group size: with p the largest power of two <=

@@ -9,11 +9,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -64,41 +62,6 @@ struct Message {
   Payload payload;
 };
 
-// Counts payloads that a transport still reads from after SendAsync
-// returned. The transport calls Retain when it keeps a payload and Release
-// when it is done with it; the sender waits with WaitAll before modifying or
-// freeing the payload. The destructor waits too, so a payload can never
-// outlive its tracker. Thread-safety: all methods may be called from any
-// thread.
-class PendingSends {
- public:
-  PendingSends() = default;
-  PendingSends(const PendingSends&) = delete;
-  PendingSends& operator=(const PendingSends&) = delete;
-  ~PendingSends() { WaitAll(); }
-
-  void Retain() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++outstanding_;
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--outstanding_ == 0) released_.notify_all();
-  }
-  // Returns once every retained payload has been released. Transports
-  // release payloads once sent, or once the connection or socket is gone, so
-  // this wait is bounded by the transfer or by the heartbeat timeout.
-  void WaitAll() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    released_.wait(lock, [this] { return outstanding_ == 0; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable released_;
-  int outstanding_ = 0;
-};
-
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -109,23 +72,14 @@ class Transport {
   virtual std::chrono::milliseconds timeout() const = 0;
 
   // Sends `payload` to `peer` (any rank, including this one) under `key`.
-  // May return while the transport still reads `payload` (it then retains it
-  // in `pending`): the caller keeps `payload` unchanged until
-  // pending.WaitAll() returns. Between two ranks, messages with the same tag
+  // Returns once the payload is queued (copied): the caller may modify or
+  // free it at once, and the call never waits on the peer beyond `deadline`,
+  // even when the peer is dead. Between two ranks, messages with the same tag
   // arrive in the order they were sent.
   // Errors: UnknownRank, PeerLost, Timeout (could not queue the bytes by
   // `deadline`), Closed, Transport.
-  virtual Status SendAsync(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                           Deadline deadline, PendingSends& pending) = 0;
-
-  // SendAsync, then waits until `payload` may be modified or freed.
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-              Deadline deadline) {
-    PendingSends pending;
-    Status sent = SendAsync(peer, key, payload, deadline, pending);
-    pending.WaitAll();
-    return sent;
-  }
+  virtual Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                      Deadline deadline) = 0;
 
   // Returns the oldest message from `peer` with tag `tag`.
   // Errors: UnknownRank, Timeout (nothing arrived by `deadline`), PeerLost

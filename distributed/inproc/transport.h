@@ -45,9 +45,9 @@ class InProcessTransport : public Transport {
   int rank() const override { return rank_; }
   int world_size() const override { return world_->world_size(); }
   std::chrono::milliseconds timeout() const override { return world_->timeout_; }
-  // Copies `payload` into the receiver's mailbox; never retains it.
-  Status SendAsync(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                   Deadline deadline, PendingSends& pending) override;
+  // Copies `payload` into the receiver's mailbox.
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+              Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
 

@@ -20,9 +20,6 @@
 namespace inferno {
 namespace {
 
-// Chunks at least this large are handed to ZeroMQ without copying.
-constexpr size_t kZeroCopyBytes = 32 << 10;
-
 // How long one wait on the sockets may last before checking for shutdown.
 constexpr std::chrono::milliseconds kIoPollInterval{100};
 
@@ -61,9 +58,6 @@ std::string Printable(const zmq::message_t& routing_id) {
 }
 
 int Millis(std::chrono::milliseconds duration) { return static_cast<int>(duration.count()); }
-
-// ZeroMQ's free function for zero-copy chunks: `hint` is the PendingSends.
-void ReleaseChunk(void* /*data*/, void* hint) { static_cast<PendingSends*>(hint)->Release(); }
 
 // A chunked message being reassembled from one source.
 struct PartialMessage {
@@ -113,7 +107,7 @@ struct ZmqTransport::Impl {
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
   Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
-                    Deadline deadline, PendingSends& pending, int peer);
+                    Deadline deadline, int peer);
   void Shutdown();
 };
 
@@ -205,9 +199,8 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   return {};
 }
 
-Status ZmqTransport::SendAsync(int peer, const FrameKey& key,
-                               std::span<const std::byte> payload, Deadline deadline,
-                               PendingSends& pending) {
+Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                          Deadline deadline) {
   Impl& impl = *impl_;
   if (peer < 0 || peer >= impl.options.world_size) {
     return CollectiveError::UnknownRank(impl.SendWhere(peer), peer, impl.options.world_size);
@@ -224,12 +217,12 @@ Status ZmqTransport::SendAsync(int peer, const FrameKey& key,
   Impl::Peer& peer_state = *impl.peers[peer];
   if (peer_state.lost.load()) return CollectiveError::PeerLost(impl.SendWhere(peer), peer);
 
-  return impl.SendChunks(peer_state, key, payload, deadline, pending, peer);
+  return impl.SendChunks(peer_state, key, payload, deadline, peer);
 }
 
 Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
                                       std::span<const std::byte> payload, Deadline deadline,
-                                      PendingSends& pending, int peer) {
+                                      int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
   if (!peer_state.dealer) return CollectiveError::Closed(SendWhere(peer));
   FrameHeader header;
@@ -261,16 +254,8 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }
-      const std::byte* chunk = payload.data() + offset;
-      if (length >= kZeroCopyBytes) {
-        // ZeroMQ only reads the chunk; it calls ReleaseChunk once written, or
-        // once the connection or socket is gone (also if send throws).
-        pending.Retain();
-        zmq::message_t message(const_cast<std::byte*>(chunk), length, &ReleaseChunk, &pending);
-        peer_state.dealer.send(message, zmq::send_flags::none);
-      } else {
-        peer_state.dealer.send(zmq::const_buffer(chunk, length), zmq::send_flags::none);
-      }
+      peer_state.dealer.send(zmq::const_buffer(payload.data() + offset, length),
+                             zmq::send_flags::none);
       offset += length;
     } while (offset < payload.size());
   } catch (const zmq::error_t& error) {

@@ -10,8 +10,8 @@
 // a Mailbox, where concurrent Recv callers find theirs; when it has its own
 // message, another waiting caller takes over. Senders use a peer's DEALER
 // under that peer's mutex. Payloads travel in chunks of at most
-// kMaxChunkBytes; large chunks are sent zero-copy (see SendAsync). Heartbeats detect dead or frozen peers (seen as
-// PeerLost by the next Recv); every wait has a deadline; LINGER is bounded so
+// kMaxChunkBytes, each copied into a ZeroMQ message (see Send). Heartbeats
+// detect dead or frozen peers (seen as PeerLost by the next Recv); every wait has a deadline; LINGER is bounded so
 // Close never blocks for long.
 //
 // Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
@@ -77,10 +77,11 @@ class ZmqTransport : public Transport {
   int rank() const override;
   int world_size() const override;
   std::chrono::milliseconds timeout() const override;
-  // Chunks of at least 32 KiB are sent zero-copy and retained in `pending`
-  // until ZeroMQ has written them; smaller ones are copied.
-  Status SendAsync(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                   Deadline deadline, PendingSends& pending) override;
+  // Every chunk is copied into a message ZeroMQ owns, never sent zero-copy
+  // from `payload`: ZeroMQ never frees messages queued for a peer that died,
+  // so a zero-copy send could keep reading a caller's buffer forever.
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+              Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
 
