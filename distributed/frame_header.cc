@@ -42,7 +42,7 @@ std::string Hex(uint64_t value) {
 
 bool IsKnownOp(uint8_t op) {
   return op >= static_cast<uint8_t>(CollectiveOp::kPointToPoint) &&
-         op <= static_cast<uint8_t>(CollectiveOp::kSplit);
+         op <= static_cast<uint8_t>(CollectiveOp::kGoodbye);
 }
 
 CollectiveError Malformed(const std::string& reason) {
@@ -71,6 +71,8 @@ std::string CollectiveOpName(CollectiveOp op) {
       return "scatter";
     case CollectiveOp::kSplit:
       return "split";
+    case CollectiveOp::kGoodbye:
+      return "goodbye";
   }
   return "op#" + std::to_string(static_cast<int>(op));
 }

@@ -50,6 +50,8 @@ enum class CollectiveOp : uint8_t {
   kGather = 7,
   kScatter = 8,
   kSplit = 9,
+  // Sent by a transport closing in order: the source sends nothing more.
+  kGoodbye = 10,
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

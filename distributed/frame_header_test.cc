@@ -124,6 +124,7 @@ TEST(FrameHeader, RejectsPayloadAboveChunkLimit) {
 
 TEST(CollectiveOpName, NamesKnownAndUnknownOps) {
   EXPECT_EQ(CollectiveOpName(CollectiveOp::kReduceScatter), "reduce_scatter");
+  EXPECT_EQ(CollectiveOpName(CollectiveOp::kGoodbye), "goodbye");
   EXPECT_EQ(CollectiveOpName(static_cast<CollectiveOp>(77)), "op#77");
 }
 

@@ -45,6 +45,17 @@ void Mailbox::MarkPeerLost(int source) {
   queues.arrived.notify_all();
 }
 
+void Mailbox::MarkPeerDeparted(int source) {
+  CHECK(source >= 0 && source < static_cast<int>(sources_.size())) << "source " << source;
+  SourceQueues& queues = *sources_[source];
+  {
+    std::lock_guard<std::mutex> lock(queues.mutex);
+    if (!queues.lost_at) queues.lost_at = Clock::now();
+    queues.departed = true;
+  }
+  queues.arrived.notify_all();
+}
+
 void Mailbox::Close() {
   for (auto& queues : sources_) {
     {
@@ -95,6 +106,11 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
     const Deadline now = Clock::now();
     Deadline wake = std::min(deadline, wake_by);
     if (queues.lost_at) {
+      if (queues.departed) {
+        return CollectiveError::PeerLost(RecvWhat(source, tag) + " (rank " +
+                                             std::to_string(source) + " closed its transport)",
+                                         source);
+      }
       const Deadline give_up = *queues.lost_at + lost_grace_;
       if (now >= give_up) return CollectiveError::PeerLost(RecvWhat(source, tag), source);
       wake = std::min(wake, give_up);

@@ -31,6 +31,11 @@ class Mailbox {
   // Records that `source` is gone. Queued messages stay receivable.
   void MarkPeerLost(int source);
 
+  // Records that `source` closed in order after everything it sent had
+  // arrived: queued messages stay receivable, and a Take that finds none
+  // fails with PeerLost at once instead of after the lost grace.
+  void MarkPeerDeparted(int source);
+
   // Wakes every waiter; pending and later Take calls fail with Closed.
   void Close();
 
@@ -54,6 +59,7 @@ class Mailbox {
     std::condition_variable arrived;
     std::unordered_map<uint32_t, std::deque<Message>> by_tag;
     std::optional<Deadline> lost_at;
+    bool departed = false;
     bool closed = false;
     uint64_t wakeups = 0;  // incremented by WakeAll
   };

@@ -1,6 +1,7 @@
 #include "distributed/mailbox.h"
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -58,6 +59,21 @@ TEST(Mailbox, LostPeerStillDeliversQueuedMessagesThenFails) {
   Result<Message> after = mailbox.Take(1, 5, deadline);
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.error().kind, ErrorKind::kPeerLost);
+}
+
+TEST(Mailbox, DepartedPeerDeliversQueuedMessagesThenFailsWithoutTheGrace) {
+  Mailbox mailbox(2, milliseconds(60000));
+  mailbox.Deliver(1, MessageWithTag(5, std::byte{1}));
+  mailbox.MarkPeerDeparted(1);
+  const Deadline started = Clock::now();
+  const Deadline deadline = started + milliseconds(30000);
+  EXPECT_TRUE(mailbox.Take(1, 5, deadline).ok());
+  Result<Message> after = mailbox.Take(1, 5, deadline);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(after.error().message.find("rank 1 closed its transport"), std::string::npos)
+      << after.error().message;
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
 TEST(Mailbox, CloseFailsWaitersWithClosed) {

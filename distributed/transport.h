@@ -86,8 +86,9 @@ class Transport {
   // (the peer is gone and nothing of it is queued), Closed.
   virtual Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) = 0;
 
-  // Stops the transport; pending and later calls fail with Closed; peers see
-  // this rank as lost. Idempotent.
+  // Stops the transport; pending and later calls fail with Closed; peers'
+  // Recv from this rank fail with PeerLost once its messages are taken.
+  // Idempotent.
   virtual void Close() = 0;
 };
 

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include <glog/logging.h>
+
 #include "distributed/rendezvous.h"
 #include "engine/command_line.h"
 #include "engine/generator.h"
@@ -327,6 +329,8 @@ EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGro
 
 int main(int argc, char** argv) {
   using namespace inferno;
+  FLAGS_logtostderr = true;  // warnings to stderr as before, no log files
+  google::InitGoogleLogging(argv[0]);
   Result<RendezvousConfig> where = ReadRendezvousConfig(std::getenv);
   if (!where) {
     std::fprintf(stderr, "infer: %s\n", where.error().ToString().c_str());

@@ -34,6 +34,11 @@ constexpr std::chrono::milliseconds kFollowerSlice{2};
 // I/O thread.
 constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 
+// After a connection to a peer drops, how long the ROUTER is still read for
+// that peer's goodbye frame (which travels on another connection and may
+// arrive a little later) before the drop is reported as a lost peer.
+constexpr std::chrono::milliseconds kGoodbyeWait{200};
+
 // Each DEALER announces itself with this routing id so the receiver can check
 // that a frame's source_rank matches the connection it came on.
 std::string RoutingId(int rank) { return "inferno-rank-" + std::to_string(rank); }
@@ -78,6 +83,8 @@ struct ZmqTransport::Impl {
     std::mutex mutex;
     zmq::socket_t dealer;                  // guarded by mutex
     std::atomic<bool> lost{false};
+    // The peer said goodbye (closed in order); set by the ROUTER reader.
+    std::atomic<bool> departed{false};
   };
   std::vector<std::unique_ptr<Peer>> peers;
 
@@ -106,6 +113,7 @@ struct ZmqTransport::Impl {
   void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
+  void SayGoodbye();
   Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
                     Deadline deadline, int peer);
   void Shutdown();
@@ -311,6 +319,7 @@ void ZmqTransport::Impl::Shutdown() {
   mailbox->Close();
   std::lock_guard<std::mutex> reading(router_mutex);
   try {
+    SayGoodbye();
     // Stop the connection monitors before closing the sockets that read
     // them: ZeroMQ's I/O thread sends each event (a peer disconnecting, as
     // every peer does at the end of a job) with a blocking send while holding
@@ -329,6 +338,27 @@ void ZmqTransport::Impl::Shutdown() {
     context.shutdown();
   } catch (const zmq::error_t& error) {
     LOG(WARNING) << "rank " << options.rank << ": error while closing: " << error.what();
+  }
+}
+
+// Queues a goodbye frame (header only) to every connected peer that is still
+// there, without waiting: LINGER lets it drain while the sockets close. A peer
+// whose queue is full misses it and sees this rank as lost.
+void ZmqTransport::Impl::SayGoodbye() {
+  if (!connected.load()) return;
+  FrameHeader header;
+  header.op = CollectiveOp::kGoodbye;
+  header.job_id = job_id;
+  header.source_rank = static_cast<uint32_t>(options.rank);
+  const EncodedFrameHeader encoded = EncodeFrameHeader(header);
+  for (int peer = 0; peer < static_cast<int>(peers.size()); ++peer) {
+    Peer& peer_state = *peers[peer];
+    std::lock_guard<std::mutex> lock(peer_state.mutex);
+    if (!peer_state.dealer || peer_state.lost.load()) continue;
+    if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
+                               zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      peer_state.dealer.send(zmq::const_buffer(), zmq::send_flags::none);
+    }
   }
 }
 
@@ -403,6 +433,12 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
                  << payload.size();
     return;
   }
+  if (header.op == CollectiveOp::kGoodbye) {
+    peers[source]->departed.store(true);
+    peers[source]->lost.store(true);
+    mailbox->MarkPeerDeparted(source);
+    return;
+  }
   const FrameKey key{header.tag, header.op, header.sequence, header.element_count};
   if (header.message_length == header.payload_length) {
     auto owner = std::make_shared<zmq::message_t>(std::move(payload));
@@ -445,6 +481,16 @@ void ZmqTransport::Impl::HandleMonitorEvent(int monitor_index) {
   std::memcpy(&id, event.data(), sizeof(id));
   if (id != ZMQ_EVENT_DISCONNECTED) return;
   const int peer = monitor_index < options.rank ? monitor_index : monitor_index + 1;
+  // A peer closing in order says goodbye first: look for it before
+  // reporting a loss.
+  const Deadline goodbye_by = Clock::now() + kGoodbyeWait;
+  while (!peers[peer]->departed.load() && Clock::now() < goodbye_by) {
+    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                            goodbye_by - Clock::now()));
+    if (item.revents & ZMQ_POLLIN) DrainRouter();
+  }
+  if (peers[peer]->departed.load()) return;
   LOG(WARNING) << "rank " << options.rank << " lost its connection to rank " << peer;
   peers[peer]->lost.store(true);
   mailbox->MarkPeerLost(peer);

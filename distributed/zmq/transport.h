@@ -10,9 +10,11 @@
 // a Mailbox, where concurrent Recv callers find theirs; when it has its own
 // message, another waiting caller takes over. Senders use a peer's DEALER
 // under that peer's mutex. Payloads travel in chunks of at most
-// kMaxChunkBytes, each copied into a ZeroMQ message (see Send). Heartbeats
-// detect dead or frozen peers (seen as PeerLost by the next Recv); every wait has a deadline; LINGER is bounded so
-// Close never blocks for long.
+// kMaxChunkBytes, each copied into a ZeroMQ message (see Send). Close sends
+// every peer a goodbye frame, so an orderly departure is recorded quietly and
+// a later Recv from that rank fails with PeerLost at once; heartbeats detect
+// dead or frozen peers (logged, and seen as PeerLost by the next Recv). Every
+// wait has a deadline; LINGER is bounded so Close never blocks for long.
 //
 // Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
 // become CollectiveErrors.

@@ -146,6 +146,24 @@ TEST(ZmqTransport, PayloadMayChangeOnceSendReturnsEvenBeforeThePeerReceives) {
   EXPECT_TRUE(std::ranges::equal(got->payload.bytes(), original));
 }
 
+TEST(ZmqTransport, PeerThatClosedInOrderIsReportedPromptlyAfterItsLastMessage) {
+  auto transports = ConnectedPair(milliseconds(30000));
+  const std::vector<std::byte> bytes = {std::byte{7}};
+  const Deadline started = Clock::now();
+  const Deadline deadline = started + milliseconds(30000);
+  ASSERT_TRUE(transports[1]->Send(0, FrameKey{6}, bytes, deadline).ok());
+  transports[1]->Close();
+  Result<Message> last = transports[0]->Recv(1, 6, deadline);
+  ASSERT_TRUE(last.ok()) << last.error().ToString();
+  EXPECT_TRUE(std::ranges::equal(last->payload.bytes(), bytes));
+  Result<Message> after = transports[0]->Recv(1, 6, deadline);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().kind, ErrorKind::kPeerLost) << after.error().ToString();
+  EXPECT_NE(after.error().message.find("rank 1 closed its transport"), std::string::npos)
+      << after.error().message;
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));
+}
+
 TEST(ZmqTransport, SendToSelfIsDelivered) {
   auto transports = ConnectedPair(milliseconds(10000));
   const std::vector<std::byte> bytes = {std::byte{1}, std::byte{2}};
