@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,13 @@
 
 namespace inferno {
 namespace {
+
+// Chunks at least this large are copied into a pooled buffer (see ChunkPool);
+// smaller ones into a message ZeroMQ allocates.
+constexpr size_t kPooledChunkBytes = 32 << 10;
+
+// How many free buffers of kMaxChunkBytes a ChunkPool keeps for reuse.
+constexpr size_t kMaxFreeChunkBuffers = 32;
 
 // How long one wait on the sockets may last before checking for shutdown.
 constexpr std::chrono::milliseconds kIoPollInterval{100};
@@ -64,6 +72,43 @@ std::string Printable(const zmq::message_t& routing_id) {
 
 int Millis(std::chrono::milliseconds duration) { return static_cast<int>(duration.count()); }
 
+// Buffers of kMaxChunkBytes that large chunks are copied into before sending.
+// Reusing them spares a fresh allocation, and its page faults, per chunk. A
+// buffer belongs to ZeroMQ from the send until ZeroMQ frees the message
+// (after writing it, or when the context terminates if the peer died), which
+// returns it here through ReturnChunk; so the pool must outlive the context.
+// Thread-safety: Take and Return may be called from any thread.
+class ChunkPool {
+ public:
+  std::unique_ptr<std::byte[]> Take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        std::unique_ptr<std::byte[]> buffer = std::move(free_.back());
+        free_.pop_back();
+        return buffer;
+      }
+    }
+    return std::make_unique_for_overwrite<std::byte[]>(kMaxChunkBytes);
+  }
+
+  // Takes back a buffer from Take; frees it if enough are kept already.
+  void Return(std::byte* buffer) {
+    std::unique_ptr<std::byte[]> returned(buffer);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kMaxFreeChunkBuffers) free_.push_back(std::move(returned));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<std::byte[]>> free_;  // guarded by mutex_
+};
+
+// ZeroMQ's free function for pooled chunks: `hint` is the ChunkPool.
+void ReturnChunk(void* data, void* hint) {
+  static_cast<ChunkPool*>(hint)->Return(static_cast<std::byte*>(data));
+}
+
 // A chunked message being reassembled from one source.
 struct PartialMessage {
   FrameHeader first;
@@ -75,6 +120,7 @@ struct PartialMessage {
 
 struct ZmqTransport::Impl {
   ZmqTransportOptions options;
+  ChunkPool chunk_pool;  // declared before context: outlives ZeroMQ's messages
   zmq::context_t context{1};
   zmq::socket_t router;
   std::vector<std::string> endpoints;
@@ -262,8 +308,16 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }
-      peer_state.dealer.send(zmq::const_buffer(payload.data() + offset, length),
-                             zmq::send_flags::none);
+      const std::byte* chunk = payload.data() + offset;
+      if (length >= kPooledChunkBytes) {
+        std::unique_ptr<std::byte[]> buffer = chunk_pool.Take();
+        std::memcpy(buffer.get(), chunk, length);
+        zmq::message_t message(buffer.get(), length, &ReturnChunk, &chunk_pool);
+        buffer.release();  // ZeroMQ returns it through ReturnChunk
+        peer_state.dealer.send(message, zmq::send_flags::none);
+      } else {
+        peer_state.dealer.send(zmq::const_buffer(chunk, length), zmq::send_flags::none);
+      }
       offset += length;
     } while (offset < payload.size());
   } catch (const zmq::error_t& error) {
