@@ -60,7 +60,7 @@ if ip -4 addr show | grep -q "inet $SUBNET\."; then
   exit 1
 fi
 
-"$MAKE_TOY" --out "$WORK/toy" --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 MASTER_PORT=$((20000 + RANDOM % 20000))  # free: nothing else runs in these namespaces
 
 # start_job NAME MAX_NEW_TOKENS: starts one launch per namespace in the

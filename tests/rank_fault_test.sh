@@ -27,8 +27,10 @@ fail() {
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# A generation of a few seconds, so that the fault lands mid-decode.
-"$MAKE_TOY" --out "$WORK/toy" --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+# A generation of several seconds even on an idle machine (dim 384: a 1000-token
+# run of the default dim-64 model ends in under a second), so that the fault
+# lands mid-decode.
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 
 # rank_pids LAUNCH_PID: prints "rank pid" for every child of launch.
 rank_pids() {

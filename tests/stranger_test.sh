@@ -19,7 +19,7 @@ fail() {
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-"$MAKE_TOY" --out "$WORK/toy" --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids)
 
 # listening_endpoints PID: the tcp:// and abstract ipc:// endpoints PID listens on.

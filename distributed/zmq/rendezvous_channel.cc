@@ -15,6 +15,10 @@ namespace {
 // Bounded so that closing never blocks on a vanished peer.
 constexpr int kLingerMs = 1000;
 
+// The largest rendezvous message accepted: far above any real endpoint table,
+// far below what a stranger's length field could make ZeroMQ allocate.
+constexpr int64_t kMaxRendezvousMessageBytes = 1 << 20;
+
 // Time left until `deadline`, at least 0.
 std::chrono::milliseconds TimeLeft(Deadline deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -55,6 +59,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::st
   try {
     impl->router.set(zmq::sockopt::router_mandatory, true);
     impl->router.set(zmq::sockopt::linger, kLingerMs);
+    impl->router.set(zmq::sockopt::maxmsgsize, kMaxRendezvousMessageBytes);
     impl->router.bind("tcp://" + (IsIpv4Literal(address) ? address : std::string("*")) + ":" +
                       std::to_string(port));
     const std::string bound = impl->router.get(zmq::sockopt::last_endpoint);
@@ -120,6 +125,7 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::s
   impl->where = address + ":" + std::to_string(port);
   try {
     impl->dealer.set(zmq::sockopt::linger, kLingerMs);
+    impl->dealer.set(zmq::sockopt::maxmsgsize, kMaxRendezvousMessageBytes);
     impl->dealer.connect("tcp://" + impl->where);
   } catch (const zmq::error_t& error) {
     return CollectiveError::Transport("rendezvous: cannot connect to " + impl->where + ": " +
