@@ -7,7 +7,7 @@ packages=(
   bazel-bootstrap g++ clang-14 libclang-rt-14-dev
   libzmq3-dev cppzmq-dev libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
-  iproute2 procps
+  iproute2 procps python3
 )
 missing=()
 for p in "${packages[@]}"; do
