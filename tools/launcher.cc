@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace inferno {
@@ -36,15 +38,14 @@ constexpr size_t kMaxLineBytes = 64 * 1024;
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-// Binds a TCP socket to addr:0 and returns the port the kernel chose. The port
-// is free now; rank 0 binds it again moments later (the same race torchrun
-// accepts).
-Expected<int, std::string> FindFreePort(const std::string& addr) {
+// Binds a TCP socket to addr:port (port 0: one the kernel chooses), closes it
+// and returns the port it had.
+Expected<int, std::string> BindAndRelease(const std::string& addr, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
+  if (const int rc = getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
     return MakeUnexpected("--master-addr: cannot resolve '" + addr + "': " + gai_strerror(rc));
   }
   std::string last_error = "no usable address";
@@ -60,17 +61,47 @@ Expected<int, std::string> FindFreePort(const std::string& addr) {
         getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
       close(fd);
       freeaddrinfo(found);
-      const int port = bound.ss_family == AF_INET6
-                           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-      return port;
+      return bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     }
     last_error = ErrnoText();
     close(fd);
   }
   freeaddrinfo(found);
-  return MakeUnexpected("--master-addr: cannot bind " + addr + ":0 to find a free port (" +
-                        last_error + "); is it an address of this host?");
+  return MakeUnexpected("--master-addr: cannot bind " + addr + ":" + std::to_string(port) + " (" + last_error +
+                        "); is it an address of this host?");
+}
+
+// The first port of the kernel's ephemeral range, which port-0 binds and
+// outgoing connections draw from.
+int EphemeralPortsBegin() {
+  int begin = 32768;
+  if (FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%d", &begin) != 1) begin = 32768;
+    std::fclose(range);
+  }
+  return begin;
+}
+
+// A port free on addr now; rank 0 binds it again moments later. To make that
+// race rare, the port is drawn at random from below the ephemeral range, where
+// no port-0 bind or outgoing connection of another process lands; the
+// kernel's choice (from the ephemeral range) is the fallback. The kernel's
+// choice is made first, so that a bad address fails at once.
+Expected<int, std::string> FindFreePort(const std::string& addr) {
+  constexpr int kLowestCandidate = 20000;
+  constexpr int kCandidates = 32;
+  auto kernel_choice = BindAndRelease(addr, 0);
+  if (!kernel_choice) return kernel_choice;
+  const int end = EphemeralPortsBegin();
+  if (end > kLowestCandidate) {
+    std::mt19937 random(std::random_device{}());
+    std::uniform_int_distribution<int> pick(kLowestCandidate, end - 1);
+    for (int i = 0; i < kCandidates; ++i) {
+      if (auto port = BindAndRelease(addr, pick(random)); port) return port;
+    }
+  }
+  return kernel_choice;
 }
 
 void WriteAll(int fd, std::string_view data) {
