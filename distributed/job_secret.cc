@@ -1,0 +1,59 @@
+#include "distributed/job_secret.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace inferno {
+namespace {
+
+// The value of hex digit `c`, or -1.
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<JobSecret> ParseJobSecret(std::string_view text) {
+  if (text.size() != 2 * JobSecret::kBytes) {
+    return CollectiveError::InvalidArgument(
+        std::string(kJobSecretVariable) + ": expected " + std::to_string(2 * JobSecret::kBytes) +
+        " hex digits (" + std::to_string(JobSecret::kBytes) + " bytes), got " +
+        std::to_string(text.size()) + " characters");
+  }
+  JobSecret secret;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const int value = HexValue(text[i]);
+    if (value < 0) {
+      return CollectiveError::InvalidArgument(std::string(kJobSecretVariable) +
+                                              ": character " + std::to_string(i + 1) +
+                                              " is not a hex digit");
+    }
+    secret.bytes[i / 2] = static_cast<uint8_t>(secret.bytes[i / 2] << 4 | value);
+  }
+  return secret;
+}
+
+Result<std::string> NewJobSecretText() {
+  std::array<uint8_t, JobSecret::kBytes> bytes;
+  std::FILE* random = std::fopen("/dev/urandom", "rb");
+  const bool read = random != nullptr && std::fread(bytes.data(), 1, bytes.size(), random) == bytes.size();
+  const int saved_errno = errno;
+  if (random != nullptr) std::fclose(random);
+  if (!read) {
+    return CollectiveError::Transport(std::string("cannot read /dev/urandom for a job secret: ") +
+                                      std::strerror(saved_errno));
+  }
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  for (const uint8_t byte : bytes) {
+    text += kDigits[byte >> 4];
+    text += kDigits[byte & 0xF];
+  }
+  return text;
+}
+
+}  // namespace inferno
