@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +33,12 @@
 #include "distributed/job_secret.h"
 
 namespace inferno {
+
+// How many bytes longer a message is on the wire once CURVE encrypts it (a
+// MESSAGE command: its name, a nonce, the authenticator and a flags byte; 33
+// in libzmq 4.3, rounded up). ZMQ_MAXMSGSIZE limits the wire size, so a
+// secured socket's limit must be this much above the largest plaintext.
+inline constexpr int64_t kCurveMessageOverhead = 64;
 
 // The job's CURVE key pair, in ZeroMQ's Z85 text form (40 characters each).
 struct CurveKeys {

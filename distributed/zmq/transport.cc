@@ -17,6 +17,7 @@
 
 #include "distributed/frame_header.h"
 #include "distributed/mailbox.h"
+#include "distributed/zmq/curve_auth.h"
 
 namespace inferno {
 namespace {
@@ -122,6 +123,10 @@ struct ZmqTransport::Impl {
   ZmqTransportOptions options;
   ChunkPool chunk_pool;  // declared before context: outlives ZeroMQ's messages
   zmq::context_t context{1};
+  // Set for a secured job; the handler is declared after the context so that
+  // it stops before the context terminates.
+  std::optional<CurveKeys> curve_keys;
+  std::unique_ptr<ZapHandler> zap_handler;
   zmq::socket_t router;
   std::vector<std::string> endpoints;
 
@@ -172,12 +177,22 @@ Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptio
   impl->options = options;
   impl->mailbox = std::make_unique<Mailbox>(options.world_size, options.lost_grace);
   impl->partial_messages.resize(options.world_size);
+  if (options.job_secret) {
+    impl->curve_keys = DeriveCurveKeys(*options.job_secret);
+    Result<std::unique_ptr<ZapHandler>> zap_handler = ZapHandler::Start(
+        impl->context, *impl->curve_keys, "rank " + std::to_string(options.rank));
+    if (!zap_handler) return std::move(zap_handler).error();
+    impl->zap_handler = std::move(*zap_handler);
+  }
   std::string endpoint;
   try {
     impl->router = zmq::socket_t(impl->context, zmq::socket_type::router);
+    if (impl->curve_keys) MakeCurveServer(impl->router, *impl->curve_keys);
     impl->router.set(zmq::sockopt::router_mandatory, true);
     impl->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
-    impl->router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxChunkBytes));
+    impl->router.set(zmq::sockopt::maxmsgsize,
+                     static_cast<int64_t>(kMaxChunkBytes) +
+                         (impl->curve_keys ? kCurveMessageOverhead : 0));
     impl->router.set(zmq::sockopt::linger, Millis(options.linger));
     impl->router.set(zmq::sockopt::heartbeat_ivl, Millis(options.heartbeat_interval));
     impl->router.set(zmq::sockopt::heartbeat_timeout, Millis(options.heartbeat_timeout));
@@ -225,6 +240,7 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
       zmq::socket_t& dealer = impl.peers.back()->dealer;
       dealer = zmq::socket_t(impl.context, zmq::socket_type::dealer);
       dealer.set(zmq::sockopt::routing_id, RoutingId(impl.options.rank));
+      if (impl.curve_keys) MakeCurveClient(dealer, *impl.curve_keys);
       dealer.set(zmq::sockopt::immediate, true);
       dealer.set(zmq::sockopt::sndhwm, impl.options.high_water_mark);
       dealer.set(zmq::sockopt::linger, Millis(impl.options.linger));
@@ -389,6 +405,7 @@ void ZmqTransport::Impl::Shutdown() {
       if (peer->dealer) peer->dealer.close();
     }
     router.close();
+    zap_handler.reset();
     context.shutdown();
   } catch (const zmq::error_t& error) {
     LOG(WARNING) << "rank " << options.rank << ": error while closing: " << error.what();

@@ -31,10 +31,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "distributed/collective_error.h"
+#include "distributed/job_secret.h"
 #include "distributed/transport.h"
 
 namespace inferno {
@@ -57,12 +59,18 @@ struct ZmqTransportOptions {
   std::chrono::milliseconds lost_grace{500};
   // ZMQ_SNDHWM / ZMQ_RCVHWM, in messages (chunks).
   int high_water_mark = 100000;
+  // Set: every connection is CURVE-encrypted and only processes holding this
+  // secret can connect (see distributed/zmq/curve_auth.h); every rank of the
+  // job must have the same one. Unset: plain ZeroMQ.
+  std::optional<JobSecret> job_secret;
 };
 
 class ZmqTransport : public Transport {
  public:
-  // Creates the ROUTER and binds every endpoint of `options`. Errors:
-  // Transport naming the endpoint that could not be bound (e.g. in use).
+  // Creates the ROUTER and binds every endpoint of `options` (with a job
+  // secret: as a CURVE server, behind a ZAP handler that admits only holders
+  // of the secret). Errors: Transport naming the endpoint that could not be
+  // bound (e.g. in use).
   static Result<std::shared_ptr<ZmqTransport>> Bind(const ZmqTransportOptions& options);
 
   ~ZmqTransport() override;
