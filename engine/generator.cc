@@ -1,6 +1,7 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include <glog/logging.h>
@@ -35,28 +36,26 @@ class PipelineRun {
         observer_(observer),
         timeline_(timeline),
         dim_(stage.config().hidden_size),
+        vocab_(stage.config().vocab_size),
         hidden_(stage.max_positions_per_call() * dim_),
-        logits_scratch_(stage.config().vocab_size) {
+        logits_scratch_(vocab_) {
     for (const std::vector<int32_t>& prompt : prompts) {
-      sequences_.push_back({&prompt, 0, prompt.back(), 0,
-                            Sampler(options.sampling, static_cast<int32_t>(stage.config().vocab_size))});
+      sequences_.push_back({&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
     }
     report_.generated.resize(prompts.size());
+    if (group_.world_size() > 1) {
+      if (stage_.is_last()) {
+        normed_.resize(dim_);
+        pending_logits_.resize(prompts.size() * vocab_);
+      } else {
+        classify_.resize(dim_ + vocab_);
+      }
+    }
   }
 
   EngineResult<GenerationReport> Run() {
     start_ = Clock::now();
-    const int world = group_.world_size();
-    EngineStatus status;
-    if (world == 1) {
-      status = RunAlone();
-    } else if (stage_.is_first()) {
-      status = RunFirstStage();
-    } else if (stage_.is_last()) {
-      status = RunLastStage();
-    } else {
-      status = RunMiddleStage();
-    }
+    EngineStatus status = group_.world_size() == 1 ? RunAlone() : RunPipelined();
     if (!status) return status.error();
     const Clock::time_point end = Clock::now();
     if (group_.is_leader()) {
@@ -76,17 +75,27 @@ class PipelineRun {
 
  private:
   struct Header {
+    MessageKind kind = kHiddenMessage;
     int sequence = 0;
-    int64_t pos = 0;
-    int64_t n = 0;
+    int64_t a = 0;
+    int64_t b = 0;
   };
 
   int slot(int sequence) const { return stage_.num_slots() == 1 ? 0 : sequence; }
-  int first_stage_rank() const { return group_.world_size() - 1; }
+  // The ring: rank r sends to r-1, the leader to the first stage, rank W-1.
+  int successor() const { return group_.rank() == 0 ? group_.world_size() - 1 : group_.rank() - 1; }
+  int predecessor() const { return group_.rank() == group_.world_size() - 1 ? 0 : group_.rank() + 1; }
+  std::span<float> pending_logits(int sequence) {
+    return std::span<float>(pending_logits_).subspan(sequence * vocab_, vocab_);
+  }
 
   EngineError Failure(const std::string& op, int peer, const CollectiveError& error) const {
     return EngineError{"rank " + std::to_string(group_.rank()) + ": " + op + " rank " + std::to_string(peer) + ": " +
                        error.ToString()};
+  }
+  EngineError Malformed(const std::string& what) const {
+    return EngineError{"rank " + std::to_string(group_.rank()) + ": malformed message from rank " +
+                       std::to_string(predecessor()) + ": " + what};
   }
 
   // Embeds `tokens` (first stage) into the hidden buffer and runs the
@@ -101,34 +110,40 @@ class PipelineRun {
     return x;
   }
 
-  // Leader: samples the next token of `sequence` from the logits of its last
-  // hidden state, reports it, and returns it, or -1 when the sequence stops.
-  int32_t SampleNext(int sequence, std::span<const float> last_hidden) {
+  // Leader: whether `sequence` samples another token.
+  bool SamplesAnother(int sequence) const { return sequences_[sequence].generated < options_.max_new_tokens; }
+
+  // Leader: the end of `sequence`; returns -1 (the stop token).
+  int32_t StopSequence(int sequence) {
+    if (observer_ != nullptr) observer_->OnSequenceDone(sequence);
+    return -1;
+  }
+
+  // Leader: samples the next token of `sequence` from its logits (vocab),
+  // reports it, and returns it, or -1 when the sequence stops.
+  // Precondition: SamplesAnother(sequence).
+  int32_t SampleNext(int sequence, std::span<const float> logits) {
     Sequence& s = sequences_[sequence];
-    int32_t token = -1;
-    if (s.generated < options_.max_new_tokens) {
+    int32_t token;
+    {
       TimedScope scope(timeline_, SpanKind::kCompute, "sample", sequence);
-      const std::span<const float> logits = stage_.Logits(last_hidden);
       if (observer_ != nullptr) observer_->OnLogits(sequence, logits);
       std::copy(logits.begin(), logits.end(), logits_scratch_.begin());
       token = s.sampler.Sample(logits_scratch_);
-      if (!first_token_) {
-        first_token_ = Clock::now();
-        report_.time_to_first_token_seconds = Seconds(start_, *first_token_);
-      }
-      if (token == kEosId || token == kBosId) token = -1;
     }
-    if (token >= 0) {
-      ++s.generated;
-      ++report_.generated_tokens;
-      report_.generated[sequence].push_back(token);
-      if (observer_ != nullptr) observer_->OnToken(sequence, s.previous, token);
-      s.previous = token;
-      const bool context_full = s.pos >= stage_.config().max_position_embeddings;
-      if (s.generated < options_.max_new_tokens && !context_full) return token;
+    if (!first_token_) {
+      first_token_ = Clock::now();
+      report_.time_to_first_token_seconds = Seconds(start_, *first_token_);
     }
-    if (observer_ != nullptr) observer_->OnSequenceDone(sequence);
-    return -1;
+    if (token == kEosId || token == kBosId) return StopSequence(sequence);
+    ++s.generated;
+    ++report_.generated_tokens;
+    report_.generated[sequence].push_back(token);
+    if (observer_ != nullptr) observer_->OnToken(sequence, s.previous, token);
+    s.previous = token;
+    const bool context_full = s.pos >= stage_.config().max_position_embeddings;
+    if (!SamplesAnother(sequence) || context_full) return StopSequence(sequence);
+    return token;
   }
 
   EngineStatus RunAlone() {
@@ -140,134 +155,199 @@ class PipelineRun {
         const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
         x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
       }
-      for (int32_t token = SampleNext(id, x.last(dim_)); token >= 0; token = SampleNext(id, x.last(dim_))) {
+      while (true) {
+        int32_t token = -1;
+        if (SamplesAnother(id)) {
+          std::span<const float> logits;
+          {
+            TimedScope scope(timeline_, SpanKind::kCompute, "classifier", id);
+            logits = stage_.Logits(x.last(dim_));
+          }
+          token = SampleNext(id, logits);
+        } else {
+          StopSequence(id);
+        }
+        if (token < 0) break;
         x = EmbedAndForward(id, std::span<const int32_t>(&token, 1));
       }
     }
     return {};
   }
 
-  EngineStatus SendHidden(int to, int sequence, int64_t pos, std::span<const float> x) {
-    TimedScope scope(timeline_, SpanKind::kSend, "send hidden", sequence);
-    const int32_t header[3] = {sequence, static_cast<int32_t>(pos), static_cast<int32_t>(x.size() / dim_)};
-    if (Status sent = group_.send_i32(to, kHeaderTag, header); !sent) return Failure("send header to", to, sent.error());
-    if (!x.empty()) {
-      if (Status sent = group_.send_f32(to, kHiddenTag, x); !sent) {
-        return Failure("send hidden states to", to, sent.error());
+  // Sends a header (and, unless empty, a payload) to the ring successor.
+  EngineStatus Send(const char* label, int sequence, const Header& header, std::span<const float> payload) {
+    TimedScope scope(timeline_, SpanKind::kSend, label, sequence);
+    const int to = successor();
+    const int32_t words[4] = {header.kind, header.sequence, static_cast<int32_t>(header.a),
+                              static_cast<int32_t>(header.b)};
+    if (Status sent = group_.send_i32(to, kHeaderTag, words); !sent) {
+      return Failure(std::string(label) + ": send header to", to, sent.error());
+    }
+    if (!payload.empty()) {
+      if (Status sent = group_.send_f32(to, kPayloadTag, payload); !sent) {
+        return Failure(std::string(label) + ": send payload to", to, sent.error());
       }
     }
     return {};
   }
 
-  EngineResult<Header> ReceiveHeader(int from) {
+  EngineStatus SendHidden(int sequence, int64_t pos, std::span<const float> x) {
+    return Send("send hidden", sequence, {kHiddenMessage, sequence, pos, static_cast<int64_t>(x.size()) / dim_}, x);
+  }
+
+  EngineResult<Header> ReceiveHeader() {
+    const int from = predecessor();
     TimedScope scope(timeline_, SpanKind::kWait, "wait", -1);
     Result<std::vector<int32_t>> message = group_.recv_i32(from, kHeaderTag);
     if (!message) return Failure("receive header from", from, message.error());
     const std::vector<int32_t>& h = *message;
-    if (h.size() != 3 || h[0] < 0 || h[0] >= static_cast<int>(sequences_.size()) ||
-        (h[2] > 0 && h[1] != sequences_[h[0]].pos) || h[2] < 0 || h[2] > stage_.max_positions_per_call()) {
-      return EngineError{"rank " + std::to_string(group_.rank()) + ": malformed header from rank " +
-                         std::to_string(from) + " (" + std::to_string(h.size()) + " ints)"};
+    if (h.size() != 4 || h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 ||
+        h[1] >= static_cast<int>(sequences_.size())) {
+      return Malformed("a header of " + std::to_string(h.size()) + " ints, kind " +
+                       (h.empty() ? std::string("none") : std::to_string(h[0])));
     }
-    return Header{h[0], h[1], h[2]};
+    return Header{static_cast<MessageKind>(h[0]), h[1], h[2], h[3]};
   }
 
-  EngineResult<std::vector<float>> ReceiveHidden(int from, const Header& header) {
-    TimedScope scope(timeline_, SpanKind::kRecv, "recv hidden", header.sequence);
-    Result<std::vector<float>> x = group_.recv_f32(from, kHiddenTag);
-    if (!x) return Failure("receive hidden states from", from, x.error());
-    if (static_cast<int64_t>(x->size()) != header.n * dim_) {
-      return EngineError{"rank " + std::to_string(group_.rank()) + ": hidden states from rank " +
-                         std::to_string(from) + " hold " + std::to_string(x->size()) + " floats, expected " +
-                         std::to_string(header.n * dim_)};
+  // Receives the payload that follows `header`, of `floats` floats.
+  EngineResult<std::vector<float>> ReceivePayload(const char* label, const Header& header, int64_t floats) {
+    const int from = predecessor();
+    TimedScope scope(timeline_, SpanKind::kRecv, label, header.sequence);
+    Result<std::vector<float>> payload = group_.recv_f32(from, kPayloadTag);
+    if (!payload) return Failure(std::string(label) + ": receive payload from", from, payload.error());
+    if (static_cast<int64_t>(payload->size()) != floats) {
+      return Malformed(std::string(label) + " of " + std::to_string(payload->size()) + " floats, expected " +
+                       std::to_string(floats));
     }
-    return std::move(*x);
+    return std::move(*payload);
   }
 
-  EngineStatus RunFirstStage() {
-    const int next = group_.rank() - 1;
-    for (size_t sequence = 0; sequence < sequences_.size(); ++sequence) {
-      const int id = static_cast<int>(sequence);
-      const std::vector<int32_t>& prompt = *sequences_[sequence].prompt;
-      for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
-        const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
-        std::span<float> x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
-        if (EngineStatus sent = SendHidden(next, id, static_cast<int64_t>(begin), x); !sent) return sent;
+  // Every rank with W > 1: handles the messages from the ring predecessor, in
+  // order, until every sequence has stopped.
+  EngineStatus RunPipelined() {
+    if (stage_.is_first()) {
+      for (size_t sequence = 0; sequence < sequences_.size(); ++sequence) {
+        const int id = static_cast<int>(sequence);
+        const std::vector<int32_t>& prompt = *sequences_[sequence].prompt;
+        for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
+          const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
+          std::span<float> x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
+          if (EngineStatus sent = SendHidden(id, static_cast<int64_t>(begin), x); !sent) return sent;
+        }
       }
     }
-    for (size_t remaining = sequences_.size(); remaining > 0;) {
-      Result<std::vector<int32_t>> message = [&] {
-        TimedScope scope(timeline_, SpanKind::kWait, "wait token", -1);
-        return group_.recv_i32(0, kTokenTag);
-      }();
-      if (!message) return Failure("receive token from", 0, message.error());
-      if (message->size() != 2 || (*message)[0] < 0 || (*message)[0] >= static_cast<int>(sequences_.size()) ||
-          (*message)[1] >= stage_.config().vocab_size) {
-        return EngineError{"rank " + std::to_string(group_.rank()) + ": malformed token message from rank 0"};
-      }
-      const int sequence = (*message)[0];
-      const int32_t token = (*message)[1];
-      if (token < 0) {
-        --remaining;
-        if (EngineStatus sent = SendHidden(next, sequence, 0, {}); !sent) return sent;
-        continue;
-      }
-      const int64_t pos = sequences_[sequence].pos;
-      std::span<float> x = EmbedAndForward(sequence, std::span<const int32_t>(&token, 1));
-      if (EngineStatus sent = SendHidden(next, sequence, pos, x); !sent) return sent;
-    }
-    return {};
-  }
-
-  EngineStatus RunMiddleStage() {
-    const int previous = group_.rank() + 1;
-    const int next = group_.rank() - 1;
-    for (size_t remaining = sequences_.size(); remaining > 0;) {
-      EngineResult<Header> header = ReceiveHeader(previous);
+    for (size_t running = sequences_.size(); running > 0;) {
+      EngineResult<Header> header = ReceiveHeader();
       if (!header) return header.error();
-      if (header->n == 0) {
-        --remaining;
-        if (EngineStatus sent = SendHidden(next, header->sequence, 0, {}); !sent) return sent;
-        continue;
+      EngineStatus handled;
+      switch (header->kind) {
+        case kTokenMessage:
+          handled = OnToken(*header, running);
+          break;
+        case kHiddenMessage:
+          handled = OnHidden(*header, running);
+          break;
+        case kClassifyMessage:
+          handled = stage_.is_last() ? OnClassified(*header) : OnClassify(*header);
+          break;
       }
-      EngineResult<std::vector<float>> x = ReceiveHidden(previous, *header);
-      if (!x) return x.error();
-      {
-        TimedScope scope(timeline_, SpanKind::kCompute, "forward", header->sequence);
-        stage_.Forward(slot(header->sequence), header->pos, *x);
-        sequences_[header->sequence].pos += header->n;
-      }
-      if (EngineStatus sent = SendHidden(next, header->sequence, header->pos, *x); !sent) return sent;
+      if (!handled) return handled;
     }
     return {};
   }
 
-  EngineStatus RunLastStage() {
-    const int previous = group_.rank() + 1;
-    for (size_t remaining = sequences_.size(); remaining > 0;) {
-      EngineResult<Header> header = ReceiveHeader(previous);
-      if (!header) return header.error();
-      if (header->n == 0) {
-        --remaining;
-        continue;
-      }
-      EngineResult<std::vector<float>> x = ReceiveHidden(previous, *header);
-      if (!x) return x.error();
-      Sequence& s = sequences_[header->sequence];
-      {
-        TimedScope scope(timeline_, SpanKind::kCompute, "forward", header->sequence);
-        stage_.Forward(slot(header->sequence), header->pos, *x);
-        s.pos += header->n;
-      }
-      if (s.pos < static_cast<int64_t>(s.prompt->size())) continue;
-      const int32_t message[2] = {header->sequence,
-                                  SampleNext(header->sequence, std::span<const float>(*x).last(dim_))};
-      TimedScope scope(timeline_, SpanKind::kSend, "send token", header->sequence);
-      if (Status sent = group_.send_i32(first_stage_rank(), kTokenTag, message); !sent) {
-        return Failure("send token to", first_stage_rank(), sent.error());
-      }
+  // First stage: the next token of a sequence, or its end.
+  EngineStatus OnToken(const Header& header, size_t& running) {
+    if (!stage_.is_first() || header.a >= vocab_) return Malformed("token " + std::to_string(header.a));
+    if (header.a < 0) {
+      --running;
+      return SendHidden(header.sequence, 0, {});
     }
+    const int32_t token = static_cast<int32_t>(header.a);
+    const int64_t pos = sequences_[header.sequence].pos;
+    return SendHidden(header.sequence, pos, EmbedAndForward(header.sequence, std::span<const int32_t>(&token, 1)));
+  }
+
+  // Hidden states from the previous stage; the last stage starts the
+  // classifier once a sequence's prompt is in.
+  EngineStatus OnHidden(const Header& header, size_t& running) {
+    Sequence& s = sequences_[header.sequence];
+    if (stage_.is_first() || (header.b > 0 && header.a != s.pos) || header.b < 0 ||
+        header.b > stage_.max_positions_per_call()) {
+      return Malformed("hidden states of sequence " + std::to_string(header.sequence) + " at position " +
+                       std::to_string(header.a) + ", " + std::to_string(header.b) + " positions");
+    }
+    if (header.b == 0) {
+      --running;
+      return stage_.is_last() ? EngineStatus{} : SendHidden(header.sequence, 0, {});
+    }
+    EngineResult<std::vector<float>> x = ReceivePayload("recv hidden", header, header.b * dim_);
+    if (!x) return x.error();
+    {
+      TimedScope scope(timeline_, SpanKind::kCompute, "forward", header.sequence);
+      stage_.Forward(slot(header.sequence), header.a, *x);
+      s.pos += header.b;
+    }
+    if (!stage_.is_last()) return SendHidden(header.sequence, header.a, *x);
+    if (s.pos < static_cast<int64_t>(s.prompt->size())) return {};
+    return StartClassifier(header.sequence, std::span<const float>(*x).last(dim_));
+  }
+
+  // Leader: sends the final-normed `hidden` (dim) of `sequence` around the
+  // ring and computes the logits of its own rows meanwhile — or, when the
+  // sequence samples no more, stops it.
+  EngineStatus StartClassifier(int sequence, std::span<const float> hidden) {
+    if (!SamplesAnother(sequence)) return SendToken(sequence, StopSequence(sequence));
+    {
+      TimedScope scope(timeline_, SpanKind::kCompute, "final norm", sequence);
+      stage_.FinalNorm(hidden, normed_);
+    }
+    if (EngineStatus sent = Send("send classify", sequence, {kClassifyMessage, sequence, 0, 0}, normed_); !sent) {
+      return sent;
+    }
+    TimedScope scope(timeline_, SpanKind::kCompute, "classifier", sequence);
+    const RowRange rows = stage_.classifier_rows();
+    stage_.ClassifierSlice(normed_, pending_logits(sequence).subspan(rows.begin, rows.size()));
     return {};
+  }
+
+  // Other ranks: appends the logits of this rank's rows and passes the
+  // message on.
+  EngineStatus OnClassify(const Header& header) {
+    const RowRange rows = stage_.classifier_rows();
+    if (header.a != rows.begin) {
+      return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
+                       std::to_string(rows.begin) + ")");
+    }
+    EngineResult<std::vector<float>> received = ReceivePayload("recv classify", header, dim_ + rows.begin);
+    if (!received) return received.error();
+    {
+      TimedScope scope(timeline_, SpanKind::kCompute, "classifier", header.sequence);
+      std::copy(received->begin(), received->end(), classify_.begin());
+      const std::span<const float> normed = std::span<const float>(classify_).first(dim_);
+      stage_.ClassifierSlice(normed, std::span<float>(classify_).subspan(dim_ + rows.begin, rows.size()));
+    }
+    return Send("send classify", header.sequence, {kClassifyMessage, header.sequence, rows.end, 0},
+                std::span<const float>(classify_).first(dim_ + rows.end));
+  }
+
+  // Leader: the other ranks' logits are back; completes the vector, samples
+  // and sends the token on.
+  EngineStatus OnClassified(const Header& header) {
+    const RowRange rows = stage_.classifier_rows();
+    if (header.a != rows.begin) {
+      return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
+                       std::to_string(rows.begin) + ")");
+    }
+    EngineResult<std::vector<float>> received = ReceivePayload("recv logits", header, dim_ + rows.begin);
+    if (!received) return received.error();
+    const std::span<float> logits = pending_logits(header.sequence);
+    std::copy(received->begin() + dim_, received->end(), logits.begin());
+    return SendToken(header.sequence, SampleNext(header.sequence, logits));
+  }
+
+  EngineStatus SendToken(int sequence, int32_t token) {
+    return Send("send token", sequence, {kTokenMessage, sequence, token, 0}, {});
   }
 
   ProcessGroup& group_;
@@ -276,8 +356,12 @@ class PipelineRun {
   GenerationObserver* observer_;
   Timeline& timeline_;
   const int64_t dim_;
+  const int64_t vocab_;
   std::vector<float> hidden_;          // (max_positions_per_call, dim)
-  std::vector<float> logits_scratch_;  // (vocab)
+  std::vector<float> logits_scratch_;  // (vocab) what the sampler may reorder
+  std::vector<float> normed_;          // (dim) leader with W > 1: a final-normed hidden state
+  std::vector<float> pending_logits_;  // (sequences, vocab) leader with W > 1: logits being assembled
+  std::vector<float> classify_;        // (dim + vocab) other ranks: a classify message being extended
   std::vector<Sequence> sequences_;
   GenerationReport report_;
   Clock::time_point start_;
@@ -314,6 +398,11 @@ EngineResult<GenerationReport> Generate(ProcessGroup& group, TransformerStage& s
       << "a pipelined stage needs a KV-cache slot per prompt";
   CHECK_EQ(stage.is_first(), group.rank() == group.world_size() - 1);
   CHECK_EQ(stage.is_last(), group.rank() == 0);
+  // Classifier rows in stage order: the first stage holds the first, the
+  // leader the last (the ranks between are checked as messages pass).
+  CHECK(!stage.is_first() || stage.classifier_rows().begin == 0) << "the first stage's rows start at 0";
+  CHECK(!stage.is_last() || stage.classifier_rows().end == stage.config().vocab_size)
+      << "the last stage's rows end at the vocabulary size";
   PipelineRun run(group, stage, prompts, options, observer, timeline);
   return run.Run();
 }

@@ -1,23 +1,45 @@
 // Generator: the generator loop — prefill, then decode — run pipeline-parallel
 // by every rank of a ProcessGroup, each rank driving the TransformerStage of
-// its own layers (with their KV caches).
+// its own layers (with their KV caches) and its slice of the classifier.
 //
 // Pipeline layout (the loader's ShardPlan with tp = 1): rank r runs stage
 // W-1-r, so hidden states flow from rank W-1 (the first stage, which embeds
-// tokens) down to rank 0 (the leader: last layers, final norm, lm_head). The
-// leader samples and sends each new token id back to rank W-1.
+// tokens) down to rank 0 (the leader: last layers, final norm, sampling).
+// The classifier's rows are split across all ranks in stage order (rank W-1
+// holds the first rows, the leader the last; see pipeline_split.h), so the
+// classifier, the biggest matrix of a small model, does not weigh on the
+// leader alone.
+//
+// The ranks form a ring, r -> r-1 and 0 -> W-1, and every message travels
+// along it, so each rank receives from one peer only, handles messages in
+// the order they arrive, and blocks only when it has nothing to do:
+// - layer work: hidden states go stage to stage, rank r -> r-1;
+// - classifier: the leader sends the final-normed hidden state of a sequence
+//   to rank W-1; each rank appends the logits of its rows and passes it on;
+//   back at the leader, the logits of the leader's own rows (computed while
+//   the others worked) complete the vector, and the leader samples;
+// - the sampled token goes from the leader to rank W-1.
+// Handling a message only sends (sends never wait for the peer), and each
+// sequence has one message in flight at a time (plus its prompt chunks), so
+// there is no deadlock and the queues stay small.
 //
 // Several prompts are micro-batched: every sequence has its own KV-cache slot
 // on every stage and its own Sampler, and all sequences are in flight at
-// once, so while the leader samples one sequence's token the other stages
-// run other sequences. A sequence's tokens and logits are bit for bit those
-// of running it alone, on one rank or on W.
+// once, so while one sequence is in one rank's layers, another is in the
+// next rank's, a third in the classifier. A sequence's tokens and logits are
+// bit for bit those of running it alone, on one rank or on W (each logit is
+// one row's dot product, whichever rank computes it).
 //
-// Wire protocol between neighbouring stages (tags below kTagReservedBase):
-//   leader -> rank W-1, kTokenTag:   i32 [sequence, token], token -1 = stop
-//   stage  -> next,     kHeaderTag:  i32 [sequence, pos, n], n = 0 = stop
-//   stage  -> next,     kHiddenTag:  f32 (n, dim) hidden states of positions
-//                                    [pos, pos + n), right after its header
+// Wire protocol between ring neighbours (tags below kTagReservedBase): a
+// header, i32 [kind, sequence, a, b] under kHeaderTag, then for some kinds a
+// payload, f32 under kPayloadTag:
+//   kHiddenMessage   a = pos, b = n: payload (n, dim), the hidden states of
+//                    positions [pos, pos + n); n = 0 (no payload): the
+//                    sequence stops. Stage to next stage.
+//   kTokenMessage    a = the next token, -1 = stop. Leader to rank W-1.
+//   kClassifyMessage a = rows: payload (dim + rows), the final-normed hidden
+//                    state, then the logits of classifier rows [0, rows).
+//                    Leader to rank W-1, then around the ring to the leader.
 //
 // Thread-safety: Generate is called once per rank, from the rank's thread.
 #pragma once
@@ -35,9 +57,10 @@
 
 namespace inferno {
 
-inline constexpr uint32_t kTokenTag = 101;
 inline constexpr uint32_t kHeaderTag = 102;
-inline constexpr uint32_t kHiddenTag = 103;
+inline constexpr uint32_t kPayloadTag = 103;
+
+enum MessageKind : int32_t { kHiddenMessage = 0, kTokenMessage = 1, kClassifyMessage = 2 };
 
 // What the leader's caller sees while generating. Called on the leader only.
 class GenerationObserver {
@@ -76,9 +99,11 @@ EngineStatus ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, c
 // EOS or BOS, after `max_new_tokens`, or when the context is full. Every rank
 // calls it with the same prompts and options; `stage` must have a slot per
 // prompt (one suffices with one rank) and be this rank's stage of the plan
-// above. `observer` (may be null) is used on the leader only; `timeline`
-// records this rank's time; every rank's timeline is gathered on the leader. Errors: invalid prompts (on every rank), and
-// communication failures naming the rank, peer and op.
+// above, holding its classifier rows (all of them with one rank).
+// `observer` (may be null) is used on the leader only; `timeline` records
+// this rank's time; every rank's timeline is gathered on the leader. Errors:
+// invalid prompts (on every rank), malformed messages and communication
+// failures naming the rank, peer and op.
 EngineResult<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
                                         const std::vector<std::vector<int32_t>>& prompts,
                                         const GenerationOptions& options, GenerationObserver* observer,

@@ -3,13 +3,14 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "distributed/testing/rank_threads.h"
+#include "engine/pipeline_split.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
@@ -39,30 +40,50 @@ struct Outcome {
   size_t timelines = 0;
 };
 
-const std::string& ToyModelPath() {
-  static const std::string path = [] {
-    const std::string folder = std::string(std::getenv("TEST_TMPDIR")) + "/toy";
-    ToyModelShape shape;
-    shape.dim = 32;
-    shape.layers = 5;
-    shape.seq_len = 80;
-    EngineStatus written = WriteToyModel(folder, ToyModelConfig(shape), 99);
-    CHECK(written.ok()) << written.error().message;
-    return folder;
-  }();
-  return path;
+// Writes a toy model with 5 layers and a context of 80; `tied` shares the
+// classifier with the token embedding.
+std::string WriteToy(bool tied) {
+  const std::string folder = std::string(std::getenv("TEST_TMPDIR")) + (tied ? "/toy_tied" : "/toy");
+  ToyModelShape shape;
+  shape.dim = 32;
+  shape.layers = 5;
+  shape.seq_len = 80;
+  shape.tie_embeddings = tied;
+  EngineStatus written = WriteToyModel(folder, ToyModelConfig(shape), 99);
+  CHECK(written.ok()) << written.error().message;
+  return folder;
 }
 
+const std::string& ToyModelPath(bool tied) {
+  static const std::string separate = WriteToy(false);
+  static const std::string shared = WriteToy(true);
+  return tied ? shared : separate;
+}
+
+struct PipelineShape {
+  bool tied = false;
+  // Classifier rows per stage; by default balanced against the layers.
+  std::optional<std::vector<int64_t>> rows_per_stage;
+};
+
 // Runs Generate on `world` in-process ranks; returns the leader's outcome.
-Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options) {
-  auto checkpoint = Checkpoint::Open(ToyModelPath());
+Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options,
+                    const PipelineShape& shape = {}) {
+  auto checkpoint = Checkpoint::Open(ToyModelPath(shape.tied));
   CHECK(checkpoint.ok()) << checkpoint.error().message;
-  auto plan = MakeShardPlan(**checkpoint, world, 1, std::nullopt);
+  const ModelConfig& config = (*checkpoint)->config();
+  auto plan = MakeShardPlan(**checkpoint, world, 1, ComputeBalancedLayersPerStage(config, world));
   CHECK(plan.ok()) << plan.error().message;
+  std::vector<int64_t> layers_per_stage(world);
+  for (const RankShard& shard : plan->ranks) layers_per_stage[shard.stage] = shard.layers.size();
+  const std::vector<int64_t> rows_per_stage =
+      shape.rows_per_stage.value_or(ComputeBalancedClassifierRows(config, layers_per_stage));
   std::vector<Outcome> results = RunRanks(
       MakeTransports(TransportKind::kInProcess, world, std::chrono::seconds(30)), [&](ProcessGroup& group) {
         ThreadPool pool(1);
-        auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
+        const RankShard& shard = plan->ranks[group.rank()];
+        auto weights =
+            LoadStageWeights(**checkpoint, shard, ClassifierRowsOfStage(rows_per_stage, shard.stage), **checkpoint);
         CHECK(weights.ok()) << weights.error().message;
         TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()), pool);
         RecordingObserver observer;
@@ -105,6 +126,31 @@ TEST_P(GeneratorTest, SeededSamplingEqualsOneRankAndEachSequenceEqualsRunningItA
     const Outcome alone = RunPipeline(GetParam(), {kPrompts[i]}, options);
     EXPECT_EQ(alone.tokens.at(0), together.tokens.at(static_cast<int>(i))) << "prompt " << i;
     EXPECT_EQ(alone.logits.at(0), together.logits.at(static_cast<int>(i))) << "prompt " << i;
+  }
+}
+
+// Classifier rows split across the stages in ways the balancer would not
+// choose (even, and with a stage holding none), with the classifier tied to
+// the embedding and not: every logit equals the 1-rank run's.
+TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
+  const int world = GetParam();
+  GenerationOptions options;
+  options.max_new_tokens = 6;
+  options.sampling = {.temperature = 0.8f, .top_k = 0, .top_p = 0.9f, .seed = 11};
+  constexpr int64_t kVocab = 259;
+  std::vector<int64_t> even(world, kVocab / world);
+  even[0] += kVocab % world;
+  std::vector<int64_t> gap(world, 0);
+  gap[0] = 100;
+  gap[world - 1] += kVocab - 100;
+  for (bool tied : {false, true}) {
+    const Outcome alone = RunPipeline(1, kPrompts, options, {.tied = tied, .rows_per_stage = std::nullopt});
+    ASSERT_EQ(alone.logits.size(), kPrompts.size());
+    for (const std::vector<int64_t>& rows : {even, gap}) {
+      const Outcome split = RunPipeline(world, kPrompts, options, {.tied = tied, .rows_per_stage = rows});
+      EXPECT_EQ(split.tokens, alone.tokens) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
+      EXPECT_EQ(split.logits, alone.logits) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
+    }
   }
 }
 

@@ -1,45 +1,85 @@
 #include "engine/pipeline_split.h"
 
 #include <algorithm>
-#include <limits>
+#include <numeric>
 
 #include <glog/logging.h>
 
 namespace inferno {
+namespace {
+
+// Multiply-adds of one layer for one token.
+int64_t LayerCost(const ModelConfig& config) {
+  const int64_t dim = config.hidden_size;
+  return dim * (dim + 2 * config.kv_dim()) + dim * dim + 3 * dim * config.intermediate_size;
+}
+
+}  // namespace
 
 std::vector<int64_t> ComputeBalancedLayersPerStage(const ModelConfig& config, int stages) {
   const int64_t layers = config.num_hidden_layers;
   CHECK(stages >= 1 && stages <= layers) << stages << " stages for " << layers << " layers";
-  const int64_t dim = config.hidden_size;
-  const int64_t layer_cost = dim * (dim + 2 * config.kv_dim()) + dim * dim + 3 * dim * config.intermediate_size;
-  const int64_t head_cost = config.vocab_size * dim;
-  // The last stage runs some layers plus the head; the other stages share
-  // the rest as evenly as possible (earlier stages take the remainder). Try
-  // every count for the last stage; keep the smallest maximum stage cost,
-  // then the smallest sum of squared stage costs (the most even split).
-  const int others = stages - 1;
-  std::vector<int64_t> best;
-  double best_max = std::numeric_limits<double>::infinity();
-  double best_squares = best_max;
-  for (int64_t last = others == 0 ? layers : 1; last <= layers - others; ++last) {
-    std::vector<int64_t> split(stages, 0);
-    split[stages - 1] = last;
-    const int64_t rest = layers - last;
-    for (int s = 0; s < others; ++s) split[s] = rest / others + (s < rest % others ? 1 : 0);
-    double max_cost = 0;
-    double squares = 0;
-    for (int s = 0; s < stages; ++s) {
-      const double cost = static_cast<double>(split[s] * layer_cost + (s == stages - 1 ? head_cost : 0));
-      max_cost = std::max(max_cost, cost);
-      squares += cost * cost;
-    }
-    if (max_cost < best_max || (max_cost == best_max && squares < best_squares)) {
-      best_max = max_cost;
-      best_squares = squares;
-      best = split;
-    }
+  std::vector<int64_t> split(stages);
+  for (int s = 0; s < stages; ++s) split[s] = layers / stages + (s < layers % stages ? 1 : 0);
+  return split;
+}
+
+std::vector<int64_t> ComputeBalancedClassifierRows(const ModelConfig& config,
+                                                   std::span<const int64_t> layers_per_stage) {
+  const int stages = static_cast<int>(layers_per_stage.size());
+  CHECK_GE(stages, 1);
+  const int64_t row_cost = config.hidden_size;
+  const int64_t vocab = config.vocab_size;
+  std::vector<int64_t> cost(stages);
+  for (int s = 0; s < stages; ++s) {
+    CHECK_GE(layers_per_stage[s], 0);
+    cost[s] = layers_per_stage[s] * LayerCost(config);
   }
-  return best;
+  // Stages by cost, cheapest first (stage order among equals).
+  std::vector<int> order(stages);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] < cost[b]; });
+  // Water-filling: the k cheapest stages take rows up to a common level
+  // (level - cost) / row_cost; the right k is the largest whose level does
+  // not fall below its most expensive member's cost.
+  int takers = 1;
+  int64_t cost_sum = cost[order[0]];
+  for (int k = 2; k <= stages; ++k) {
+    const int64_t next_sum = cost_sum + cost[order[k - 1]];
+    // level_k = (vocab * row_cost + next_sum) / k; taker k joins when level_k > its cost.
+    if (vocab * row_cost + next_sum <= cost[order[k - 1]] * k) break;
+    takers = k;
+    cost_sum = next_sum;
+  }
+  const double level = static_cast<double>(vocab * row_cost + cost_sum) / takers;
+  std::vector<int64_t> rows(stages, 0);
+  int64_t assigned = 0;
+  for (int i = 0; i < takers; ++i) {
+    const int s = order[i];
+    rows[s] = std::max<int64_t>(0, static_cast<int64_t>((level - static_cast<double>(cost[s])) / row_cost));
+    assigned += rows[s];
+  }
+  CHECK_LE(assigned, vocab);
+  // Rounding leftovers: one row at a time to the stage that is cheapest with
+  // it (the earlier stage on ties).
+  while (assigned < vocab) {
+    int cheapest = order[0];
+    for (int i = 0; i < takers; ++i) {
+      const int s = order[i];
+      const int64_t with = cost[s] + (rows[s] + 1) * row_cost;
+      const int64_t best = cost[cheapest] + (rows[cheapest] + 1) * row_cost;
+      if (with < best || (with == best && s < cheapest)) cheapest = s;
+    }
+    ++rows[cheapest];
+    ++assigned;
+  }
+  return rows;
+}
+
+RowRange ClassifierRowsOfStage(std::span<const int64_t> rows_per_stage, int stage) {
+  CHECK(stage >= 0 && stage < static_cast<int>(rows_per_stage.size())) << "stage " << stage;
+  const int64_t begin = std::accumulate(rows_per_stage.begin(), rows_per_stage.begin() + stage, int64_t{0});
+  return {begin, begin + rows_per_stage[stage]};
 }
 
 }  // namespace inferno

@@ -71,10 +71,13 @@ void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int6
   }
 }
 
-EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard) {
+EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
+                                            RowRange classifier_rows, const Checkpoint& classifier_source) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t vocab = config.vocab_size;
+  CHECK(classifier_rows.begin >= 0 && classifier_rows.begin <= classifier_rows.end && classifier_rows.end <= vocab)
+      << "classifier rows [" << classifier_rows.begin << ", " << classifier_rows.end << ")";
   if (shard.layers.begin < 0 || shard.layers.end > config.num_hidden_layers ||
       shard.layers.begin >= shard.layers.end) {
     return EngineError{"rank " + std::to_string(shard.rank) + ": layer range [" +
@@ -85,7 +88,8 @@ EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const 
   weights.layer_range = shard.layers;
   weights.is_first = shard.has_embedding;
   weights.is_last = shard.has_head;
-  if (shard.has_embedding || (shard.has_head && config.tie_word_embeddings)) {
+  weights.classifier_rows = classifier_rows;
+  if (shard.has_embedding) {
     if (EngineStatus s = ReadInto(checkpoint, "model.embed_tokens.weight", weights.token_embedding, 0, vocab * dim);
         !s) {
       return s.error();
@@ -98,11 +102,13 @@ EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const 
   }
   if (shard.has_head) {
     if (EngineStatus s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s) return s.error();
-    if (!config.tie_word_embeddings) {
-      if (EngineStatus s = ReadInto(checkpoint, "lm_head.weight", weights.lm_head, 0, vocab * dim); !s) {
-        return s.error();
-      }
-    }
+  }
+  if (classifier_rows.size() > 0) {
+    const std::string name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    weights.classifier.resize(classifier_rows.size() * dim);
+    LoadStatus status =
+        classifier_source.ReadRowsF32(name, classifier_rows.begin, classifier_rows.end, weights.classifier);
+    if (!status) return EngineError{"loading classifier rows: " + status.error().message};
   }
   return weights;
 }

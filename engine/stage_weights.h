@@ -1,7 +1,7 @@
 // StageWeights: the f32 weights one pipeline stage needs — its contiguous
-// range of transformer layers, plus the token embedding on the first stage
-// and the final norm and classifier on the last — laid out for the engine's
-// kernels.
+// range of transformer layers, its slice of the classifier's rows (any
+// stage; see pipeline_split.h), plus the token embedding on the first stage
+// and the final norm on the last — laid out for the engine's kernels.
 //
 // Engine layout (differs from the checkpoint's in two ways):
 // - q and k rows use adjacent RoPE pairs (2i, 2i+1) within each head, as
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/engine_error.h"
+#include "engine/pipeline_split.h"
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
@@ -36,24 +37,28 @@ struct LayerWeights {
 };
 
 struct StageWeights {
-  LayerRange layer_range;  // the model's layers this stage runs
-  bool is_first = false;   // owns the token embedding
-  bool is_last = false;    // owns the final norm and the classifier
+  LayerRange layer_range;     // the model's layers this stage runs
+  bool is_first = false;      // owns the token embedding
+  bool is_last = false;       // owns the final norm
+  RowRange classifier_rows;   // the vocabulary ids whose logits this stage computes; may be empty
 
-  std::vector<float> token_embedding;  // (vocab, dim); when is_first, or is_last with tied embeddings
+  std::vector<float> token_embedding;  // (vocab, dim); when is_first
   std::vector<LayerWeights> layers;    // layer_range.size() entries
   std::vector<float> final_norm;       // (dim); when is_last
-  std::vector<float> lm_head;          // (vocab, dim); when is_last and not tied
-
-  // The classifier (vocab, dim): lm_head, or the embedding when tied.
-  // Precondition: is_last.
-  std::span<const float> classifier() const { return lm_head.empty() ? token_embedding : lm_head; }
+  // (classifier_rows.size(), dim): those rows of lm_head, or of the token
+  // embedding when tied.
+  std::vector<float> classifier;
 };
 
-// Reads the tensors of `shard` (its layers, and the embedding / head it owns)
-// from `checkpoint` into the engine layout. Fails, naming the tensor, when a
-// tensor is missing or does not match the config.
-EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard);
+// Reads the tensors of `shard` (its layers, and the embedding / final norm it
+// owns) from `checkpoint`, and rows `classifier_rows` of the classifier
+// (lm_head.weight, or model.embed_tokens.weight when tied) from
+// `classifier_source` — the same checkpoint, or another that holds the
+// classifier (a shard of another rank) — into the engine layout. Fails,
+// naming the tensor, when a tensor is missing or does not match the config.
+// Precondition: classifier_rows lies within [0, vocab).
+EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
+                                            RowRange classifier_rows, const Checkpoint& classifier_source);
 
 // Reorders the rows of a q or k projection (n_heads * head_dim, cols) from
 // Hugging Face RoPE order (row i and i + head_dim/2 of a head form a pair) to

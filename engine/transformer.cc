@@ -32,9 +32,10 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, head_dim, config_.rope_theta);
+  CHECK_EQ(static_cast<int64_t>(weights_.classifier.size()), weights_.classifier_rows.size() * dim);
   if (is_last()) {
     state_.final_normed.resize(dim);
-    state_.logits.resize(config_.vocab_size);
+    if (weights_.classifier_rows.size() == config_.vocab_size) state_.logits.resize(config_.vocab_size);
   }
 }
 
@@ -121,12 +122,25 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
   }
 }
 
-std::span<const float> TransformerStage::Logits(std::span<const float> hidden) {
+void TransformerStage::FinalNorm(std::span<const float> hidden, std::span<float> normed) const {
   CHECK(is_last());
   const int64_t dim = config_.hidden_size;
   CHECK_EQ(static_cast<int64_t>(hidden.size()), dim);
-  RmsNorm(state_.final_normed, hidden, weights_.final_norm, config_.rms_norm_eps);
-  MatMul(state_.logits, state_.final_normed, weights_.classifier(), 1, config_.vocab_size, dim, pool_);
+  RmsNorm(normed, hidden, weights_.final_norm, config_.rms_norm_eps);
+}
+
+void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<float> logits) {
+  const int64_t dim = config_.hidden_size;
+  const int64_t rows = weights_.classifier_rows.size();
+  CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
+  CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
+  if (rows > 0) MatMul(logits, normed, weights_.classifier, 1, rows, dim, pool_);
+}
+
+std::span<const float> TransformerStage::Logits(std::span<const float> hidden) {
+  CHECK_EQ(weights_.classifier_rows.size(), config_.vocab_size) << "the stage holds part of the classifier";
+  FinalNorm(hidden, state_.final_normed);
+  ClassifierSlice(state_.final_normed, state_.logits);
   return state_.logits;
 }
 

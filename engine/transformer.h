@@ -1,6 +1,7 @@
 // Transformer: one pipeline stage of a Llama-architecture model in f32 — a
-// contiguous range of layers with their KV caches, plus the token embedding
-// on the first stage and the final norm and classifier on the last.
+// contiguous range of layers with their KV caches, a slice of the
+// classifier's rows (any stage), plus the token embedding on the first stage
+// and the final norm on the last.
 //
 // The three parts are kept apart: the config (ModelConfig, the model's
 // hyper-parameters), the weights (StageWeights, immutable) and the run state
@@ -42,7 +43,7 @@ struct StageState {
   std::vector<float> rope_cos;        // (seq_len, head_dim / 2)
   std::vector<float> rope_sin;        // (seq_len, head_dim / 2)
   std::vector<float> final_normed;    // (dim)
-  std::vector<float> logits;          // (vocab)
+  std::vector<float> logits;          // (vocab) when the stage holds every classifier row
 };
 
 class TransformerStage {
@@ -71,8 +72,20 @@ class TransformerStage {
   // x.size() == n * dim.
   void Forward(int slot, int64_t pos, std::span<float> x);
 
-  // Last stage: the logits (vocab) of one hidden state (dim). The view stays
-  // valid until the next call.
+  // Last stage: normed (dim) = the final RMSNorm of one hidden state (dim).
+  // `normed` may alias `hidden`.
+  void FinalNorm(std::span<const float> hidden, std::span<float> normed) const;
+
+  // logits (classifier_rows().size()) = the logits of the stage's classifier
+  // rows for one final-normed hidden state (dim). Each logit is bit for bit
+  // what the whole classifier gives for its row.
+  void ClassifierSlice(std::span<const float> normed, std::span<float> logits);
+
+  // The vocabulary ids whose logits ClassifierSlice computes.
+  RowRange classifier_rows() const { return weights_.classifier_rows; }
+
+  // Last stage holding every classifier row: the logits (vocab) of one
+  // hidden state (dim). The view stays valid until the next call.
   std::span<const float> Logits(std::span<const float> hidden);
 
  private:

@@ -38,7 +38,7 @@ void BM_DecodeStep(benchmark::State& state) {
   RankShard shard;
   shard.layers = {0, config.num_hidden_layers};
   shard.has_embedding = shard.has_head = true;
-  auto weights = LoadStageWeights(checkpoint, shard);
+  auto weights = LoadStageWeights(checkpoint, shard, RowRange{0, config.vocab_size}, checkpoint);
   CHECK(weights.ok()) << weights.error().message;
   ThreadPool pool(static_cast<int>(state.range(0)));
   TransformerStage stage(config, std::move(*weights), 1, pool);

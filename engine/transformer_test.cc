@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,8 +122,12 @@ RankShard Shard(int64_t begin, int64_t end, int64_t n_layers) {
   return shard;
 }
 
-TransformerStage MakeStage(const Checkpoint& checkpoint, const RankShard& shard, ThreadPool& pool) {
-  auto weights = LoadStageWeights(checkpoint, shard);
+// A stage of `shard` holding classifier rows `rows`, by default every row
+// on the last stage and none elsewhere.
+TransformerStage MakeStage(const Checkpoint& checkpoint, const RankShard& shard, ThreadPool& pool,
+                           std::optional<RowRange> rows = std::nullopt) {
+  const RowRange whole = {0, shard.has_head ? checkpoint.config().vocab_size : 0};
+  auto weights = LoadStageWeights(checkpoint, shard, rows.value_or(whole), checkpoint);
   EXPECT_TRUE(weights.ok()) << weights.error().message;
   return TransformerStage(checkpoint.config(), std::move(*weights), 1, pool);
 }
@@ -194,6 +199,34 @@ TEST_P(TransformerTest, BatchedPrefillAndThreadCountDoNotChangeBits) {
   const std::vector<float> expected = RunStages({&token_by_token}, kTokens, 1).back();
   TransformerStage batched = MakeStage(*checkpoint, Shard(0, layers, layers), three);
   EXPECT_EQ(RunStages({&batched}, kTokens, static_cast<int64_t>(kTokens.size())).back(), expected);
+}
+
+TEST_P(TransformerTest, ClassifierSlicesOnAnyStageConcatenateToTheWholeLogitsBitForBit) {
+  const ModelConfig config = Config();
+  auto checkpoint = OpenToyModel(config, GetParam() ? "slices_tied" : "slices");
+  const int64_t layers = config.num_hidden_layers;
+  const int64_t vocab = config.vocab_size;
+  ThreadPool pool(1), two(2);
+  TransformerStage whole = MakeStage(*checkpoint, Shard(0, layers, layers), pool);
+  const std::vector<float> expected = RunStages({&whole}, kTokens, 4).back();
+  // The last stage normalizes; every stage's slice (an empty one included)
+  // comes from the normed state, the middle one with two threads.
+  TransformerStage first = MakeStage(*checkpoint, Shard(0, 1, layers), pool, RowRange{0, 101});
+  TransformerStage middle = MakeStage(*checkpoint, Shard(1, 3, layers), two, RowRange{101, vocab - 3});
+  TransformerStage last = MakeStage(*checkpoint, Shard(3, layers, layers), pool, RowRange{vocab - 3, vocab});
+  TransformerStage none = MakeStage(*checkpoint, Shard(3, layers, layers), pool, RowRange{vocab, vocab});
+  const int64_t dim = config.hidden_size;
+  std::vector<float> x(kTokens.size() * dim);
+  first.Embed(kTokens, x);
+  for (TransformerStage* stage : {&first, &middle, &last}) stage->Forward(0, 0, x);
+  std::vector<float> normed(dim);
+  last.FinalNorm(std::span<const float>(x).last(dim), normed);
+  std::vector<float> logits(vocab);
+  for (TransformerStage* stage : {&first, &middle, &last, &none}) {
+    const RowRange rows = stage->classifier_rows();
+    stage->ClassifierSlice(normed, std::span<float>(logits).subspan(rows.begin, rows.size()));
+  }
+  EXPECT_EQ(logits, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndSeparateHead, TransformerTest, ::testing::Bool());

@@ -97,7 +97,7 @@ for mode in greedy sampled; do
 
   # Micro-batched prompts: every prompt's output equals running it alone.
   run "$mode-batch-1" 1 "${PROMPTS[@]}" "${args[@]}" || continue
-  for world in 2 4; do
+  for world in 2 3 4; do
     run "$mode-batch-$world" "$world" "${PROMPTS[@]}" "${args[@]}" && same "$mode-batch-1" "$mode-batch-$world"
   done
   CHECKS=$((CHECKS + 1))

@@ -224,11 +224,23 @@ void PrintStats(const GenerationReport& report) {
   }
 }
 
-// This rank's view of the model: its checkpoint and its part of the plan.
+// This rank's view of the model: its checkpoint, its part of the plan and its
+// classifier rows, balanced against the plan's layers (pipeline_split.h).
 struct RankModel {
   std::unique_ptr<Checkpoint> checkpoint;
+  // --shards, on a rank that holds classifier rows but not the head: the
+  // shard of the rank that holds the whole classifier, which the rows are
+  // read from.
+  std::unique_ptr<Checkpoint> classifier_source;
   RankShard shard;
+  RowRange classifier_rows;
 };
+
+RowRange ClassifierRowsOfRank(const ModelConfig& config, const ShardPlan& plan, int rank) {
+  std::vector<int64_t> layers_per_stage(plan.pp);
+  for (const RankShard& shard : plan.ranks) layers_per_stage[shard.stage] = shard.layers.size();
+  return ClassifierRowsOfStage(ComputeBalancedClassifierRows(config, layers_per_stage), plan.ranks[rank].stage);
+}
 
 EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
   if (options.shards) {
@@ -238,8 +250,22 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
     job.tp = 1;
     auto opened = OpenRankShard(options.model, job);
     if (!opened) return EngineError{"--shards: " + opened.error().message};
-    RankShard shard = opened->shard(rank);
-    return RankModel{std::move(opened->checkpoint), std::move(shard)};
+    const ShardPlan& plan = opened->manifest.plan;
+    const RowRange rows = ClassifierRowsOfRank(opened->checkpoint->config(), plan, rank);
+    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), rows};
+    const int head_rank = ShardPlan::RankOf(plan.pp - 1, 0, plan.pp, plan.tp);
+    if (rank != head_rank && model.classifier_rows.size() > 0) {
+      // The shards hold the classifier whole on the head rank only; its file
+      // is checked by that rank, so it is not hashed again here.
+      ShardJob head_job = job;
+      head_job.rank = head_rank;
+      head_job.verify_checksum = false;
+      auto head = OpenRankShard(options.model, head_job);
+      if (!head) return EngineError{"--shards: the classifier rows in rank " + std::to_string(head_rank) +
+                                    "'s shard: " + head.error().message};
+      model.classifier_source = std::move(head->checkpoint);
+    }
+    return model;
   }
   auto checkpoint = Checkpoint::Open(options.model);
   if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
@@ -252,7 +278,7 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
   }
   auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
   if (!plan) return EngineError{"world size " + std::to_string(world_size) + ": " + plan.error().message};
-  return RankModel{std::move(*checkpoint), plan->ranks[rank]};
+  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], ClassifierRowsOfRank(config, *plan, rank)};
 }
 
 // Everything a rank needs before it talks to the others; every input error
@@ -290,7 +316,9 @@ EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int wo
   }
   if (EngineStatus valid = ValidatePrompts(prepared.prompts, config); !valid) return valid.error();
 
-  auto weights = LoadStageWeights(*model->checkpoint, model->shard);
+  const Checkpoint& classifier_source =
+      model->classifier_source ? *model->classifier_source : *model->checkpoint;
+  auto weights = LoadStageWeights(*model->checkpoint, model->shard, model->classifier_rows, classifier_source);
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
   return prepared;
