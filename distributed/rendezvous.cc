@@ -142,7 +142,7 @@ CollectiveError MissingRanks(const std::string& where, const std::vector<bool>& 
 Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions& options,
                         const RankEndpoints& mine) {
   Result<std::unique_ptr<RendezvousServer>> server =
-      RendezvousServer::Listen(config.master_addr, config.master_port);
+      RendezvousServer::Listen(config.master_addr, config.master_port, config.job_secret);
   if (!server) return std::move(server).error();
   if (options.on_master_listening) options.on_master_listening((*server)->port());
   const std::string where =
@@ -209,7 +209,7 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
 Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions& options,
                         const RankEndpoints& mine) {
   Result<std::unique_ptr<RendezvousClient>> client =
-      RendezvousClient::Connect(config.master_addr, config.master_port);
+      RendezvousClient::Connect(config.master_addr, config.master_port, config.job_secret);
   if (!client) return std::move(client).error();
   Status sent = (*client)->Send(ToJson(mine).dump());
   if (!sent) return std::move(sent).error();
@@ -275,6 +275,11 @@ Result<RendezvousConfig> ReadRendezvousConfig(
     if (!parsed) return std::move(parsed).error();
     config.op_timeout = std::chrono::milliseconds(*parsed);
   }
+  if (const char* secret = getenv(kJobSecretVariable)) {
+    Result<JobSecret> parsed = ParseJobSecret(secret);
+    if (!parsed) return std::move(parsed).error();
+    config.job_secret = *parsed;
+  }
   return config;
 }
 
@@ -286,6 +291,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   transport_options.rank = config.rank;
   transport_options.world_size = config.world_size;
   transport_options.timeout = config.op_timeout;
+  transport_options.job_secret = config.job_secret;
   transport_options.bind_endpoints.clear();
   if (config.world_size == 1) {
     Result<std::shared_ptr<ZmqTransport>> alone = ZmqTransport::Bind(transport_options);

@@ -5,7 +5,11 @@
 // a temporary directory, used by peers on the same host) and reports it to
 // rank 0, which listens at MASTER_ADDR:MASTER_PORT and sends every rank the
 // table of endpoints and a job id. Ranks then connect to each other, run a
-// barrier, and return.
+// barrier, and return. With a job secret (INFERNO_JOB_SECRET), the rendezvous
+// and every connection after it admit only processes holding the secret (see
+// distributed/zmq/curve_auth.h). Rank 0 listens only on MASTER_ADDR (resolved
+// if a name), each rank only on its address toward it and an abstract ipc://
+// name: on one host, loopback.
 //
 //   Result<ProcessGroup> group = JoinFromEnvironment();
 //   if (!group) { LOG(ERROR) << group.error().ToString(); return 1; }
@@ -16,9 +20,11 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "distributed/collective_error.h"
+#include "distributed/job_secret.h"
 #include "distributed/process_group.h"
 
 namespace inferno {
@@ -45,20 +51,25 @@ struct RendezvousConfig {
   int master_port = 0;  // 0: rank 0 picks a free port
   // INFERNO_TIMEOUT_MS if set, else RendezvousOptions::op_timeout.
   std::chrono::milliseconds op_timeout{0};
+  // INFERNO_JOB_SECRET if set: the job is secured with it.
+  std::optional<JobSecret> job_secret;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
-// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT and INFERNO_TIMEOUT_MS
-// through `getenv` (nullptr: unset). With no rank variables set: rank 0 of a
-// 1-rank world. Errors (InvalidArgument naming the variable and value): a
-// non-numeric or out-of-range value, a world size > 1 without MASTER_ADDR or
-// MASTER_PORT.
+// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS and
+// INFERNO_JOB_SECRET through `getenv` (nullptr: unset). With no rank
+// variables set: rank 0 of a 1-rank world. Errors (InvalidArgument naming the
+// variable and value, but never the secret's): a non-numeric or out-of-range
+// value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed
+// INFERNO_JOB_SECRET (set but empty included).
 Result<RendezvousConfig> ReadRendezvousConfig(
     const std::function<const char*(const char*)>& getenv,
     const RendezvousOptions& options = {});
 
 // Joins the group described by `config`. Errors: Transport naming addr:port
-// when rank 0 cannot listen (e.g. the port is in use); Timeout listing the
+// when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses
+// this rank's key (its job secret differs, or only one side has one; rank 0
+// itself then times out listing the rank as missing); Timeout listing the
 // ranks that never arrived (rank 0) or naming the master (other ranks);
 // InvalidArgument when ranks disagree on the world size or a rank arrives
 // twice.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <future>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,8 +113,9 @@ TEST(JoinFromEnvironment, WithNoVariablesGivesOneRankGroup) {
 // `absent` never join. Returns each joining rank's result of `body`, or its
 // join error.
 template <typename Body>
-std::vector<std::string> JoinAsThreads(int world, RendezvousOptions options, Body body,
-                                       std::vector<int> absent = {}) {
+std::vector<std::string> JoinAsThreads(
+    int world, RendezvousOptions options, Body body, std::vector<int> absent = {},
+    std::function<std::optional<JobSecret>(int rank)> secret_of = nullptr) {
   std::promise<int> port_promise;
   std::shared_future<int> port = port_promise.get_future().share();
   std::vector<std::string> results(world, "absent");
@@ -126,6 +128,7 @@ std::vector<std::string> JoinAsThreads(int world, RendezvousOptions options, Bod
       config.rank = rank;
       config.world_size = world;
       config.op_timeout = milliseconds(10000);
+      if (secret_of) config.job_secret = secret_of(rank);
       if (rank == 0) {
         mine.on_master_listening = [&](int bound) { port_promise.set_value(bound); };
       } else {
@@ -173,6 +176,107 @@ TEST(Join, MissingRankIsTimeoutListingIt) {
       << results[0];
   // Rank 1 arrived; rank 0 tells it why the job failed.
   EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
+}
+
+JobSecret SecretFilledWith(uint8_t byte) {
+  JobSecret secret;
+  secret.bytes.fill(byte);
+  return secret;
+}
+
+TEST(Join, RanksHoldingOneSecretFormAGroupOverIpcAndTcp) {
+  for (const bool ipc : {true, false}) {
+    RendezvousOptions options;
+    options.prefer_ipc_on_same_host = ipc;
+    const auto results = JoinAsThreads(3, options, SumOfRanks, {},
+                                       [](int) { return SecretFilledWith(9); });
+    EXPECT_EQ(results, std::vector<std::string>(3, "ok")) << (ipc ? "ipc" : "tcp");
+  }
+}
+
+// Rank 2 holds another secret, or none, in a job secured by the others'.
+class JoinWithAStranger : public testing::TestWithParam<std::optional<JobSecret>> {};
+
+TEST_P(JoinWithAStranger, IsRefusedAtOnceAndListedAsMissing) {
+  RendezvousOptions options;
+  options.timeout = milliseconds(3000);
+  const Clock::time_point started = Clock::now();
+  const auto results = JoinAsThreads(
+      3, options,
+      [](ProcessGroup&) { return std::string("joined"); }, {},
+      [](int rank) { return rank == 2 ? GetParam() : SecretFilledWith(9); });
+  EXPECT_NE(results[0].find("ranks 2 of 3 did not arrive"), std::string::npos) << results[0];
+  EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
+  EXPECT_EQ(results[2].rfind("Transport: rendezvous: rank 0 at 127.0.0.1:", 0), 0u) << results[2];
+  EXPECT_NE(results[2].find("refused this rank"), std::string::npos) << results[2];
+  EXPECT_NE(results[2].find("INFERNO_JOB_SECRET"), std::string::npos) << results[2];
+  EXPECT_LT(Clock::now() - started, milliseconds(3000) + milliseconds(4000));
+}
+
+INSTANTIATE_TEST_SUITE_P(Secrets, JoinWithAStranger,
+                         testing::Values(SecretFilledWith(8), std::nullopt),
+                         [](const testing::TestParamInfo<std::optional<JobSecret>>& info) {
+                           return info.param ? "AnotherSecret" : "NoSecret";
+                         });
+
+TEST(Join, StrangerRefusedBeforeTheTableArrives) {
+  // Rank 2 with another secret must fail before rank 0's verdict (which comes
+  // only after rank 0's timeout): the refusal is reported at once.
+  RendezvousOptions options;
+  options.timeout = milliseconds(20000);
+  std::promise<int> port_promise;
+  std::string master_result;
+  std::thread master([&] {
+    RendezvousOptions mine = options;
+    mine.on_master_listening = [&](int port) { port_promise.set_value(port); };
+    RendezvousConfig config;
+    config.world_size = 2;
+    config.op_timeout = milliseconds(10000);
+    config.job_secret = SecretFilledWith(9);
+    Result<ProcessGroup> group = Join(config, mine);
+    master_result = group ? "joined" : group.error().ToString();
+  });
+  RendezvousConfig config;
+  config.rank = 1;
+  config.world_size = 2;
+  config.master_port = port_promise.get_future().get();
+  config.op_timeout = milliseconds(10000);
+  config.job_secret = SecretFilledWith(8);
+  const Clock::time_point started = Clock::now();
+  Result<ProcessGroup> group = Join(config, options);
+  const auto took = Clock::now() - started;
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.error().message.find("refused this rank"), std::string::npos)
+      << group.error().message;
+  EXPECT_LT(took, milliseconds(5000));
+  // Now the real rank 1 arrives and the job proceeds.
+  config.job_secret = SecretFilledWith(9);
+  Result<ProcessGroup> real = Join(config, options);
+  master.join();
+  ASSERT_TRUE(real.ok()) << real.error().ToString();
+  EXPECT_EQ(master_result, "joined");
+}
+
+TEST(ReadRendezvousConfig, ReadsTheJobSecret) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(
+      FakeEnvironment({{"INFERNO_JOB_SECRET", std::string(64, 'A')}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  ASSERT_TRUE(config->job_secret);
+  EXPECT_EQ(config->job_secret->bytes, SecretFilledWith(0xAA).bytes);
+  EXPECT_FALSE(ReadRendezvousConfig(FakeEnvironment({}))->job_secret);
+}
+
+TEST(ReadRendezvousConfig, MalformedJobSecretNamesTheVariableNotTheValue) {
+  for (const std::string& bad : {std::string(""), std::string("s3cret"), std::string(64, 'z')}) {
+    Result<RendezvousConfig> config =
+        ReadRendezvousConfig(FakeEnvironment({{"INFERNO_JOB_SECRET", bad}}));
+    ASSERT_FALSE(config.ok()) << "'" << bad << "' was accepted";
+    EXPECT_EQ(config.error().kind, ErrorKind::kInvalidArgument);
+    EXPECT_EQ(config.error().message.rfind("INFERNO_JOB_SECRET: ", 0), 0u) << config.error().message;
+    if (!bad.empty()) {
+      EXPECT_EQ(config.error().message.find(bad), std::string::npos);
+    }
+  }
 }
 
 TEST(Join, PortInUseNamesAddressAndPort) {
