@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include <malloc.h>
+
 #include <glog/logging.h>
 #include <zmq.hpp>
 
@@ -105,6 +107,28 @@ class ChunkPool {
   std::vector<std::unique_ptr<std::byte[]>> free_;  // guarded by mutex_
 };
 
+// ZeroMQ allocates every large received message (up to kMaxChunkBytes) with
+// malloc, and a collective frees the chunks queued ahead of it several MiB at
+// a time. With glibc's defaults that memory goes back to the kernel (heap
+// trimming), so the next chunks fault in and zero fresh pages: ~10% of all CPU
+// samples of a 2-rank 16 MiB all_reduce. Keeping chunk-sized blocks on the
+// heap, trimmed only past kMallocTrimBytes, lets them be reused. Process-wide;
+// set once, by the first transport.
+constexpr int kMallocMmapThresholdBytes = 4 << 20;
+constexpr int kMallocTrimBytes = 64 << 20;
+
+struct KeepFreedChunkMemory {
+  KeepFreedChunkMemory() {
+#ifdef __GLIBC__
+    static std::once_flag once;
+    std::call_once(once, [] {
+      mallopt(M_MMAP_THRESHOLD, kMallocMmapThresholdBytes);
+      mallopt(M_TRIM_THRESHOLD, kMallocTrimBytes);
+    });
+#endif
+  }
+};
+
 // ZeroMQ's free function for pooled chunks: `hint` is the ChunkPool.
 void ReturnChunk(void* data, void* hint) {
   static_cast<ChunkPool*>(hint)->Return(static_cast<std::byte*>(data));
@@ -121,6 +145,7 @@ struct PartialMessage {
 
 struct ZmqTransport::Impl {
   ZmqTransportOptions options;
+  KeepFreedChunkMemory keep_freed_chunk_memory;
   ChunkPool chunk_pool;  // declared before context: outlives ZeroMQ's messages
   zmq::context_t context{1};
   // Set for a secured job; the handler is declared after the context so that
