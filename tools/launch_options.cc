@@ -44,7 +44,7 @@ Expected<std::chrono::milliseconds, std::string> ParseSeconds(std::string_view f
 }  // namespace
 
 const char* LaunchUsage() {
-  return "usage: launch -n RANKS [--tag-output] [--timeout SECONDS] [--grace SECONDS]\n"
+  return "usage: launch -n RANKS [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--secure]\n"
          "              [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]\n"
          "              [--] PROGRAM [ARGS...]\n"
          "Starts RANKS copies of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK,\n"
@@ -55,6 +55,9 @@ const char* LaunchUsage() {
          "  --tag-output       prefix each output line with \"[rank] \"\n"
          "  --timeout SECONDS  stop the job after this long and exit 124\n"
          "  --grace SECONDS    time between SIGTERM and SIGKILL (default 5)\n"
+         "  --secure           encrypt the job's traffic and admit only its ranks: they\n"
+         "                     get INFERNO_JOB_SECRET (launch's own if set, which every\n"
+         "                     node of a multi-node job needs; else a fresh one)\n"
          "  --nnodes N         nodes in the job (default 1)\n"
          "  --node-rank R      this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1\n"
          "  --master-addr ADDR host of rank 0 (default 127.0.0.1)\n"
@@ -85,9 +88,9 @@ Expected<LaunchOptions, std::string> ParseLaunchOptions(int argc, const char* co
       options.show_help = true;
       return options;
     }
-    if (arg == "--tag-output") {
-      if (has_inline_value) return MakeUnexpected("--tag-output takes no value, got " + Quoted(value));
-      options.tag_output = true;
+    if (arg == "--tag-output" || arg == "--secure") {
+      if (has_inline_value) return MakeUnexpected(arg + " takes no value, got " + Quoted(value));
+      (arg == "--secure" ? options.secure : options.tag_output) = true;
       continue;
     }
     const bool takes_value = arg == "-n" || arg == "--nproc-per-node" || arg == "--timeout" ||

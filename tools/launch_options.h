@@ -1,6 +1,6 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
-//   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS]
+//   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--secure]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
 //
@@ -30,6 +30,10 @@ struct LaunchOptions {
   bool tag_output = false;
   // Stop the whole job after this long; zero means no limit.
   std::chrono::milliseconds timeout{0};
+  // Secure the job: its ranks get a job secret (INFERNO_JOB_SECRET, taken
+  // from launch's environment if set there, else fresh), so only they can
+  // join it or send to it (see distributed/job_secret.h).
+  bool secure = false;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

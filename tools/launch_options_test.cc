@@ -14,12 +14,13 @@ Expected<LaunchOptions, std::string> Parse(std::vector<const char*> args) {
 }
 
 TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
-  auto options = Parse({"-n", "3", "--tag-output", "--timeout", "2.5", "--grace=0.25", "--nnodes",
+  auto options = Parse({"-n", "3", "--tag-output", "--secure", "--timeout", "2.5", "--grace=0.25", "--nnodes",
                         "2", "--node-rank=1", "--master-addr", "10.0.0.7", "--master-port",
                         "29500", "--", "prog", "-n", "9"});
   ASSERT_TRUE(options.ok()) << options.error();
   EXPECT_EQ(options->ranks_per_node, 3);
   EXPECT_TRUE(options->tag_output);
+  EXPECT_TRUE(options->secure);
   EXPECT_EQ(options->timeout.count(), 2500);
   EXPECT_EQ(options->grace.count(), 250);
   EXPECT_EQ(options->nnodes, 2);
@@ -34,6 +35,7 @@ TEST(ParseLaunchOptions, CommandStartsAtFirstNonFlagWithoutDoubleDash) {
   auto options = Parse({"-n", "2", "echo", "--tag-output"});
   ASSERT_TRUE(options.ok()) << options.error();
   EXPECT_FALSE(options->tag_output);
+  EXPECT_FALSE(options->secure);
   EXPECT_EQ(options->command, (std::vector<std::string>{"echo", "--tag-output"}));
   EXPECT_EQ(options->master_port, 0);
   EXPECT_EQ(options->timeout.count(), 0);
@@ -68,6 +70,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"-n", "2"}, "no program given after the flags"},
         BadCase{{"-n", "2", "--tag", "prog"}, "unknown flag '--tag' (see launch --help)"},
         BadCase{{"-n", "2", "--tag-output=1", "prog"}, "--tag-output takes no value, got '1'"},
+        BadCase{{"-n", "2", "--secure=yes", "prog"}, "--secure takes no value, got 'yes'"},
         BadCase{{"-n", "2", "--timeout", "0", "prog"},
                 "--timeout: expected a positive number of seconds, got '0'"},
         BadCase{{"-n", "2", "--grace", "-1", "prog"},

@@ -203,6 +203,32 @@ status=$?
 grep -q "^launch: --master-addr: cannot bind 192.0.2.1:0" "$WORK/addr.err" ||
   fail "foreign --master-addr message: '$(cat "$WORK/addr.err")'"
 
+# --- --secure -------------------------------------------------------------------
+SECRET_DUMP=$(program secret_dump.sh <<EOS
+#!/bin/sh
+echo "\${INFERNO_JOB_SECRET:-unset}" > "$WORK/secret.\$RANK"
+EOS
+)
+(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 2 --secure -- "$SECRET_DUMP") || fail "--secure: launch failed"
+secrets=$(cat "$WORK"/secret.* | sort -u)
+[ "$(echo "$secrets" | wc -l)" -eq 1 ] || fail "--secure: ranks got different secrets"
+echo "$secrets" | grep -Eq '^[0-9a-f]{64}$' || fail "--secure: '$secrets' is not 64 hex digits"
+(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 1 --secure -- "$SECRET_DUMP")
+[ "$(cat "$WORK/secret.0")" != "$secrets" ] || fail "--secure: two jobs got the same fresh secret"
+(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 1 -- "$SECRET_DUMP")
+[ "$(cat "$WORK/secret.0")" = unset ] || fail "without --secure a rank got a secret"
+GIVEN=$(printf '%064d' 42)
+INFERNO_JOB_SECRET=$GIVEN timeout 20 "$LAUNCH" -n 1 --secure -- "$SECRET_DUMP"
+[ "$(cat "$WORK/secret.0")" = "$GIVEN" ] || fail "--secure did not pass on launch's own secret"
+INFERNO_JOB_SECRET=tooshort "$LAUNCH" -n 1 --secure -- true 2>"$WORK/secret.err"
+status=$?
+[ "$status" -eq 1 ] || fail "malformed secret: exited $status, want 1"
+[ "$(cat "$WORK/secret.err")" = "launch: INFERNO_JOB_SECRET: expected 64 hex digits (32 bytes), got 8 characters" ] ||
+  fail "malformed secret message: '$(cat "$WORK/secret.err")'"
+(unset INFERNO_JOB_SECRET; "$LAUNCH" -n 1 --nnodes 2 --master-port 1 --secure -- true 2>"$WORK/nodes.err")
+grep -q "^launch: --secure: a job of 2 nodes needs the same INFERNO_JOB_SECRET" "$WORK/nodes.err" ||
+  fail "multi-node --secure without a secret: '$(cat "$WORK/nodes.err")'"
+
 rm -rf "$WORK"
 if [ "$FAILURES" -ne 0 ]; then
   echo "$FAILURES check(s) failed" >&2

@@ -13,11 +13,14 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "distributed/job_secret.h"
 
 namespace inferno {
 namespace {
@@ -190,6 +193,9 @@ class Supervisor {
     } else {
       master_port_ = options_.master_port;
     }
+    if (options_.secure) {
+      if (auto secret = ChooseJobSecret(); !secret) return MakeUnexpected(secret.error());
+    }
     if (auto fd = TakeSignals(); !fd) return MakeUnexpected(fd.error());
     // Descendants that ranks orphan are re-parented to us, so they stay in
     // reach (and their exit is reaped) while the job runs.
@@ -208,6 +214,27 @@ class Supervisor {
   }
 
  private:
+  // With --secure, sets job_secret_: launch's own INFERNO_JOB_SECRET if set
+  // (checked), else a fresh one, which only a single-node job may use.
+  Expected<void, std::string> ChooseJobSecret() {
+    if (const char* inherited = std::getenv(kJobSecretVariable)) {
+      if (Result<JobSecret> parsed = ParseJobSecret(inherited); !parsed) {
+        return MakeUnexpected(parsed.error().message);
+      }
+      job_secret_ = inherited;
+      return {};
+    }
+    if (options_.nnodes > 1) {
+      return MakeUnexpected(std::string("--secure: a job of ") + std::to_string(options_.nnodes) +
+                            " nodes needs the same " + kJobSecretVariable +
+                            " exported on every node (make one with job_key)");
+    }
+    Result<std::string> fresh = NewJobSecretText();
+    if (!fresh) return MakeUnexpected(fresh.error().message);
+    job_secret_ = *fresh;
+    return {};
+  }
+
   Expected<void, std::string> TakeSignals() {
     sigset_t handled;
     sigemptyset(&handled);
@@ -274,6 +301,7 @@ class Supervisor {
     set("NODE_RANK", std::to_string(options_.node_rank));
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
+    if (options_.secure) set(kJobSecretVariable, job_secret_);
     for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                              "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS"}) {
       unsetenv(name);
@@ -436,6 +464,7 @@ class Supervisor {
 
   const LaunchOptions& options_;
   int master_port_ = 0;
+  std::string job_secret_;  // with --secure: what the ranks get
   int signal_fd_ = -1;
   sigset_t original_mask_{};
   std::vector<RankProcess> ranks_;

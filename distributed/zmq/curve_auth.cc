@@ -19,23 +19,11 @@ constexpr char kZapDomain[] = "inferno";
 // bounds how long destroying a ZapHandler takes.
 constexpr std::chrono::milliseconds kPollInterval{50};
 
-// Z85 text of 32 bytes is 40 characters (plus the terminating NUL).
-constexpr size_t kZ85KeyChars = 40;
-
 // A ZAP request's frames: version, request id, domain, address, routing id,
 // mechanism, then one credential frame for CURVE (the client's public key).
 constexpr size_t kCurveRequestFrames = 7;
 
 }  // namespace
-
-CurveKeys DeriveCurveKeys(const JobSecret& secret) {
-  char secret_text[kZ85KeyChars + 1] = {};
-  char public_text[kZ85KeyChars + 1] = {};
-  CHECK(zmq_z85_encode(secret_text, secret.bytes.data(), secret.bytes.size()) != nullptr);
-  CHECK_EQ(zmq_curve_public(public_text, secret_text), 0)
-      << "libzmq was built without CURVE: " << zmq_strerror(zmq_errno());
-  return CurveKeys{public_text, secret_text};
-}
 
 void MakeCurveServer(zmq::socket_t& socket, const CurveKeys& keys) {
   socket.set(zmq::sockopt::curve_server, true);

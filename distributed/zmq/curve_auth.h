@@ -22,7 +22,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,23 +30,9 @@
 
 #include "distributed/collective_error.h"
 #include "distributed/job_secret.h"
+#include "distributed/zmq/curve_keys.h"
 
 namespace inferno {
-
-// How many bytes longer a message is on the wire once CURVE encrypts it (a
-// MESSAGE command: its name, a nonce, the authenticator and a flags byte; 33
-// in libzmq 4.3, rounded up). ZMQ_MAXMSGSIZE limits the wire size, so a
-// secured socket's limit must be this much above the largest plaintext.
-inline constexpr int64_t kCurveMessageOverhead = 64;
-
-// The job's CURVE key pair, in ZeroMQ's Z85 text form (40 characters each).
-struct CurveKeys {
-  std::string public_key;
-  std::string secret_key;
-};
-
-// The key pair every rank of the job holding `secret` uses.
-CurveKeys DeriveCurveKeys(const JobSecret& secret);
 
 // Makes `socket` (before it binds) a CURVE server with the job's key pair.
 // Throws zmq::error_t, like the cppzmq calls around it.

@@ -47,15 +47,6 @@ zmq::socket_t Dealer(zmq::context_t& context) {
   return dealer;
 }
 
-TEST(CurveKeys, SameSecretGivesSameKeysAndAnotherSecretOthers) {
-  const CurveKeys keys = DeriveCurveKeys(SecretFilledWith(7));
-  EXPECT_EQ(keys.public_key.size(), 40u);
-  EXPECT_EQ(keys.secret_key.size(), 40u);
-  EXPECT_NE(keys.public_key, keys.secret_key);
-  EXPECT_EQ(DeriveCurveKeys(SecretFilledWith(7)).public_key, keys.public_key);
-  EXPECT_NE(DeriveCurveKeys(SecretFilledWith(8)).public_key, keys.public_key);
-}
-
 TEST(ZapHandler, AdmitsAClientHoldingTheJobKey) {
   const CurveKeys keys = DeriveCurveKeys(SecretFilledWith(1));
   zmq::context_t context(1);

@@ -1,0 +1,41 @@
+// job_key: makes and inspects job secrets (see distributed/job_secret.h).
+//
+//   job_key            prints a fresh secret: export INFERNO_JOB_SECRET=$(job_key)
+//                      on every node of a multi-node --secure job
+//   job_key --public   prints the CURVE public key (Z85) of $INFERNO_JOB_SECRET,
+//                      which is not secret (tests give it to a stranger)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "distributed/job_secret.h"
+#include "distributed/zmq/curve_keys.h"
+
+int main(int argc, char** argv) {
+  using inferno::kJobSecretVariable;
+  if (argc == 1) {
+    inferno::Result<std::string> secret = inferno::NewJobSecretText();
+    if (!secret) {
+      std::fprintf(stderr, "job_key: %s\n", secret.error().message.c_str());
+      return 1;
+    }
+    std::printf("%s\n", secret->c_str());
+    return 0;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--public") == 0) {
+    const char* text = std::getenv(kJobSecretVariable);
+    if (text == nullptr) {
+      std::fprintf(stderr, "job_key: --public: %s is not set\n", kJobSecretVariable);
+      return 1;
+    }
+    inferno::Result<inferno::JobSecret> secret = inferno::ParseJobSecret(text);
+    if (!secret) {
+      std::fprintf(stderr, "job_key: %s\n", secret.error().message.c_str());
+      return 1;
+    }
+    std::printf("%s\n", inferno::DeriveCurveKeys(*secret).public_key.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "usage: job_key [--public]\n");
+  return 2;
+}
