@@ -1,6 +1,7 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,8 @@ class PipelineRun {
     }
     report_.generated.resize(prompts.size());
     if (group_.world_size() > 1) {
+      send_buffer_.reserve(kHeaderWords * sizeof(int32_t) +
+                           std::max(stage.max_positions_per_call() * dim_, dim_ + vocab_) * sizeof(float));
       if (stage_.is_last()) {
         normed_.resize(dim_);
         pending_logits_.resize(prompts.size() * vocab_);
@@ -74,11 +77,21 @@ class PipelineRun {
   }
 
  private:
+  static constexpr size_t kHeaderWords = 4;
+
   struct Header {
     MessageKind kind = kHiddenMessage;
     int sequence = 0;
     int64_t a = 0;
     int64_t b = 0;
+  };
+
+  // A received message: its header, and all its bytes (the header's too).
+  struct Message {
+    Header header;
+    std::vector<std::byte> bytes;
+    const std::byte* payload() const { return bytes.data() + kHeaderWords * sizeof(int32_t); }
+    size_t payload_floats() const { return (bytes.size() - kHeaderWords * sizeof(int32_t)) / sizeof(float); }
   };
 
   int slot(int sequence) const { return stage_.num_slots() == 1 ? 0 : sequence; }
@@ -174,52 +187,54 @@ class PipelineRun {
     return {};
   }
 
-  // Sends a header (and, unless empty, a payload) to the ring successor.
-  EngineStatus Send(const char* label, int sequence, const Header& header, std::span<const float> payload) {
-    TimedScope scope(timeline_, SpanKind::kSend, label, sequence);
+  // Sends a message, `header` then `payload`, to the ring successor.
+  EngineStatus Send(const char* label, const Header& header, std::span<const float> payload) {
+    TimedScope scope(timeline_, SpanKind::kSend, label, header.sequence);
     const int to = successor();
-    const int32_t words[4] = {header.kind, header.sequence, static_cast<int32_t>(header.a),
-                              static_cast<int32_t>(header.b)};
-    if (Status sent = group_.send_i32(to, kHeaderTag, words); !sent) {
-      return Failure(std::string(label) + ": send header to", to, sent.error());
-    }
-    if (!payload.empty()) {
-      if (Status sent = group_.send_f32(to, kPayloadTag, payload); !sent) {
-        return Failure(std::string(label) + ": send payload to", to, sent.error());
-      }
+    const int32_t words[kHeaderWords] = {header.kind, header.sequence, static_cast<int32_t>(header.a),
+                                         static_cast<int32_t>(header.b)};
+    send_buffer_.resize(sizeof words + payload.size_bytes());
+    std::memcpy(send_buffer_.data(), words, sizeof words);
+    if (!payload.empty()) std::memcpy(send_buffer_.data() + sizeof words, payload.data(), payload.size_bytes());
+    if (Status sent = group_.send_bytes(to, kMessageTag, send_buffer_); !sent) {
+      return Failure(std::string(label) + ": send to", to, sent.error());
     }
     return {};
   }
 
   EngineStatus SendHidden(int sequence, int64_t pos, std::span<const float> x) {
-    return Send("send hidden", sequence, {kHiddenMessage, sequence, pos, static_cast<int64_t>(x.size()) / dim_}, x);
+    return Send("send hidden", {kHiddenMessage, sequence, pos, static_cast<int64_t>(x.size()) / dim_}, x);
   }
 
-  EngineResult<Header> ReceiveHeader() {
+  // Waits for the next message from the ring predecessor; checks its header.
+  EngineResult<Message> Receive() {
     const int from = predecessor();
     TimedScope scope(timeline_, SpanKind::kWait, "wait", -1);
-    Result<std::vector<int32_t>> message = group_.recv_i32(from, kHeaderTag);
-    if (!message) return Failure("receive header from", from, message.error());
-    const std::vector<int32_t>& h = *message;
-    if (h.size() != 4 || h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 ||
-        h[1] >= static_cast<int>(sequences_.size())) {
-      return Malformed("a header of " + std::to_string(h.size()) + " ints, kind " +
-                       (h.empty() ? std::string("none") : std::to_string(h[0])));
+    Result<std::vector<std::byte>> bytes = group_.recv_bytes(from, kMessageTag);
+    if (!bytes) return Failure("receive from", from, bytes.error());
+    constexpr size_t kHeaderBytes = kHeaderWords * sizeof(int32_t);
+    if (bytes->size() < kHeaderBytes || (bytes->size() - kHeaderBytes) % sizeof(float) != 0) {
+      return Malformed("a message of " + std::to_string(bytes->size()) + " bytes");
     }
-    return Header{static_cast<MessageKind>(h[0]), h[1], h[2], h[3]};
+    int32_t h[kHeaderWords];
+    std::memcpy(h, bytes->data(), kHeaderBytes);
+    if (h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 || h[1] >= static_cast<int>(sequences_.size())) {
+      return Malformed("kind " + std::to_string(h[0]) + ", sequence " + std::to_string(h[1]));
+    }
+    return Message{{static_cast<MessageKind>(h[0]), h[1], h[2], h[3]}, std::move(*bytes)};
   }
 
-  // Receives the payload that follows `header`, of `floats` floats.
-  EngineResult<std::vector<float>> ReceivePayload(const char* label, const Header& header, int64_t floats) {
-    const int from = predecessor();
-    TimedScope scope(timeline_, SpanKind::kRecv, label, header.sequence);
-    Result<std::vector<float>> payload = group_.recv_f32(from, kPayloadTag);
-    if (!payload) return Failure(std::string(label) + ": receive payload from", from, payload.error());
-    if (static_cast<int64_t>(payload->size()) != floats) {
-      return Malformed(std::string(label) + " of " + std::to_string(payload->size()) + " floats, expected " +
-                       std::to_string(floats));
+  // Copies floats [skip, skip + out.size()) of `message`'s payload into
+  // `out`; the payload must hold exactly skip + out.size() floats.
+  EngineStatus TakePayload(const char* label, const Message& message, size_t skip, std::span<float> out) {
+    TimedScope scope(timeline_, SpanKind::kRecv, label, message.header.sequence);
+    const size_t floats = message.payload_floats();
+    if (floats != skip + out.size()) {
+      return Malformed(std::string(label) + " of " + std::to_string(floats) + " floats, expected " +
+                       std::to_string(skip + out.size()));
     }
-    return std::move(*payload);
+    std::memcpy(out.data(), message.payload() + skip * sizeof(float), out.size_bytes());
+    return {};
   }
 
   // Every rank with W > 1: handles the messages from the ring predecessor, in
@@ -237,18 +252,18 @@ class PipelineRun {
       }
     }
     for (size_t running = sequences_.size(); running > 0;) {
-      EngineResult<Header> header = ReceiveHeader();
-      if (!header) return header.error();
+      EngineResult<Message> message = Receive();
+      if (!message) return message.error();
       EngineStatus handled;
-      switch (header->kind) {
+      switch (message->header.kind) {
         case kTokenMessage:
-          handled = OnToken(*header, running);
+          handled = OnToken(*message, running);
           break;
         case kHiddenMessage:
-          handled = OnHidden(*header, running);
+          handled = OnHidden(*message, running);
           break;
         case kClassifyMessage:
-          handled = stage_.is_last() ? OnClassified(*header) : OnClassify(*header);
+          handled = stage_.is_last() ? OnClassified(*message) : OnClassify(*message);
           break;
       }
       if (!handled) return handled;
@@ -257,8 +272,12 @@ class PipelineRun {
   }
 
   // First stage: the next token of a sequence, or its end.
-  EngineStatus OnToken(const Header& header, size_t& running) {
-    if (!stage_.is_first() || header.a >= vocab_) return Malformed("token " + std::to_string(header.a));
+  EngineStatus OnToken(const Message& message, size_t& running) {
+    const Header& header = message.header;
+    if (!stage_.is_first() || header.a >= vocab_ || message.payload_floats() != 0) {
+      return Malformed("token " + std::to_string(header.a) + " with " + std::to_string(message.payload_floats()) +
+                       " floats");
+    }
     if (header.a < 0) {
       --running;
       return SendHidden(header.sequence, 0, {});
@@ -270,7 +289,8 @@ class PipelineRun {
 
   // Hidden states from the previous stage; the last stage starts the
   // classifier once a sequence's prompt is in.
-  EngineStatus OnHidden(const Header& header, size_t& running) {
+  EngineStatus OnHidden(const Message& message, size_t& running) {
+    const Header& header = message.header;
     Sequence& s = sequences_[header.sequence];
     if (stage_.is_first() || (header.b > 0 && header.a != s.pos) || header.b < 0 ||
         header.b > stage_.max_positions_per_call()) {
@@ -278,19 +298,20 @@ class PipelineRun {
                        std::to_string(header.a) + ", " + std::to_string(header.b) + " positions");
     }
     if (header.b == 0) {
+      if (message.payload_floats() != 0) return Malformed("a stop with a payload");
       --running;
       return stage_.is_last() ? EngineStatus{} : SendHidden(header.sequence, 0, {});
     }
-    EngineResult<std::vector<float>> x = ReceivePayload("recv hidden", header, header.b * dim_);
-    if (!x) return x.error();
+    const std::span<float> x = std::span<float>(hidden_).first(header.b * dim_);
+    if (EngineStatus taken = TakePayload("recv hidden", message, 0, x); !taken) return taken;
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "forward", header.sequence);
-      stage_.Forward(slot(header.sequence), header.a, *x);
+      stage_.Forward(slot(header.sequence), header.a, x);
       s.pos += header.b;
     }
-    if (!stage_.is_last()) return SendHidden(header.sequence, header.a, *x);
+    if (!stage_.is_last()) return SendHidden(header.sequence, header.a, x);
     if (s.pos < static_cast<int64_t>(s.prompt->size())) return {};
-    return StartClassifier(header.sequence, std::span<const float>(*x).last(dim_));
+    return StartClassifier(header.sequence, x.last(dim_));
   }
 
   // Leader: sends the final-normed `hidden` (dim) of `sequence` around the
@@ -302,9 +323,7 @@ class PipelineRun {
       TimedScope scope(timeline_, SpanKind::kCompute, "final norm", sequence);
       stage_.FinalNorm(hidden, normed_);
     }
-    if (EngineStatus sent = Send("send classify", sequence, {kClassifyMessage, sequence, 0, 0}, normed_); !sent) {
-      return sent;
-    }
+    if (EngineStatus sent = Send("send classify", {kClassifyMessage, sequence, 0, 0}, normed_); !sent) return sent;
     TimedScope scope(timeline_, SpanKind::kCompute, "classifier", sequence);
     const RowRange rows = stage_.classifier_rows();
     stage_.ClassifierSlice(normed_, pending_logits(sequence).subspan(rows.begin, rows.size()));
@@ -313,41 +332,42 @@ class PipelineRun {
 
   // Other ranks: appends the logits of this rank's rows and passes the
   // message on.
-  EngineStatus OnClassify(const Header& header) {
+  EngineStatus OnClassify(const Message& message) {
+    const Header& header = message.header;
     const RowRange rows = stage_.classifier_rows();
     if (header.a != rows.begin) {
       return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
                        std::to_string(rows.begin) + ")");
     }
-    EngineResult<std::vector<float>> received = ReceivePayload("recv classify", header, dim_ + rows.begin);
-    if (!received) return received.error();
+    const std::span<float> classify = std::span<float>(classify_).first(dim_ + rows.end);
+    if (EngineStatus taken = TakePayload("recv classify", message, 0, classify.first(dim_ + rows.begin)); !taken) {
+      return taken;
+    }
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "classifier", header.sequence);
-      std::copy(received->begin(), received->end(), classify_.begin());
-      const std::span<const float> normed = std::span<const float>(classify_).first(dim_);
-      stage_.ClassifierSlice(normed, std::span<float>(classify_).subspan(dim_ + rows.begin, rows.size()));
+      stage_.ClassifierSlice(classify.first(dim_), classify.subspan(dim_ + rows.begin, rows.size()));
     }
-    return Send("send classify", header.sequence, {kClassifyMessage, header.sequence, rows.end, 0},
-                std::span<const float>(classify_).first(dim_ + rows.end));
+    return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
   }
 
   // Leader: the other ranks' logits are back; completes the vector, samples
   // and sends the token on.
-  EngineStatus OnClassified(const Header& header) {
+  EngineStatus OnClassified(const Message& message) {
+    const Header& header = message.header;
     const RowRange rows = stage_.classifier_rows();
     if (header.a != rows.begin) {
       return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
                        std::to_string(rows.begin) + ")");
     }
-    EngineResult<std::vector<float>> received = ReceivePayload("recv logits", header, dim_ + rows.begin);
-    if (!received) return received.error();
     const std::span<float> logits = pending_logits(header.sequence);
-    std::copy(received->begin() + dim_, received->end(), logits.begin());
+    if (EngineStatus taken = TakePayload("recv logits", message, dim_, logits.first(rows.begin)); !taken) {
+      return taken;
+    }
     return SendToken(header.sequence, SampleNext(header.sequence, logits));
   }
 
   EngineStatus SendToken(int sequence, int32_t token) {
-    return Send("send token", sequence, {kTokenMessage, sequence, token, 0}, {});
+    return Send("send token", {kTokenMessage, sequence, token, 0}, {});
   }
 
   ProcessGroup& group_;
@@ -362,6 +382,7 @@ class PipelineRun {
   std::vector<float> normed_;          // (dim) leader with W > 1: a final-normed hidden state
   std::vector<float> pending_logits_;  // (sequences, vocab) leader with W > 1: logits being assembled
   std::vector<float> classify_;        // (dim + vocab) other ranks: a classify message being extended
+  std::vector<std::byte> send_buffer_;  // a message being sent: header, then payload
   std::vector<Sequence> sequences_;
   GenerationReport report_;
   Clock::time_point start_;

@@ -30,9 +30,9 @@
 // bit for bit those of running it alone, on one rank or on W (each logit is
 // one row's dot product, whichever rank computes it).
 //
-// Wire protocol between ring neighbours (tags below kTagReservedBase): a
-// header, i32 [kind, sequence, a, b] under kHeaderTag, then for some kinds a
-// payload, f32 under kPayloadTag:
+// Wire protocol between ring neighbours: one message per step, under
+// kMessageTag (below kTagReservedBase), in native byte order: a header,
+// i32 [kind, sequence, a, b], then for some kinds an f32 payload:
 //   kHiddenMessage   a = pos, b = n: payload (n, dim), the hidden states of
 //                    positions [pos, pos + n); n = 0 (no payload): the
 //                    sequence stops. Stage to next stage.
@@ -57,8 +57,7 @@
 
 namespace inferno {
 
-inline constexpr uint32_t kHeaderTag = 102;
-inline constexpr uint32_t kPayloadTag = 103;
+inline constexpr uint32_t kMessageTag = 102;
 
 enum MessageKind : int32_t { kHiddenMessage = 0, kTokenMessage = 1, kClassifyMessage = 2 };
 
