@@ -2,13 +2,19 @@
 # Every ProcessGroup call across real processes: launch starts WORLD ranks of
 # collectives_check, which joins over TCP (or ipc:// with --ipc) and checks
 # every result exactly. Passes when launch exits 0 and every rank reports OK.
-# Usage: collectives_test.sh LAUNCH COLLECTIVES_CHECK WORLD [--ipc]
+# With --secure, the job runs under `launch --secure` (CURVE + ZAP).
+# Usage: collectives_test.sh LAUNCH COLLECTIVES_CHECK WORLD [--ipc | --secure]
 set -u
 LAUNCH="$1" CHECK="$2" WORLD="$3"
 shift 3
+LAUNCH_FLAGS=()
+if [ "${1:-}" = "--secure" ]; then
+  LAUNCH_FLAGS=(--secure)
+  shift
+fi
 OUT="$(mktemp "${TEST_TMPDIR:-/tmp}/collectives.XXXXXX")"
 
-timeout 150 "$LAUNCH" -n "$WORLD" --tag-output --timeout 120 --grace 2 -- "$CHECK" "$@" >"$OUT" 2>&1
+timeout 150 "$LAUNCH" -n "$WORLD" "${LAUNCH_FLAGS[@]}" --tag-output --timeout 120 --grace 2 -- "$CHECK" "$@" >"$OUT" 2>&1
 status=$?
 cat "$OUT"
 if [ "$status" -ne 0 ]; then
@@ -26,4 +32,4 @@ if grep -q "FAILED" "$OUT"; then
   exit 1
 fi
 rm -f "$OUT"
-echo "PASS: $WORLD ranks $*"
+echo "PASS: $WORLD ranks ${LAUNCH_FLAGS[*]} $*"

@@ -13,7 +13,11 @@
 // It is deliberately a ZeroMQ peer of its own (it includes zmq.hpp): it plays
 // a foreign process, not part of the project's transport.
 //
-// Usage: stranger DURATION_MS ENDPOINT...
+// With --curve-server-key KEY (a secured job's public key, which is no
+// secret), its ZeroMQ connections are CURVE clients of that server with a key
+// pair of their own: the strongest stranger short of one holding the secret.
+//
+// Usage: stranger [--curve-server-key KEY] DURATION_MS ENDPOINT...
 // Prints one summary line of attacks made; exits 0 (1 on bad arguments).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -123,9 +127,23 @@ zmq::const_buffer Bytes(const inferno::EncodedFrameHeader& header) {
   return zmq::const_buffer(header.data(), header.size());
 }
 
-// One round of ZeroMQ-level attacks on `endpoint` from a fresh DEALER.
-void SendForeignFrames(zmq::context_t& context, const std::string& endpoint, std::mt19937_64& random) {
+// A DEALER that, given a server key, is a CURVE client with a fresh key pair.
+zmq::socket_t StrangerDealer(zmq::context_t& context, const std::string& curve_server_key) {
   zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  if (!curve_server_key.empty()) {
+    char public_key[41], secret_key[41];
+    if (zmq_curve_keypair(public_key, secret_key) != 0) throw zmq::error_t();
+    dealer.set(zmq::sockopt::curve_serverkey, curve_server_key);
+    dealer.set(zmq::sockopt::curve_publickey, public_key);
+    dealer.set(zmq::sockopt::curve_secretkey, secret_key);
+  }
+  return dealer;
+}
+
+// One round of ZeroMQ-level attacks on `endpoint` from a fresh DEALER.
+void SendForeignFrames(zmq::context_t& context, const std::string& endpoint,
+                       const std::string& curve_server_key, std::mt19937_64& random) {
+  zmq::socket_t dealer = StrangerDealer(context, curve_server_key);
   dealer.set(zmq::sockopt::linger, 200);
   dealer.set(zmq::sockopt::sndtimeo, 200);
   dealer.connect(endpoint);
@@ -166,8 +184,14 @@ void SendForeignFrames(zmq::context_t& context, const std::string& endpoint, std
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string curve_server_key;
+  if (argc >= 3 && std::strcmp(argv[1], "--curve-server-key") == 0) {
+    curve_server_key = argv[2];
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 3 || std::atoi(argv[1]) <= 0) {
-    std::fprintf(stderr, "usage: stranger DURATION_MS ENDPOINT...\n");
+    std::fprintf(stderr, "usage: stranger [--curve-server-key KEY] DURATION_MS ENDPOINT...\n");
     return 1;
   }
   const auto until = Clock::now() + std::chrono::milliseconds(std::atoi(argv[1]));
@@ -179,7 +203,7 @@ int main(int argc, char** argv) {
   std::vector<zmq::socket_t> silent_dealers;
   for (const std::string& endpoint : endpoints) {
     if (const int fd = ConnectRaw(endpoint); fd >= 0) silent.push_back(fd);
-    silent_dealers.emplace_back(context, zmq::socket_type::dealer);
+    silent_dealers.push_back(StrangerDealer(context, curve_server_key));
     silent_dealers.back().set(zmq::sockopt::linger, 0);
     silent_dealers.back().connect(endpoint);
   }
@@ -192,7 +216,7 @@ int main(int argc, char** argv) {
       refused += !SendRaw(endpoint, garbage);
       refused += !SendRaw(endpoint, "GET / HTTP/1.0\r\n\r\n");
       refused += !SendRaw(endpoint, OversizedZmtpFrame());
-      SendForeignFrames(context, endpoint, random);
+      SendForeignFrames(context, endpoint, curve_server_key, random);
     }
     ++rounds;
   }

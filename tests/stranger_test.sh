@@ -5,10 +5,25 @@
 # the rank's open sockets) with silent connections, garbage, oversized length
 # fields and frames of another job. The job must succeed and print exactly the
 # token ids of a clean run, and the ranks must log the frames they dropped.
+# Every tcp endpoint a rank listens on must be on loopback.
 #
-# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER
+# With --secure JOB_KEY, the attacked job runs under `launch --secure` and
+# the stranger's ZeroMQ connections are CURVE clients that know the job's
+# public key (printed by JOB_KEY) but hold keys of their own. Then no frame of
+# the stranger may reach a rank at all (no rank logs a dropped frame), and
+# every rank must log that it refused the stranger's key.
+#
+# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY]
 set -u
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
+SECURE=0 LAUNCH_FLAGS=() STRANGER_FLAGS=()
+if [ "${5:-}" = "--secure" ]; then
+  SECURE=1
+  INFERNO_JOB_SECRET=$("$6") || { echo "FAIL: job_key" >&2; exit 1; }
+  export INFERNO_JOB_SECRET
+  LAUNCH_FLAGS=(--secure)
+  STRANGER_FLAGS=(--curve-server-key "$("$6" --public)")
+fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
 FAILURES=0
@@ -40,10 +55,10 @@ listening_endpoints() {
     NR > 1 && $4 == "00010000" && ($7 in want) && $8 ~ /^@/ { print "ipc://" $8 }' /proc/net/unix
 }
 
-timeout 120 "$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
+timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
   { cat "$WORK/clean.err" >&2; fail "the clean run failed"; }
 
-"$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" \
+"$LAUNCH" -n "$WORLD" "${LAUNCH_FLAGS[@]}" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" \
   >"$WORK/attacked.out" 2>"$WORK/attacked.err" &
 launch_pid=$!
 
@@ -65,7 +80,13 @@ echo "attacking: ${endpoints[*]}"
 if [ "${ranks_listening:-0}" -lt "$WORLD" ]; then
   fail "only $ranks_listening of $WORLD ranks were found listening"
 else
-  "$STRANGER" 1000 "${endpoints[@]}" || fail "stranger failed"
+  for endpoint in "${endpoints[@]}"; do
+    case "$endpoint" in
+      tcp://127.0.0.1:*|ipc://@*) ;;
+      *) fail "a rank listens on $endpoint, not on loopback or an abstract ipc name" ;;
+    esac
+  done
+  "$STRANGER" "${STRANGER_FLAGS[@]}" 1000 "${endpoints[@]}" || fail "stranger failed"
   kill -0 "$launch_pid" 2>/dev/null || fail "the job ended before the attacks did: they proved nothing"
 fi
 wait "$launch_pid" || fail "the attacked run failed (status $?)"
@@ -78,8 +99,14 @@ elif ! cmp -s "$WORK/clean.ids" "$WORK/attacked.out"; then
 fi
 for ((rank = 0; rank < WORLD; rank++)); do
   dropped=$(grep -c "rank $rank dropped" "$WORK/attacked.err")
-  echo "rank $rank logged $dropped dropped frames"
-  [ "$dropped" -gt 0 ] || fail "rank $rank logged no dropped frame: did the attacks reach it?"
+  refused=$(grep -c "rank $rank refused a connection" "$WORK/attacked.err")
+  echo "rank $rank logged $dropped dropped frames, $refused refused keys"
+  if [ "$SECURE" -eq 1 ]; then
+    [ "$dropped" -eq 0 ] || fail "a stranger's frame reached rank $rank of a secured job"
+    [ "$refused" -gt 0 ] || fail "rank $rank refused no key: did the attacks reach it?"
+  else
+    [ "$dropped" -gt 0 ] || fail "rank $rank logged no dropped frame: did the attacks reach it?"
+  fi
 done
 
 rm -rf "$WORK"
