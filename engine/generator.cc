@@ -38,21 +38,17 @@ class PipelineRun {
         timeline_(timeline),
         dim_(stage.config().hidden_size),
         vocab_(stage.config().vocab_size),
-        hidden_(stage.max_positions_per_call() * dim_),
-        logits_scratch_(vocab_) {
+        hidden_(stage.max_positions_per_call() * dim_) {
     for (const std::vector<int32_t>& prompt : prompts) {
       sequences_.push_back({&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
     }
     report_.generated.resize(prompts.size());
-    if (group_.world_size() > 1) {
+    if (group_.world_size() == 1) {
+      logits_scratch_.resize(vocab_);
+    } else {
       send_buffer_.reserve(kHeaderWords * sizeof(int32_t) +
                            std::max(stage.max_positions_per_call() * dim_, dim_ + vocab_) * sizeof(float));
-      if (stage_.is_last()) {
-        normed_.resize(dim_);
-        pending_logits_.resize(prompts.size() * vocab_);
-      } else {
-        classify_.resize(dim_ + vocab_);
-      }
+      classify_.resize(dim_ + vocab_);
     }
   }
 
@@ -98,9 +94,6 @@ class PipelineRun {
   // The ring: rank r sends to r-1, the leader to the first stage, rank W-1.
   int successor() const { return group_.rank() == 0 ? group_.world_size() - 1 : group_.rank() - 1; }
   int predecessor() const { return group_.rank() == group_.world_size() - 1 ? 0 : group_.rank() + 1; }
-  std::span<float> pending_logits(int sequence) {
-    return std::span<float>(pending_logits_).subspan(sequence * vocab_, vocab_);
-  }
 
   EngineError Failure(const std::string& op, int peer, const CollectiveError& error) const {
     return EngineError{"rank " + std::to_string(group_.rank()) + ": " + op + " rank " + std::to_string(peer) + ": " +
@@ -133,16 +126,15 @@ class PipelineRun {
   }
 
   // Leader: samples the next token of `sequence` from its logits (vocab),
-  // reports it, and returns it, or -1 when the sequence stops.
-  // Precondition: SamplesAnother(sequence).
-  int32_t SampleNext(int sequence, std::span<const float> logits) {
+  // which it may overwrite, reports it, and returns it, or -1 when the
+  // sequence stops. Precondition: SamplesAnother(sequence).
+  int32_t SampleNext(int sequence, std::span<float> logits) {
     Sequence& s = sequences_[sequence];
     int32_t token;
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "sample", sequence);
       if (observer_ != nullptr) observer_->OnLogits(sequence, logits);
-      std::copy(logits.begin(), logits.end(), logits_scratch_.begin());
-      token = s.sampler.Sample(logits_scratch_);
+      token = s.sampler.Sample(logits);
     }
     if (!first_token_) {
       first_token_ = Clock::now();
@@ -171,12 +163,12 @@ class PipelineRun {
       while (true) {
         int32_t token = -1;
         if (SamplesAnother(id)) {
-          std::span<const float> logits;
           {
             TimedScope scope(timeline_, SpanKind::kCompute, "classifier", id);
-            logits = stage_.Logits(x.last(dim_));
+            const std::span<const float> logits = stage_.Logits(x.last(dim_));
+            std::copy(logits.begin(), logits.end(), logits_scratch_.begin());
           }
-          token = SampleNext(id, logits);
+          token = SampleNext(id, logits_scratch_);
         } else {
           StopSequence(id);
         }
@@ -263,7 +255,7 @@ class PipelineRun {
           handled = OnHidden(*message, running);
           break;
         case kClassifyMessage:
-          handled = stage_.is_last() ? OnClassified(*message) : OnClassify(*message);
+          handled = OnClassify(*message);
           break;
       }
       if (!handled) return handled;
@@ -315,23 +307,22 @@ class PipelineRun {
   }
 
   // Leader: sends the final-normed `hidden` (dim) of `sequence` around the
-  // ring and computes the logits of its own rows meanwhile — or, when the
-  // sequence samples no more, stops it.
+  // ring — or, when the sequence samples no more, stops it.
   EngineStatus StartClassifier(int sequence, std::span<const float> hidden) {
     if (!SamplesAnother(sequence)) return SendToken(sequence, StopSequence(sequence));
+    const std::span<float> normed = std::span<float>(classify_).first(dim_);
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "final norm", sequence);
-      stage_.FinalNorm(hidden, normed_);
+      stage_.FinalNorm(hidden, normed);
     }
-    if (EngineStatus sent = Send("send classify", {kClassifyMessage, sequence, 0, 0}, normed_); !sent) return sent;
-    TimedScope scope(timeline_, SpanKind::kCompute, "classifier", sequence);
-    const RowRange rows = stage_.classifier_rows();
-    stage_.ClassifierSlice(normed_, pending_logits(sequence).subspan(rows.begin, rows.size()));
-    return {};
+    return Send("send classify", {kClassifyMessage, sequence, 0, 0}, normed);
   }
 
-  // Other ranks: appends the logits of this rank's rows and passes the
-  // message on.
+  // Appends the logits of this rank's rows to a classify message; passes it
+  // on, or on the leader, where they complete the vector, samples and sends
+  // the token on. The leader computes its rows only now, not while the others
+  // compute theirs: its units of work stay short, so a sequence whose logits
+  // are back waits less for the leader.
   EngineStatus OnClassify(const Message& message) {
     const Header& header = message.header;
     const RowRange rows = stage_.classifier_rows();
@@ -347,23 +338,8 @@ class PipelineRun {
       TimedScope scope(timeline_, SpanKind::kCompute, "classifier", header.sequence);
       stage_.ClassifierSlice(classify.first(dim_), classify.subspan(dim_ + rows.begin, rows.size()));
     }
-    return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
-  }
-
-  // Leader: the other ranks' logits are back; completes the vector, samples
-  // and sends the token on.
-  EngineStatus OnClassified(const Message& message) {
-    const Header& header = message.header;
-    const RowRange rows = stage_.classifier_rows();
-    if (header.a != rows.begin) {
-      return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
-                       std::to_string(rows.begin) + ")");
-    }
-    const std::span<float> logits = pending_logits(header.sequence);
-    if (EngineStatus taken = TakePayload("recv logits", message, dim_, logits.first(rows.begin)); !taken) {
-      return taken;
-    }
-    return SendToken(header.sequence, SampleNext(header.sequence, logits));
+    if (!stage_.is_last()) return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
+    return SendToken(header.sequence, SampleNext(header.sequence, classify.subspan(dim_, vocab_)));
   }
 
   EngineStatus SendToken(int sequence, int32_t token) {
@@ -378,10 +354,10 @@ class PipelineRun {
   const int64_t dim_;
   const int64_t vocab_;
   std::vector<float> hidden_;          // (max_positions_per_call, dim)
-  std::vector<float> logits_scratch_;  // (vocab) what the sampler may reorder
-  std::vector<float> normed_;          // (dim) leader with W > 1: a final-normed hidden state
-  std::vector<float> pending_logits_;  // (sequences, vocab) leader with W > 1: logits being assembled
-  std::vector<float> classify_;        // (dim + vocab) other ranks: a classify message being extended
+  std::vector<float> logits_scratch_;  // (vocab) with W = 1: logits the sampler may overwrite
+  // (dim + vocab) with W > 1: a classify message, the final-normed hidden
+  // state then logits, being extended.
+  std::vector<float> classify_;
   std::vector<std::byte> send_buffer_;  // a message being sent: header, then payload
   std::vector<Sequence> sequences_;
   GenerationReport report_;

@@ -16,8 +16,8 @@
 // - layer work: hidden states go stage to stage, rank r -> r-1;
 // - classifier: the leader sends the final-normed hidden state of a sequence
 //   to rank W-1; each rank appends the logits of its rows and passes it on;
-//   back at the leader, the logits of the leader's own rows (computed while
-//   the others worked) complete the vector, and the leader samples;
+//   back at the leader, the logits of the leader's own rows complete the
+//   vector, and the leader samples;
 // - the sampled token goes from the leader to rank W-1.
 // Handling a message only sends (sends never wait for the peer), and each
 // sequence has one message in flight at a time (plus its prompt chunks), so
