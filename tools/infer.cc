@@ -1,6 +1,6 @@
 // infer: generates text with a Llama-architecture model, alone or
 // pipeline-parallel under `launch -n W` (each rank runs a contiguous range of
-// layers; rank 0 samples and prints).
+// layers and a slice of the classifier's rows; rank 0 samples and prints).
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
 //         [--prompts-file FILE] [--tokenizer FILE] [--max-new-tokens N]
@@ -12,7 +12,8 @@
 // combined and repeated; several prompts run micro-batched through the
 // pipeline (--prompt-ids prompts first, then text prompts, each in order).
 // Text prompts get BOS prepended; --prompt-ids are used as given. Without
-// --layers, layers are split to balance the stages' compute.
+// --layers, layers are split evenly; the classifier's rows are then spread
+// to balance the stages' compute (engine/pipeline_split.h).
 // Without --tokenizer the byte-level tokenizer of the toy model is used.
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
