@@ -1,24 +1,24 @@
 // CURVE encryption and ZAP authentication for the ZeroMQ sockets of a secured
 // job: one whose ranks share a JobSecret (see distributed/job_secret.h).
 //
-// Every rank derives the same CURVE key pair from the secret: the secret's 32
-// bytes are the CURVE secret key, and the public key follows from it. Every
-// listening socket is a CURVE server with that pair; every connecting socket
-// is a CURVE client that presents the same pair and expects the server to hold
-// it. CURVE by itself admits any client that knows the server's public key
-// (which is not a secret), so each ZeroMQ context of a secured job also runs a
-// ZapHandler, which admits only clients presenting the job's public key. A
-// process without the secret therefore never completes a handshake: it can
-// neither send a frame nor join the rendezvous, and its traffic cannot be read.
+// Every rank derives the same CURVE key pair from the secret (CurveKeys, see
+// curve_keys.h). Every listening socket is a CURVE server with that pair;
+// every connecting socket is a CURVE client that presents the same pair and
+// expects the server to hold it. CURVE by itself admits any client that knows
+// the server's public key (which is not a secret), so each ZeroMQ context of a
+// secured job also runs a ZapHandler, which admits only clients presenting
+// the job's public key. A process without the secret therefore never
+// completes a handshake: it can neither send a frame nor join the rendezvous,
+// nor read the job's traffic.
 //
 //   CurveKeys keys = DeriveCurveKeys(secret);
 //   auto zap = ZapHandler::Start(context, keys, "rank 2");  // before any bind
 //   MakeCurveServer(router, keys);  router.bind(...);
 //   MakeCurveClient(dealer, keys);  dealer.connect(...);
 //
-// Thread-safety: DeriveCurveKeys and the Make* functions are free functions
-// (the socket passed must not be in use by another thread); a ZapHandler
-// answers on its own thread, and denied() may be read from any thread.
+// Thread-safety: the Make* functions are free functions (the socket passed
+// must not be in use by another thread); a ZapHandler answers on its own
+// thread, and denied() may be read from any thread.
 #pragma once
 
 #include <atomic>
@@ -56,9 +56,9 @@ class ZapHandler {
   static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context,
                                                    const CurveKeys& keys, std::string owner);
 
-  // Stops answering within about kPollInterval and joins the thread. Must run
-  // before the context is terminated (closing the context waits for the
-  // handler's socket).
+  // Stops answering (within about 50 ms) and joins the thread. Must run
+  // before the context is destroyed, which waits for the handler's socket;
+  // shutting the context down first is fine (the handler then stops at once).
   ~ZapHandler();
 
   ZapHandler(const ZapHandler&) = delete;

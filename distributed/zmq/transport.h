@@ -15,6 +15,8 @@
 // a later Recv from that rank fails with PeerLost at once; heartbeats detect
 // dead or frozen peers (logged, and seen as PeerLost by the next Recv). Every
 // wait has a deadline; LINGER is bounded so Close never blocks for long.
+// With ZmqTransportOptions::job_secret, every connection is CURVE-encrypted
+// and only holders of the secret can connect (see curve_auth.h).
 //
 // Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
 // become CollectiveErrors.
