@@ -130,8 +130,9 @@ TEST_P(GeneratorTest, SeededSamplingEqualsOneRankAndEachSequenceEqualsRunningItA
 }
 
 // Classifier rows split across the stages in ways the balancer would not
-// choose (even, and with a stage holding none), with the classifier tied to
-// the embedding and not: every logit equals the 1-rank run's.
+// choose (even; stages holding none; all on the first stage, none on the
+// leader), with the classifier tied to the embedding and not: every logit
+// equals the 1-rank run's.
 TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
   const int world = GetParam();
   GenerationOptions options;
@@ -143,10 +144,12 @@ TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
   std::vector<int64_t> gap(world, 0);
   gap[0] = 100;
   gap[world - 1] += kVocab - 100;
+  std::vector<int64_t> first_only(world, 0);
+  first_only[0] = kVocab;
   for (bool tied : {false, true}) {
     const Outcome alone = RunPipeline(1, kPrompts, options, {.tied = tied, .rows_per_stage = std::nullopt});
     ASSERT_EQ(alone.logits.size(), kPrompts.size());
-    for (const std::vector<int64_t>& rows : {even, gap}) {
+    for (const std::vector<int64_t>& rows : {even, gap, first_only}) {
       const Outcome split = RunPipeline(world, kPrompts, options, {.tied = tied, .rows_per_stage = rows});
       EXPECT_EQ(split.tokens, alone.tokens) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
       EXPECT_EQ(split.logits, alone.logits) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
