@@ -76,6 +76,12 @@ same() {
   fi
 }
 
+# classifier_ranks NAME: how many ranks of run NAME hold classifier rows (from
+# the leader's per-rank statistics: "classifier rows [begin, end)").
+classifier_ranks() {
+  grep -o 'classifier rows \[[0-9]*, [0-9]*)' "$WORK/$1.err" | tr -d '[),' | awk '$3 != $4' | wc -l
+}
+
 "$SHARD" --model "$MODEL" --pp 3 --out "$WORK/shards" 2>"$WORK/shard.err" || {
   cat "$WORK/shard.err" >&2
   echo "FAIL: shard" >&2
@@ -99,6 +105,12 @@ for mode in greedy sampled; do
   run "$mode-batch-1" 1 "${PROMPTS[@]}" "${args[@]}" || continue
   for world in 2 3 4; do
     run "$mode-batch-$world" "$world" "${PROMPTS[@]}" "${args[@]}" && same "$mode-batch-1" "$mode-batch-$world"
+    # The toy model's classifier is split: several ranks compute logits.
+    if [ "$MODEL_KIND" = toy ]; then
+      CHECKS=$((CHECKS + 1))
+      sliced=$(classifier_ranks "$mode-batch-$world")
+      if [ "$sliced" -lt 2 ]; then fail "$mode-batch-$world: $sliced ranks hold classifier rows, expected >= 2"; fi
+    fi
   done
   CHECKS=$((CHECKS + 1))
   if [ "$(wc -l <"$WORK/$mode-batch-1.ids")" -ne 3 ]; then fail "$mode: expected one line of ids per prompt"; fi

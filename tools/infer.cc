@@ -208,7 +208,13 @@ class ConsoleOutput : public GenerationObserver {
   std::vector<std::vector<float>> logits_;
 };
 
-void PrintStats(const GenerationReport& report) {
+// A rank's part of the pipeline: its layers and classifier rows.
+struct PipelinePart {
+  LayerRange layers;
+  RowRange classifier_rows;
+};
+
+void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>& parts) {
   const int64_t decoded = report.generated_tokens - static_cast<int64_t>(report.generated.size());
   std::fprintf(stderr,
                "prompt tokens: %lld, generated tokens: %lld, time to first token: %.2f ms, decode: %.1f tok/s, "
@@ -219,14 +225,20 @@ void PrintStats(const GenerationReport& report) {
                report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
-    std::fprintf(stderr, "rank %zu: compute %.3f s, send %.3f s, recv %.3f s, wait %.3f s\n", rank,
+    const PipelinePart& part = parts[rank];
+    std::fprintf(stderr,
+                 "rank %zu (layers [%lld, %lld), classifier rows [%lld, %lld)): compute %.3f s, send %.3f s, "
+                 "recv %.3f s, wait %.3f s\n",
+                 rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
+                 static_cast<long long>(part.classifier_rows.begin), static_cast<long long>(part.classifier_rows.end),
                  t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
                  t.seconds(SpanKind::kWait));
   }
 }
 
-// This rank's view of the model: its checkpoint, its part of the plan and its
-// classifier rows, balanced against the plan's layers (pipeline_split.h).
+// This rank's view of the model: its checkpoint, its part of the plan, and
+// every rank's layers and classifier rows (balanced against the plan's
+// layers, pipeline_split.h).
 struct RankModel {
   std::unique_ptr<Checkpoint> checkpoint;
   // --shards, on a rank that holds classifier rows but not the head: the
@@ -234,13 +246,18 @@ struct RankModel {
   // read from.
   std::unique_ptr<Checkpoint> classifier_source;
   RankShard shard;
-  RowRange classifier_rows;
+  std::vector<PipelinePart> parts;  // by rank
 };
 
-RowRange ClassifierRowsOfRank(const ModelConfig& config, const ShardPlan& plan, int rank) {
+std::vector<PipelinePart> PipelineParts(const ModelConfig& config, const ShardPlan& plan) {
   std::vector<int64_t> layers_per_stage(plan.pp);
   for (const RankShard& shard : plan.ranks) layers_per_stage[shard.stage] = shard.layers.size();
-  return ClassifierRowsOfStage(ComputeBalancedClassifierRows(config, layers_per_stage), plan.ranks[rank].stage);
+  const std::vector<int64_t> rows_per_stage = ComputeBalancedClassifierRows(config, layers_per_stage);
+  std::vector<PipelinePart> parts;
+  for (const RankShard& shard : plan.ranks) {
+    parts.push_back({shard.layers, ClassifierRowsOfStage(rows_per_stage, shard.stage)});
+  }
+  return parts;
 }
 
 EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
@@ -252,10 +269,10 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
     auto opened = OpenRankShard(options.model, job);
     if (!opened) return EngineError{"--shards: " + opened.error().message};
     const ShardPlan& plan = opened->manifest.plan;
-    const RowRange rows = ClassifierRowsOfRank(opened->checkpoint->config(), plan, rank);
-    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), rows};
+    std::vector<PipelinePart> parts = PipelineParts(opened->checkpoint->config(), plan);
+    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts)};
     const int head_rank = ShardPlan::RankOf(plan.pp - 1, 0, plan.pp, plan.tp);
-    if (rank != head_rank && model.classifier_rows.size() > 0) {
+    if (rank != head_rank && model.parts[rank].classifier_rows.size() > 0) {
       // The shards hold the classifier whole on the head rank only; its file
       // is checked by that rank, so it is not hashed again here.
       ShardJob head_job = job;
@@ -279,7 +296,7 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
   }
   auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
   if (!plan) return EngineError{"world size " + std::to_string(world_size) + ": " + plan.error().message};
-  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], ClassifierRowsOfRank(config, *plan, rank)};
+  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], PipelineParts(config, *plan)};
 }
 
 // Everything a rank needs before it talks to the others; every input error
@@ -289,6 +306,7 @@ struct PreparedRank {
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   StageWeights weights;
+  std::vector<PipelinePart> parts;  // every rank's, by rank
 };
 
 EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
@@ -319,9 +337,11 @@ EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int wo
 
   const Checkpoint& classifier_source =
       model->classifier_source ? *model->classifier_source : *model->checkpoint;
-  auto weights = LoadStageWeights(*model->checkpoint, model->shard, model->classifier_rows, classifier_source);
+  auto weights =
+      LoadStageWeights(*model->checkpoint, model->shard, model->parts[rank].classifier_rows, classifier_source);
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
+  prepared.parts = std::move(model->parts);
   return prepared;
 }
 
@@ -340,7 +360,7 @@ EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGro
   if (!report) return report.error();
   if (!group.is_leader()) return {};
   output->Finish(*report);
-  PrintStats(*report);
+  PrintStats(*report, prepared.parts);
   if (options.dump_logits) {
     if (EngineStatus written = output->WriteLogits(*options.dump_logits); !written) return written;
   }
