@@ -383,33 +383,63 @@ Status ProcessGroup::barrier() {
 
 namespace {
 
+// "send to rank 2 tag 0x00000007": built only when a call fails.
+std::string PointToPointWhere(const char* direction, int peer, uint32_t tag) {
+  return std::string(direction) + " rank " + std::to_string(peer) + " tag " + HexTag(tag);
+}
+
 // Checks a point-to-point call's peer and tag.
-Status CheckPointToPoint(const std::string& where, int peer, int world, uint32_t tag) {
-  if (tag >= kTagReservedBase) return CollectiveError::InvalidTag(where, tag);
-  if (peer < 0 || peer >= world) return CollectiveError::UnknownRank(where, peer, world);
+Status CheckPointToPoint(const char* direction, int peer, int world, uint32_t tag) {
+  if (tag >= kTagReservedBase) {
+    return CollectiveError::InvalidTag(PointToPointWhere(direction, peer, tag), tag);
+  }
+  if (peer < 0 || peer >= world) {
+    return CollectiveError::UnknownRank(PointToPointWhere(direction, peer, tag), peer, world);
+  }
   return {};
+}
+
+// Receives the oldest point-to-point message from group rank `from` with `tag`.
+Result<Payload> RecvPayload(const GroupState& state, int from, uint32_t tag) {
+  Status valid = CheckPointToPoint("recv from", from, state.size(), tag);
+  if (!valid) return std::move(valid).error();
+  Result<Message> received = state.transport->Recv(state.members[from], tag, state.NextDeadline());
+  if (!received) {
+    return WithContext(std::move(received).error(), PointToPointWhere("recv from", from, tag));
+  }
+  return std::move(received->payload);
+}
+
+// Copies a received payload into `T`s; its size must be a multiple of sizeof(T).
+template <typename T>
+Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name, int from,
+                                 uint32_t tag) {
+  if (!payload) return std::move(payload).error();
+  if (payload->size() % sizeof(T) != 0) {
+    return CollectiveError::InvalidArgument(
+        PointToPointWhere("recv from", from, tag) + ": " + std::to_string(payload->size()) +
+        " bytes is not a whole number of " + type_name);
+  }
+  std::vector<T> values(payload->size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), payload->bytes().data(), payload->size());
+  return values;
 }
 
 }  // namespace
 
 Status ProcessGroup::send_bytes(int to, uint32_t tag, std::span<const std::byte> data) {
-  const std::string where = "send to rank " + std::to_string(to) + " tag " + HexTag(tag);
-  Status valid = CheckPointToPoint(where, to, world_size(), tag);
+  Status valid = CheckPointToPoint("send to", to, world_size(), tag);
   if (!valid) return valid;
   const FrameKey key{tag, CollectiveOp::kPointToPoint, 0, data.size()};
   Status sent = state_->transport->Send(state_->members[to], key, data, state_->NextDeadline());
-  if (!sent) return WithContext(std::move(sent).error(), where);
+  if (!sent) return WithContext(std::move(sent).error(), PointToPointWhere("send to", to, tag));
   return {};
 }
 
 Result<std::vector<std::byte>> ProcessGroup::recv_bytes(int from, uint32_t tag) {
-  const std::string where = "recv from rank " + std::to_string(from) + " tag " + HexTag(tag);
-  Status valid = CheckPointToPoint(where, from, world_size(), tag);
-  if (!valid) return std::move(valid).error();
-  Result<Message> received =
-      state_->transport->Recv(state_->members[from], tag, state_->NextDeadline());
-  if (!received) return WithContext(std::move(received).error(), where);
-  return ToVector(received->payload);
+  Result<Payload> payload = RecvPayload(*state_, from, tag);
+  if (!payload) return std::move(payload).error();
+  return ToVector(*payload);
 }
 
 Status ProcessGroup::send_f32(int to, uint32_t tag, std::span<const float> data) {
@@ -420,31 +450,12 @@ Status ProcessGroup::send_i32(int to, uint32_t tag, std::span<const int32_t> dat
   return send_bytes(to, tag, std::as_bytes(data));
 }
 
-namespace {
-
-// Reinterprets a received blob as `T`s; its size must be a multiple of sizeof(T).
-template <typename T>
-Result<std::vector<T>> BytesAs(Result<std::vector<std::byte>> bytes, const char* type_name,
-                               int from, uint32_t tag) {
-  if (!bytes) return std::move(bytes).error();
-  if (bytes->size() % sizeof(T) != 0) {
-    return CollectiveError::InvalidArgument(
-        "recv from rank " + std::to_string(from) + " tag " + HexTag(tag) + ": " +
-        std::to_string(bytes->size()) + " bytes is not a whole number of " + type_name);
-  }
-  std::vector<T> values(bytes->size() / sizeof(T));
-  if (!values.empty()) std::memcpy(values.data(), bytes->data(), bytes->size());
-  return values;
-}
-
-}  // namespace
-
 Result<std::vector<float>> ProcessGroup::recv_f32(int from, uint32_t tag) {
-  return BytesAs<float>(recv_bytes(from, tag), "float32", from, tag);
+  return PayloadAs<float>(RecvPayload(*state_, from, tag), "float32", from, tag);
 }
 
 Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
-  return BytesAs<int32_t>(recv_bytes(from, tag), "int32", from, tag);
+  return PayloadAs<int32_t>(RecvPayload(*state_, from, tag), "int32", from, tag);
 }
 
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
