@@ -42,7 +42,7 @@ std::string Hex(uint64_t value) {
 
 bool IsKnownOp(uint8_t op) {
   return op >= static_cast<uint8_t>(CollectiveOp::kPointToPoint) &&
-         op <= static_cast<uint8_t>(CollectiveOp::kGoodbye);
+         op <= static_cast<uint8_t>(CollectiveOp::kAbort);
 }
 
 CollectiveError Malformed(const std::string& reason) {
@@ -73,6 +73,8 @@ std::string CollectiveOpName(CollectiveOp op) {
       return "split";
     case CollectiveOp::kGoodbye:
       return "goodbye";
+    case CollectiveOp::kAbort:
+      return "abort";
   }
   return "op#" + std::to_string(static_cast<int>(op));
 }

@@ -52,6 +52,9 @@ enum class CollectiveOp : uint8_t {
   kSplit = 9,
   // Sent by a transport closing in order: the source sends nothing more.
   kGoodbye = 10,
+  // Sent by a rank giving up on the job: the payload is its reason (text);
+  // the source sends nothing more.
+  kAbort = 11,
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

@@ -56,6 +56,17 @@ void Mailbox::MarkPeerDeparted(int source) {
   queues.arrived.notify_all();
 }
 
+void Mailbox::MarkJobAborted(int source, const std::string& reason) {
+  CHECK(source >= 0 && source < static_cast<int>(sources_.size())) << "source " << source;
+  for (auto& queues : sources_) {
+    {
+      std::lock_guard<std::mutex> lock(queues->mutex);
+      if (!queues->aborted_by) queues->aborted_by.emplace(source, reason);
+    }
+    queues->arrived.notify_all();
+  }
+}
+
 void Mailbox::Close() {
   for (auto& queues : sources_) {
     {
@@ -96,6 +107,12 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
   const uint64_t wakeups = queues.wakeups;
   while (true) {
     if (queues.closed) return CollectiveError::Closed(RecvWhat(source, tag));
+    if (queues.aborted_by) {
+      const auto& [aborter, reason] = *queues.aborted_by;
+      return CollectiveError::PeerLost(RecvWhat(source, tag) + " (rank " + std::to_string(aborter) +
+                                           " gave up on the job: " + reason + ")",
+                                       aborter);
+    }
     auto it = queues.by_tag.find(tag);
     if (it != queues.by_tag.end() && !it->second.empty()) {
       Message message = std::move(it->second.front());

@@ -12,7 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "distributed/transport.h"
@@ -35,6 +37,13 @@ class Mailbox {
   // arrived: queued messages stay receivable, and a Take that finds none
   // fails with PeerLost at once instead of after the lost grace.
   void MarkPeerDeparted(int source);
+
+  // Records that `source` gave up on the job because of `reason`: pending and
+  // later Take calls for any source fail at once with PeerLost naming
+  // `source` and quoting `reason` (which names the rank and op that failed
+  // there), so every rank reports the fault that ended the job rather than
+  // a neighbour that stopped answering because of it.
+  void MarkJobAborted(int source, const std::string& reason);
 
   // Wakes every waiter; pending and later Take calls fail with Closed.
   void Close();
@@ -60,6 +69,7 @@ class Mailbox {
     std::unordered_map<uint32_t, std::deque<Message>> by_tag;
     std::optional<Deadline> lost_at;
     bool departed = false;
+    std::optional<std::pair<int, std::string>> aborted_by;  // (source, reason)
     bool closed = false;
     uint64_t wakeups = 0;  // incremented by WakeAll
   };

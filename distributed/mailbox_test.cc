@@ -76,6 +76,27 @@ TEST(Mailbox, DepartedPeerDeliversQueuedMessagesThenFailsWithoutTheGrace) {
   EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
+TEST(Mailbox, AbortedJobFailsWaitersOnEverySourceAtOnceQuotingTheReason) {
+  Mailbox mailbox(3, milliseconds(60000));
+  mailbox.Deliver(1, MessageWithTag(5, std::byte{1}));
+  const Deadline started = Clock::now();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    mailbox.MarkJobAborted(2, "recv from rank 0 timed out");
+  });
+  // Waits on rank 1, which is not the aborting rank.
+  Result<Message> waiting = mailbox.Take(1, 9, started + milliseconds(30000));
+  aborter.join();
+  ASSERT_FALSE(waiting.ok());
+  EXPECT_EQ(waiting.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(waiting.error().message.find("rank 2 gave up on the job: recv from rank 0 timed out"),
+            std::string::npos)
+      << waiting.error().message;
+  // Queued messages are not handed out once the job is aborted.
+  EXPECT_FALSE(mailbox.Take(1, 5, started + milliseconds(30000)).ok());
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));
+}
+
 TEST(Mailbox, CloseFailsWaitersWithClosed) {
   Mailbox mailbox(2, milliseconds(0));
   std::thread closer([&] {

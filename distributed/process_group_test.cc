@@ -516,6 +516,26 @@ TEST_P(ProcessGroupErrorTest, ClosedPeerIsPeerLostOrTimeout) {
   }
 }
 
+TEST_P(ProcessGroupErrorTest, AbortEndsWaitsBetweenOtherRanksWithItsReason) {
+  auto results = RunRanks(Transports(3), [](ProcessGroup& group) -> std::string {
+    if (group.rank() == 2) {
+      // Let the others start waiting on each other first.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      group.transport()->Abort("rank 2 lost rank 9 in all_reduce #4");
+      return "aborted";
+    }
+    // Ranks 0 and 1 wait on each other: only the notice can end this early.
+    Result<std::vector<float>> got = group.recv_f32(1 - group.rank(), 5);
+    return got ? std::string("ok") : got.error().ToString();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(results[rank].rfind("PeerLost: ", 0), 0u) << results[rank];
+    EXPECT_NE(results[rank].find("rank 2 gave up on the job: rank 2 lost rank 9 in all_reduce #4"),
+              std::string::npos)
+        << results[rank];
+  }
+}
+
 TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) {
   auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
     std::vector<std::vector<std::byte>> blobs(group.rank() == 0 ? 3 : 0);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,13 @@ class Transport {
   // Recv from this rank fail with PeerLost once its messages are taken.
   // Idempotent.
   virtual void Close() = 0;
+
+  // Tells every peer, without waiting on any, that this rank gives up on the
+  // job because of `reason` (one line naming what failed, e.g. the error of
+  // the op that failed here), then closes like Close. On each peer that gets
+  // the notice, pending and later Recv from any rank fail with PeerLost
+  // naming this rank and quoting `reason`.
+  virtual void Abort(const std::string& reason) = 0;
 };
 
 }  // namespace inferno

@@ -403,6 +403,9 @@ int main(int argc, char** argv) {
   }
   if (EngineStatus status = Run(*options, *prepared, *group); !status) {
     std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().message.c_str());
+    // The other ranks fail at once with this reason rather than time out one
+    // after the other, each naming the neighbour it waited for.
+    group->transport()->Abort(status.error().message);
     return 1;
   }
   return 0;

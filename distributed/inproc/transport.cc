@@ -50,6 +50,15 @@ Result<Message> InProcessTransport::Recv(int peer, uint32_t tag, Deadline deadli
   return world_->mailboxes_[rank_]->Take(peer, tag, deadline);
 }
 
+void InProcessTransport::Abort(const std::string& reason) {
+  if (!world_->closed_[rank_].load()) {
+    for (int peer = 0; peer < world_size(); ++peer) {
+      if (peer != rank_) world_->mailboxes_[peer]->MarkJobAborted(rank_, reason);
+    }
+  }
+  Close();
+}
+
 void InProcessTransport::Close() {
   if (world_->closed_[rank_].exchange(true)) return;
   world_->mailboxes_[rank_]->Close();

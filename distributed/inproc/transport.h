@@ -50,6 +50,7 @@ class InProcessTransport : public Transport {
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
+  void Abort(const std::string& reason) override;
 
  private:
   const std::shared_ptr<InProcessWorld> world_;

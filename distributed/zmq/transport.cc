@@ -46,6 +46,9 @@ constexpr std::chrono::milliseconds kFollowerSlice{2};
 // arrive a little later) before the drop is reported as a lost peer.
 constexpr std::chrono::milliseconds kGoodbyeWait{200};
 
+// An abort notice's reason is cut to this many bytes.
+constexpr size_t kMaxAbortReasonBytes = 4096;
+
 // Each DEALER announces itself with this routing id so the receiver can check
 // that a frame's source_rank matches the connection it came on.
 std::string RoutingId(int rank) { return "inferno-rank-" + std::to_string(rank); }
@@ -54,10 +57,11 @@ CollectiveError ZmqError(const std::string& what, const zmq::error_t& error) {
   return CollectiveError::Transport(what + ": " + error.what());
 }
 
-// A routing id as text, non-printable bytes as \xNN (strangers send anything).
-std::string Printable(const zmq::message_t& routing_id) {
+// Bytes from the network (a routing id, an abort reason) as text,
+// non-printable bytes as \xNN (strangers send anything).
+std::string Printable(const zmq::message_t& bytes) {
   std::string text;
-  for (char c : routing_id.to_string_view()) {
+  for (char c : bytes.to_string_view()) {
     if (c >= 0x20 && c < 0x7F) {
       text += c;
     } else {
@@ -192,7 +196,7 @@ struct ZmqTransport::Impl {
   void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
-  void SayGoodbye();
+  void SayFarewell(CollectiveOp op, std::string_view reason);
   Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
                     Deadline deadline, int peer);
   void Shutdown();
@@ -408,12 +412,17 @@ void ZmqTransport::Close() {
   std::call_once(impl_->close_once, [this] { impl_->Shutdown(); });
 }
 
+void ZmqTransport::Abort(const std::string& reason) {
+  if (!impl_->stopping.load()) impl_->SayFarewell(CollectiveOp::kAbort, reason);
+  Close();
+}
+
 void ZmqTransport::Impl::Shutdown() {
   stopping.store(true);
   mailbox->Close();
   std::lock_guard<std::mutex> reading(router_mutex);
   try {
-    SayGoodbye();
+    SayFarewell(CollectiveOp::kGoodbye, {});
     // Stop the connection monitors before closing the sockets that read
     // them: ZeroMQ's I/O thread sends each event (a peer disconnecting, as
     // every peer does at the end of a job) with a blocking send while holding
@@ -436,15 +445,19 @@ void ZmqTransport::Impl::Shutdown() {
   }
 }
 
-// Queues a goodbye frame (header only) to every connected peer that is still
-// there, without waiting: LINGER lets it drain while the sockets close. A peer
-// whose queue is full misses it and sees this rank as lost.
-void ZmqTransport::Impl::SayGoodbye() {
+// Queues a kGoodbye or kAbort frame, with `reason` as its payload, to every
+// connected peer that is still there, without waiting: LINGER lets it drain
+// while the sockets close. A peer whose queue is full misses it and sees this
+// rank as lost.
+void ZmqTransport::Impl::SayFarewell(CollectiveOp op, std::string_view reason) {
   if (!connected.load()) return;
+  reason = reason.substr(0, kMaxAbortReasonBytes);
   FrameHeader header;
-  header.op = CollectiveOp::kGoodbye;
+  header.op = op;
   header.job_id = job_id;
   header.source_rank = static_cast<uint32_t>(options.rank);
+  header.message_length = reason.size();
+  header.payload_length = static_cast<uint32_t>(reason.size());
   const EncodedFrameHeader encoded = EncodeFrameHeader(header);
   for (int peer = 0; peer < static_cast<int>(peers.size()); ++peer) {
     Peer& peer_state = *peers[peer];
@@ -452,7 +465,8 @@ void ZmqTransport::Impl::SayGoodbye() {
     if (!peer_state.dealer || peer_state.lost.load()) continue;
     if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
                                zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      peer_state.dealer.send(zmq::const_buffer(), zmq::send_flags::none);
+      peer_state.dealer.send(zmq::const_buffer(reason.data(), reason.size()),
+                             zmq::send_flags::none);
     }
   }
 }
@@ -549,10 +563,13 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
                  << payload.size();
     return;
   }
-  if (header.op == CollectiveOp::kGoodbye) {
+  if (header.op == CollectiveOp::kGoodbye || header.op == CollectiveOp::kAbort) {
     peers[source]->departed.store(true);
     peers[source]->lost.store(true);
     mailbox->MarkPeerDeparted(source);
+    if (header.op == CollectiveOp::kAbort) {
+      mailbox->MarkJobAborted(source, Printable(payload));
+    }
     return;
   }
   const FrameKey key{header.tag, header.op, header.sequence, header.element_count};

@@ -96,6 +96,8 @@ class ZmqTransport : public Transport {
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
+  // The notice is a kAbort frame queued like the goodbye of Close.
+  void Abort(const std::string& reason) override;
 
  private:
   struct Impl;

@@ -164,6 +164,27 @@ TEST(ZmqTransport, PeerThatClosedInOrderIsReportedPromptlyAfterItsLastMessage) {
   EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
+TEST(ZmqTransport, AbortFailsThePeersWaitOnAnyRankWithTheReason) {
+  auto transports = ConnectedPair(milliseconds(30000));
+  auto results = RunRanks({transports[0], transports[1]},
+                          [](ProcessGroup& group) { return group.barrier().ok(); });
+  ASSERT_TRUE(results[0] && results[1]);
+  const Deadline started = Clock::now();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    transports[0]->Abort("recv at rank 0 from rank 7: timed out");
+  });
+  // Rank 1 waits on a message from itself, not from the aborting rank.
+  Result<Message> got = transports[1]->Recv(1, 3, started + milliseconds(30000));
+  aborter.join();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kPeerLost) << got.error().ToString();
+  EXPECT_NE(got.error().message.find("rank 0 gave up on the job: recv at rank 0 from rank 7: timed out"),
+            std::string::npos)
+      << got.error().message;
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));
+}
+
 TEST(ZmqTransport, SendToSelfIsDelivered) {
   auto transports = ConnectedPair(milliseconds(10000));
   const std::vector<std::byte> bytes = {std::byte{1}, std::byte{2}};
