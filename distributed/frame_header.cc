@@ -42,7 +42,7 @@ std::string Hex(uint64_t value) {
 
 bool IsKnownOp(uint8_t op) {
   return op >= static_cast<uint8_t>(CollectiveOp::kPointToPoint) &&
-         op <= static_cast<uint8_t>(CollectiveOp::kAbort);
+         op <= static_cast<uint8_t>(CollectiveOp::kPong);
 }
 
 CollectiveError Malformed(const std::string& reason) {
@@ -75,6 +75,10 @@ std::string CollectiveOpName(CollectiveOp op) {
       return "goodbye";
     case CollectiveOp::kAbort:
       return "abort";
+    case CollectiveOp::kPing:
+      return "ping";
+    case CollectiveOp::kPong:
+      return "pong";
   }
   return "op#" + std::to_string(static_cast<int>(op));
 }

@@ -55,6 +55,9 @@ enum class CollectiveOp : uint8_t {
   // Sent by a rank giving up on the job: the payload is its reason (text);
   // the source sends nothing more.
   kAbort = 11,
+  // A liveness probe (header only): the receiver answers with kPong.
+  kPing = 12,
+  kPong = 13,
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

@@ -6,8 +6,9 @@
 # - every surviving rank exits on its own within INFERNO_TIMEOUT_MS + 2 s of
 #   the fault, non-zero, with one "infer: rank R: ..." line that is a PeerLost
 #   or Timeout naming a peer rank and the op (send/recv);
-# - at least one survivor names the victim (a survivor that only talks to
-#   another survivor names the neighbour whose wait timed out first);
+# - every survivor names the victim: the first to notice the loss sends the
+#   others an abort notice quoting its error, so a survivor that only waits on
+#   another survivor reports the victim, not that neighbour;
 # - launch exits non-zero, and no process of the job is left behind (launch
 #   SIGKILLs a stopped victim after --grace).
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
@@ -112,7 +113,6 @@ run_case() {
   local status=$?
   [ "$status" -ne 0 ] || fail "$name: launch exited 0"
 
-  local named_victim=0
   for ((rank = 0; rank < WORLD; rank++)); do
     [ "$rank" -eq "$victim" ] && continue
     local took="${gone_after[$rank]:-}"
@@ -126,10 +126,10 @@ run_case() {
     if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv).* rank [0-9]+"; then
       fail "$name: rank $rank: no PeerLost/Timeout naming a rank and an op: '$line'"
     fi
-    echo "$line" | grep -q "rank $victim[^0-9]" && named_victim=1
+    echo "$line" | grep -q "rank $victim[^0-9]" ||
+      fail "$name: rank $rank does not name the victim, rank $victim: '$line'"
     echo "$name: rank $rank exited after ${took:-?} ms: ${line#*: }"
   done
-  [ "$named_victim" -eq 1 ] || fail "$name: no survivor named rank $victim"
 
   for ((rank = 0; rank < WORLD; rank++)); do
     if kill -0 "${pid_of[$rank]}" 2>/dev/null; then

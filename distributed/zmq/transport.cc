@@ -49,6 +49,13 @@ constexpr std::chrono::milliseconds kGoodbyeWait{200};
 // An abort notice's reason is cut to this many bytes.
 constexpr size_t kMaxAbortReasonBytes = 4096;
 
+// When a Recv times out, the peer is pinged: how long it has to answer, and,
+// when it answers (it is alive, and waiting too), how much longer the Recv
+// waits for the message or for the abort notice of the rank that saw the
+// fault first. Together well under the 2 s a rank may take past its timeout.
+constexpr std::chrono::milliseconds kPingWait{250};
+constexpr std::chrono::milliseconds kAliveGrace{1000};
+
 // Each DEALER announces itself with this routing id so the receiver can check
 // that a frame's source_rank matches the connection it came on.
 std::string RoutingId(int rank) { return "inferno-rank-" + std::to_string(rank); }
@@ -164,6 +171,7 @@ struct ZmqTransport::Impl {
     std::atomic<bool> lost{false};
     // The peer said goodbye (closed in order); set by the ROUTER reader.
     std::atomic<bool> departed{false};
+    std::atomic<uint64_t> pongs{0};  // kPong frames received from the peer
   };
   std::vector<std::unique_ptr<Peer>> peers;
 
@@ -196,6 +204,9 @@ struct ZmqTransport::Impl {
   void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
+  Result<Message> Await(int peer, uint32_t tag, Deadline started, Deadline deadline);
+  Result<Message> ProbeAfterTimeout(int peer, uint32_t tag, Deadline started);
+  void SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload);
   void SayFarewell(CollectiveOp op, std::string_view reason);
   Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
                     Deadline deadline, int peer);
@@ -380,11 +391,45 @@ Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
     return CollectiveError::InvalidArgument(impl.RecvWhere(peer) + ": Recv before Connect");
   }
   const Deadline started = Clock::now();
+  Result<Message> got = impl.Await(peer, tag, started, deadline);
+  if (got || got.error().kind != ErrorKind::kTimeout || peer == impl.options.rank) return got;
+  return impl.ProbeAfterTimeout(peer, tag, started);
+}
+
+// Tells a stopped, hung or unreachable peer from one that is alive and
+// waiting too, and gives the abort notice of the rank that saw the fault
+// first (see Abort) time to arrive, so that this rank reports that fault
+// rather than a neighbour waiting like itself.
+Result<Message> ZmqTransport::Impl::ProbeAfterTimeout(int peer, uint32_t tag, Deadline started) {
+  Peer& peer_state = *peers[peer];
+  const uint64_t pongs_before = peer_state.pongs.load();
+  {
+    std::lock_guard<std::mutex> lock(peer_state.mutex);
+    SendControlFrame(peer_state, CollectiveOp::kPing, {});
+  }
+  Result<Message> got = Await(peer, tag, started, Clock::now() + kPingWait);
+  if (got || got.error().kind != ErrorKind::kTimeout) return got;
+  if (peer_state.pongs.load() == pongs_before) {
+    CollectiveError timeout = std::move(got).error();
+    timeout.message += "; rank " + std::to_string(peer) + " did not answer a ping within " +
+                       std::to_string(kPingWait.count()) + " ms (stopped, hung or unreachable)";
+    return timeout;
+  }
+  got = Await(peer, tag, started, Clock::now() + kAliveGrace);
+  if (got || got.error().kind != ErrorKind::kTimeout) return got;
+  CollectiveError timeout = std::move(got).error();
+  timeout.message += "; rank " + std::to_string(peer) + " answers pings but sent nothing";
+  return timeout;
+}
+
+// Waits for the message, reading the sockets while no other thread does.
+Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline started,
+                                          Deadline deadline) {
   while (true) {
-    std::unique_lock<std::mutex> reading(impl.router_mutex, std::try_to_lock);
+    std::unique_lock<std::mutex> reading(router_mutex, std::try_to_lock);
     if (!reading.owns_lock()) {
       // Another thread reads the sockets; wait for it to deliver.
-      Result<std::optional<Message>> taken = impl.mailbox->TakeUntil(
+      Result<std::optional<Message>> taken = mailbox->TakeUntil(
           peer, tag, started, deadline, std::min(deadline, Clock::now() + kFollowerSlice));
       if (!taken) return std::move(taken).error();
       if (*taken) return std::move(**taken);
@@ -396,15 +441,15 @@ Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
     // faster on small machines, where a spinning reader takes the CPU that
     // ZeroMQ's I/O threads need to deliver the message it waits for.
     while (true) {
-      taken = impl.mailbox->TakeUntil(peer, tag, started, deadline, Clock::now());
-      if (!taken || *taken || impl.stopping.load()) break;
-      impl.PollSockets(std::min(deadline, Clock::now() + kIoPollInterval));
+      taken = mailbox->TakeUntil(peer, tag, started, deadline, Clock::now());
+      if (!taken || *taken || stopping.load()) break;
+      PollSockets(std::min(deadline, Clock::now() + kIoPollInterval));
     }
     reading.unlock();
-    impl.mailbox->WakeAll();  // let a waiting thread take over reading
+    mailbox->WakeAll();  // let a waiting thread take over reading
     if (!taken) return std::move(taken).error();
     if (*taken) return std::move(**taken);
-    return CollectiveError::Closed(impl.RecvWhere(peer));
+    return CollectiveError::Closed(RecvWhere(peer));
   }
 }
 
@@ -451,23 +496,29 @@ void ZmqTransport::Impl::Shutdown() {
 // rank as lost.
 void ZmqTransport::Impl::SayFarewell(CollectiveOp op, std::string_view reason) {
   if (!connected.load()) return;
-  reason = reason.substr(0, kMaxAbortReasonBytes);
+  for (auto& peer : peers) {
+    std::lock_guard<std::mutex> lock(peer->mutex);
+    SendControlFrame(*peer, op, reason.substr(0, kMaxAbortReasonBytes));
+  }
+}
+
+// Queues a one-frame message of `op` with `payload` (< kMaxChunkBytes) to a
+// peer that is still there, without waiting; drops it when the queue is
+// full. The caller holds peer_state.mutex.
+void ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op,
+                                          std::string_view payload) {
+  if (!peer_state.dealer || peer_state.lost.load()) return;
   FrameHeader header;
   header.op = op;
   header.job_id = job_id;
   header.source_rank = static_cast<uint32_t>(options.rank);
-  header.message_length = reason.size();
-  header.payload_length = static_cast<uint32_t>(reason.size());
+  header.message_length = payload.size();
+  header.payload_length = static_cast<uint32_t>(payload.size());
   const EncodedFrameHeader encoded = EncodeFrameHeader(header);
-  for (int peer = 0; peer < static_cast<int>(peers.size()); ++peer) {
-    Peer& peer_state = *peers[peer];
-    std::lock_guard<std::mutex> lock(peer_state.mutex);
-    if (!peer_state.dealer || peer_state.lost.load()) continue;
-    if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
-                               zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      peer_state.dealer.send(zmq::const_buffer(reason.data(), reason.size()),
-                             zmq::send_flags::none);
-    }
+  if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
+                             zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+    peer_state.dealer.send(zmq::const_buffer(payload.data(), payload.size()),
+                           zmq::send_flags::none);
   }
 }
 
@@ -570,6 +621,18 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
     if (header.op == CollectiveOp::kAbort) {
       mailbox->MarkJobAborted(source, Printable(payload));
     }
+    return;
+  }
+  if (header.op == CollectiveOp::kPing) {
+    // Answer unless a sender holds the DEALER (possibly waiting on a full
+    // queue): this thread must not block. The prober then reports no answer.
+    Peer& peer_state = *peers[source];
+    std::unique_lock<std::mutex> lock(peer_state.mutex, std::try_to_lock);
+    if (lock.owns_lock()) SendControlFrame(peer_state, CollectiveOp::kPong, {});
+    return;
+  }
+  if (header.op == CollectiveOp::kPong) {
+    peers[source]->pongs.fetch_add(1);
     return;
   }
   const FrameKey key{header.tag, header.op, header.sequence, header.element_count};

@@ -13,7 +13,11 @@
 // kMaxChunkBytes, each copied into a ZeroMQ message (see Send). Close sends
 // every peer a goodbye frame, so an orderly departure is recorded quietly and
 // a later Recv from that rank fails with PeerLost at once; heartbeats detect
-// dead or frozen peers (logged, and seen as PeerLost by the next Recv). Every
+// dead or frozen peers (logged, and seen as PeerLost by the next Recv). A Recv
+// that times out pings the peer and says in its Timeout whether the peer
+// answered (alive, and waiting too) or not (stopped, hung or unreachable);
+// for a peer that answers it waits up to a second longer, so that the abort
+// notice of the rank that saw the fault first (see Abort) reaches it. Every
 // wait has a deadline; LINGER is bounded so Close never blocks for long.
 // With ZmqTransportOptions::job_secret, every connection is CURVE-encrypted
 // and only holders of the secret can connect (see curve_auth.h).
