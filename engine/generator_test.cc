@@ -1,6 +1,7 @@
 #include "engine/generator.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -172,6 +173,54 @@ TEST(Generator, StopsAtMaxNewTokensAndAtContextEnd) {
   const Outcome none = RunPipeline(3, {{1, 2, 3}}, options);
   EXPECT_EQ(none.generated, 0);
   EXPECT_TRUE(none.logits.empty());
+}
+
+// Rank 0 (the leader) runs Generate; rank 1 plays its ring predecessor and
+// sends `message` instead of what the first stage would. Returns the
+// leader's error.
+std::string LeaderErrorOn(const std::vector<std::byte>& message) {
+  auto checkpoint = Checkpoint::Open(ToyModelPath(false));
+  CHECK(checkpoint.ok()) << checkpoint.error().message;
+  const ModelConfig& config = (*checkpoint)->config();
+  auto plan = MakeShardPlan(**checkpoint, 2, 1, ComputeBalancedLayersPerStage(config, 2));
+  CHECK(plan.ok()) << plan.error().message;
+  std::vector<std::string> errors = RunRanks(
+      MakeTransports(TransportKind::kInProcess, 2, std::chrono::seconds(30)), [&](ProcessGroup& group) {
+        if (group.rank() == 1) {
+          Status sent = group.send_bytes(0, kMessageTag, message);
+          CHECK(sent.ok());
+          return std::string();
+        }
+        ThreadPool pool(1);
+        auto weights = LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
+        CHECK(weights.ok()) << weights.error().message;
+        TransformerStage stage(config, std::move(*weights), 1, pool);
+        Timeline timeline(false);
+        auto report = Generate(group, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
+        return report.ok() ? std::string("no error") : report.error().message;
+      });
+  return errors[0];
+}
+
+std::vector<std::byte> Bytes(std::vector<int32_t> header, size_t floats) {
+  std::vector<std::byte> bytes(header.size() * sizeof(int32_t) + floats * sizeof(float));
+  std::memcpy(bytes.data(), header.data(), header.size() * sizeof(int32_t));
+  return bytes;
+}
+
+TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage}, 0)), "rank 0: malformed message from rank 1: a message of 4 bytes");
+  EXPECT_EQ(LeaderErrorOn(Bytes({7, 0, 0, 0}, 0)), "rank 0: malformed message from rank 1: kind 7, sequence 0");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 1, 0, 1}, 32)),
+            "rank 0: malformed message from rank 1: kind 0, sequence 1");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kTokenMessage, 0, 5, 0}, 0)),
+            "rank 0: malformed message from rank 1: token 5 with 0 floats");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 2, 1}, 32)),
+            "rank 0: malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 0, 3}, 31)),
+            "rank 0: malformed message from rank 1: recv hidden of 31 floats, expected 96");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kClassifyMessage, 0, 5, 0}, 37)),
+            "rank 0: malformed message from rank 1: logits of rows [0, 5), expected [0, 0)");
 }
 
 TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {
