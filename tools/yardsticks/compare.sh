@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs //tools:collective_bench (over tcp:// and ipc://), Open MPI over TCP and
-# Gloo over TCP side by side on this machine at 2 and 4 ranks, and prints a
+# Runs //tools:collective_bench (over tcp:// and ipc://), Open MPI over TCP,
+# Gloo over TCP and bare libzmq over TCP (zmq_floor_bench, the floor under any
+# ZeroMQ transport) side by side on this machine at 2 and 4 ranks, and prints a
 # markdown table of the medians, bus bandwidths and ratios, plus the targets of
 # issue 3. Raw protocol lines (see tools/bench_protocol.h) go to OUTPUT_DIR.
 # On a small, shared machine single runs are noisy, so each implementation runs
@@ -44,28 +45,30 @@ run_mpi() {  # WORLD; pml ob1 + btl tcp,self pins Open MPI to TCP (no shared mem
     --mca btl tcp,self -np "$1" "$BIN/tools/yardsticks/mpi_bench" --ops "$OPS" --sizes "$SIZES" ||
     report_failure "mpi_bench ($1 ranks)" $?
 }
-run_gloo() {  # WORLD
+run_with_store() {  # WORLD BENCH: a yardstick whose ranks meet through files in a directory
   local store
-  store="$(mktemp -d "$OUT/gloo_store.XXXXXX")"
-  "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/yardsticks/gloo_bench" \
-    --store "$store" --ops "$OPS" --sizes "$SIZES" || report_failure "gloo_bench ($1 ranks)" $?
+  store="$(mktemp -d "$OUT/$2_store.XXXXXX")"
+  "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/yardsticks/$2" \
+    --store "$store" --ops "$OPS" --sizes "$SIZES" || report_failure "$2 ($1 ranks)" $?
   rm -rf "$store"
 }
 
 measure() {
   cd "$ROOT"
   bazel --output_base="$OUTPUT_BASE" build --config=opt //tools:launch //tools:collective_bench \
-    //tools/yardsticks:mpi_bench //tools/yardsticks:gloo_bench >&2
+    //tools/yardsticks:mpi_bench //tools/yardsticks:gloo_bench \
+    //tools/yardsticks:zmq_floor_bench >&2
   BIN="$(bazel --output_base="$OUTPUT_BASE" info --config=opt bazel-bin 2>/dev/null)"
   LAUNCH="$BIN/tools/launch"
   for world in $WORLDS; do
     rm -f "$OUT"/*_"$world".txt
     for ((round = 1; round <= ROUNDS; round++)); do
-      echo "== $world ranks, round $round of $ROUNDS: ours (tcp), ours (ipc), Open MPI, Gloo" >&2
+      echo "== $world ranks, round $round of $ROUNDS: ours (tcp), ours (ipc), Open MPI, Gloo, zmq floor" >&2
       run_ours "$world" tcp >> "$OUT/ours_tcp_$world.txt"
       run_ours "$world" ipc >> "$OUT/ours_ipc_$world.txt"
       run_mpi "$world" >> "$OUT/mpi_$world.txt"
-      run_gloo "$world" >> "$OUT/gloo_$world.txt"
+      run_with_store "$world" gloo_bench >> "$OUT/gloo_$world.txt"
+      run_with_store "$world" zmq_floor_bench >> "$OUT/zmq_floor_$world.txt"
     done
   done
 }
@@ -73,11 +76,11 @@ measure() {
 print_table() {
   echo "Raw lines in $OUT; table rendered $(date -u "+%Y-%m-%d %H:%M UTC") on $(nproc) cores, kernel $(uname -r)."
   echo
-  echo "| op | bytes | ranks | ours tcp µs | ours ipc µs | MPI µs | Gloo µs | ours tcp busbw | ours ipc busbw | MPI busbw | Gloo busbw | tcp/MPI | tcp/Gloo |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| op | bytes | ranks | ours tcp µs | ours ipc µs | MPI µs | Gloo µs | zmq floor µs | ours tcp busbw | ours ipc busbw | MPI busbw | Gloo busbw | tcp/MPI | tcp/Gloo |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for world in $WORLDS; do
     local files=()
-    for impl in ours_tcp ours_ipc mpi gloo; do
+    for impl in ours_tcp ours_ipc mpi gloo zmq_floor; do
       [ -f "$OUT/${impl}_$world.txt" ] && files+=("$OUT/${impl}_$world.txt")
     done
     awk -v world="$world" '
@@ -89,8 +92,9 @@ print_table() {
       END {
         for (i = 0; i < n; ++i) {
           k = order[i]; split(k, f, " ")
-          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], world,
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], world,
             cell(us["ours_tcp", k]), cell(us["ours_ipc", k]), cell(us["mpi", k]), cell(us["gloo", k]),
+            cell(us["zmq_floor", k]),
             cell(bus["ours_tcp", k]), cell(bus["ours_ipc", k]), cell(bus["mpi", k]), cell(bus["gloo", k]),
             ratio(bus["ours_tcp", k], bus["mpi", k]), ratio(bus["ours_tcp", k], bus["gloo", k])
         }
