@@ -22,6 +22,10 @@
 // With ZmqTransportOptions::job_secret, every connection is CURVE-encrypted
 // and only holders of the secret can connect (see curve_auth.h).
 //
+// Process-wide side effect: the first Bind raises glibc's malloc mmap and
+// trim thresholds (32 MiB, 128 MiB), so the memory of received chunks is
+// reused instead of unmapped and faulted in again for every message.
+//
 // Only this library includes zmq.hpp; ZeroMQ's exceptions are caught here and
 // become CollectiveErrors.
 //
