@@ -174,4 +174,15 @@ int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,
   return 0;
 }
 
+Expected<int, std::string> LaunchEnvironmentInt(const char* name) {
+  const char* value = std::getenv(name);
+  char* end = nullptr;
+  const long parsed = value == nullptr ? -1 : std::strtol(value, &end, 10);
+  if (value == nullptr || *value == '\0' || *end != '\0' || parsed < 0 || parsed > 1 << 20) {
+    return MakeUnexpected(std::string(name) + ": expected a non-negative integer, got '" +
+                          (value == nullptr ? "<unset>" : value) + "' (run under launch)");
+  }
+  return static_cast<int>(parsed);
+}
+
 }  // namespace inferno

@@ -64,6 +64,10 @@ Expected<BenchConfig, std::string> ParseBenchFlags(
 Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
                                                const BenchConfig& config, std::FILE* out);
 
+// A driver's RANK or WORLD_SIZE as //tools:launch sets it: a non-negative
+// integer. Errors are one line naming the variable and its value.
+Expected<int, std::string> LaunchEnvironmentInt(const char* name);
+
 // main()'s tail for a driver: runs the bench, prints an error as
 // "<program>: rank R: <error>" and returns the process exit status.
 int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace inferno {
@@ -122,6 +123,21 @@ TEST(ParseBenchFlags, RejectsUnknownOpsAndFlags) {
   EXPECT_EQ(config.error(), "unknown flag '--size'");
   const char* bad_iters[] = {"bench", "--iters", "0"};
   EXPECT_FALSE(ParseBenchFlags(3, bad_iters).ok());
+}
+
+TEST(LaunchEnvironmentInt, ReadsANonNegativeIntegerAndNamesABadOne) {
+  ::setenv("BENCH_RUNNER_TEST_RANK", "3", 1);
+  auto rank = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
+  ASSERT_TRUE(rank.ok()) << rank.error();
+  EXPECT_EQ(*rank, 3);
+  ::setenv("BENCH_RUNNER_TEST_RANK", "3x", 1);
+  auto bad = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "BENCH_RUNNER_TEST_RANK: expected a non-negative integer, got '3x' (run under launch)");
+  ::unsetenv("BENCH_RUNNER_TEST_RANK");
+  auto unset = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
+  ASSERT_FALSE(unset.ok());
+  EXPECT_NE(unset.error().find("<unset>"), std::string::npos) << unset.error();
 }
 
 }  // namespace

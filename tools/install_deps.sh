@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the project builds, tests and benchmarks with.
+# Installs the Debian packages the project builds, tests and benchmarks with
+# (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds).
 # Idempotent: quick when everything is already present. Needs root (or sudo).
 set -euo pipefail
 
@@ -8,6 +9,7 @@ packages=(
   libzmq3-dev cppzmq-dev libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   iproute2 procps python3
+  libopenmpi-dev openmpi-bin libgloo-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -130,18 +130,6 @@ class GlooBackend : public CollectiveBenchBackend {
   std::shared_ptr<gloo::Context> context_;
 };
 
-// RANK / WORLD_SIZE as set by //tools:launch.
-Expected<int, std::string> EnvironmentInt(const char* name) {
-  const char* value = std::getenv(name);
-  char* end = nullptr;
-  const long parsed = value == nullptr ? -1 : std::strtol(value, &end, 10);
-  if (value == nullptr || *value == '\0' || *end != '\0' || parsed < 0 || parsed > 1 << 20) {
-    return MakeUnexpected(std::string(name) + ": expected a non-negative integer, got '" +
-                          (value == nullptr ? "<unset>" : value) + "' (run under launch)");
-  }
-  return static_cast<int>(parsed);
-}
-
 }  // namespace
 }  // namespace inferno
 
@@ -161,8 +149,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gloo_bench: --store: missing; give an empty directory all ranks share\n");
     return 2;
   }
-  auto rank = inferno::EnvironmentInt("RANK");
-  auto world_size = inferno::EnvironmentInt("WORLD_SIZE");
+  auto rank = inferno::LaunchEnvironmentInt("RANK");
+  auto world_size = inferno::LaunchEnvironmentInt("WORLD_SIZE");
   if (!rank || !world_size) {
     std::fprintf(stderr, "gloo_bench: %s\n", (!rank ? rank : world_size).error().c_str());
     return 2;

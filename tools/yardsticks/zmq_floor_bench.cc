@@ -179,18 +179,6 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
   std::vector<void*> pairs_;  // by peer rank; null for this rank
 };
 
-// RANK / WORLD_SIZE as set by //tools:launch.
-Expected<int, std::string> EnvironmentInt(const char* name) {
-  const char* value = std::getenv(name);
-  char* end = nullptr;
-  const long parsed = value == nullptr ? -1 : std::strtol(value, &end, 10);
-  if (value == nullptr || *value == '\0' || *end != '\0' || parsed < 0 || parsed > 1 << 20) {
-    return MakeUnexpected(std::string(name) + ": expected a non-negative integer, got '" +
-                          (value == nullptr ? "<unset>" : value) + "' (run under launch)");
-  }
-  return static_cast<int>(parsed);
-}
-
 }  // namespace
 }  // namespace inferno
 
@@ -211,8 +199,8 @@ int main(int argc, char** argv) {
                  "zmq_floor_bench: --store: missing; give an empty directory all ranks share\n");
     return 2;
   }
-  auto rank = inferno::EnvironmentInt("RANK");
-  auto world_size = inferno::EnvironmentInt("WORLD_SIZE");
+  auto rank = inferno::LaunchEnvironmentInt("RANK");
+  auto world_size = inferno::LaunchEnvironmentInt("WORLD_SIZE");
   if (!rank || !world_size) {
     std::fprintf(stderr, "zmq_floor_bench: %s\n", (!rank ? rank : world_size).error().c_str());
     return 2;
