@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include "distributed/inproc/transport.h"
+#include "distributed/testing/zmq_world.h"
 #include "distributed/zmq/transport.h"
 
 namespace inferno {
@@ -29,28 +30,14 @@ std::string MakeSocketDirectory() {
 std::vector<std::shared_ptr<Transport>> MakeZmqTransports(bool ipc, int world_size,
                                                           std::chrono::milliseconds timeout) {
   const std::string directory = ipc ? MakeSocketDirectory() : "";
-  std::vector<std::shared_ptr<ZmqTransport>> zmq_transports;
-  std::vector<std::string> endpoints;
-  for (int rank = 0; rank < world_size; ++rank) {
-    ZmqTransportOptions options;
-    options.rank = rank;
-    options.world_size = world_size;
-    options.timeout = timeout;
-    options.bind_endpoints = {ipc ? "ipc://" + directory + "/" + std::to_string(rank)
-                                  : "tcp://127.0.0.1:0"};
-    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
-    CHECK(bound.ok()) << bound.error().ToString();
-    endpoints.push_back((*bound)->endpoints().front());
-    zmq_transports.push_back(*bound);
-  }
-  const uint64_t job_id = std::random_device()();
-  std::vector<std::shared_ptr<Transport>> transports;
-  for (auto& transport : zmq_transports) {
-    Status connected = transport->Connect(endpoints, job_id);
-    CHECK(connected.ok()) << connected.error().ToString();
-    transports.push_back(transport);
-  }
-  return transports;
+  ZmqTransportOptions options;
+  options.timeout = timeout;
+  std::vector<std::shared_ptr<ZmqTransport>> zmq_transports = BindZmqWorld(
+      world_size, options, [&](int rank) -> std::string {
+        return ipc ? "ipc://" + directory + "/" + std::to_string(rank) : "tcp://127.0.0.1:0";
+      });
+  ConnectZmqWorld(zmq_transports, std::random_device()());
+  return {zmq_transports.begin(), zmq_transports.end()};
 }
 
 }  // namespace

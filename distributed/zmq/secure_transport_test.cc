@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "distributed/frame_header.h"
+#include "distributed/testing/zmq_world.h"
 #include "distributed/zmq/curve_auth.h"
 #include "distributed/zmq/transport.h"
 
@@ -33,23 +34,11 @@ JobSecret SecretFilledWith(uint8_t byte) {
 
 // Ranks 0 and 1 of a world of kWorld, connected; rank 2 only bound.
 std::vector<std::shared_ptr<ZmqTransport>> World(const std::optional<JobSecret>& secret) {
-  std::vector<std::shared_ptr<ZmqTransport>> transports;
-  std::vector<std::string> endpoints;
-  for (int rank = 0; rank < kWorld; ++rank) {
-    ZmqTransportOptions options;
-    options.rank = rank;
-    options.world_size = kWorld;
-    options.timeout = milliseconds(5000);
-    options.job_secret = secret;
-    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
-    EXPECT_TRUE(bound.ok()) << bound.error().ToString();
-    endpoints.push_back((*bound)->endpoints().front());
-    transports.push_back(*bound);
-  }
-  for (int rank = 0; rank < kImpersonatedRank; ++rank) {
-    Status connected = transports[rank]->Connect(endpoints, kJob);
-    EXPECT_TRUE(connected.ok()) << connected.error().ToString();
-  }
+  ZmqTransportOptions options;
+  options.timeout = milliseconds(5000);
+  options.job_secret = secret;
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(kWorld, options);
+  ConnectZmqWorld(transports, kJob, kImpersonatedRank);
   return transports;
 }
 

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/testing/zmq_world.h"
 #include "distributed/zmq/transport.h"
 
 namespace inferno {
@@ -25,23 +26,10 @@ constexpr int kRounds = 60;
 constexpr milliseconds kCloseBound{5000};
 
 std::vector<std::shared_ptr<ZmqTransport>> ConnectedWorld() {
-  std::vector<std::shared_ptr<ZmqTransport>> transports;
-  std::vector<std::string> endpoints;
-  for (int rank = 0; rank < kWorld; ++rank) {
-    ZmqTransportOptions options;
-    options.rank = rank;
-    options.world_size = kWorld;
-    options.linger = milliseconds(200);
-    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
-    EXPECT_TRUE(bound.ok()) << bound.error().ToString();
-    if (!bound) return {};
-    endpoints.push_back((*bound)->endpoints().front());
-    transports.push_back(*bound);
-  }
-  for (auto& transport : transports) {
-    Status connected = transport->Connect(endpoints, 0x5EED);
-    EXPECT_TRUE(connected.ok()) << connected.error().ToString();
-  }
+  ZmqTransportOptions options;
+  options.linger = milliseconds(200);
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(kWorld, options);
+  ConnectZmqWorld(transports, 0x5EED);
   return transports;
 }
 

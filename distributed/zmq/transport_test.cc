@@ -16,6 +16,7 @@
 #include "distributed/frame_header.h"
 #include "distributed/process_group.h"
 #include "distributed/testing/rank_threads.h"
+#include "distributed/testing/zmq_world.h"
 
 namespace inferno {
 namespace {
@@ -26,22 +27,10 @@ constexpr uint64_t kJob = 0xC0FFEE;
 
 // Two transports over tcp on loopback with a known job id.
 std::vector<std::shared_ptr<ZmqTransport>> ConnectedPair(milliseconds timeout) {
-  std::vector<std::shared_ptr<ZmqTransport>> transports;
-  std::vector<std::string> endpoints;
-  for (int rank = 0; rank < 2; ++rank) {
-    ZmqTransportOptions options;
-    options.rank = rank;
-    options.world_size = 2;
-    options.timeout = timeout;
-    Result<std::shared_ptr<ZmqTransport>> bound = ZmqTransport::Bind(options);
-    EXPECT_TRUE(bound.ok()) << bound.error().ToString();
-    endpoints.push_back((*bound)->endpoints().front());
-    transports.push_back(*bound);
-  }
-  for (auto& transport : transports) {
-    Status connected = transport->Connect(endpoints, kJob);
-    EXPECT_TRUE(connected.ok()) << connected.error().ToString();
-  }
+  ZmqTransportOptions options;
+  options.timeout = timeout;
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(2, options);
+  ConnectZmqWorld(transports, kJob);
   return transports;
 }
 
