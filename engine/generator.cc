@@ -96,12 +96,10 @@ class PipelineRun {
   int predecessor() const { return group_.rank() == group_.world_size() - 1 ? 0 : group_.rank() + 1; }
 
   EngineError Failure(const std::string& op, int peer, const CollectiveError& error) const {
-    return EngineError{"rank " + std::to_string(group_.rank()) + ": " + op + " rank " + std::to_string(peer) + ": " +
-                       error.ToString()};
+    return EngineError{op + " rank " + std::to_string(peer) + ": " + error.ToString()};
   }
   EngineError Malformed(const std::string& what) const {
-    return EngineError{"rank " + std::to_string(group_.rank()) + ": malformed message from rank " +
-                       std::to_string(predecessor()) + ": " + what};
+    return EngineError{"malformed message from rank " + std::to_string(predecessor()) + ": " + what};
   }
 
   // Embeds `tokens` (first stage) into the hidden buffer and runs the

@@ -102,7 +102,7 @@ EngineStatus ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, c
 // `observer` (may be null) is used on the leader only; `timeline` records
 // this rank's time; every rank's timeline is gathered on the leader. Errors:
 // invalid prompts (on every rank), malformed messages and communication
-// failures naming the rank, peer and op.
+// failures naming the peer and op (callers add their own rank).
 EngineResult<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
                                         const std::vector<std::vector<int32_t>>& prompts,
                                         const GenerationOptions& options, GenerationObserver* observer,

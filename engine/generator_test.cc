@@ -209,18 +209,18 @@ std::vector<std::byte> Bytes(std::vector<int32_t> header, size_t floats) {
 }
 
 TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
-  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage}, 0)), "rank 0: malformed message from rank 1: a message of 4 bytes");
-  EXPECT_EQ(LeaderErrorOn(Bytes({7, 0, 0, 0}, 0)), "rank 0: malformed message from rank 1: kind 7, sequence 0");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage}, 0)), "malformed message from rank 1: a message of 4 bytes");
+  EXPECT_EQ(LeaderErrorOn(Bytes({7, 0, 0, 0}, 0)), "malformed message from rank 1: kind 7, sequence 0");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 1, 0, 1}, 32)),
-            "rank 0: malformed message from rank 1: kind 0, sequence 1");
+            "malformed message from rank 1: kind 0, sequence 1");
   EXPECT_EQ(LeaderErrorOn(Bytes({kTokenMessage, 0, 5, 0}, 0)),
-            "rank 0: malformed message from rank 1: token 5 with 0 floats");
+            "malformed message from rank 1: token 5 with 0 floats");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 2, 1}, 32)),
-            "rank 0: malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
+            "malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 0, 3}, 31)),
-            "rank 0: malformed message from rank 1: recv hidden of 31 floats, expected 96");
+            "malformed message from rank 1: recv hidden of 31 floats, expected 96");
   EXPECT_EQ(LeaderErrorOn(Bytes({kClassifyMessage, 0, 5, 0}, 37)),
-            "rank 0: malformed message from rank 1: logits of rows [0, 5), expected [0, 0)");
+            "malformed message from rank 1: logits of rows [0, 5), expected [0, 0)");
 }
 
 TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {
