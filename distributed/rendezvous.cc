@@ -275,6 +275,11 @@ Result<RendezvousConfig> ReadRendezvousConfig(
     if (!parsed) return std::move(parsed).error();
     config.op_timeout = std::chrono::milliseconds(*parsed);
   }
+  if (const char* timeout = getenv("INFERNO_RENDEZVOUS_TIMEOUT_MS")) {
+    Result<int> parsed = ParseInt("INFERNO_RENDEZVOUS_TIMEOUT_MS", timeout, 1, 1 << 30);
+    if (!parsed) return std::move(parsed).error();
+    config.rendezvous_timeout = std::chrono::milliseconds(*parsed);
+  }
   if (const char* secret = getenv(kJobSecretVariable)) {
     Result<JobSecret> parsed = ParseJobSecret(secret);
     if (!parsed) return std::move(parsed).error();
@@ -321,8 +326,10 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   mine.tcp = (*transport)->endpoints()[0];
   if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
 
-  Result<Json> table = config.rank == 0 ? ServeTable(config, options, mine)
-                                        : FetchTable(config, options, mine);
+  RendezvousOptions waits = options;
+  waits.timeout = config.rendezvous_timeout.value_or(options.timeout);
+  Result<Json> table = config.rank == 0 ? ServeTable(config, waits, mine)
+                                        : FetchTable(config, waits, mine);
   if (!table) return std::move(table).error();
 
   std::vector<std::string> endpoints;

@@ -31,7 +31,8 @@ namespace inferno {
 
 struct RendezvousOptions {
   // How long rank 0 waits for every rank to arrive; the other ranks wait for
-  // the table two seconds longer, to hear rank 0's verdict.
+  // the table two seconds longer, to hear rank 0's verdict. The environment
+  // variable INFERNO_RENDEZVOUS_TIMEOUT_MS overrides it.
   std::chrono::milliseconds timeout{30000};
   // How long each later wait of the group may take (Transport::timeout()).
   // The environment variable INFERNO_TIMEOUT_MS overrides it.
@@ -51,13 +52,16 @@ struct RendezvousConfig {
   int master_port = 0;  // 0: rank 0 picks a free port
   // INFERNO_TIMEOUT_MS if set, else RendezvousOptions::op_timeout.
   std::chrono::milliseconds op_timeout{0};
+  // INFERNO_RENDEZVOUS_TIMEOUT_MS if set: replaces RendezvousOptions::timeout.
+  std::optional<std::chrono::milliseconds> rendezvous_timeout;
   // INFERNO_JOB_SECRET if set: the job is secured with it.
   std::optional<JobSecret> job_secret;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
-// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS and
-// INFERNO_JOB_SECRET through `getenv` (nullptr: unset). With no rank
+// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS,
+// INFERNO_RENDEZVOUS_TIMEOUT_MS and INFERNO_JOB_SECRET through `getenv`
+// (nullptr: unset). With no rank
 // variables set: rank 0 of a 1-rank world. Errors (InvalidArgument naming the
 // variable and value, but never the secret's): a non-numeric or out-of-range
 // value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed

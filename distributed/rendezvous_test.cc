@@ -60,11 +60,18 @@ TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   EXPECT_EQ(slurm->world_size, 5);
 }
 
-TEST(ReadRendezvousConfig, TimeoutVariableOverridesOption) {
+TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
   Result<RendezvousConfig> config =
       ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TIMEOUT_MS", "250"}}));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
   EXPECT_EQ(config->op_timeout, milliseconds(250));
+  EXPECT_FALSE(config->rendezvous_timeout.has_value());
+  config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_RENDEZVOUS_TIMEOUT_MS", "1500"}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->rendezvous_timeout, milliseconds(1500));
+  config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_RENDEZVOUS_TIMEOUT_MS", "0"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "INFERNO_RENDEZVOUS_TIMEOUT_MS='0' is not an integer in [1, 1073741824]");
 }
 
 TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {
