@@ -185,4 +185,32 @@ Expected<int, std::string> LaunchEnvironmentInt(const char* name) {
   return static_cast<int>(parsed);
 }
 
+std::optional<int> ParseStoreDriverArgs(const char* program, int argc, const char* const* argv,
+                                        StoreDriverArgs& args) {
+  auto config = ParseBenchFlags(argc, argv, {{"--store", &args.store_dir}});
+  if (!config) {
+    std::fprintf(stderr, "%s: %s\n", program, config.error().c_str());
+    return 2;
+  }
+  if (config->show_help) {
+    std::printf("usage: launch -n N -- %s --store DIR [flags]\n%s", program, BenchFlagsUsage());
+    return 0;
+  }
+  if (args.store_dir.empty()) {
+    std::fprintf(stderr, "%s: --store: missing; give an empty directory all ranks share\n",
+                 program);
+    return 2;
+  }
+  auto rank = LaunchEnvironmentInt("RANK");
+  auto world_size = LaunchEnvironmentInt("WORLD_SIZE");
+  if (!rank || !world_size) {
+    std::fprintf(stderr, "%s: %s\n", program, (!rank ? rank : world_size).error().c_str());
+    return 2;
+  }
+  args.config = std::move(*config);
+  args.rank = *rank;
+  args.world_size = *world_size;
+  return std::nullopt;
+}
+
 }  // namespace inferno

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,22 @@ Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
 // A driver's RANK or WORLD_SIZE as //tools:launch sets it: a non-negative
 // integer. Errors are one line naming the variable and its value.
 Expected<int, std::string> LaunchEnvironmentInt(const char* name);
+
+// The command line of a driver that runs under //tools:launch and meets its
+// peers through a directory all ranks share (--store DIR).
+struct StoreDriverArgs {
+  BenchConfig config;
+  std::string store_dir;
+  int rank = 0;
+  int world_size = 1;
+};
+
+// Parses a store driver's flags (the common ones and --store) and RANK /
+// WORLD_SIZE into `args`. Returns the exit status when `program` should stop
+// now: 0 after printing --help, 2 after printing a one-line error naming the
+// flag or variable; nullopt to go on.
+std::optional<int> ParseStoreDriverArgs(const char* program, int argc, const char* const* argv,
+                                        StoreDriverArgs& args);
 
 // main()'s tail for a driver: runs the bench, prints an error as
 // "<program>: rank R: <error>" and returns the process exit status.

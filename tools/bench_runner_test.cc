@@ -140,5 +140,27 @@ TEST(LaunchEnvironmentInt, ReadsANonNegativeIntegerAndNamesABadOne) {
   EXPECT_NE(unset.error().find("<unset>"), std::string::npos) << unset.error();
 }
 
+TEST(ParseStoreDriverArgs, ReadsStoreAndRanksOrSaysHowToExit) {
+  ::setenv("RANK", "1", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  const char* with_store[] = {"driver", "--store", "/tmp/s", "--sizes", "4"};
+  StoreDriverArgs args;
+  EXPECT_EQ(ParseStoreDriverArgs("driver", 5, with_store, args), std::nullopt);
+  EXPECT_EQ(args.store_dir, "/tmp/s");
+  EXPECT_EQ(args.rank, 1);
+  EXPECT_EQ(args.world_size, 2);
+  EXPECT_EQ(args.config.sizes, std::vector<size_t>{4});
+  const char* without_store[] = {"driver"};
+  StoreDriverArgs missing;
+  EXPECT_EQ(ParseStoreDriverArgs("driver", 1, without_store, missing), 2);
+  const char* help[] = {"driver", "--help"};
+  StoreDriverArgs helped;
+  EXPECT_EQ(ParseStoreDriverArgs("driver", 2, help, helped), 0);
+  ::unsetenv("RANK");
+  StoreDriverArgs unranked;
+  EXPECT_EQ(ParseStoreDriverArgs("driver", 5, with_store, unranked), 2);
+  ::unsetenv("WORLD_SIZE");
+}
+
 }  // namespace
 }  // namespace inferno

@@ -134,31 +134,14 @@ class GlooBackend : public CollectiveBenchBackend {
 }  // namespace inferno
 
 int main(int argc, char** argv) {
-  std::string store_dir;
-  auto config = inferno::ParseBenchFlags(argc, argv, {{"--store", &store_dir}});
-  if (!config) {
-    std::fprintf(stderr, "gloo_bench: %s\n", config.error().c_str());
-    return 2;
+  inferno::StoreDriverArgs args;
+  if (auto exit_status = inferno::ParseStoreDriverArgs("gloo_bench", argc, argv, args)) {
+    return *exit_status;
   }
-  if (config->show_help) {
-    std::printf("usage: launch -n N -- gloo_bench --store DIR [flags]\n%s",
-                inferno::BenchFlagsUsage());
-    return 0;
-  }
-  if (store_dir.empty()) {
-    std::fprintf(stderr, "gloo_bench: --store: missing; give an empty directory all ranks share\n");
-    return 2;
-  }
-  auto rank = inferno::LaunchEnvironmentInt("RANK");
-  auto world_size = inferno::LaunchEnvironmentInt("WORLD_SIZE");
-  if (!rank || !world_size) {
-    std::fprintf(stderr, "gloo_bench: %s\n", (!rank ? rank : world_size).error().c_str());
-    return 2;
-  }
-  auto backend = inferno::GlooBackend::Connect(*rank, *world_size, store_dir);
+  auto backend = inferno::GlooBackend::Connect(args.rank, args.world_size, args.store_dir);
   if (!backend) {
-    std::fprintf(stderr, "gloo_bench: rank %d: %s\n", *rank, backend.error().c_str());
+    std::fprintf(stderr, "gloo_bench: rank %d: %s\n", args.rank, backend.error().c_str());
     return 1;
   }
-  return inferno::RunCollectiveBenchMain("gloo_bench", **backend, *config);
+  return inferno::RunCollectiveBenchMain("gloo_bench", **backend, args.config);
 }

@@ -183,34 +183,16 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
 }  // namespace inferno
 
 int main(int argc, char** argv) {
-  std::string store_dir;
-  auto config = inferno::ParseBenchFlags(argc, argv, {{"--store", &store_dir}});
-  if (!config) {
-    std::fprintf(stderr, "zmq_floor_bench: %s\n", config.error().c_str());
-    return 2;
-  }
-  if (config->show_help) {
-    std::printf("usage: launch -n N -- zmq_floor_bench --store DIR [flags]\n%s",
-                inferno::BenchFlagsUsage());
-    return 0;
-  }
-  if (store_dir.empty()) {
-    std::fprintf(stderr,
-                 "zmq_floor_bench: --store: missing; give an empty directory all ranks share\n");
-    return 2;
-  }
-  auto rank = inferno::LaunchEnvironmentInt("RANK");
-  auto world_size = inferno::LaunchEnvironmentInt("WORLD_SIZE");
-  if (!rank || !world_size) {
-    std::fprintf(stderr, "zmq_floor_bench: %s\n", (!rank ? rank : world_size).error().c_str());
-    return 2;
+  inferno::StoreDriverArgs args;
+  if (auto exit_status = inferno::ParseStoreDriverArgs("zmq_floor_bench", argc, argv, args)) {
+    return *exit_status;
   }
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
-  inferno::ZmqFloorBackend backend(*rank, *world_size);
-  if (auto connected = backend.Connect(store_dir); !connected) {
-    std::fprintf(stderr, "zmq_floor_bench: rank %d: %s\n", *rank, connected.error().c_str());
+  inferno::ZmqFloorBackend backend(args.rank, args.world_size);
+  if (auto connected = backend.Connect(args.store_dir); !connected) {
+    std::fprintf(stderr, "zmq_floor_bench: rank %d: %s\n", args.rank, connected.error().c_str());
     return 1;
   }
-  return inferno::RunCollectiveBenchMain("zmq_floor_bench", backend, *config);
+  return inferno::RunCollectiveBenchMain("zmq_floor_bench", backend, args.config);
 }
