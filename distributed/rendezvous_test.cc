@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/testing/secret_filled_with.h"
+
 namespace inferno {
 namespace {
 
@@ -183,12 +185,6 @@ TEST(Join, MissingRankIsTimeoutListingIt) {
       << results[0];
   // Rank 1 arrived; rank 0 tells it why the job failed.
   EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
-}
-
-JobSecret SecretFilledWith(uint8_t byte) {
-  JobSecret secret;
-  secret.bytes.fill(byte);
-  return secret;
 }
 
 TEST(Join, RanksHoldingOneSecretFormAGroupOverIpcAndTcp) {

@@ -6,16 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/testing/secret_filled_with.h"
+
 namespace inferno {
 namespace {
 
 using std::chrono::milliseconds;
-
-JobSecret SecretFilledWith(uint8_t byte) {
-  JobSecret secret;
-  secret.bytes.fill(byte);
-  return secret;
-}
 
 // A CURVE server ROUTER of the job on `context`, bound to a free loopback port.
 struct Server {

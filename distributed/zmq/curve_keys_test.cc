@@ -2,14 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/testing/secret_filled_with.h"
+
 namespace inferno {
 namespace {
-
-JobSecret SecretFilledWith(uint8_t byte) {
-  JobSecret secret;
-  secret.bytes.fill(byte);
-  return secret;
-}
 
 TEST(CurveKeys, SameSecretGivesSameKeysAndAnotherSecretOthers) {
   const CurveKeys keys = DeriveCurveKeys(SecretFilledWith(7));

@@ -6,16 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/testing/secret_filled_with.h"
+
 namespace inferno {
 namespace {
 
 using std::chrono::milliseconds;
-
-JobSecret SecretFilledWith(uint8_t byte) {
-  JobSecret secret;
-  secret.bytes.fill(byte);
-  return secret;
-}
 
 // Sends "hello" from a client holding `client_secret` to a server holding
 // `server_secret` (on localhost, a host name) and returns what the server

@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "distributed/frame_header.h"
+#include "distributed/testing/secret_filled_with.h"
 #include "distributed/testing/zmq_world.h"
 #include "distributed/zmq/curve_auth.h"
 #include "distributed/zmq/transport.h"
@@ -25,12 +26,6 @@ constexpr int kWorld = 3;
 // Rank 2 is bound but never connects, so a stranger can claim its routing id
 // at rank 1 without colliding with a real connection.
 constexpr int kImpersonatedRank = 2;
-
-JobSecret SecretFilledWith(uint8_t byte) {
-  JobSecret secret;
-  secret.bytes.fill(byte);
-  return secret;
-}
 
 // Ranks 0 and 1 of a world of kWorld, connected; rank 2 only bound.
 std::vector<std::shared_ptr<ZmqTransport>> World(const std::optional<JobSecret>& secret) {
