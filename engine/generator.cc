@@ -43,12 +43,10 @@ class PipelineRun {
       sequences_.push_back({&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
     }
     report_.generated.resize(prompts.size());
-    if (group_.world_size() == 1) {
-      logits_scratch_.resize(vocab_);
-    } else {
+    classify_.resize(dim_ + vocab_);
+    if (group_.world_size() > 1) {
       send_buffer_.reserve(kHeaderWords * sizeof(int32_t) +
                            std::max(stage.max_positions_per_call() * dim_, dim_ + vocab_) * sizeof(float));
-      classify_.resize(dim_ + vocab_);
     }
   }
 
@@ -158,18 +156,21 @@ class PipelineRun {
         const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
         x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
       }
+      if (!SamplesAnother(id)) {
+        StopSequence(id);
+        continue;
+      }
+      // The classifier writes the logits straight into classify_, which the
+      // sampler may overwrite: no per-token copy.
+      const std::span<float> normed = std::span<float>(classify_).first(dim_);
+      const std::span<float> logits = std::span<float>(classify_).subspan(dim_, vocab_);
       while (true) {
-        int32_t token = -1;
-        if (SamplesAnother(id)) {
-          {
-            TimedScope scope(timeline_, SpanKind::kCompute, "classifier", id);
-            const std::span<const float> logits = stage_.Logits(x.last(dim_));
-            std::copy(logits.begin(), logits.end(), logits_scratch_.begin());
-          }
-          token = SampleNext(id, logits_scratch_);
-        } else {
-          StopSequence(id);
+        {
+          TimedScope scope(timeline_, SpanKind::kCompute, "classifier", id);
+          stage_.FinalNorm(x.last(dim_), normed);
+          stage_.ClassifierSlice(normed, logits);
         }
+        const int32_t token = SampleNext(id, logits);
         if (token < 0) break;
         x = EmbedAndForward(id, std::span<const int32_t>(&token, 1));
       }
@@ -352,9 +353,8 @@ class PipelineRun {
   const int64_t dim_;
   const int64_t vocab_;
   std::vector<float> hidden_;          // (max_positions_per_call, dim)
-  std::vector<float> logits_scratch_;  // (vocab) with W = 1: logits the sampler may overwrite
-  // (dim + vocab) with W > 1: a classify message, the final-normed hidden
-  // state then logits, being extended.
+  // (dim + vocab): the final-normed hidden state, then logits (the sampler
+  // may overwrite them); with W > 1 a classify message being extended.
   std::vector<float> classify_;
   std::vector<std::byte> send_buffer_;  // a message being sent: header, then payload
   std::vector<Sequence> sequences_;
