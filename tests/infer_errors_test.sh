@@ -3,14 +3,9 @@
 # one-line error naming the problem and exits non-zero — never a hang.
 # Usage: infer_errors_test.sh LAUNCH INFER MAKE_TOY_MODEL
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_errors.XXXXXX")"
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 "$MAKE_TOY" --out "$WORK/toy" --layers 3 --seq-len 16 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 

@@ -11,15 +11,10 @@
 # With "stories260K" the model is ../shared/models/stories260K.bin beside the
 # project's checkout; the test skips (passing, with a message) when absent.
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" SHARD="$4" MODEL_KIND="$5"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_exactness.XXXXXX")"
-FAILURES=0
 CHECKS=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 case "$MODEL_KIND" in
   toy)

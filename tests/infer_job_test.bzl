@@ -7,7 +7,8 @@ _INFER_JOB_TOOLS = [
 ]
 
 def infer_job_test(name, script, extra_args = [], extra_data = [], **kwargs):
-    """An sh_test whose script gets LAUNCH INFER MAKE_TOY_MODEL, then extra_args.
+    """An sh_test whose script gets LAUNCH INFER MAKE_TOY_MODEL, then extra_args,
+    and may source tests/test_lib.sh.
 
     Args:
       name: the test's name.
@@ -22,5 +23,6 @@ def infer_job_test(name, script, extra_args = [], extra_data = [], **kwargs):
         srcs = [script],
         args = ["$(location %s)" % tool for tool in _INFER_JOB_TOOLS] + extra_args,
         data = _INFER_JOB_TOOLS + extra_data,
+        deps = ["//tests:test_lib"],
         **kwargs
     )

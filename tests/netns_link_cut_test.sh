@@ -12,6 +12,7 @@
 #
 # Usage: netns_link_cut_test.sh LAUNCH INFER MAKE_TOY_MODEL
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/netns.XXXXXX")"
 WORLD=3
@@ -21,13 +22,6 @@ SLACK_MS=3000
 ID="inf$$"
 SUBNET="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))"
 BRIDGE_NS="${ID}br"
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 cleanup() {
   local ns pid

@@ -4,16 +4,12 @@
 # must exit non-zero (the victim's 128+9), and no rank may be left running.
 # Usage: peer_killed_test.sh LAUNCH PEER_KILLED_CHECK WORLD
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" CHECK="$2" WORLD="$3"
 OUT="$(mktemp "${TEST_TMPDIR:-/tmp}/peer_killed.XXXXXX")"
 TIMEOUT_MS=3000
 SLACK_MS=3000
 VICTIM=$((WORLD / 2))
-FAILURES=0
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 # Survivors ignore launch's SIGTERM and must end on their own; --grace is far
 # above TIMEOUT_MS + SLACK_MS, so a survivor that hangs is still running when

@@ -16,17 +16,11 @@
 #
 # Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_fault.XXXXXX")"
 TIMEOUT_MS=2000
 SLACK_MS=2000
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # A generation of several seconds even on an idle machine (dim 384: a 1000-token
 # run of the default dim-64 model ends in under a second), so that the fault

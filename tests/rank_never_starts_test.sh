@@ -8,15 +8,10 @@
 #
 # Usage: rank_never_starts_test.sh LAUNCH INFER MAKE_TOY_MODEL
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_never_starts.XXXXXX")"
 RENDEZVOUS_TIMEOUT_S=10
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 

@@ -8,15 +8,10 @@
 #
 # Usage: secure_join_test.sh LAUNCH COLLECTIVES_CHECK JOB_KEY
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" CHECK="$2" JOB_KEY="$3"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/secure_join.XXXXXX")"
-FAILURES=0
 MAX_SECONDS=15
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 INFERNO_JOB_SECRET=$("$JOB_KEY") || { echo "FAIL: job_key" >&2; exit 1; }
 export INFERNO_JOB_SECRET

@@ -15,6 +15,7 @@
 #
 # Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY]
 set -u
+source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
 SECURE=0 LAUNCH_FLAGS=() STRANGER_FLAGS=()
 if [ "${5:-}" = "--secure" ]; then
@@ -26,13 +27,6 @@ if [ "${5:-}" = "--secure" ]; then
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 "$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids)

@@ -3,15 +3,10 @@
 # exit statuses, output tagging, stopping the job, and no process left behind.
 # Usage: launch_test.sh PATH_TO_LAUNCH
 set -u
+source tests/test_lib.sh
 
 LAUNCH="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/launch_test.XXXXXX")"
-FAILURES=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  FAILURES=$((FAILURES + 1))
-}
 
 # Writes a rank program to $WORK/NAME from stdin and prints its path.
 program() {
