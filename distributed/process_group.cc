@@ -84,6 +84,13 @@ size_t SegmentCount(size_t max_block_size) {
   return std::max<size_t>(1, (max_block_size + kSegmentElements - 1) / kSegmentElements);
 }
 
+// Segment `index` of the whole of `data`.
+template <typename T>
+std::span<T> Segment(std::span<T> data, size_t index) {
+  auto [begin, end] = SegmentRange(data.size(), index);
+  return data.subspan(begin, end - begin);
+}
+
 // One invocation of a collective on one rank: frames it sends carry its op,
 // sequence number and length; frames it receives must carry the same.
 class CollectiveCall {
@@ -221,8 +228,7 @@ Status RunRing(CollectiveCall& call, std::span<float> data, const BlockLayout& l
 // Sends `data` to `peer` in segments.
 Status SendSegments(CollectiveCall& call, int peer, std::span<const float> data) {
   for (size_t index = 0; index < SegmentCount(data.size()); ++index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    Status sent = call.Send(peer, AsBytes(data.subspan(begin, end - begin)));
+    Status sent = call.Send(peer, AsBytes(Segment(data, index)));
     if (!sent) return sent;
   }
   return {};
@@ -233,8 +239,7 @@ Status SendSegments(CollectiveCall& call, int peer, std::span<const float> data)
 Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data,
                        std::optional<ReduceKind> op) {
   for (size_t index = 0; index < SegmentCount(data.size()); ++index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    std::span<float> target = data.subspan(begin, end - begin);
+    std::span<float> target = Segment(data, index);
     Result<Payload> received = call.RecvFloats(peer, target.size());
     if (!received) return std::move(received).error();
     if (op) {
@@ -255,13 +260,9 @@ Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data,
 // in between.
 Status ExchangeAndReduce(CollectiveCall& call, int peer, std::span<float> data, ReduceKind op) {
   const size_t segments = SegmentCount(data.size());
-  auto segment = [&](size_t index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    return data.subspan(begin, end - begin);
-  };
   size_t sent = 0;
   auto send_next = [&]() -> Status {
-    Status queued = call.Send(peer, AsBytes(segment(sent)));
+    Status queued = call.Send(peer, AsBytes(Segment(data, sent)));
     ++sent;
     return queued;
   };
@@ -269,7 +270,7 @@ Status ExchangeAndReduce(CollectiveCall& call, int peer, std::span<float> data, 
     if (Status queued = send_next(); !queued) return queued;
   }
   for (size_t index = 0; index < segments; ++index) {
-    std::span<float> target = segment(index);
+    std::span<float> target = Segment(data, index);
     Result<Payload> received = call.RecvFloats(peer, target.size());
     if (!received) return std::move(received).error();
     ReduceInto(target, received->bytes(), op);
@@ -359,8 +360,7 @@ Status RunChainBroadcast(CollectiveCall& call, int root, std::span<float> data) 
   const bool forwards = virtual_rank + 1 < world;
   const size_t segments = SegmentCount(data.size());
   for (size_t index = 0; index < segments; ++index) {
-    auto [begin, end] = SegmentRange(data.size(), index);
-    std::span<float> target = data.subspan(begin, end - begin);
+    std::span<float> target = Segment(data, index);
     if (virtual_rank != 0) {
       Result<Payload> received = call.RecvFloats(prev, target.size());
       if (!received) return std::move(received).error();
