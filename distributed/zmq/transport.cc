@@ -196,6 +196,16 @@ struct ZmqTransport::Impl {
   std::string RecvWhere(int peer) const {
     return "recv at rank " + std::to_string(options.rank) + " from rank " + std::to_string(peer);
   }
+  // A header of `op` from this rank in this job, for a message of
+  // `message_length` bytes; the caller sets the rest.
+  FrameHeader OwnHeader(CollectiveOp op, uint64_t message_length) const {
+    FrameHeader header;
+    header.op = op;
+    header.job_id = job_id;
+    header.source_rank = static_cast<uint32_t>(options.rank);
+    header.message_length = message_length;
+    return header;
+  }
 
   void PollSockets(Deadline until);
   void CheckMonitors();
@@ -338,14 +348,10 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
                                       int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
   if (!peer_state.dealer) return CollectiveError::Closed(SendWhere(peer));
-  FrameHeader header;
-  header.op = key.op;
-  header.job_id = job_id;
-  header.source_rank = static_cast<uint32_t>(options.rank);
+  FrameHeader header = OwnHeader(key.op, payload.size());
   header.tag = key.tag;
   header.sequence = key.sequence;
   header.element_count = key.element_count;
-  header.message_length = payload.size();
   size_t offset = 0;
   try {
     do {
@@ -437,7 +443,7 @@ Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline start
     }
     // This thread reads the sockets until its own message is queued.
     Result<std::optional<Message>> taken{std::optional<Message>()};
-    // Sleeping in zmq_poll at once, rather than spinning first, measured
+    // Sleeping in PollSockets at once, rather than spinning first, measured
     // faster on small machines, where a spinning reader takes the CPU that
     // ZeroMQ's I/O threads need to deliver the message it waits for.
     while (true) {
@@ -508,11 +514,7 @@ void ZmqTransport::Impl::SayFarewell(CollectiveOp op, std::string_view reason) {
 void ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op,
                                           std::string_view payload) {
   if (!peer_state.dealer || peer_state.lost.load()) return;
-  FrameHeader header;
-  header.op = op;
-  header.job_id = job_id;
-  header.source_rank = static_cast<uint32_t>(options.rank);
-  header.message_length = payload.size();
+  FrameHeader header = OwnHeader(op, payload.size());
   header.payload_length = static_cast<uint32_t>(payload.size());
   const EncodedFrameHeader encoded = EncodeFrameHeader(header);
   if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
