@@ -45,8 +45,8 @@ bool IsKnownOp(uint8_t op) {
          op <= static_cast<uint8_t>(CollectiveOp::kPong);
 }
 
-CollectiveError Malformed(const std::string& reason) {
-  return CollectiveError::Transport("malformed frame: " + reason);
+Error Malformed(const std::string& reason) {
+  return Error::Transport("malformed frame: " + reason);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@
 #include <span>
 #include <string>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 
 namespace inferno {
 

@@ -19,7 +19,7 @@ int HexValue(char c) {
 
 Result<JobSecret> ParseJobSecret(std::string_view text) {
   if (text.size() != 2 * JobSecret::kBytes) {
-    return CollectiveError::InvalidArgument(
+    return Error::InvalidArgument(
         std::string(kJobSecretVariable) + ": expected " + std::to_string(2 * JobSecret::kBytes) +
         " hex digits (" + std::to_string(JobSecret::kBytes) + " bytes), got " +
         std::to_string(text.size()) + " characters");
@@ -28,7 +28,7 @@ Result<JobSecret> ParseJobSecret(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const int value = HexValue(text[i]);
     if (value < 0) {
-      return CollectiveError::InvalidArgument(std::string(kJobSecretVariable) +
+      return Error::InvalidArgument(std::string(kJobSecretVariable) +
                                               ": character " + std::to_string(i + 1) +
                                               " is not a hex digit");
     }
@@ -44,7 +44,7 @@ Result<std::string> NewJobSecretText() {
   const int saved_errno = errno;
   if (random != nullptr) std::fclose(random);
   if (!read) {
-    return CollectiveError::Transport(std::string("cannot read /dev/urandom for a job secret: ") +
+    return Error::Transport(std::string("cannot read /dev/urandom for a job secret: ") +
                                       std::strerror(saved_errno));
   }
   static constexpr char kDigits[] = "0123456789abcdef";

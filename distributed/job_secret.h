@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 
 namespace inferno {
 

@@ -100,16 +100,16 @@ Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
 Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Deadline started,
                                                   Deadline deadline, Deadline wake_by) {
   if (source < 0 || source >= static_cast<int>(sources_.size())) {
-    return CollectiveError::UnknownRank("recv", source, static_cast<int>(sources_.size()));
+    return Error::UnknownRank("recv", source, static_cast<int>(sources_.size()));
   }
   SourceQueues& queues = *sources_[source];
   std::unique_lock<std::mutex> lock(queues.mutex);
   const uint64_t wakeups = queues.wakeups;
   while (true) {
-    if (queues.closed) return CollectiveError::Closed(RecvWhat(source, tag));
+    if (queues.closed) return Error::Closed(RecvWhat(source, tag));
     if (queues.aborted_by) {
       const auto& [aborter, reason] = *queues.aborted_by;
-      return CollectiveError::PeerLost(RecvWhat(source, tag) + " (rank " + std::to_string(aborter) +
+      return Error::PeerLost(RecvWhat(source, tag) + " (rank " + std::to_string(aborter) +
                                            " gave up on the job: " + reason + ")",
                                        aborter);
     }
@@ -124,16 +124,16 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
     Deadline wake = std::min(deadline, wake_by);
     if (queues.lost_at) {
       if (queues.departed) {
-        return CollectiveError::PeerLost(RecvWhat(source, tag) + " (rank " +
+        return Error::PeerLost(RecvWhat(source, tag) + " (rank " +
                                              std::to_string(source) + " closed its transport)",
                                          source);
       }
       const Deadline give_up = *queues.lost_at + lost_grace_;
-      if (now >= give_up) return CollectiveError::PeerLost(RecvWhat(source, tag), source);
+      if (now >= give_up) return Error::PeerLost(RecvWhat(source, tag), source);
       wake = std::min(wake, give_up);
     }
     if (now >= deadline) {
-      return CollectiveError::Timeout(
+      return Error::Timeout(
           RecvWhat(source, tag), source,
           std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
     }

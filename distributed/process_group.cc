@@ -31,7 +31,7 @@ constexpr size_t kSmallCollectiveBytes = 64 << 10;
 
 std::span<const std::byte> AsBytes(std::span<const float> data) { return std::as_bytes(data); }
 
-CollectiveError WithContext(CollectiveError error, const std::string& context) {
+Error WithContext(Error error, const std::string& context) {
   error.message = context + ": " + error.message;
   return error;
 }
@@ -132,12 +132,12 @@ class CollectiveCall {
     if (!received) return WithContext(std::move(received).error(), From(peer));
     const FrameKey& key = received->key;
     if (key.op != op_ || key.sequence != sequence_) {
-      return CollectiveError::CollectiveMismatch(
+      return Error::CollectiveMismatch(
           Describe(), CollectiveOpName(key.op) + " #" + std::to_string(key.sequence) +
                           " (rank " + std::to_string(peer) + ")");
     }
     if (check_length && key.element_count != element_count_) {
-      return CollectiveError::LengthMismatch(From(peer), static_cast<int64_t>(element_count_),
+      return Error::LengthMismatch(From(peer), static_cast<int64_t>(element_count_),
                                              static_cast<int64_t>(key.element_count));
     }
     return received;
@@ -149,7 +149,7 @@ class CollectiveCall {
     Result<Message> received = Recv(peer, /*check_length=*/true);
     if (!received) return std::move(received).error();
     if (received->payload.size() != expected_elements * sizeof(float)) {
-      return CollectiveError::LengthMismatch(
+      return Error::LengthMismatch(
           From(peer) + " (segment bytes)",
           static_cast<int64_t>(expected_elements * sizeof(float)),
           static_cast<int64_t>(received->payload.size()));
@@ -420,10 +420,10 @@ std::string PointToPointWhere(const char* direction, int peer, uint32_t tag) {
 // Checks a point-to-point call's peer and tag.
 Status CheckPointToPoint(const char* direction, int peer, int world, uint32_t tag) {
   if (tag >= kTagReservedBase) {
-    return CollectiveError::InvalidTag(PointToPointWhere(direction, peer, tag), tag);
+    return Error::InvalidTag(PointToPointWhere(direction, peer, tag), tag);
   }
   if (peer < 0 || peer >= world) {
-    return CollectiveError::UnknownRank(PointToPointWhere(direction, peer, tag), peer, world);
+    return Error::UnknownRank(PointToPointWhere(direction, peer, tag), peer, world);
   }
   return {};
 }
@@ -445,7 +445,7 @@ Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name,
                                  uint32_t tag) {
   if (!payload) return std::move(payload).error();
   if (payload->size() % sizeof(T) != 0) {
-    return CollectiveError::InvalidArgument(
+    return Error::InvalidArgument(
         PointToPointWhere("recv from", from, tag) + ": " + std::to_string(payload->size()) +
         " bytes is not a whole number of " + type_name);
   }
@@ -511,7 +511,7 @@ Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data)
 
 Status ProcessGroup::broadcast(int root, std::span<float> data) {
   if (root < 0 || root >= world_size()) {
-    return CollectiveError::UnknownRank("broadcast root", root, world_size());
+    return Error::UnknownRank("broadcast root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kBroadcast, data.size());
   if (data.size() * sizeof(float) <= kSmallCollectiveBytes) {
@@ -525,7 +525,7 @@ Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> d
   CollectiveCall call(*state_, CollectiveOp::kReduceScatter, data.size());
   const size_t world = static_cast<size_t>(call.size());
   if (data.size() % world != 0) {
-    return CollectiveError::InvalidArgument(call.Describe() + ": length " +
+    return Error::InvalidArgument(call.Describe() + ": length " +
                                             std::to_string(data.size()) +
                                             " is not divisible by the group size " +
                                             std::to_string(world));
@@ -541,7 +541,7 @@ Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> d
 Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(
     int root, std::span<const std::byte> data) {
   if (root < 0 || root >= world_size()) {
-    return CollectiveError::UnknownRank("gather root", root, world_size());
+    return Error::UnknownRank("gather root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kGather, 0);
   std::vector<std::vector<std::byte>> blobs;
@@ -566,7 +566,7 @@ Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(
 Result<std::vector<std::byte>> ProcessGroup::scatter(
     int root, const std::vector<std::vector<std::byte>>& blobs) {
   if (root < 0 || root >= world_size()) {
-    return CollectiveError::UnknownRank("scatter root", root, world_size());
+    return Error::UnknownRank("scatter root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kScatter, 0);
   if (call.rank() != root) {
@@ -575,7 +575,7 @@ Result<std::vector<std::byte>> ProcessGroup::scatter(
     return ToVector(received->payload);
   }
   if (blobs.size() != static_cast<size_t>(call.size())) {
-    return CollectiveError::InvalidArgument(call.Describe() + ": root passed " +
+    return Error::InvalidArgument(call.Describe() + ": root passed " +
                                             std::to_string(blobs.size()) + " blobs, expected " +
                                             std::to_string(call.size()));
   }
@@ -591,9 +591,9 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   const int world = world_size();
   std::vector<bool> listed(world, false);
   for (int member : ranks) {
-    if (member < 0 || member >= world) return CollectiveError::UnknownRank("split", member, world);
+    if (member < 0 || member >= world) return Error::UnknownRank("split", member, world);
     if (listed[member]) {
-      return CollectiveError::InvalidArgument("split: rank " + std::to_string(member) +
+      return Error::InvalidArgument("split: rank " + std::to_string(member) +
                                               " is listed twice");
     }
     listed[member] = true;
@@ -618,14 +618,14 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   uint32_t group_id = 0;
   for (int peer = 0; peer < world; ++peer) {
     if (all[2 * peer + 1] != static_cast<float>(list_hash)) {
-      return CollectiveError::InvalidArgument(call.Describe() + ": rank " +
+      return Error::InvalidArgument(call.Describe() + ": rank " +
                                               std::to_string(peer) +
                                               " passed a different rank list");
     }
     group_id = std::max(group_id, static_cast<uint32_t>(all[2 * peer]));
   }
   if (group_id > kMaxGroupId) {
-    return CollectiveError::InvalidArgument(call.Describe() + ": out of group ids");
+    return Error::InvalidArgument(call.Describe() + ": out of group ids");
   }
   {
     std::lock_guard<std::mutex> lock(state_->group_ids->mutex);
@@ -633,7 +633,7 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   }
   auto position = std::find(ranks.begin(), ranks.end(), rank());
   if (position == ranks.end()) {
-    return CollectiveError::InvalidArgument(call.Describe() + ": rank " + std::to_string(rank()) +
+    return Error::InvalidArgument(call.Describe() + ": rank " + std::to_string(rank()) +
                                             " is not in the split list");
   }
   ProcessGroup child(state_->transport);

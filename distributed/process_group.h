@@ -42,7 +42,7 @@
 #include <span>
 #include <vector>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 #include "distributed/reduce.h"
 #include "distributed/transport.h"
 

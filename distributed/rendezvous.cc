@@ -94,7 +94,7 @@ Result<std::string> LocalAddressToward(const std::string& master_addr) {
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(master_addr.c_str(), "9", &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return CollectiveError::Transport("rendezvous: cannot resolve MASTER_ADDR '" + master_addr +
+    return Error::Transport("rendezvous: cannot resolve MASTER_ADDR '" + master_addr +
                                       "': " + gai_strerror(rc));
   }
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -106,7 +106,7 @@ Result<std::string> LocalAddressToward(const std::string& master_addr) {
   if (fd >= 0) close(fd);
   freeaddrinfo(found);
   if (!ok) {
-    return CollectiveError::Transport("rendezvous: no route to MASTER_ADDR '" + master_addr +
+    return Error::Transport("rendezvous: no route to MASTER_ADDR '" + master_addr +
                                       "': " + std::strerror(saved_errno));
   }
   char text[INET_ADDRSTRLEN] = {};
@@ -119,14 +119,14 @@ Result<int> ParseInt(const char* name, const char* value, int min, int max) {
   errno = 0;
   const long parsed = std::strtol(value, &end, 10);
   if (errno != 0 || end == value || *end != '\0' || parsed < min || parsed > max) {
-    return CollectiveError::InvalidArgument(std::string(name) + "='" + value +
+    return Error::InvalidArgument(std::string(name) + "='" + value +
                                             "' is not an integer in [" + std::to_string(min) +
                                             ", " + std::to_string(max) + "]");
   }
   return static_cast<int>(parsed);
 }
 
-CollectiveError MissingRanks(const std::string& where, const std::vector<bool>& arrived,
+Error MissingRanks(const std::string& where, const std::vector<bool>& arrived,
                              std::chrono::milliseconds waited) {
   std::string missing;
   for (size_t rank = 0; rank < arrived.size(); ++rank) {
@@ -154,7 +154,7 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
   entries[0] = mine;
   arrived[0] = true;
   int count = 1;
-  auto fail_everyone = [&](const CollectiveError& error) {
+  auto fail_everyone = [&](const Error& error) {
     const std::string body = Json{{"error", error.message}}.dump();
     for (int rank = 1; rank < config.world_size; ++rank) {
       if (arrived[rank]) (void)(*server)->Reply(clients[rank], body);
@@ -187,7 +187,7 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
     }
     if (!refusal.empty()) {
       (void)(*server)->Reply(request->client, Json{{"error", refusal}}.dump());
-      return fail_everyone(CollectiveError::InvalidArgument(refusal));
+      return fail_everyone(Error::InvalidArgument(refusal));
     }
     entries[entry->rank] = *entry;
     clients[entry->rank] = request->client;
@@ -220,12 +220,12 @@ Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions&
   if (!reply) return std::move(reply).error();
   std::optional<Json> table = ParseJson(*reply);
   if (!table || !table->is_object()) {
-    return CollectiveError::Transport("rendezvous: malformed table from rank 0 at " +
+    return Error::Transport("rendezvous: malformed table from rank 0 at " +
                                       config.master_addr + ":" +
                                       std::to_string(config.master_port));
   }
   if (table->contains("error")) {
-    return CollectiveError::InvalidArgument("rendezvous: rank 0 refused rank " +
+    return Error::InvalidArgument("rendezvous: rank 0 refused rank " +
                                             std::to_string(config.rank) + ": " +
                                             table->value("error", std::string()));
   }
@@ -246,7 +246,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(
     const char* size = getenv(size_name);
     if (rank == nullptr && size == nullptr) continue;
     if (rank == nullptr || size == nullptr) {
-      return CollectiveError::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) +
+      return Error::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) +
                                               " is set but " +
                                               (rank == nullptr ? rank_name : size_name) +
                                               " is not");
@@ -267,7 +267,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(
     config.master_port = *parsed;
   }
   if (config.world_size > 1 && (getenv("MASTER_ADDR") == nullptr || port == nullptr)) {
-    return CollectiveError::InvalidArgument("a world of " + std::to_string(config.world_size) +
+    return Error::InvalidArgument("a world of " + std::to_string(config.world_size) +
                                             " ranks needs MASTER_ADDR and MASTER_PORT");
   }
   if (const char* timeout = getenv("INFERNO_TIMEOUT_MS")) {
@@ -290,7 +290,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(
 
 Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
-    return CollectiveError::UnknownRank("rendezvous", config.rank, config.world_size);
+    return Error::UnknownRank("rendezvous", config.rank, config.world_size);
   }
   ZmqTransportOptions transport_options;
   transport_options.rank = config.rank;
@@ -350,12 +350,12 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
     }
   }
   if (!well_formed) {
-    return CollectiveError::Transport("rendezvous: malformed table from rank 0 at " +
+    return Error::Transport("rendezvous: malformed table from rank 0 at " +
                                       config.master_addr + ":" +
                                       std::to_string(config.master_port));
   }
   if (static_cast<int>(endpoints.size()) != config.world_size) {
-    return CollectiveError::LengthMismatch("rendezvous table", config.world_size,
+    return Error::LengthMismatch("rendezvous table", config.world_size,
                                            static_cast<int64_t>(endpoints.size()));
   }
   Status connected = (*transport)->Connect(endpoints, job_id);
@@ -364,7 +364,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   ProcessGroup group(*transport);
   Status ready = group.barrier();
   if (!ready) {
-    CollectiveError error = std::move(ready).error();
+    Error error = std::move(ready).error();
     error.message = "rendezvous: rank " + std::to_string(config.rank) +
                     " could not reach every peer: " + error.message;
     return error;

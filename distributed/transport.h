@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 #include "distributed/frame_header.h"
 
 namespace inferno {

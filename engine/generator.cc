@@ -50,9 +50,9 @@ class PipelineRun {
     }
   }
 
-  EngineResult<GenerationReport> Run() {
+  Result<GenerationReport> Run() {
     start_ = Clock::now();
-    EngineStatus status = group_.world_size() == 1 ? RunAlone() : RunPipelined();
+    Status status = group_.world_size() == 1 ? RunAlone() : RunPipelined();
     if (!status) return status.error();
     const Clock::time_point end = Clock::now();
     if (group_.is_leader()) {
@@ -63,7 +63,7 @@ class PipelineRun {
     Result<std::vector<std::vector<std::byte>>> gathered = group_.gather(0, timeline_.Serialize());
     if (!gathered) return Failure("gather timelines on", 0, gathered.error());
     for (const std::vector<std::byte>& bytes : *gathered) {
-      EngineResult<Timeline> decoded = Timeline::Deserialize(bytes);
+      Result<Timeline> decoded = Timeline::Deserialize(bytes);
       if (!decoded) return decoded.error();
       report_.timelines.push_back(std::move(*decoded));
     }
@@ -93,11 +93,11 @@ class PipelineRun {
   int successor() const { return group_.rank() == 0 ? group_.world_size() - 1 : group_.rank() - 1; }
   int predecessor() const { return group_.rank() == group_.world_size() - 1 ? 0 : group_.rank() + 1; }
 
-  EngineError Failure(const std::string& op, int peer, const CollectiveError& error) const {
-    return EngineError{op + " rank " + std::to_string(peer) + ": " + error.ToString()};
+  Error Failure(const std::string& op, int peer, const Error& error) const {
+    return error.Prefixed(op + " rank " + std::to_string(peer) + ": ");
   }
-  EngineError Malformed(const std::string& what) const {
-    return EngineError{"malformed message from rank " + std::to_string(predecessor()) + ": " + what};
+  Error Malformed(const std::string& what) const {
+    return Error::Corruption("malformed message from rank " + std::to_string(predecessor()) + ": " + what);
   }
 
   // Embeds `tokens` (first stage) into the hidden buffer and runs the
@@ -147,7 +147,7 @@ class PipelineRun {
     return token;
   }
 
-  EngineStatus RunAlone() {
+  Status RunAlone() {
     for (size_t sequence = 0; sequence < sequences_.size(); ++sequence) {
       const int id = static_cast<int>(sequence);
       const std::vector<int32_t>& prompt = *sequences_[sequence].prompt;
@@ -179,7 +179,7 @@ class PipelineRun {
   }
 
   // Sends a message, `header` then `payload`, to the ring successor.
-  EngineStatus Send(const char* label, const Header& header, std::span<const float> payload) {
+  Status Send(const char* label, const Header& header, std::span<const float> payload) {
     TimedScope scope(timeline_, SpanKind::kSend, label, header.sequence);
     const int to = successor();
     const int32_t words[kHeaderWords] = {header.kind, header.sequence, static_cast<int32_t>(header.a),
@@ -193,12 +193,12 @@ class PipelineRun {
     return {};
   }
 
-  EngineStatus SendHidden(int sequence, int64_t pos, std::span<const float> x) {
+  Status SendHidden(int sequence, int64_t pos, std::span<const float> x) {
     return Send("send hidden", {kHiddenMessage, sequence, pos, static_cast<int64_t>(x.size()) / dim_}, x);
   }
 
   // Waits for the next message from the ring predecessor; checks its header.
-  EngineResult<Message> Receive() {
+  Result<Message> Receive() {
     const int from = predecessor();
     TimedScope scope(timeline_, SpanKind::kWait, "wait", -1);
     Result<std::vector<std::byte>> bytes = group_.recv_bytes(from, kMessageTag);
@@ -217,7 +217,7 @@ class PipelineRun {
 
   // Copies floats [skip, skip + out.size()) of `message`'s payload into
   // `out`; the payload must hold exactly skip + out.size() floats.
-  EngineStatus TakePayload(const char* label, const Message& message, size_t skip, std::span<float> out) {
+  Status TakePayload(const char* label, const Message& message, size_t skip, std::span<float> out) {
     TimedScope scope(timeline_, SpanKind::kRecv, label, message.header.sequence);
     const size_t floats = message.payload_floats();
     if (floats != skip + out.size()) {
@@ -230,7 +230,7 @@ class PipelineRun {
 
   // Every rank with W > 1: handles the messages from the ring predecessor, in
   // order, until every sequence has stopped.
-  EngineStatus RunPipelined() {
+  Status RunPipelined() {
     if (stage_.is_first()) {
       for (size_t sequence = 0; sequence < sequences_.size(); ++sequence) {
         const int id = static_cast<int>(sequence);
@@ -238,14 +238,14 @@ class PipelineRun {
         for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
           const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
           std::span<float> x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
-          if (EngineStatus sent = SendHidden(id, static_cast<int64_t>(begin), x); !sent) return sent;
+          if (Status sent = SendHidden(id, static_cast<int64_t>(begin), x); !sent) return sent;
         }
       }
     }
     for (size_t running = sequences_.size(); running > 0;) {
-      EngineResult<Message> message = Receive();
+      Result<Message> message = Receive();
       if (!message) return message.error();
-      EngineStatus handled;
+      Status handled;
       switch (message->header.kind) {
         case kTokenMessage:
           handled = OnToken(*message, running);
@@ -263,7 +263,7 @@ class PipelineRun {
   }
 
   // First stage: the next token of a sequence, or its end.
-  EngineStatus OnToken(const Message& message, size_t& running) {
+  Status OnToken(const Message& message, size_t& running) {
     const Header& header = message.header;
     if (!stage_.is_first() || header.a >= vocab_ || message.payload_floats() != 0) {
       return Malformed("token " + std::to_string(header.a) + " with " + std::to_string(message.payload_floats()) +
@@ -280,7 +280,7 @@ class PipelineRun {
 
   // Hidden states from the previous stage; the last stage starts the
   // classifier once a sequence's prompt is in.
-  EngineStatus OnHidden(const Message& message, size_t& running) {
+  Status OnHidden(const Message& message, size_t& running) {
     const Header& header = message.header;
     Sequence& s = sequences_[header.sequence];
     if (stage_.is_first() || (header.b > 0 && header.a != s.pos) || header.b < 0 ||
@@ -291,10 +291,10 @@ class PipelineRun {
     if (header.b == 0) {
       if (message.payload_floats() != 0) return Malformed("a stop with a payload");
       --running;
-      return stage_.is_last() ? EngineStatus{} : SendHidden(header.sequence, 0, {});
+      return stage_.is_last() ? Status{} : SendHidden(header.sequence, 0, {});
     }
     const std::span<float> x = std::span<float>(hidden_).first(header.b * dim_);
-    if (EngineStatus taken = TakePayload("recv hidden", message, 0, x); !taken) return taken;
+    if (Status taken = TakePayload("recv hidden", message, 0, x); !taken) return taken;
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "forward", header.sequence);
       stage_.Forward(slot(header.sequence), header.a, x);
@@ -307,7 +307,7 @@ class PipelineRun {
 
   // Leader: sends the final-normed `hidden` (dim) of `sequence` around the
   // ring — or, when the sequence samples no more, stops it.
-  EngineStatus StartClassifier(int sequence, std::span<const float> hidden) {
+  Status StartClassifier(int sequence, std::span<const float> hidden) {
     if (!SamplesAnother(sequence)) return SendToken(sequence, StopSequence(sequence));
     const std::span<float> normed = std::span<float>(classify_).first(dim_);
     {
@@ -322,7 +322,7 @@ class PipelineRun {
   // the token on. The leader computes its rows only now, not while the others
   // compute theirs: its units of work stay short, so a sequence whose logits
   // are back waits less for the leader.
-  EngineStatus OnClassify(const Message& message) {
+  Status OnClassify(const Message& message) {
     const Header& header = message.header;
     const RowRange rows = stage_.classifier_rows();
     if (header.a != rows.begin) {
@@ -330,7 +330,7 @@ class PipelineRun {
                        std::to_string(rows.begin) + ")");
     }
     const std::span<float> classify = std::span<float>(classify_).first(dim_ + rows.end);
-    if (EngineStatus taken = TakePayload("recv classify", message, 0, classify.first(dim_ + rows.begin)); !taken) {
+    if (Status taken = TakePayload("recv classify", message, 0, classify.first(dim_ + rows.begin)); !taken) {
       return taken;
     }
     {
@@ -341,7 +341,7 @@ class PipelineRun {
     return SendToken(header.sequence, SampleNext(header.sequence, classify.subspan(dim_, vocab_)));
   }
 
-  EngineStatus SendToken(int sequence, int32_t token) {
+  Status SendToken(int sequence, int32_t token) {
     return Send("send token", {kTokenMessage, sequence, token, 0}, {});
   }
 
@@ -365,30 +365,30 @@ class PipelineRun {
 
 }  // namespace
 
-EngineStatus ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config) {
+Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string which = "prompt " + std::to_string(i);
-    if (prompts[i].empty()) return EngineError{which + " is empty"};
+    if (prompts[i].empty()) return Error::InvalidArgument(which + " is empty");
     if (static_cast<int64_t>(prompts[i].size()) > config.max_position_embeddings) {
-      return EngineError{which + " has " + std::to_string(prompts[i].size()) +
+      return Error::InvalidArgument(which + " has " + std::to_string(prompts[i].size()) +
                          " tokens, longer than the model's context of " +
-                         std::to_string(config.max_position_embeddings)};
+                         std::to_string(config.max_position_embeddings));
     }
     for (int32_t id : prompts[i]) {
       if (id < 0 || id >= config.vocab_size) {
-        return EngineError{which + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                           std::to_string(config.vocab_size) + ")"};
+        return Error::InvalidArgument(which + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                           std::to_string(config.vocab_size) + ")");
       }
     }
   }
   return {};
 }
 
-EngineResult<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
+Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
                                         const std::vector<std::vector<int32_t>>& prompts,
                                         const GenerationOptions& options, GenerationObserver* observer,
                                         Timeline& timeline) {
-  if (EngineStatus valid = ValidatePrompts(prompts, stage.config()); !valid) return valid.error();
+  if (Status valid = ValidatePrompts(prompts, stage.config()); !valid) return valid.error();
   CHECK(group.world_size() == 1 || stage.num_slots() >= static_cast<int>(prompts.size()))
       << "a pipelined stage needs a KV-cache slot per prompt";
   CHECK_EQ(stage.is_first(), group.rank() == group.world_size() - 1);

@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "distributed/process_group.h"
-#include "engine/engine_error.h"
+#include "base/error.h"
 #include "engine/sampler.h"
 #include "engine/timeline.h"
 #include "engine/transformer.h"
@@ -92,7 +92,7 @@ struct GenerationReport {
 
 // Fails, naming the prompt (0-based) and the value, when a prompt is empty,
 // longer than the context, or holds an id outside [0, vocab).
-EngineStatus ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config);
+Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config);
 
 // Generates a continuation of every prompt: stops a sequence when it samples
 // EOS or BOS, after `max_new_tokens`, or when the context is full. Every rank
@@ -103,7 +103,7 @@ EngineStatus ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, c
 // this rank's time; every rank's timeline is gathered on the leader. Errors:
 // invalid prompts (on every rank), malformed messages and communication
 // failures naming the peer and op (callers add their own rank).
-EngineResult<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
+Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
                                         const std::vector<std::vector<int32_t>>& prompts,
                                         const GenerationOptions& options, GenerationObserver* observer,
                                         Timeline& timeline);

@@ -50,7 +50,7 @@ std::string WriteToy(bool tied) {
   shape.layers = 5;
   shape.seq_len = 80;
   shape.tie_embeddings = tied;
-  EngineStatus written = WriteToyModel(folder, ToyModelConfig(shape), 99);
+  Status written = WriteToyModel(folder, ToyModelConfig(shape), 99);
   CHECK(written.ok()) << written.error().message;
   return folder;
 }

@@ -10,11 +10,11 @@ namespace inferno {
 namespace {
 
 // Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed.
-EngineStatus ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
+Status ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
                       int64_t offset, int64_t count) {
   if (offset + count > static_cast<int64_t>(out.size())) out.resize(offset + count);
-  LoadStatus status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
-  if (!status) return EngineError{"loading stage weights: " + status.error().message};
+  Status status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
+  if (!status) return status.error().Prefixed("loading stage weights: ");
   return {};
 }
 
@@ -22,7 +22,7 @@ std::string LayerTensor(int64_t layer, const char* suffix) {
   return "model.layers." + std::to_string(layer) + "." + suffix;
 }
 
-EngineResult<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
+Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t kv_dim = config.kv_dim();
@@ -43,7 +43,7 @@ EngineResult<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer
   for (const auto& [out, parts] : plan) {
     int64_t offset = 0;
     for (const auto& [suffix, count] : parts) {
-      if (EngineStatus s = ReadInto(checkpoint, LayerTensor(layer, suffix), *out, offset, count); !s) {
+      if (Status s = ReadInto(checkpoint, LayerTensor(layer, suffix), *out, offset, count); !s) {
         return s.error();
       }
       offset += count;
@@ -71,7 +71,7 @@ void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int6
   }
 }
 
-EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
+Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
                                             RowRange classifier_rows, const Checkpoint& classifier_source) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
@@ -80,9 +80,9 @@ EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const 
       << "classifier rows [" << classifier_rows.begin << ", " << classifier_rows.end << ")";
   if (shard.layers.begin < 0 || shard.layers.end > config.num_hidden_layers ||
       shard.layers.begin >= shard.layers.end) {
-    return EngineError{"rank " + std::to_string(shard.rank) + ": layer range [" +
+    return Error::InvalidArgument("rank " + std::to_string(shard.rank) + ": layer range [" +
                        std::to_string(shard.layers.begin) + ", " + std::to_string(shard.layers.end) +
-                       ") does not fit the model's " + std::to_string(config.num_hidden_layers) + " layers"};
+                       ") does not fit the model's " + std::to_string(config.num_hidden_layers) + " layers");
   }
   StageWeights weights;
   weights.layer_range = shard.layers;
@@ -90,25 +90,25 @@ EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const 
   weights.is_last = shard.has_head;
   weights.classifier_rows = classifier_rows;
   if (shard.has_embedding) {
-    if (EngineStatus s = ReadInto(checkpoint, "model.embed_tokens.weight", weights.token_embedding, 0, vocab * dim);
+    if (Status s = ReadInto(checkpoint, "model.embed_tokens.weight", weights.token_embedding, 0, vocab * dim);
         !s) {
       return s.error();
     }
   }
   for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
-    EngineResult<LayerWeights> loaded = LoadLayer(checkpoint, layer);
+    Result<LayerWeights> loaded = LoadLayer(checkpoint, layer);
     if (!loaded) return loaded.error();
     weights.layers.push_back(std::move(*loaded));
   }
   if (shard.has_head) {
-    if (EngineStatus s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s) return s.error();
+    if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s) return s.error();
   }
   if (classifier_rows.size() > 0) {
     const std::string name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     weights.classifier.resize(classifier_rows.size() * dim);
-    LoadStatus status =
+    Status status =
         classifier_source.ReadRowsF32(name, classifier_rows.begin, classifier_rows.end, weights.classifier);
-    if (!status) return EngineError{"loading classifier rows: " + status.error().message};
+    if (!status) return status.error().Prefixed("loading classifier rows: ");
   }
   return weights;
 }

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/engine_error.h"
+#include "base/error.h"
 #include "engine/pipeline_split.h"
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
@@ -57,7 +57,7 @@ struct StageWeights {
 // classifier (a shard of another rank) — into the engine layout. Fails,
 // naming the tensor, when a tensor is missing or does not match the config.
 // Precondition: classifier_rows lies within [0, vocab).
-EngineResult<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
+Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
                                             RowRange classifier_rows, const Checkpoint& classifier_source);
 
 // Reorders the rows of a q or k projection (n_heads * head_dim, cols) from

@@ -13,11 +13,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "engine/engine_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -42,11 +43,19 @@ class Timeline {
 
   // The totals and spans as bytes (for gathering on the leader) and back.
   std::vector<std::byte> Serialize() const;
-  static EngineResult<Timeline> Deserialize(std::span<const std::byte> bytes);
+  static Result<Timeline> Deserialize(std::span<const std::byte> bytes);
 
-  // Comma-separated Chrome trace events ("X" spans, microseconds of the
-  // monotonic clock) on track `rank`.
-  std::string TraceEventsJson(int rank) const;
+  // A recorded span, as ForEachSpan shows it (times in microseconds of the
+  // monotonic clock).
+  struct SpanView {
+    SpanKind kind;
+    int32_t sequence;
+    int64_t begin_us;
+    int64_t duration_us;
+    const std::string& label;
+  };
+  // Calls `visit` on every recorded span, in the order recorded.
+  void ForEachSpan(const std::function<void(const SpanView&)>& visit) const;
 
  private:
   struct Span {

@@ -34,9 +34,9 @@ std::string ByteTokenizer::Decode(int32_t, int32_t token) const {
   return PrintableOrEmpty(std::string(1, static_cast<char>(token - kFirstByteId)));
 }
 
-EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path) {
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return EngineError{"--tokenizer: cannot open '" + path + "'"};
+  if (!file) return Error::Io("--tokenizer: cannot open '" + path + "'");
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   size_t offset = 0;
   auto read = [&](void* out, size_t size) {
@@ -46,8 +46,8 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
     return true;
   };
   auto truncated = [&](int32_t token) {
-    return EngineError{path + ": truncated at byte offset " + std::to_string(offset) + " reading token " +
-                       std::to_string(token)};
+    return Error::Corruption(path + ": truncated at byte offset " + std::to_string(offset) + " reading token " +
+                       std::to_string(token));
   };
   int32_t max_token_length = 0;
   if (!read(&max_token_length, sizeof max_token_length)) return truncated(0);
@@ -57,9 +57,9 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
     int32_t length = 0;
     if (!read(&score, sizeof score) || !read(&length, sizeof length)) return truncated(id);
     if (length < 0 || length > max_token_length) {
-      return EngineError{path + ": token " + std::to_string(id) + " at byte offset " + std::to_string(offset - 4) +
+      return Error::Corruption(path + ": token " + std::to_string(id) + " at byte offset " + std::to_string(offset - 4) +
                          " has length " + std::to_string(length) + ", outside [0, " +
-                         std::to_string(max_token_length) + "]"};
+                         std::to_string(max_token_length) + "]");
     }
     // Checked before allocating: a short file must not make us allocate the
     // 2 GiB its length field may claim.
@@ -73,9 +73,9 @@ EngineResult<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string
   // Encode falls back to ids 3..258, one per byte, for text the vocabulary
   // lacks (as llama2.c does), so those ids must exist.
   if (tokenizer->pieces_.size() < static_cast<size_t>(ByteTokenizer::kVocabSize)) {
-    return EngineError{path + ": " + std::to_string(tokenizer->pieces_.size()) +
+    return Error::Corruption(path + ": " + std::to_string(tokenizer->pieces_.size()) +
                        " tokens, but byte fallback needs at least " + std::to_string(ByteTokenizer::kVocabSize) +
-                       " (3 specials, then one per byte)"};
+                       " (3 specials, then one per byte)");
   }
   return tokenizer;
 }

@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/engine_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -60,7 +60,7 @@ class BpeTokenizer final : public Tokenizer {
   // Fails naming the file and the byte offset on a short or malformed file,
   // and naming the file when it has fewer than 259 tokens (Encode's byte
   // fallback uses ids 3..258).
-  static EngineResult<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
+  static Result<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
 
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;

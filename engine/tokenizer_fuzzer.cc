@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/proc/self/fd/" + std::to_string(fd);
   CHECK_EQ(ftruncate(fd, 0), 0);
   CHECK_EQ(pwrite(fd, data, size, 0), static_cast<ssize_t>(size));
-  EngineResult<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::Load(path);
+  Result<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::Load(path);
   if (!tokenizer) {
     CHECK_EQ(tokenizer.error().message.find('\n'), std::string::npos) << tokenizer.error().message;
     CHECK_NE(tokenizer.error().message.find(path), std::string::npos) << tokenizer.error().message;

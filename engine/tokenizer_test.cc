@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/shared_models.h"
+#include "base/testing/shared_models.h"
 
 namespace inferno {
 namespace {

@@ -86,23 +86,23 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
   return tensors;
 }
 
-EngineStatus WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed) {
+Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
-  if (error) return EngineError{"cannot create folder '" + folder + "': " + error.message()};
+  if (error) return Error::Io("cannot create folder '" + folder + "': " + error.message());
   const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
   std::vector<NamedTensorF32> named;
   for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
   const std::map<std::string, std::string> metadata = {{"format", "pt"},
                                                        {"inferno_toy_model_seed", std::to_string(seed)}};
-  if (LoadStatus written = WriteSafetensorsF32(folder + "/model.safetensors", named, metadata); !written) {
-    return EngineError{written.error().message};
+  if (Status written = WriteSafetensorsF32(folder + "/model.safetensors", named, metadata); !written) {
+    return written.error();
   }
   const std::string config_path = folder + "/config.json";
   std::ofstream config_file(config_path);
   config_file << ModelConfigToJson(config) << "\n";
   config_file.close();
-  if (!config_file) return EngineError{"cannot write '" + config_path + "'"};
+  if (!config_file) return Error::Io("cannot write '" + config_path + "'");
   return {};
 }
 

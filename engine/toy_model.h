@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -50,6 +50,6 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
 
 // Writes `folder`/config.json and `folder`/model.safetensors (f32) of the toy
 // model, creating `folder` if needed. Fails naming the file on I/O errors.
-EngineStatus WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
+Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
 
 }  // namespace inferno

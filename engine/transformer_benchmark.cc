@@ -23,7 +23,7 @@ const Checkpoint& Stories15MShapedModel() {
     const std::string folder = (std::filesystem::temp_directory_path() / "inferno_stories15m_shaped").string();
     ToyModelShape shape{.dim = 288, .layers = 6, .heads = 6, .kv_heads = 6, .vocab = 32000, .seq_len = 256,
                         .tie_embeddings = true};
-    EngineStatus written = WriteToyModel(folder, ToyModelConfig(shape), 1);
+    Status written = WriteToyModel(folder, ToyModelConfig(shape), 1);
     CHECK(written.ok()) << written.error().message;
     auto opened = Checkpoint::Open(folder);
     CHECK(opened.ok()) << opened.error().message;

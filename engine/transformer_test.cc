@@ -107,7 +107,7 @@ constexpr uint64_t kSeed = 1234;
 
 std::unique_ptr<Checkpoint> OpenToyModel(const ModelConfig& config, const std::string& name) {
   const std::string folder = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  EngineStatus written = WriteToyModel(folder, config, kSeed);
+  Status written = WriteToyModel(folder, config, kSeed);
   EXPECT_TRUE(written.ok()) << written.error().message;
   auto checkpoint = Checkpoint::Open(folder);
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.error().message;

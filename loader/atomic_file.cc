@@ -11,10 +11,10 @@
 
 namespace inferno {
 
-LoadResult<AtomicFile> AtomicFile::Create(const std::string& path) {
+Result<AtomicFile> AtomicFile::Create(const std::string& path) {
   const std::string partial = path + ".partial";
   const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return LoadError{partial + ": cannot create: " + std::strerror(errno)};
+  if (fd < 0) return Error::Io(partial + ": cannot create: " + std::strerror(errno));
   return AtomicFile(path, fd);
 }
 
@@ -28,34 +28,34 @@ AtomicFile::~AtomicFile() {
   ::unlink(partial_path().c_str());
 }
 
-LoadStatus AtomicFile::Write(std::span<const std::byte> bytes) {
+Status AtomicFile::Write(std::span<const std::byte> bytes) {
   CHECK_GE(fd_, 0) << "AtomicFile::Write after Commit: " << path_;
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return LoadError{partial_path() + ": write failed: " + std::strerror(errno)};
+    if (n < 0) return Error::Io(partial_path() + ": write failed: " + std::strerror(errno));
     bytes = bytes.subspan(static_cast<size_t>(n));
   }
   return {};
 }
 
-LoadStatus AtomicFile::Write(const std::string& bytes) {
+Status AtomicFile::Write(const std::string& bytes) {
   return Write(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
 }
 
-LoadStatus AtomicFile::Commit() {
+Status AtomicFile::Commit() {
   CHECK_GE(fd_, 0) << "AtomicFile::Commit twice: " << path_;
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
     const std::string message = partial_path() + ": close failed: " + std::strerror(errno);
     ::unlink(partial_path().c_str());
-    return LoadError{message};
+    return Error::Io(message);
   }
   if (std::rename(partial_path().c_str(), path_.c_str()) != 0) {
     const std::string message = partial_path() + ": rename to " + path_ + " failed: " + std::strerror(errno);
     ::unlink(partial_path().c_str());
-    return LoadError{message};
+    return Error::Io(message);
   }
   return {};
 }

@@ -11,14 +11,14 @@
 #include <span>
 #include <string>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
 class AtomicFile {
  public:
   // Creates (or truncates) "<path>.partial".
-  static LoadResult<AtomicFile> Create(const std::string& path);
+  static Result<AtomicFile> Create(const std::string& path);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
@@ -28,11 +28,11 @@ class AtomicFile {
 
   // Appends `bytes`; fails naming the file and errno's message (e.g. a full
   // disk).
-  LoadStatus Write(std::span<const std::byte> bytes);
-  LoadStatus Write(const std::string& bytes);
+  Status Write(std::span<const std::byte> bytes);
+  Status Write(const std::string& bytes);
   // Closes the file and renames it to its final name. Precondition: called at
   // most once.
-  LoadStatus Commit();
+  Status Commit();
 
   const std::string& path() const { return path_; }
 

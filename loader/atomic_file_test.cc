@@ -20,7 +20,7 @@ std::string TempPath(const std::string& name) { return std::string(std::getenv("
 
 TEST(AtomicFile, FinalNameAppearsOnlyAfterCommit) {
   const std::string path = TempPath("a.bin");
-  LoadResult<AtomicFile> file = AtomicFile::Create(path);
+  Result<AtomicFile> file = AtomicFile::Create(path);
   ASSERT_TRUE(file) << file.error().message;
   ASSERT_TRUE(file->Write(std::string("hello")));
   EXPECT_FALSE(Exists(path));
@@ -36,7 +36,7 @@ TEST(AtomicFile, FinalNameAppearsOnlyAfterCommit) {
 TEST(AtomicFile, AbandonedFileLeavesNothingBehind) {
   const std::string path = TempPath("b.bin");
   {
-    LoadResult<AtomicFile> file = AtomicFile::Create(path);
+    Result<AtomicFile> file = AtomicFile::Create(path);
     ASSERT_TRUE(file);
     ASSERT_TRUE(file->Write(std::string("half")));
   }
@@ -45,7 +45,7 @@ TEST(AtomicFile, AbandonedFileLeavesNothingBehind) {
 }
 
 TEST(AtomicFile, UncreatableDirectoryIsAnErrorNamingThePath) {
-  LoadResult<AtomicFile> file = AtomicFile::Create(TempPath("no/such/dir/c.bin"));
+  Result<AtomicFile> file = AtomicFile::Create(TempPath("no/such/dir/c.bin"));
   ASSERT_FALSE(file);
   EXPECT_NE(file.error().message.find("no/such/dir/c.bin.partial"), std::string::npos);
 }

@@ -20,9 +20,9 @@ constexpr char kConfigFile[] = "config.json";
 constexpr char kSingleFile[] = "model.safetensors";
 constexpr char kIndexFile[] = "model.safetensors.index.json";
 
-LoadResult<ModelConfig> ReadConfig(const fs::path& folder) {
+Result<ModelConfig> ReadConfig(const fs::path& folder) {
   const std::string path = (folder / kConfigFile).string();
-  LoadResult<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadTextFile(path);
   if (!text) return text.error();
   return ParseModelConfigJson(*text, path);
 }
@@ -34,57 +34,57 @@ struct ShardedIndex {
   std::map<std::string, std::string> file_of;
 };
 
-LoadResult<ShardedIndex> ReadIndex(const fs::path& index_path) {
+Result<ShardedIndex> ReadIndex(const fs::path& index_path) {
   const std::string source = index_path.string();
-  LoadResult<std::string> text = ReadTextFile(source);
+  Result<std::string> text = ReadTextFile(source);
   if (!text) return text.error();
   const json index = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (index.is_discarded()) return LoadError{source + ": not valid JSON"};
+  if (index.is_discarded()) return Error::Corruption(source + ": not valid JSON");
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
-    return LoadError{source + ": no 'weight_map' object"};
+    return Error::Corruption(source + ": no 'weight_map' object");
   }
   std::error_code ec;
   const fs::path folder = fs::weakly_canonical(index_path.parent_path(), ec);
   ShardedIndex result;
   std::set<std::string> seen;
   for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string()) return LoadError{source + ": tensor '" + name + "': file " + file.dump() + " is not a string"};
+    if (!file.is_string()) return Error::Corruption(source + ": tensor '" + name + "': file " + file.dump() + " is not a string");
     const std::string relative = file.get<std::string>();
     const fs::path resolved = fs::weakly_canonical(folder / relative, ec);
     const fs::path rel = resolved.lexically_relative(folder);
     if (ec || fs::path(relative).is_absolute() || rel.empty() || *rel.begin() == "..") {
-      return LoadError{source + ": tensor '" + name + "': file '" + relative + "' lies outside the index's folder " +
-                       folder.string()};
+      return Error::Corruption(source + ": tensor '" + name + "': file '" + relative + "' lies outside the index's folder " +
+                       folder.string());
     }
     result.file_of[name] = resolved.string();
     if (seen.insert(resolved.string()).second) result.files.push_back(resolved.string());
   }
-  if (result.files.empty()) return LoadError{source + ": 'weight_map' is empty"};
+  if (result.files.empty()) return Error::Corruption(source + ": 'weight_map' is empty");
   return result;
 }
 
 // Opens a folder: model.safetensors.index.json (sharded) or model.safetensors.
-LoadResult<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder) {
-  LoadResult<ModelConfig> config = ReadConfig(folder);
+Result<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder) {
+  Result<ModelConfig> config = ReadConfig(folder);
   if (!config) return config.error();
   if (fs::exists(folder / kIndexFile)) {
     const fs::path index_path = folder / kIndexFile;
-    LoadResult<ShardedIndex> index = ReadIndex(index_path);
+    Result<ShardedIndex> index = ReadIndex(index_path);
     if (!index) return index.error();
-    LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint =
+    Result<std::unique_ptr<MappedCheckpoint>> checkpoint =
         MappedCheckpoint::OpenSafetensors(index->files, std::move(*config));
     if (!checkpoint) return checkpoint.error();
     for (size_t i = 0; i < (*checkpoint)->tensors().size(); ++i) {
       const std::string& name = (*checkpoint)->tensors()[i].name;
       auto it = index->file_of.find(name);
       if (it == index->file_of.end() || it->second != (*checkpoint)->FilePathOf(i)) {
-        return LoadError{(*checkpoint)->FilePathOf(i) + ": tensor '" + name + "' is not listed for this file in " +
-                         index_path.string()};
+        return Error::Corruption((*checkpoint)->FilePathOf(i) + ": tensor '" + name + "' is not listed for this file in " +
+                         index_path.string());
       }
     }
     for (const auto& [name, file] : index->file_of) {
       if (!(*checkpoint)->IndexOf(name)) {
-        return LoadError{file + ": tensor '" + name + "' listed in " + index_path.string() + " is not in the file"};
+        return Error::Corruption(file + ": tensor '" + name + "' listed in " + index_path.string() + " is not in the file");
       }
     }
     return checkpoint;
@@ -92,18 +92,18 @@ LoadResult<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder)
   if (fs::exists(folder / kSingleFile)) {
     return MappedCheckpoint::OpenSafetensors({(folder / kSingleFile).string()}, std::move(*config));
   }
-  return LoadError{folder.string() + ": holds neither " + kSingleFile + " nor " + kIndexFile};
+  return Error::NotFound(folder.string() + ": holds neither " + kSingleFile + " nor " + kIndexFile);
 }
 
 // A folder, an index, a single safetensors file (config.json beside it), or
 // else a llama2.c file.
-LoadResult<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path) {
+Result<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
   if (fs::is_directory(p, ec)) return OpenFolder(p);
   if (p.filename() == kIndexFile) return OpenFolder(p.parent_path());
   if (p.extension() == ".safetensors") {
-    LoadResult<ModelConfig> config = ReadConfig(p.parent_path());
+    Result<ModelConfig> config = ReadConfig(p.parent_path());
     if (!config) return config.error();
     return MappedCheckpoint::OpenSafetensors({path}, std::move(*config));
   }
@@ -112,26 +112,26 @@ LoadResult<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& p
 
 }  // namespace
 
-LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::string& path) {
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = OpenAnyFormat(path);
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::string& path) {
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = OpenAnyFormat(path);
   if (!checkpoint) return checkpoint;
-  if (LoadStatus s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
+  if (Status s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
     return s.error();
   }
   return checkpoint;
 }
 
-LoadResult<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& path) {
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(path);
+Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& path) {
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(path);
   if (!checkpoint) return checkpoint.error();
   return std::unique_ptr<Checkpoint>(std::move(*checkpoint));
 }
 
-LoadResult<TensorInfo> Checkpoint::Find(const std::string& name) const {
+Result<TensorInfo> Checkpoint::Find(const std::string& name) const {
   for (const TensorInfo& info : tensors()) {
     if (info.name == name) return info;
   }
-  return LoadError{"checkpoint has no tensor '" + name + "'"};
+  return Error::NotFound("checkpoint has no tensor '" + name + "'");
 }
 
 }  // namespace inferno

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/tensor_info.h"
 
@@ -44,20 +44,20 @@ class Checkpoint {
   // model.safetensors.index.json (plus config.json), or a llama2.c .bin file.
   // Validates headers and the presence and shapes of the tensors the config
   // requires.
-  static LoadResult<std::unique_ptr<Checkpoint>> Open(const std::string& path);
+  static Result<std::unique_ptr<Checkpoint>> Open(const std::string& path);
 
   virtual const ModelConfig& config() const = 0;
   // Every tensor, in a stable order.
   virtual const std::vector<TensorInfo>& tensors() const = 0;
   // Fails if `name` is not in the checkpoint.
-  LoadResult<TensorInfo> Find(const std::string& name) const;
+  Result<TensorInfo> Find(const std::string& name) const;
 
   // Copies tensor `name` into `out`, converted to f32. `out.size()` must equal
   // the tensor's element count.
-  virtual LoadStatus ReadF32(const std::string& name, std::span<float> out) const = 0;
+  virtual Status ReadF32(const std::string& name, std::span<float> out) const = 0;
   // Rows [row_begin, row_end) of a 2-D tensor (or the whole 1-D tensor) into
   // `out`, converted to f32 — for tensor-parallel slices.
-  virtual LoadStatus ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+  virtual Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                                  std::span<float> out) const = 0;
 };
 

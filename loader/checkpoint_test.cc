@@ -40,7 +40,7 @@ std::string SafetensorsBytes(const std::vector<TensorSpec>& specs, DType dtype) 
 }
 
 std::string ExpectOpenFails(const std::string& path) {
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
   if (checkpoint) {
     ADD_FAILURE() << "opened a bad checkpoint " << path;
     return "";
@@ -52,7 +52,7 @@ std::string ExpectOpenFails(const std::string& path) {
 TEST(CheckpointOpen, SafetensorsFolderHoldsEveryTensor) {
   const std::string folder = TestPath("folder", true);
   ASSERT_TRUE(WriteTestSafetensorsModel(folder, TestConfig()));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   EXPECT_EQ((*checkpoint)->config().num_hidden_layers, 3);
   EXPECT_EQ((*checkpoint)->tensors().size(), LlamaTensorSpecs(TestConfig()).size());
@@ -62,7 +62,7 @@ TEST(CheckpointOpen, SafetensorsFolderHoldsEveryTensor) {
 TEST(CheckpointOpen, SingleSafetensorsFileReadsConfigBesideIt) {
   const std::string folder = TestPath("single", true);
   ASSERT_TRUE(WriteTestSafetensorsModel(folder, TestConfig(2, true)));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder + "/model.safetensors");
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder + "/model.safetensors");
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   EXPECT_TRUE((*checkpoint)->config().tie_word_embeddings);
   ExpectHoldsTestWeights(**checkpoint);
@@ -73,7 +73,7 @@ TEST(CheckpointOpen, HalfPrecisionTensorsAreConvertedToF32) {
     const std::string folder = TestPath(std::string("half_") + std::string(DTypeName(dtype)), true);
     ASSERT_TRUE(WriteBytes(folder + "/config.json", ModelConfigToJson(TestConfig())));
     ASSERT_TRUE(WriteBytes(folder + "/model.safetensors", SafetensorsBytes(LlamaTensorSpecs(TestConfig()), dtype)));
-    LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+    Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
     ASSERT_TRUE(checkpoint) << checkpoint.error().message;
     EXPECT_EQ((*checkpoint)->tensors()[0].dtype, dtype);
     ExpectHoldsTestWeights(**checkpoint);
@@ -83,7 +83,7 @@ TEST(CheckpointOpen, HalfPrecisionTensorsAreConvertedToF32) {
 TEST(CheckpointOpen, ReadRowsF32ReadsARowRange) {
   const std::string folder = TestPath("rows", true);
   ASSERT_TRUE(WriteTestSafetensorsModel(folder, TestConfig()));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
   ASSERT_TRUE(checkpoint);
   const TensorSpec spec = LayerTensorSpecs(TestConfig(), 1)[6];  // gate_proj (40, 16)
   std::vector<float> rows(3 * 16);
@@ -119,7 +119,7 @@ void WriteShardedModel(const std::string& folder, const std::vector<std::string>
 TEST(CheckpointOpen, HuggingFaceShardedCheckpointHoldsEveryTensor) {
   const std::string folder = TestPath("sharded", true);
   WriteShardedModel(folder, {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"});
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   ExpectHoldsTestWeights(**checkpoint);
 }

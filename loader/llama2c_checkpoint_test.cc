@@ -14,7 +14,7 @@ namespace inferno {
 namespace {
 
 std::string ExpectOpenFails(const std::string& path) {
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
   if (checkpoint) {
     ADD_FAILURE() << "opened a bad checkpoint " << path;
     return "";
@@ -30,7 +30,7 @@ std::string HeaderBytes(std::vector<int32_t> fields) {
 TEST(Llama2cCheckpoint, SeparateClassifierGivesHuggingFaceNamesAndRopeOrder) {
   const std::string path = TestPath("untied.bin");
   ASSERT_TRUE(WriteTestLlama2cModel(path, TestConfig(3, false)));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   const ModelConfig& c = (*checkpoint)->config();
   EXPECT_EQ(c.hidden_size, 16);
@@ -45,7 +45,7 @@ TEST(Llama2cCheckpoint, SeparateClassifierGivesHuggingFaceNamesAndRopeOrder) {
 TEST(Llama2cCheckpoint, SharedClassifierTiesWordEmbeddings) {
   const std::string path = TestPath("tied.bin");
   ASSERT_TRUE(WriteTestLlama2cModel(path, TestConfig(2, true)));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   EXPECT_TRUE((*checkpoint)->config().tie_word_embeddings);
   EXPECT_FALSE((*checkpoint)->Find("lm_head.weight"));
@@ -99,7 +99,7 @@ TEST(Llama2cCheckpoint, HugeHeaderSizesDoNotOverflow) {
 TEST(Llama2cCheckpoint, Stories260KFromSharedModels) {
   const std::string path = SharedModelPath("stories260K.bin");
   if (path.empty()) GTEST_SKIP() << "../shared/models/stories260K.bin is absent (fresh clone): skipped";
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message;
   const ModelConfig& c = (*checkpoint)->config();
   EXPECT_EQ(c.hidden_size, 64);

@@ -4,18 +4,18 @@
 
 namespace inferno {
 
-LoadResult<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const std::string& source) {
+Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const std::string& source) {
   if (file.size() < kLlama2cHeaderBytes) {
-    return LoadError{source + ": truncated: " + std::to_string(file.size()) + " bytes, shorter than the " +
-                     std::to_string(kLlama2cHeaderBytes) + "-byte llama2.c header"};
+    return Error::Corruption(source + ": truncated: " + std::to_string(file.size()) + " bytes, shorter than the " +
+                     std::to_string(kLlama2cHeaderBytes) + "-byte llama2.c header");
   }
   int32_t header[7];
   std::memcpy(header, file.data(), sizeof(header));
   const char* names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   for (int i = 0; i < 7; ++i) {
     if (header[i] == 0 || (header[i] < 0 && i != 5)) {
-      return LoadError{source + ": llama2.c header field " + names[i] + " = " + std::to_string(header[i]) +
-                       " is not positive"};
+      return Error::Corruption(source + ": llama2.c header field " + names[i] + " = " + std::to_string(header[i]) +
+                       " is not positive");
     }
   }
   Llama2cLayout layout;
@@ -30,7 +30,7 @@ LoadResult<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, cons
   c.rms_norm_eps = kLlama2cRmsNormEps;
   c.rope_theta = kLlama2cRopeTheta;
   c.tie_word_embeddings = header[5] > 0;
-  if (LoadStatus s = c.Validate(source); !s) return s.error();
+  if (Status s = c.Validate(source); !s) return s.error();
 
   // Sizes are products of at most three int32 values: 128 bits cannot
   // overflow. The file size is checked before any tensor is laid out.
@@ -53,12 +53,12 @@ LoadResult<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, cons
     const std::string expected_text = expected > static_cast<Wide>(UINT64_MAX)
                                           ? std::string("more than 2^64")
                                           : std::to_string(static_cast<uint64_t>(expected));
-    return LoadError{source + ": " + (expected > file.size() ? "truncated: " : "trailing bytes: ") + "file has " +
+    return Error::Corruption(source + ": " + (expected > file.size() ? "truncated: " : "trailing bytes: ") + "file has " +
                      std::to_string(file.size()) + " bytes but the llama2.c header (dim " +
                      std::to_string(c.hidden_size) + ", hidden_dim " + std::to_string(c.intermediate_size) +
                      ", n_layers " + std::to_string(c.num_hidden_layers) + ", vocab_size " +
                      std::to_string(header[5]) + ", seq_len " + std::to_string(c.max_position_embeddings) +
-                     ") needs " + expected_text};
+                     ") needs " + expected_text);
   }
 
   uint64_t offset = kLlama2cHeaderBytes;

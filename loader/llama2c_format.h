@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "loader/llama_layout.h"
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -57,6 +57,6 @@ struct Llama2cLayout {
 // and lays out its tensors. Fails, naming `source` and the offending value, on
 // a file shorter than the header, non-positive or inconsistent fields, sizes
 // that overflow, and a file size other than the layout's.
-LoadResult<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const std::string& source);
+Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const std::string& source);
 
 }  // namespace inferno

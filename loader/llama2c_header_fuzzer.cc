@@ -14,7 +14,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace inferno;
   const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(data), size);
-  LoadResult<Llama2cLayout> layout = ParseLlama2cFile(file, "fuzz.bin");
+  Result<Llama2cLayout> layout = ParseLlama2cFile(file, "fuzz.bin");
   if (!layout) {
     CHECK_EQ(layout.error().message.find('\n'), std::string::npos) << layout.error().message;
     return 0;

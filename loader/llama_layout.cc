@@ -65,19 +65,19 @@ std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config) {
   return specs;
 }
 
-LoadStatus CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
+Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
                                    const std::string& source) {
   std::map<std::string_view, const TensorInfo*> by_name;
   for (const TensorInfo& t : tensors) by_name[t.name] = &t;
   for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
-      return LoadError{source + ": tensor '" + spec.name + "' is missing (the config needs shape " +
-                       ShapeToString(spec.shape) + ")"};
+      return Error::NotFound(source + ": tensor '" + spec.name + "' is missing (the config needs shape " +
+                       ShapeToString(spec.shape) + ")");
     }
     if (it->second->shape != spec.shape) {
-      return LoadError{source + ": tensor '" + spec.name + "' has shape " + ShapeToString(it->second->shape) +
-                       " but the config needs " + ShapeToString(spec.shape)};
+      return Error::Corruption(source + ": tensor '" + spec.name + "' has shape " + ShapeToString(it->second->shape) +
+                       " but the config needs " + ShapeToString(spec.shape));
     }
   }
   return {};

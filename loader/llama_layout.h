@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/tensor_info.h"
 
@@ -53,7 +53,7 @@ std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
 // Checks that `tensors` holds every tensor of LlamaTensorSpecs(config) with
 // its shape (extra tensors are allowed). Fails naming `source`, the tensor
 // and the shapes.
-LoadStatus CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
+Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
                                    const std::string& source);
 
 }  // namespace inferno

@@ -46,7 +46,7 @@ TEST(LlamaTensorSpecs, ListsEveryTensorWithGroupedQueryShapes) {
 TEST(CheckTensorsMatchConfig, TensorMissingForTheConfig) {
   std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(false)));
   infos.erase(infos.begin() + 5);
-  LoadStatus s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
+  Status s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message,
             "m.safetensors: tensor 'model.layers.0.self_attn.o_proj.weight' is missing (the config needs shape [16, 16])");
@@ -55,7 +55,7 @@ TEST(CheckTensorsMatchConfig, TensorMissingForTheConfig) {
 TEST(CheckTensorsMatchConfig, TensorOfWrongShapeForTheConfig) {
   std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(false)));
   infos[3].shape = {16, 16};
-  LoadStatus s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
+  Status s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message,
             "m.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [16, 16] but the config needs "

@@ -47,7 +47,7 @@ json PlanToJson(const ShardPlan& plan) {
 }
 
 // Throws nlohmann's exceptions on a malformed document; ParseManifestJson
-// turns them into a LoadError.
+// turns them into a Error.
 RankShard RankFromJson(const json& j) {
   RankShard shard;
   shard.rank = j.at("rank").get<int>();
@@ -68,54 +68,54 @@ RankShard RankFromJson(const json& j) {
   return shard;
 }
 
-LoadResult<Manifest> ManifestFromJson(const json& j, const std::string& source) {
+Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   if (!j.is_object() || j.value("format", "") != kManifestFormat) {
-    return LoadError{source + ": not an inferno shard manifest (no \"format\": \"" + kManifestFormat + "\")"};
+    return Error::Corruption(source + ": not an inferno shard manifest (no \"format\": \"" + kManifestFormat + "\")");
   }
   Manifest m;
   m.format_version = j.at("format_version").get<int>();
   if (m.format_version != kManifestFormatVersion) {
-    return LoadError{source + ": format_version " + std::to_string(m.format_version) + " is not the supported " +
-                     std::to_string(kManifestFormatVersion)};
+    return Error::Corruption(source + ": format_version " + std::to_string(m.format_version) + " is not the supported " +
+                     std::to_string(kManifestFormatVersion));
   }
   m.tool_version = j.at("tool_version").get<std::string>();
   m.source = j.at("source").get<std::string>();
   m.source_fingerprint = j.at("source_fingerprint").get<std::string>();
-  LoadResult<ModelConfig> config = ParseModelConfigJson(j.at("config").dump(), source + " (config)");
+  Result<ModelConfig> config = ParseModelConfigJson(j.at("config").dump(), source + " (config)");
   if (!config) return config.error();
   m.config = *config;
   m.plan.pp = j.at("world").at("pp").get<int>();
   m.plan.tp = j.at("world").at("tp").get<int>();
   if (m.plan.pp < 1 || m.plan.tp < 1 || m.plan.pp > m.config.num_hidden_layers) {
-    return LoadError{source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) + " is invalid for " +
-                     std::to_string(m.config.num_hidden_layers) + " layers"};
+    return Error::Corruption(source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) + " is invalid for " +
+                     std::to_string(m.config.num_hidden_layers) + " layers");
   }
   const json& ranks = j.at("ranks");
   if (!ranks.is_array() || static_cast<int>(ranks.size()) != m.plan.world_size()) {
-    return LoadError{source + ": lists " + std::to_string(ranks.size()) + " ranks but the world " +
-                     WorldLayoutText(m.plan.pp, m.plan.tp) + " has " + std::to_string(m.plan.world_size())};
+    return Error::Corruption(source + ": lists " + std::to_string(ranks.size()) + " ranks but the world " +
+                     WorldLayoutText(m.plan.pp, m.plan.tp) + " has " + std::to_string(m.plan.world_size()));
   }
   for (int rank = 0; rank < m.plan.world_size(); ++rank) {
     const json& r = ranks[static_cast<size_t>(rank)];
     RankShard shard = RankFromJson(r);
     if (shard.rank != rank || shard.stage < 0 || shard.stage >= m.plan.pp || shard.tp_index < 0 ||
         shard.tp_index >= m.plan.tp || ShardPlan::RankOf(shard.stage, shard.tp_index, m.plan.pp, m.plan.tp) != rank) {
-      return LoadError{source + ": entry " + std::to_string(rank) + " (rank " + std::to_string(shard.rank) +
+      return Error::Corruption(source + ": entry " + std::to_string(rank) + " (rank " + std::to_string(shard.rank) +
                        ", stage " + std::to_string(shard.stage) + ", tp_index " + std::to_string(shard.tp_index) +
-                       ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp)};
+                       ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
     }
     ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
                    r.at("crc32c").get<std::string>()};
     if (file.file != ShardFileName(rank, m.plan.world_size())) {
-      return LoadError{source + ": rank " + std::to_string(rank) + " file '" + file.file + "' is not the expected " +
-                       ShardFileName(rank, m.plan.world_size())};
+      return Error::Corruption(source + ": rank " + std::to_string(rank) + " file '" + file.file + "' is not the expected " +
+                       ShardFileName(rank, m.plan.world_size()));
     }
     m.plan.ranks.push_back(std::move(shard));
     m.files.push_back(std::move(file));
   }
   if (j.at("plan_sha256").get<std::string>() != PlanDigest(m.plan)) {
-    return LoadError{source + ": plan_sha256 " + j.at("plan_sha256").get<std::string>() +
-                     " does not match its plan (edited by hand?)"};
+    return Error::Corruption(source + ": plan_sha256 " + j.at("plan_sha256").get<std::string>() +
+                     " does not match its plan (edited by hand?)");
   }
   return m;
 }
@@ -146,11 +146,11 @@ std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, cons
           {kShardMetadataConfig, ModelConfigToJson(config)}};
 }
 
-LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths) {
+Result<std::string> SourceFingerprint(const std::vector<std::string>& paths) {
   Sha256 hash;
   for (const std::string& path : paths) {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return LoadError{path + ": cannot stat: " + std::strerror(errno)};
+    if (::stat(path.c_str(), &st) != 0) return Error::Io(path + ": cannot stat: " + std::strerror(errno));
     const std::string entry = path + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
                               std::to_string(st.st_mtim.tv_nsec) + "\n";
     hash.Update(std::as_bytes(std::span(entry.data(), entry.size())));
@@ -158,14 +158,14 @@ LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths)
   return hash.HexDigest();
 }
 
-LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file) {
+Status VerifyShardFile(const std::string& folder, const ShardFile& file) {
   const std::string path = folder + "/" + file.file;
-  LoadResult<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path);
+  Result<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path);
   if (!mapped) return mapped.error();
   const std::span<const std::byte> bytes = (*mapped)->bytes();
   if (bytes.size() != file.bytes) {
-    return LoadError{path + ": size " + std::to_string(bytes.size()) + " bytes does not match the manifest's " +
-                     std::to_string(file.bytes)};
+    return Error::Corruption(path + ": size " + std::to_string(bytes.size()) + " bytes does not match the manifest's " +
+                     std::to_string(file.bytes));
   }
   constexpr uint64_t kChunk = 64ull << 20;
   Crc32c crc;
@@ -176,7 +176,7 @@ LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file) {
     (*mapped)->Release(begin, end);
   }
   if (crc.HexDigest() != file.crc32c) {
-    return LoadError{path + ": checksum mismatch: crc32c " + crc.HexDigest() + ", the manifest says " + file.crc32c};
+    return Error::Corruption(path + ": checksum mismatch: crc32c " + crc.HexDigest() + ", the manifest says " + file.crc32c);
   }
   return {};
 }
@@ -205,19 +205,19 @@ std::string ManifestToJson(const Manifest& manifest) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-LoadResult<Manifest> ParseManifestJson(const std::string& text, const std::string& source) {
+Result<Manifest> ParseManifestJson(const std::string& text, const std::string& source) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return LoadError{source + ": not valid JSON"};
+  if (j.is_discarded()) return Error::Corruption(source + ": not valid JSON");
   try {
     return ManifestFromJson(j, source);
   } catch (const json::exception& e) {
-    return LoadError{source + ": malformed manifest: " + e.what()};
+    return Error::Corruption(source + ": malformed manifest: " + e.what());
   }
 }
 
-LoadResult<Manifest> ReadManifest(const std::string& folder) {
+Result<Manifest> ReadManifest(const std::string& folder) {
   const std::string path = folder + "/" + kManifestFileName;
-  LoadResult<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadTextFile(path);
   if (!text) return text.error();
   return ParseManifestJson(*text, path);
 }

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
 
@@ -67,19 +67,19 @@ std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, cons
 
 // SourceFingerprint of the given files; fails naming a file that cannot be
 // stat'ed.
-LoadResult<std::string> SourceFingerprint(const std::vector<std::string>& paths);
+Result<std::string> SourceFingerprint(const std::vector<std::string>& paths);
 
 // Checks `folder`/`file.file` against its manifest entry: its size, then its
 // CRC-32C (read streaming, with bounded memory). Fails naming the file and
 // both values.
-LoadStatus VerifyShardFile(const std::string& folder, const ShardFile& file);
+Status VerifyShardFile(const std::string& folder, const ShardFile& file);
 
 std::string ManifestToJson(const Manifest& manifest);
 // Parses and checks a manifest (format, version, a plan with one rank and one
 // file per rank of its world, file names inside the folder). `source` names
 // the file in messages.
-LoadResult<Manifest> ParseManifestJson(const std::string& text, const std::string& source);
+Result<Manifest> ParseManifestJson(const std::string& text, const std::string& source);
 // Reads `folder`/manifest.json.
-LoadResult<Manifest> ReadManifest(const std::string& folder);
+Result<Manifest> ReadManifest(const std::string& folder);
 
 }  // namespace inferno

@@ -15,14 +15,14 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace inferno;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  LoadResult<Manifest> manifest = ParseManifestJson(text, "fuzz/manifest.json");
+  Result<Manifest> manifest = ParseManifestJson(text, "fuzz/manifest.json");
   if (!manifest) {
     CHECK_EQ(manifest.error().message.find('\n'), std::string::npos) << manifest.error().message;
     CHECK_NE(manifest.error().message.find("fuzz/manifest.json"), std::string::npos) << manifest.error().message;
     return 0;
   }
   const std::string json = ManifestToJson(*manifest);
-  LoadResult<Manifest> again = ParseManifestJson(json, "re-encoded manifest.json");
+  Result<Manifest> again = ParseManifestJson(json, "re-encoded manifest.json");
   CHECK(again) << again.error().message;
   CHECK_EQ(ManifestToJson(*again), json);
   return 0;

@@ -24,7 +24,7 @@ Manifest TestManifest() {
 }
 
 std::string ParseFails(const std::string& text) {
-  LoadResult<Manifest> m = ParseManifestJson(text, "out/manifest.json");
+  Result<Manifest> m = ParseManifestJson(text, "out/manifest.json");
   if (m) {
     ADD_FAILURE() << "parsed a bad manifest";
     return "";
@@ -36,7 +36,7 @@ std::string ParseFails(const std::string& text) {
 TEST(Manifest, RoundTripsThroughJson) {
   const Manifest m = TestManifest();
   const std::string text = ManifestToJson(m);
-  LoadResult<Manifest> parsed = ParseManifestJson(text, "manifest.json");
+  Result<Manifest> parsed = ParseManifestJson(text, "manifest.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(ManifestToJson(*parsed), text);
   EXPECT_EQ(parsed->plan.pp, 2);

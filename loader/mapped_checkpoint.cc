@@ -17,29 +17,29 @@ MappedCheckpoint::MappedCheckpoint(ModelConfig config, std::vector<std::unique_p
   }
 }
 
-LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenSafetensors(
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenSafetensors(
     const std::vector<std::string>& paths, ModelConfig config) {
   std::vector<std::unique_ptr<MappedFile>> files;
   for (const std::string& path : paths) {
-    LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+    Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
     if (!file) return file.error();
     files.push_back(std::move(*file));
   }
   return FromSafetensorsFiles(std::move(files), std::move(config));
 }
 
-LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles(
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles(
     std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config) {
   std::vector<Storage> tensors;
   std::unordered_map<std::string, size_t> file_of;
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& path = files[f]->path();
-    LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(files[f]->bytes(), path);
+    Result<SafetensorsHeader> header = ParseSafetensorsHeader(files[f]->bytes(), path);
     if (!header) return header.error();
     for (SafetensorsEntry& entry : header->tensors) {
       auto [it, inserted] = file_of.emplace(entry.info.name, f);
       if (!inserted) {
-        return LoadError{path + ": tensor '" + entry.info.name + "' is also in " + files[it->second]->path()};
+        return Error::Corruption(path + ": tensor '" + entry.info.name + "' is also in " + files[it->second]->path());
       }
       tensors.push_back({std::move(entry.info), f, entry.begin, 0});
     }
@@ -47,10 +47,10 @@ LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsF
   return std::make_unique<MappedCheckpoint>(std::move(config), std::move(files), std::move(tensors));
 }
 
-LoadResult<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenLlama2c(const std::string& path) {
-  LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenLlama2c(const std::string& path) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
   if (!file) return file.error();
-  LoadResult<Llama2cLayout> layout = ParseLlama2cFile((*file)->bytes(), path);
+  Result<Llama2cLayout> layout = ParseLlama2cFile((*file)->bytes(), path);
   if (!layout) return layout.error();
   std::vector<Storage> tensors;
   for (Llama2cTensor& t : layout->tensors) {
@@ -108,35 +108,35 @@ void MappedCheckpoint::Release(size_t index) const {
   files_[s.file]->Release(s.begin, s.begin + TensorByteSize(s.info));
 }
 
-LoadStatus MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, int64_t row_end,
+Status MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, int64_t row_end,
                                        size_t out_size, size_t* index) const {
   std::optional<size_t> found = IndexOf(name);
-  if (!found) return LoadError{"checkpoint has no tensor '" + name + "'"};
+  if (!found) return Error::NotFound("checkpoint has no tensor '" + name + "'");
   *index = *found;
   const int64_t rows = NumRows(*found);
   if (row_begin < 0 || row_end < row_begin || row_end > rows) {
-    return LoadError{FilePathOf(*found) + ": tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
-                     std::to_string(row_end) + ") out of its " + std::to_string(rows) + " rows"};
+    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
+                     std::to_string(row_end) + ") out of its " + std::to_string(rows) + " rows");
   }
   const int64_t row_elements = RowBytes(*found) / DTypeSize(storage_[*found].info.dtype);
   if (static_cast<int64_t>(out_size) != (row_end - row_begin) * row_elements) {
-    return LoadError{FilePathOf(*found) + ": tensor '" + name + "': output holds " + std::to_string(out_size) +
+    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': output holds " + std::to_string(out_size) +
                      " floats, rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) + ") hold " +
-                     std::to_string((row_end - row_begin) * row_elements)};
+                     std::to_string((row_end - row_begin) * row_elements));
   }
   return {};
 }
 
-LoadStatus MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) const {
+Status MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) const {
   std::optional<size_t> index = IndexOf(name);
-  if (!index) return LoadError{"checkpoint has no tensor '" + name + "'"};
+  if (!index) return Error::NotFound("checkpoint has no tensor '" + name + "'");
   return ReadRowsF32(name, 0, NumRows(*index), out);
 }
 
-LoadStatus MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                                          std::span<float> out) const {
   size_t index;
-  if (LoadStatus s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
+  if (Status s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
   const DType dtype = storage_[index].info.dtype;
   if (row_begin == row_end) return {};
   if (storage_[index].llama2c_rope_heads == 0) {  // rows are contiguous

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "loader/checkpoint.h"
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/mapped_file.h"
 #include "loader/model_config.h"
 #include "loader/tensor_info.h"
@@ -47,22 +47,22 @@ class MappedCheckpoint final : public Checkpoint {
                    std::vector<Storage> tensors);
 
   // Like Checkpoint::Open.
-  static LoadResult<std::unique_ptr<MappedCheckpoint>> Open(const std::string& path);
+  static Result<std::unique_ptr<MappedCheckpoint>> Open(const std::string& path);
   // The safetensors files `paths` as one checkpoint with `config`, without
   // checking the tensors against the config (for shards, whose tensors are
   // slices). Fails on a bad file or a name found in two files.
-  static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenSafetensors(const std::vector<std::string>& paths,
+  static Result<std::unique_ptr<MappedCheckpoint>> OpenSafetensors(const std::vector<std::string>& paths,
                                                                        ModelConfig config);
   // Like OpenSafetensors, over files already opened (or held in memory).
-  static LoadResult<std::unique_ptr<MappedCheckpoint>> FromSafetensorsFiles(
+  static Result<std::unique_ptr<MappedCheckpoint>> FromSafetensorsFiles(
       std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config);
   // A llama2.c v0 .bin file (see llama2c_format.h).
-  static LoadResult<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
+  static Result<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
 
   const ModelConfig& config() const override { return config_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
-  LoadStatus ReadF32(const std::string& name, std::span<float> out) const override;
-  LoadStatus ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
+  Status ReadF32(const std::string& name, std::span<float> out) const override;
+  Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                          std::span<float> out) const override;
 
   // The index of `name` in tensors(), or nullopt.
@@ -80,7 +80,7 @@ class MappedCheckpoint final : public Checkpoint {
   void Release(size_t index) const;
 
  private:
-  LoadStatus CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size,
+  Status CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size,
                        size_t* index) const;
 
   ModelConfig config_;

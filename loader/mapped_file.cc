@@ -24,18 +24,18 @@ std::pair<uint64_t, uint64_t> PageRange(uint64_t begin, uint64_t end, uint64_t s
 
 }  // namespace
 
-LoadResult<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return LoadError{path + ": cannot open: " + std::strerror(errno)};
+  if (fd < 0) return Error::Io(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     const std::string message = path + ": cannot stat: " + std::strerror(errno);
     ::close(fd);
-    return LoadError{message};
+    return Error::Io(message);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return LoadError{path + ": not a regular file"};
+    return Error::InvalidArgument(path + ": not a regular file");
   }
   const size_t size = static_cast<size_t>(st.st_size);
   const std::byte* data = nullptr;
@@ -44,7 +44,7 @@ LoadResult<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path
     if (mapped == MAP_FAILED) {
       const std::string message = path + ": cannot mmap " + std::to_string(size) + " bytes: " + std::strerror(errno);
       ::close(fd);
-      return LoadError{message};
+      return Error::Io(message);
     }
     data = static_cast<const std::byte*>(mapped);
   }
@@ -84,12 +84,12 @@ void MappedFile::Release(uint64_t begin, uint64_t end) const {
   if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
 }
 
-LoadResult<std::string> ReadTextFile(const std::string& path) {
+Result<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return LoadError{path + ": cannot open: " + std::strerror(errno)};
+  if (!in) return Error::Io(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream contents;
   contents << in.rdbuf();
-  if (in.bad()) return LoadError{path + ": read failed"};
+  if (in.bad()) return Error::Io(path + ": read failed");
   return contents.str();
 }
 

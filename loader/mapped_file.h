@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -21,7 +21,7 @@ class MappedFile {
  public:
   // Maps `path`; fails naming the path and errno's message. An empty file
   // maps to an empty span.
-  static LoadResult<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  static Result<std::unique_ptr<MappedFile>> Open(const std::string& path);
 
   // A "file" whose contents are `bytes`, named `name` in messages.
   static std::unique_ptr<MappedFile> FromBytes(std::string name, std::vector<std::byte> bytes);
@@ -54,6 +54,6 @@ class MappedFile {
 
 // The whole contents of a small file; fails naming the path and errno's
 // message.
-LoadResult<std::string> ReadTextFile(const std::string& path);
+Result<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace inferno

@@ -11,24 +11,24 @@ using nlohmann::json;
 
 // Reads integer field `key` into `*out`; absent leaves the default when
 // `required` is false.
-LoadStatus ReadInt(const json& object, const char* key, bool required, int64_t* out, const std::string& source) {
+Status ReadInt(const json& object, const char* key, bool required, int64_t* out, const std::string& source) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) {
-    if (required) return LoadError{source + ": missing integer field '" + std::string(key) + "'"};
+    if (required) return Error::Corruption(source + ": missing integer field '" + std::string(key) + "'");
     return {};
   }
   if (!it->is_number_integer()) {
-    return LoadError{source + ": field '" + std::string(key) + "' = " + it->dump() + " is not an integer"};
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() + " is not an integer");
   }
   *out = it->get<int64_t>();
   return {};
 }
 
-LoadStatus ReadFloat(const json& object, const char* key, float* out, const std::string& source) {
+Status ReadFloat(const json& object, const char* key, float* out, const std::string& source) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return {};
   if (!it->is_number()) {
-    return LoadError{source + ": field '" + std::string(key) + "' = " + it->dump() + " is not a number"};
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() + " is not a number");
   }
   *out = it->get<float>();
   return {};
@@ -36,8 +36,8 @@ LoadStatus ReadFloat(const json& object, const char* key, float* out, const std:
 
 }  // namespace
 
-LoadStatus ModelConfig::Validate(const std::string& source) const {
-  auto fail = [&](const std::string& what) { return LoadError{source + ": invalid model config: " + what}; };
+Status ModelConfig::Validate(const std::string& source) const {
+  auto fail = [&](const std::string& what) { return Error::Corruption(source + ": invalid model config: " + what); };
   const std::pair<const char*, int64_t> positive[] = {
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
@@ -64,10 +64,10 @@ LoadStatus ModelConfig::Validate(const std::string& source) const {
   return {};
 }
 
-LoadResult<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std::string& source) {
+Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std::string& source) {
   const json object = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return LoadError{source + ": not valid JSON"};
-  if (!object.is_object()) return LoadError{source + ": not a JSON object"};
+  if (object.is_discarded()) return Error::Corruption(source + ": not valid JSON");
+  if (!object.is_object()) return Error::Corruption(source + ": not a JSON object");
   ModelConfig config;
   config.num_key_value_heads = -1;
   const std::tuple<const char*, bool, int64_t*> ints[] = {
@@ -80,18 +80,18 @@ LoadResult<ModelConfig> ParseModelConfigJson(const std::string& json_text, const
       {"max_position_embeddings", true, &config.max_position_embeddings},
   };
   for (const auto& [key, required, out] : ints) {
-    if (LoadStatus s = ReadInt(object, key, required, out, source); !s) return s.error();
+    if (Status s = ReadInt(object, key, required, out, source); !s) return s.error();
   }
   if (config.num_key_value_heads == -1) config.num_key_value_heads = config.num_attention_heads;
-  if (LoadStatus s = ReadFloat(object, "rms_norm_eps", &config.rms_norm_eps, source); !s) return s.error();
-  if (LoadStatus s = ReadFloat(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
+  if (Status s = ReadFloat(object, "rms_norm_eps", &config.rms_norm_eps, source); !s) return s.error();
+  if (Status s = ReadFloat(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
   if (auto it = object.find("tie_word_embeddings"); it != object.end() && !it->is_null()) {
     if (!it->is_boolean()) {
-      return LoadError{source + ": field 'tie_word_embeddings' = " + it->dump() + " is not a boolean"};
+      return Error::Corruption(source + ": field 'tie_word_embeddings' = " + it->dump() + " is not a boolean");
     }
     config.tie_word_embeddings = it->get<bool>();
   }
-  if (LoadStatus s = config.Validate(source); !s) return s.error();
+  if (Status s = config.Validate(source); !s) return s.error();
   return config;
 }
 

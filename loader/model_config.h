@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -29,12 +29,12 @@ struct ModelConfig {
   // Checks that the fields are positive and consistent (heads divide the
   // dimension, kv heads divide heads, head_dim even for RoPE). `source` names
   // the file for the error message.
-  LoadStatus Validate(const std::string& source) const;
+  Status Validate(const std::string& source) const;
 };
 
 // Parses a Hugging Face config.json text. Missing optional fields take the
 // defaults above; num_key_value_heads defaults to num_attention_heads.
-LoadResult<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std::string& source);
+Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std::string& source);
 
 // Serializes to config.json text (architectures = LlamaForCausalLM).
 std::string ModelConfigToJson(const ModelConfig& config);

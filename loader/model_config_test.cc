@@ -22,7 +22,7 @@ ModelConfig SmallConfig() {
 
 TEST(ModelConfigJson, RoundTripsEveryField) {
   const ModelConfig c = SmallConfig();
-  LoadResult<ModelConfig> parsed = ParseModelConfigJson(ModelConfigToJson(c), "config.json");
+  Result<ModelConfig> parsed = ParseModelConfigJson(ModelConfigToJson(c), "config.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->hidden_size, 64);
   EXPECT_EQ(parsed->intermediate_size, 172);
@@ -39,7 +39,7 @@ TEST(ModelConfigJson, RoundTripsEveryField) {
 }
 
 TEST(ModelConfigJson, MissingKvHeadsDefaultsToHeads) {
-  LoadResult<ModelConfig> parsed = ParseModelConfigJson(
+  Result<ModelConfig> parsed = ParseModelConfigJson(
       R"({"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "vocab_size": 10, "max_position_embeddings": 16})",
       "config.json");
@@ -50,13 +50,13 @@ TEST(ModelConfigJson, MissingKvHeadsDefaultsToHeads) {
 }
 
 TEST(ModelConfigJson, InvalidJsonIsAnErrorNamingTheFile) {
-  LoadResult<ModelConfig> parsed = ParseModelConfigJson("{\"hidden_size\": ", "m/config.json");
+  Result<ModelConfig> parsed = ParseModelConfigJson("{\"hidden_size\": ", "m/config.json");
   ASSERT_FALSE(parsed);
   EXPECT_NE(parsed.error().message.find("m/config.json"), std::string::npos);
 }
 
 TEST(ModelConfigJson, MissingRequiredFieldIsNamed) {
-  LoadResult<ModelConfig> parsed = ParseModelConfigJson(R"({"hidden_size": 32})", "config.json");
+  Result<ModelConfig> parsed = ParseModelConfigJson(R"({"hidden_size": 32})", "config.json");
   ASSERT_FALSE(parsed);
   EXPECT_NE(parsed.error().message.find("intermediate_size"), std::string::npos);
 }
@@ -65,7 +65,7 @@ TEST(ModelConfigJson, NonIntegerFieldIsNamedWithItsValue) {
   ModelConfig c = SmallConfig();
   std::string text = ModelConfigToJson(c);
   text.replace(text.find("\"vocab_size\": 512"), 17, "\"vocab_size\": \"big\"");
-  LoadResult<ModelConfig> parsed = ParseModelConfigJson(text, "config.json");
+  Result<ModelConfig> parsed = ParseModelConfigJson(text, "config.json");
   ASSERT_FALSE(parsed);
   EXPECT_NE(parsed.error().message.find("'vocab_size' = \"big\""), std::string::npos) << parsed.error().message;
 }
@@ -74,7 +74,7 @@ TEST(ModelConfigValidate, HeadsNotDividingHiddenSizeFails) {
   ModelConfig c = SmallConfig();
   c.num_attention_heads = 7;
   c.num_key_value_heads = 7;
-  LoadStatus s = c.Validate("x.bin");
+  Status s = c.Validate("x.bin");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("num_attention_heads = 7"), std::string::npos);
 }
@@ -88,7 +88,7 @@ TEST(ModelConfigValidate, KvHeadsNotDividingHeadsFails) {
 TEST(ModelConfigValidate, OddHeadDimFails) {
   ModelConfig c = SmallConfig();
   c.hidden_size = 24;  // 8 heads of 3
-  LoadStatus s = c.Validate("x.bin");
+  Status s = c.Validate("x.bin");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("head_dim = 3"), std::string::npos);
 }

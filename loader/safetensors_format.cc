@@ -12,8 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-LoadError Error(const std::string& source, const std::string& what) {
-  return LoadError{source + ": " + what};
+Error HeaderError(const std::string& source, const std::string& what) {
+  return Error::Corruption(source + ": " + what);
 }
 
 // `text` with control characters (NUL, newline, ...) shown as '?', so that
@@ -25,13 +25,13 @@ std::string Printable(std::string text) {
   return text;
 }
 
-LoadError TensorError(const std::string& source, const std::string& name, const std::string& what) {
-  return LoadError{source + ": tensor '" + Printable(name) + "': " + what};
+Error TensorError(const std::string& source, const std::string& name, const std::string& what) {
+  return Error::Corruption(source + ": tensor '" + Printable(name) + "': " + what);
 }
 
 // Parses `text` as JSON without exceptions; fails on invalid JSON and on
 // duplicate keys of the top-level object (nlohmann would keep the last one).
-LoadResult<json> ParseHeaderJson(std::string_view text, const std::string& source) {
+Result<json> ParseHeaderJson(std::string_view text, const std::string& source) {
   std::set<std::string> keys;
   std::string duplicate;
   auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
@@ -46,29 +46,29 @@ LoadResult<json> ParseHeaderJson(std::string_view text, const std::string& sourc
   try {
     header = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/false);
   } catch (const std::exception& e) {
-    return Error(source, std::string("header is not valid JSON: ") + e.what());
+    return HeaderError(source, std::string("header is not valid JSON: ") + e.what());
   }
-  if (header.is_discarded()) return Error(source, "header is not valid JSON");
+  if (header.is_discarded()) return HeaderError(source, "header is not valid JSON");
   if (!duplicate.empty()) return TensorError(source, duplicate, "duplicate tensor name in header");
-  if (!header.is_object()) return Error(source, "header is not a JSON object");
+  if (!header.is_object()) return HeaderError(source, "header is not a JSON object");
   return header;
 }
 
-LoadResult<std::map<std::string, std::string>> ParseMetadata(const json& value,
+Result<std::map<std::string, std::string>> ParseMetadata(const json& value,
                                                              const std::string& source) {
-  if (!value.is_object()) return Error(source, "__metadata__ is not a JSON object");
+  if (!value.is_object()) return HeaderError(source, "__metadata__ is not a JSON object");
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
-    if (!item.is_string()) return Error(source, "__metadata__ '" + Printable(key) + "' is not a string");
+    if (!item.is_string()) return HeaderError(source, "__metadata__ '" + Printable(key) + "' is not a string");
     metadata[key] = item.get<std::string>();
   }
   return metadata;
 }
 
 // Parses one tensor's entry; offsets are left relative to the data section.
-LoadResult<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
+Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
                                         const std::string& source) {
-  if (name.empty()) return Error(source, "empty tensor name in header");
+  if (name.empty()) return HeaderError(source, "empty tensor name in header");
   if (name.find('\0') != std::string::npos) return TensorError(source, name, "tensor name holds a NUL byte");
   if (!value.is_object()) return TensorError(source, name, "entry is not a JSON object");
   SafetensorsEntry entry;
@@ -131,26 +131,26 @@ uint64_t TensorByteSize(const TensorInfo& tensor) {
   return static_cast<uint64_t>(tensor.num_elements()) * static_cast<uint64_t>(DTypeSize(tensor.dtype));
 }
 
-LoadResult<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
                                                      const std::string& source) {
   if (file.size() < kSafetensorsLengthBytes) {
-    return Error(source, "truncated: " + std::to_string(file.size()) +
+    return HeaderError(source, "truncated: " + std::to_string(file.size()) +
                              " bytes, shorter than the 8-byte header length");
   }
   uint64_t header_length;
   std::memcpy(&header_length, file.data(), sizeof(header_length));
   const uint64_t available = file.size() - kSafetensorsLengthBytes;
   if (header_length > available) {
-    return Error(source, "header length " + std::to_string(header_length) + " exceeds the " +
+    return HeaderError(source, "header length " + std::to_string(header_length) + " exceeds the " +
                              std::to_string(available) + " bytes after the length field");
   }
   if (header_length > kSafetensorsMaxHeaderBytes) {
-    return Error(source, "header length " + std::to_string(header_length) + " exceeds the limit of " +
+    return HeaderError(source, "header length " + std::to_string(header_length) + " exceeds the limit of " +
                              std::to_string(kSafetensorsMaxHeaderBytes) + " bytes");
   }
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + kSafetensorsLengthBytes,
                               header_length);
-  LoadResult<json> header = ParseHeaderJson(text, source);
+  Result<json> header = ParseHeaderJson(text, source);
   if (!header) return header.error();
 
   SafetensorsHeader result;
@@ -158,12 +158,12 @@ LoadResult<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> 
   const uint64_t data_bytes = file.size() - result.data_begin;
   for (const auto& [name, value] : header->items()) {
     if (name == kSafetensorsMetadataKey) {
-      LoadResult<std::map<std::string, std::string>> metadata = ParseMetadata(value, source);
+      Result<std::map<std::string, std::string>> metadata = ParseMetadata(value, source);
       if (!metadata) return metadata.error();
       result.metadata = std::move(*metadata);
       continue;
     }
-    LoadResult<SafetensorsEntry> entry = ParseEntry(name, value, source);
+    Result<SafetensorsEntry> entry = ParseEntry(name, value, source);
     if (!entry) return entry.error();
     if (entry->end > data_bytes) {
       return TensorError(source, name, "data offsets [" + std::to_string(entry->begin) + ", " +
@@ -195,7 +195,7 @@ LoadResult<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> 
     entry.end += result.data_begin;
   }
   if (expected_begin != data_bytes) {
-    return Error(source, "the data section holds " + std::to_string(data_bytes) + " bytes but its tensors end at " +
+    return HeaderError(source, "the data section holds " + std::to_string(data_bytes) + " bytes but its tensors end at " +
                              std::to_string(expected_begin) + " (trailing bytes)");
   }
   return result;

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/tensor_info.h"
 
 namespace inferno {
@@ -54,7 +54,7 @@ struct SafetensorsHeader {
 // malformed shape or data_offsets; a byte length that differs from
 // shape x dtype size (computed without overflow); offsets out of the data
 // section, overlapping, or leaving gaps.
-LoadResult<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
                                                      const std::string& source);
 
 // The first bytes of a safetensors file holding `tensors`, in that order and

@@ -26,7 +26,7 @@ std::string Entry(const std::string& dtype, const std::string& shape, uint64_t b
 
 // Parses and expects failure whose message holds every one of `needles`.
 void ExpectError(const std::vector<std::byte>& file, const std::vector<std::string>& needles) {
-  LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(file, "m.safetensors");
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(file, "m.safetensors");
   ASSERT_FALSE(header) << "parsed a bad file";
   const std::string& message = header.error().message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -40,7 +40,7 @@ TEST(ParseSafetensorsHeader, ParsesEncodedHeader) {
   EXPECT_EQ(encoded.size() % 8, 0u);
   std::vector<std::byte> file(encoded.size() + 12 + 8);
   std::memcpy(file.data(), encoded.data(), encoded.size());
-  LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(file, "m.safetensors");
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(file, "m.safetensors");
   ASSERT_TRUE(header) << header.error().message;
   EXPECT_EQ(header->data_begin, encoded.size());
   EXPECT_EQ(header->metadata.at("k"), "v");

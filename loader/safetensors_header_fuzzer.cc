@@ -16,7 +16,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace inferno;
   const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(data), size);
-  LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(file, "fuzz.safetensors");
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(file, "fuzz.safetensors");
   if (!header) {
     CHECK_EQ(header.error().message.find('\n'), std::string::npos) << header.error().message;
     return 0;
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string encoded = EncodeSafetensorsHeader(infos, header->metadata);
   std::vector<std::byte> copy(encoded.size() + (size - header->data_begin));
   std::memcpy(copy.data(), encoded.data(), encoded.size());
-  LoadResult<SafetensorsHeader> again = ParseSafetensorsHeader(copy, "re-encoded");
+  Result<SafetensorsHeader> again = ParseSafetensorsHeader(copy, "re-encoded");
   CHECK(again) << again.error().message;
   CHECK_EQ(again->tensors.size(), header->tensors.size());
   CHECK(again->metadata == header->metadata);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -24,7 +24,7 @@ struct NamedTensorF32 {
 // Writes `tensors` in the given order, with `metadata` as "__metadata__".
 // Fails on I/O errors, naming the file, and on a tensor whose data size does
 // not match its shape or a duplicate name, naming the tensor.
-LoadStatus WriteSafetensorsF32(const std::string& path, const std::vector<NamedTensorF32>& tensors,
+Status WriteSafetensorsF32(const std::string& path, const std::vector<NamedTensorF32>& tensors,
                                const std::map<std::string, std::string>& metadata);
 
 }  // namespace inferno

@@ -26,11 +26,11 @@ TEST(WriteSafetensorsF32, WritesAPaddedHeaderMetadataAndData) {
   const std::vector<float> a = {1, 2, 3, 4, 5, 6};
   const std::vector<float> b = {-1.5f};
   const std::string path = TempPath("w.safetensors");
-  LoadStatus s = WriteSafetensorsF32(path, {{"a.weight", {2, 3}, a}, {"b", {1}, b}}, {{"producer", "test"}});
+  Status s = WriteSafetensorsF32(path, {{"a.weight", {2, 3}, a}, {"b", {1}, b}}, {{"producer", "test"}});
   ASSERT_TRUE(s) << s.error().message;
 
   const std::vector<std::byte> file = ReadAll(path);
-  LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader(file, path);
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(file, path);
   ASSERT_TRUE(header) << header.error().message;
   EXPECT_EQ(header->data_begin % 8, 0u);
   EXPECT_EQ(header->metadata.at("producer"), "test");
@@ -48,7 +48,7 @@ TEST(WriteSafetensorsF32, WritesAPaddedHeaderMetadataAndData) {
 
 TEST(WriteSafetensorsF32, DataSizeNotMatchingShapeIsAnErrorNamingTheTensor) {
   const std::vector<float> a = {1, 2, 3};
-  LoadStatus s = WriteSafetensorsF32(TempPath("bad.safetensors"), {{"a", {2, 2}, a}}, {});
+  Status s = WriteSafetensorsF32(TempPath("bad.safetensors"), {{"a", {2, 2}, a}}, {});
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("'a'"), std::string::npos);
 }

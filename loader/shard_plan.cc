@@ -11,7 +11,7 @@ namespace {
 // Bytes of `name` in the checkpoint; 0 if absent (the checkpoint was checked
 // against its config on open).
 int64_t BytesOf(const Checkpoint& checkpoint, const std::string& name) {
-  LoadResult<TensorInfo> info = checkpoint.Find(name);
+  Result<TensorInfo> info = checkpoint.Find(name);
   return info ? static_cast<int64_t>(TensorByteSize(*info)) : 0;
 }
 
@@ -83,21 +83,21 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
   return result;
 }
 
-LoadResult<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
+Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
                                     const std::optional<std::vector<int64_t>>& layers_per_stage) {
   const ModelConfig& c = checkpoint.config();
   const int64_t n_layers = c.num_hidden_layers;
-  if (pp < 1) return LoadError{"pp=" + std::to_string(pp) + " must be at least 1"};
-  if (tp < 1) return LoadError{"tp=" + std::to_string(tp) + " must be at least 1"};
+  if (pp < 1) return Error::InvalidArgument("pp=" + std::to_string(pp) + " must be at least 1");
+  if (tp < 1) return Error::InvalidArgument("tp=" + std::to_string(tp) + " must be at least 1");
   if (pp > n_layers) {
-    return LoadError{"pp=" + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) + " layers of the model"};
+    return Error::InvalidArgument("pp=" + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) + " layers of the model");
   }
   const std::pair<const char*, int64_t> divisible[] = {{"num_attention_heads", c.num_attention_heads},
                                                        {"num_key_value_heads", c.num_key_value_heads},
                                                        {"intermediate_size", c.intermediate_size}};
   for (const auto& [name, value] : divisible) {
     if (value % tp != 0) {
-      return LoadError{"tp=" + std::to_string(tp) + " does not divide " + name + " = " + std::to_string(value)};
+      return Error::InvalidArgument("tp=" + std::to_string(tp) + " does not divide " + name + " = " + std::to_string(value));
     }
   }
 
@@ -105,19 +105,19 @@ LoadResult<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp
   if (layers_per_stage) {
     sizes = *layers_per_stage;
     if (static_cast<int>(sizes.size()) != pp) {
-      return LoadError{"--layers has " + std::to_string(sizes.size()) + " entries but pp=" + std::to_string(pp)};
+      return Error::InvalidArgument("--layers has " + std::to_string(sizes.size()) + " entries but pp=" + std::to_string(pp));
     }
     int64_t total = 0;
     for (size_t s = 0; s < sizes.size(); ++s) {
       if (sizes[s] < 1) {
-        return LoadError{"--layers entry " + std::to_string(s) + " = " + std::to_string(sizes[s]) +
-                         " must be at least 1"};
+        return Error::InvalidArgument("--layers entry " + std::to_string(s) + " = " + std::to_string(sizes[s]) +
+                         " must be at least 1");
       }
       total += sizes[s];
     }
     if (total != n_layers) {
-      return LoadError{"--layers sums to " + std::to_string(total) + " but the model has " +
-                       std::to_string(n_layers) + " layers"};
+      return Error::InvalidArgument("--layers sums to " + std::to_string(total) + " but the model has " +
+                       std::to_string(n_layers) + " layers");
     }
   } else {
     std::vector<int64_t> layer_bytes;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "loader/checkpoint.h"
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -69,7 +69,7 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 // model.embed_tokens.weight as its head. `layers_per_stage`, if given, has pp entries summing to
 // the layer count (each >= 1); otherwise layers are split to balance bytes.
 // Fails with a one-line error (e.g. "pp=7 exceeds the 5 layers of the model").
-LoadResult<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
+Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
                                     const std::optional<std::vector<int64_t>>& layers_per_stage);
 
 }  // namespace inferno

@@ -15,7 +15,7 @@ namespace {
 std::unique_ptr<Checkpoint> OpenTestModel(const std::string& name, int64_t layers, bool tied) {
   const std::string folder = TestPath(name, true);
   EXPECT_TRUE(WriteTestSafetensorsModel(folder, TestConfig(layers, tied)));
-  LoadResult<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
   EXPECT_TRUE(checkpoint) << checkpoint.error().message;
   return std::move(*checkpoint);
 }
@@ -28,7 +28,7 @@ int64_t StageBytes(const Checkpoint& checkpoint, const RankShard& shard) {
 
 TEST(MakeShardPlan, UnevenSplitOfFiveLayersOverThreeStagesMinimizesTheLargestStage) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("five", 5, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->ranks.size(), 3u);
   int64_t largest = 0;
@@ -38,7 +38,7 @@ TEST(MakeShardPlan, UnevenSplitOfFiveLayersOverThreeStagesMinimizesTheLargestSta
   int64_t best = INT64_MAX;
   for (int64_t a = 1; a <= 3; ++a) {
     for (int64_t b = 1; a + b <= 4; ++b) {
-      LoadResult<ShardPlan> other = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{a, b, 5 - a - b});
+      Result<ShardPlan> other = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{a, b, 5 - a - b});
       ASSERT_TRUE(other);
       int64_t worst = 0;
       for (const RankShard& shard : other->ranks) worst = std::max(worst, StageBytes(*checkpoint, shard));
@@ -50,7 +50,7 @@ TEST(MakeShardPlan, UnevenSplitOfFiveLayersOverThreeStagesMinimizesTheLargestSta
 
 TEST(MakeShardPlan, EmbeddingOnFirstStageHeadOnLastStageWhichIsRankZero) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("layout", 5, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{1, 2, 2});
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{1, 2, 2});
   ASSERT_TRUE(plan) << plan.error().message;
   const RankShard& last = plan->ranks[0];
   EXPECT_EQ(last.stage, 2);
@@ -72,7 +72,7 @@ TEST(MakeShardPlan, EmbeddingOnFirstStageHeadOnLastStageWhichIsRankZero) {
 
 TEST(MakeShardPlan, EveryTensorHasExactlyOneOwnerWithoutTensorParallelism) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("owners", 4, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 4, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 4, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   std::multiset<std::string> owned;
   for (const RankShard& shard : plan->ranks) {
@@ -89,11 +89,11 @@ TEST(MakeShardPlan, EveryTensorHasExactlyOneOwnerWithoutTensorParallelism) {
 
 TEST(MakeShardPlan, TiedEmbeddingsGiveTheLastStageTheEmbeddingAsItsHead) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("tied", 2, true);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->ranks[0].tensors.back().name, "model.embed_tokens.weight");
   EXPECT_EQ(plan->ranks[1].tensors.front().name, "model.embed_tokens.weight");
-  LoadResult<ShardPlan> single = MakeShardPlan(*checkpoint, 1, 1, std::nullopt);
+  Result<ShardPlan> single = MakeShardPlan(*checkpoint, 1, 1, std::nullopt);
   ASSERT_TRUE(single);
   int embeddings = 0;
   for (const TensorSlice& slice : single->ranks[0].tensors) embeddings += slice.name == "model.embed_tokens.weight";
@@ -102,7 +102,7 @@ TEST(MakeShardPlan, TiedEmbeddingsGiveTheLastStageTheEmbeddingAsItsHead) {
 
 TEST(MakeShardPlan, TensorParallelSlicesSplitOutputsAndInputsMegatronStyle) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("tp", 2, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 2, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 2, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->world_size(), 4);
   // Stage 1 (last) is ranks 0 and 1; stage 0 is ranks 2 and 3.
@@ -135,14 +135,14 @@ TEST(MakeShardPlan, TensorParallelSlicesSplitOutputsAndInputsMegatronStyle) {
 
 TEST(MakeShardPlan, MoreStagesThanLayers) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("too_many", 5, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 7, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 7, 1, std::nullopt);
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().message, "pp=7 exceeds the 5 layers of the model");
 }
 
 TEST(MakeShardPlan, ExplicitLayersNotSummingToTheModel) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("bad_layers", 5, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::vector<int64_t>{2, 2});
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::vector<int64_t>{2, 2});
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().message, "--layers sums to 4 but the model has 5 layers");
   EXPECT_FALSE(MakeShardPlan(*checkpoint, 2, 1, std::vector<int64_t>{5, 0}));
@@ -151,7 +151,7 @@ TEST(MakeShardPlan, ExplicitLayersNotSummingToTheModel) {
 
 TEST(MakeShardPlan, TensorParallelDegreeNotDividingHeads) {
   std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("bad_tp", 2, false);
-  LoadResult<ShardPlan> plan = MakeShardPlan(*checkpoint, 1, 4, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 1, 4, std::nullopt);
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().message, "tp=4 does not divide num_key_value_heads = 2");
   EXPECT_FALSE(MakeShardPlan(*checkpoint, 0, 1, std::nullopt));

@@ -14,7 +14,7 @@ std::string RankHeader(const Checkpoint& checkpoint, const ShardPlan& plan, int 
 }
 
 // Appends `slice` of the checkpoint's tensor, coalescing adjacent rows.
-LoadStatus StreamSlice(const MappedCheckpoint& checkpoint, const TensorSlice& slice, ChunkedSink& sink) {
+Status StreamSlice(const MappedCheckpoint& checkpoint, const TensorSlice& slice, ChunkedSink& sink) {
   const size_t index = *checkpoint.IndexOf(slice.name);
   const TensorInfo& info = checkpoint.tensors()[index];
   int64_t row_begin = 0, row_end = checkpoint.NumRows(index);
@@ -36,10 +36,10 @@ LoadStatus StreamSlice(const MappedCheckpoint& checkpoint, const TensorSlice& sl
       pending = std::span(pending.data(), pending.size() + part.size());
       continue;
     }
-    if (LoadStatus s = sink.Append(pending); !s) return s;
+    if (Status s = sink.Append(pending); !s) return s;
     pending = part;
   }
-  LoadStatus s = sink.Append(pending);
+  Status s = sink.Append(pending);
   // The sink may still hold a copy of the last rows in its buffer, never a
   // reference into the mapping: releasing the pages is safe.
   checkpoint.Release(index);
@@ -55,9 +55,9 @@ ChunkedSink::ChunkedSink(size_t buffer_bytes, size_t max_chunk_bytes, Emit emit)
   buffer_.reserve(buffer_bytes_);
 }
 
-LoadStatus ChunkedSink::Append(std::span<const std::byte> bytes) {
+Status ChunkedSink::Append(std::span<const std::byte> bytes) {
   if (buffer_.size() + bytes.size() > buffer_bytes_) {
-    if (LoadStatus s = Flush(); !s) return s;
+    if (Status s = Flush(); !s) return s;
   }
   if (bytes.size() < buffer_bytes_) {
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
@@ -65,15 +65,15 @@ LoadStatus ChunkedSink::Append(std::span<const std::byte> bytes) {
   }
   while (!bytes.empty()) {
     const size_t size = std::min(bytes.size(), max_chunk_bytes_);
-    if (LoadStatus s = emit_(bytes.first(size)); !s) return s;
+    if (Status s = emit_(bytes.first(size)); !s) return s;
     bytes = bytes.subspan(size);
   }
   return {};
 }
 
-LoadStatus ChunkedSink::Flush() {
+Status ChunkedSink::Flush() {
   if (buffer_.empty()) return {};
-  LoadStatus s = emit_(buffer_);
+  Status s = emit_(buffer_);
   buffer_.clear();
   return s;
 }
@@ -95,11 +95,11 @@ uint64_t RankShardBytes(const Checkpoint& checkpoint, const ShardPlan& plan, int
   return bytes;
 }
 
-LoadStatus StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink) {
+Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink) {
   const std::string header = RankHeader(checkpoint, plan, rank);
-  if (LoadStatus s = sink.Append(std::as_bytes(std::span(header.data(), header.size()))); !s) return s;
+  if (Status s = sink.Append(std::as_bytes(std::span(header.data(), header.size()))); !s) return s;
   for (const TensorSlice& slice : plan.ranks[static_cast<size_t>(rank)].tensors) {
-    if (LoadStatus s = StreamSlice(checkpoint, slice, sink); !s) return s;
+    if (Status s = StreamSlice(checkpoint, slice, sink); !s) return s;
   }
   return sink.Flush();
 }

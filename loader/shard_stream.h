@@ -1,9 +1,7 @@
 // The byte stream of one rank's shard: the safetensors file (see
 // safetensors_format.h, manifest.h) holding exactly the rank's tensors or
 // tensor-parallel slices, in the source's dtype, produced from a memory-mapped
-// checkpoint in bounded chunks. The sharding job writes it to a file; leader-
-// only loading sends it over the group (weight_stream.h). Both give the same
-// bytes.
+// checkpoint in bounded chunks, which the sharding job writes to a file.
 //
 // Thread-safety: StreamRankShard only reads the checkpoint; concurrent calls
 // are safe with distinct sinks.
@@ -15,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/shard_plan.h"
 #include "loader/tensor_info.h"
@@ -27,14 +25,14 @@ namespace inferno {
 // through without a copy, cut into pieces of at most `max_chunk_bytes`.
 class ChunkedSink {
  public:
-  using Emit = std::function<LoadStatus(std::span<const std::byte>)>;
+  using Emit = std::function<Status(std::span<const std::byte>)>;
 
   // Precondition: 0 < buffer_bytes <= max_chunk_bytes.
   ChunkedSink(size_t buffer_bytes, size_t max_chunk_bytes, Emit emit);
 
-  LoadStatus Append(std::span<const std::byte> bytes);
+  Status Append(std::span<const std::byte> bytes);
   // Emits what is buffered.
-  LoadStatus Flush();
+  Status Flush();
 
  private:
   size_t buffer_bytes_;
@@ -54,6 +52,6 @@ uint64_t RankShardBytes(const Checkpoint& checkpoint, const ShardPlan& plan, int
 // slice's bytes — to `sink` and flushes it. Releases each source tensor's
 // pages once copied. Precondition: every tensor of the plan is in the
 // checkpoint.
-LoadStatus StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink);
+Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink);
 
 }  // namespace inferno

@@ -66,19 +66,19 @@ class ProgressCounter {
 };
 
 // Writes rank `rank`'s file under `path`; returns its CRC-32C.
-LoadResult<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
+Result<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
                                       const std::string& path, ProgressCounter& progress) {
-  LoadResult<AtomicFile> file = AtomicFile::Create(path);
+  Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   Crc32c crc;
-  ChunkedSink sink(kBufferBytes, SIZE_MAX, [&](std::span<const std::byte> bytes) -> LoadStatus {
+  ChunkedSink sink(kBufferBytes, SIZE_MAX, [&](std::span<const std::byte> bytes) -> Status {
     crc.Update(bytes);
-    if (LoadStatus s = file->Write(bytes); !s) return s;
+    if (Status s = file->Write(bytes); !s) return s;
     progress.Add(bytes.size());
     return {};
   });
-  if (LoadStatus s = StreamRankShard(checkpoint, plan, rank, sink); !s) return s.error();
-  if (LoadStatus s = file->Commit(); !s) return s.error();
+  if (Status s = StreamRankShard(checkpoint, plan, rank, sink); !s) return s.error();
+  if (Status s = file->Commit(); !s) return s.error();
   return crc.HexDigest();
 }
 
@@ -100,17 +100,17 @@ Manifest WithoutChecksums(Manifest manifest) {
 
 }  // namespace
 
-LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
+Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
                                        const ShardPlan& plan, const std::string& out_dir,
                                        const ShardProgress& progress) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) return LoadError{out_dir + ": cannot create the output folder: " + ec.message()};
+  if (ec) return Error::Io(out_dir + ": cannot create the output folder: " + ec.message());
   for (const RankShard& shard : plan.ranks) {
     for (const TensorSlice& slice : shard.tensors) {
       if (!checkpoint.IndexOf(slice.name)) {
-        return LoadError{source + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) +
-                         "'s plan is not in the checkpoint"};
+        return Error::Corruption(source + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) +
+                         "'s plan is not in the checkpoint");
       }
     }
   }
@@ -118,7 +118,7 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
   ShardJobReport report;
   Manifest& manifest = report.manifest;
   manifest.source = source;
-  LoadResult<std::string> fingerprint = SourceFingerprint(SourceFiles(checkpoint));
+  Result<std::string> fingerprint = SourceFingerprint(SourceFiles(checkpoint));
   if (!fingerprint) return fingerprint.error();
   manifest.source_fingerprint = *fingerprint;
   manifest.config = checkpoint.config();
@@ -130,7 +130,7 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
 
   // Files of a finished run of the same job that still verify are kept.
   std::vector<bool> keep(plan.ranks.size(), false);
-  LoadResult<Manifest> previous = ReadManifest(out_dir);
+  Result<Manifest> previous = ReadManifest(out_dir);
   if (previous && ManifestToJson(WithoutChecksums(*previous)) == ManifestToJson(manifest)) {
     std::vector<char> verified(plan.ranks.size(), 0);
     RunInParallel(plan.ranks.size(),
@@ -147,7 +147,7 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
 
   const std::string manifest_path = out_dir + "/" + kManifestFileName;
   if (::unlink(manifest_path.c_str()) != 0 && errno != ENOENT) {
-    return LoadError{manifest_path + ": cannot remove the previous manifest: " + std::strerror(errno)};
+    return Error::Io(manifest_path + ": cannot remove the previous manifest: " + std::strerror(errno));
   }
   std::vector<size_t> to_write;
   uint64_t bytes_total = 0;
@@ -157,7 +157,7 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
     bytes_total += manifest.files[rank].bytes;
   }
   ProgressCounter counter(bytes_total, progress);
-  std::vector<std::optional<LoadResult<std::string>>> digests(to_write.size());
+  std::vector<std::optional<Result<std::string>>> digests(to_write.size());
   std::atomic<bool> failed{false};
   RunInParallel(to_write.size(), [&](size_t i) {
     if (failed) return;  // stop starting files after a failure
@@ -173,10 +173,10 @@ LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const
     ++report.files_written;
   }
 
-  LoadResult<AtomicFile> manifest_file = AtomicFile::Create(manifest_path);
+  Result<AtomicFile> manifest_file = AtomicFile::Create(manifest_path);
   if (!manifest_file) return manifest_file.error();
-  if (LoadStatus s = manifest_file->Write(ManifestToJson(manifest)); !s) return s.error();
-  if (LoadStatus s = manifest_file->Commit(); !s) return s.error();
+  if (Status s = manifest_file->Write(ManifestToJson(manifest)); !s) return s.error();
+  if (Status s = manifest_file->Commit(); !s) return s.error();
   return report;
 }
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/manifest.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/shard_plan.h"
@@ -47,7 +47,7 @@ struct ShardJobReport {
 // Writes the shards of `checkpoint` (opened from `source`) under `plan` into
 // `out_dir` (created if absent). Fails naming the file and the cause (I/O
 // error, full disk, ...), leaving no manifest.
-LoadResult<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
+Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
                                        const ShardPlan& plan, const std::string& out_dir,
                                        const ShardProgress& progress);
 

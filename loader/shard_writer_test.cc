@@ -32,24 +32,24 @@ ShardJob Job(int rank, int world_size, std::optional<int> pp = std::nullopt, std
 }
 
 std::unique_ptr<MappedCheckpoint> Open(const std::string& path) {
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(path);
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(path);
   EXPECT_TRUE(checkpoint) << checkpoint.error().message;
   return checkpoint ? std::move(*checkpoint) : nullptr;
 }
 
 void ExpectShardsMatchOriginal(const std::string& folder, const Checkpoint& original) {
-  LoadResult<Manifest> manifest = ReadManifest(folder);
+  Result<Manifest> manifest = ReadManifest(folder);
   ASSERT_TRUE(manifest) << manifest.error().message;
   for (int rank = 0; rank < manifest->plan.world_size(); ++rank) {
-    LoadResult<RankShardCheckpoint> shard = OpenRankShard(folder, Job(rank, manifest->plan.world_size()));
+    Result<RankShardCheckpoint> shard = OpenRankShard(folder, Job(rank, manifest->plan.world_size()));
     ASSERT_TRUE(shard) << shard.error().message;
     ExpectRankWeightsMatch(*shard->checkpoint, original, shard->shard(rank));
   }
 }
 
-LoadResult<ShardJobReport> Shard(const MappedCheckpoint& checkpoint, const std::string& out, int pp, int tp,
+Result<ShardJobReport> Shard(const MappedCheckpoint& checkpoint, const std::string& out, int pp, int tp,
                                  std::optional<std::vector<int64_t>> layers = std::nullopt) {
-  LoadResult<ShardPlan> plan = MakeShardPlan(checkpoint, pp, tp, layers);
+  Result<ShardPlan> plan = MakeShardPlan(checkpoint, pp, tp, layers);
   if (!plan) return plan.error();
   return WriteShards(checkpoint, "model", *plan, out, nullptr);
 }
@@ -77,7 +77,7 @@ TEST_P(ShardRoundTrip, ShardsGiveBitIdenticalTensorsToTheOriginal) {
   std::unique_ptr<MappedCheckpoint> original = Open(model);
   ASSERT_TRUE(original);
   const std::string out = TestPath("shards_" + c.name);
-  LoadResult<ShardJobReport> report = Shard(*original, out, c.pp, c.tp);
+  Result<ShardJobReport> report = Shard(*original, out, c.pp, c.tp);
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->files_written, c.pp * c.tp);
   ExpectShardsMatchOriginal(out, *original);
@@ -96,7 +96,7 @@ TEST(ShardWriter, Stories260KShardsMatchTheOriginal) {
   std::unique_ptr<MappedCheckpoint> original = Open(path);
   ASSERT_TRUE(original);
   const std::string out = TestPath("stories_shards");
-  LoadResult<ShardJobReport> report = Shard(*original, out, 3, 2);
+  Result<ShardJobReport> report = Shard(*original, out, 3, 2);
   ASSERT_TRUE(report) << report.error().message;
   ExpectShardsMatchOriginal(out, *original);
 }
@@ -109,7 +109,7 @@ class ShardFolder : public testing::Test {
     ASSERT_TRUE(WriteTestLlama2cModel(model_, TestConfig(5, false)));
     checkpoint_ = Open(model_);
     ASSERT_TRUE(checkpoint_);
-    LoadResult<ShardJobReport> report = Shard(*checkpoint_, out_, 3, 1);
+    Result<ShardJobReport> report = Shard(*checkpoint_, out_, 3, 1);
     ASSERT_TRUE(report) << report.error().message;
   }
 
@@ -125,7 +125,7 @@ class ShardFolder : public testing::Test {
   }
 
   std::string OpenFails(const ShardJob& job) {
-    LoadResult<RankShardCheckpoint> shard = OpenRankShard(out_, job);
+    Result<RankShardCheckpoint> shard = OpenRankShard(out_, job);
     if (shard) {
       ADD_FAILURE() << "opened a bad shard";
       return "";
@@ -141,7 +141,7 @@ class ShardFolder : public testing::Test {
 TEST_F(ShardFolder, RerunOverFinishedOutputVerifiesAndSkips) {
   struct stat before;
   ASSERT_EQ(::stat(RankFile(1).c_str(), &before), 0);
-  LoadResult<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
+  Result<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->files_written, 0);
   EXPECT_EQ(again->files_verified, 3);
@@ -152,7 +152,7 @@ TEST_F(ShardFolder, RerunOverFinishedOutputVerifiesAndSkips) {
 
 TEST_F(ShardFolder, DamagedFileIsRewrittenOnRerun) {
   FlipByte(RankFile(1), fs::file_size(RankFile(1)) - 3);
-  LoadResult<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
+  Result<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->files_written, 1);
   EXPECT_EQ(again->files_verified, 2);
@@ -160,7 +160,7 @@ TEST_F(ShardFolder, DamagedFileIsRewrittenOnRerun) {
 }
 
 TEST_F(ShardFolder, OtherPlanOverTheSameFolderRewritesEverything) {
-  LoadResult<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1, std::vector<int64_t>{3, 1, 1});
+  Result<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1, std::vector<int64_t>{3, 1, 1});
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->files_written, 3);
   ExpectShardsMatchOriginal(out_, *checkpoint_);
@@ -170,7 +170,7 @@ TEST_F(ShardFolder, OtherPlanOverTheSameFolderRewritesEverything) {
 TEST_F(ShardFolder, FailedRunLeavesNoManifest) {
   FlipByte(RankFile(2), fs::file_size(RankFile(2)) - 3);
   fs::create_directories(RankFile(2) + ".partial");  // rank 2's temporary file cannot be created
-  LoadResult<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
+  Result<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().message.find("rank-00002-of-00003.safetensors.partial: cannot create"), std::string::npos)
       << again.error().message;

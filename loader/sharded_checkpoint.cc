@@ -10,59 +10,59 @@
 namespace inferno {
 namespace {
 
-LoadStatus CheckWorld(const Manifest& manifest, const ShardJob& job, const std::string& folder) {
+Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::string& folder) {
   const ShardPlan& plan = manifest.plan;
   const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan.pp, plan.tp) + " (" +
                                std::to_string(plan.world_size()) + " ranks); ";
   if (job.world_size != plan.world_size()) {
-    return LoadError{made_for + "this job has " + std::to_string(job.world_size) + " ranks"};
+    return Error::InvalidArgument(made_for + "this job has " + std::to_string(job.world_size) + " ranks");
   }
   if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp)) {
-    return LoadError{made_for + "this job asks for " + WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp))};
+    return Error::InvalidArgument(made_for + "this job asks for " + WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp)));
   }
   if (job.rank < 0 || job.rank >= plan.world_size()) {
-    return LoadError{made_for + "rank " + std::to_string(job.rank) + " is outside them"};
+    return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
   }
   return {};
 }
 
 // Checks the file's metadata names this rank and plan.
-LoadStatus CheckShardMetadata(const std::string& path, const Manifest& manifest, int rank) {
-  LoadResult<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+Status CheckShardMetadata(const std::string& path, const Manifest& manifest, int rank) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
   if (!file) return file.error();
-  LoadResult<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
   if (!header) return header.error();
   const std::map<std::string, std::string> expected = ShardMetadata(manifest.config, manifest.plan, rank);
   for (const char* key : {kShardMetadataPlan, kShardMetadataWorld, kShardMetadataRank}) {
     auto it = header->metadata.find(key);
     const std::string found = it == header->metadata.end() ? "(absent)" : it->second;
     if (found != expected.at(key)) {
-      return LoadError{path + ": a shard of another " + (std::string(key) == kShardMetadataRank ? "rank" : "plan") +
+      return Error::Corruption(path + ": a shard of another " + (std::string(key) == kShardMetadataRank ? "rank" : "plan") +
                        ": metadata " + key + " = " + found + ", rank " + std::to_string(rank) +
-                       " of the manifest expects " + expected.at(key)};
+                       " of the manifest expects " + expected.at(key));
     }
   }
   return {};
 }
 
 // Checks that the shard holds exactly the rank's slices, shaped per the plan.
-LoadStatus CheckShardTensors(const Checkpoint& checkpoint, const RankShard& shard, const std::string& path) {
+Status CheckShardTensors(const Checkpoint& checkpoint, const RankShard& shard, const std::string& path) {
   std::map<std::string, std::vector<int64_t>> full_shapes;
   for (const TensorSpec& spec : LlamaTensorSpecs(checkpoint.config())) full_shapes[spec.name] = spec.shape;
   full_shapes[kEmbedTokensName] = EmbeddingSpec(checkpoint.config()).shape;
   if (checkpoint.tensors().size() != shard.tensors.size()) {
-    return LoadError{path + ": holds " + std::to_string(checkpoint.tensors().size()) + " tensors but rank " +
-                     std::to_string(shard.rank) + "'s plan has " + std::to_string(shard.tensors.size())};
+    return Error::Corruption(path + ": holds " + std::to_string(checkpoint.tensors().size()) + " tensors but rank " +
+                     std::to_string(shard.rank) + "'s plan has " + std::to_string(shard.tensors.size()));
   }
   for (const TensorSlice& slice : shard.tensors) {
-    LoadResult<TensorInfo> info = checkpoint.Find(slice.name);
-    if (!info) return LoadError{path + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) + "'s plan is missing"};
+    Result<TensorInfo> info = checkpoint.Find(slice.name);
+    if (!info) return Error::NotFound(path + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) + "'s plan is missing");
     auto full = full_shapes.find(slice.name);
-    if (full == full_shapes.end()) return LoadError{path + ": tensor '" + slice.name + "' is not a tensor of the model"};
+    if (full == full_shapes.end()) return Error::Corruption(path + ": tensor '" + slice.name + "' is not a tensor of the model");
     const std::vector<int64_t> expected = SliceShape(full->second, slice);
     if (info->shape != expected) {
-      return LoadError{path + ": tensor '" + slice.name + "' has shape " + ShapeToString(info->shape) +
-                       " but rank " + std::to_string(shard.rank) + "'s slice is " + ShapeToString(expected)};
+      return Error::Corruption(path + ": tensor '" + slice.name + "' has shape " + ShapeToString(info->shape) +
+                       " but rank " + std::to_string(shard.rank) + "'s slice is " + ShapeToString(expected));
     }
   }
   return {};
@@ -70,19 +70,19 @@ LoadStatus CheckShardTensors(const Checkpoint& checkpoint, const RankShard& shar
 
 }  // namespace
 
-LoadResult<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job) {
-  LoadResult<Manifest> manifest = ReadManifest(folder);
+Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job) {
+  Result<Manifest> manifest = ReadManifest(folder);
   if (!manifest) return manifest.error();
-  if (LoadStatus s = CheckWorld(*manifest, job, folder); !s) return s.error();
+  if (Status s = CheckWorld(*manifest, job, folder); !s) return s.error();
   const ShardFile& file = manifest->files[static_cast<size_t>(job.rank)];
   const std::string path = folder + "/" + file.file;
   if (job.verify_checksum) {
-    if (LoadStatus s = VerifyShardFile(folder, file); !s) return s.error();
+    if (Status s = VerifyShardFile(folder, file); !s) return s.error();
   }
-  if (LoadStatus s = CheckShardMetadata(path, *manifest, job.rank); !s) return s.error();
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::OpenSafetensors({path}, manifest->config);
+  if (Status s = CheckShardMetadata(path, *manifest, job.rank); !s) return s.error();
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::OpenSafetensors({path}, manifest->config);
   if (!checkpoint) return checkpoint.error();
-  if (LoadStatus s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path); !s) {
+  if (Status s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path); !s) {
     return s.error();
   }
   return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "loader/checkpoint.h"
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/manifest.h"
 #include "loader/shard_plan.h"
 
@@ -45,6 +45,6 @@ struct RankShardCheckpoint {
 // ranks"); a file whose size or checksum differs from the manifest; a file
 // made for another rank or plan (its metadata); tensors that differ from the
 // rank's plan.
-LoadResult<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job);
+Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job);
 
 }  // namespace inferno

@@ -41,7 +41,7 @@ std::vector<float> TestWeights(const TensorSpec& spec) {
 
 void ExpectHoldsTestWeights(const Checkpoint& checkpoint) {
   for (const TensorSpec& spec : LlamaTensorSpecs(checkpoint.config())) {
-    LoadResult<TensorInfo> info = checkpoint.Find(spec.name);
+    Result<TensorInfo> info = checkpoint.Find(spec.name);
     ASSERT_TRUE(info) << info.error().message;
     EXPECT_EQ(info->shape, spec.shape) << spec.name;
     std::vector<float> values(static_cast<size_t>(info->num_elements()));
@@ -71,32 +71,32 @@ void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& or
   for (const TensorSlice& slice : shard.tensors) {
     const std::vector<float> expected = ExpectedSliceValues(original, slice);
     std::vector<float> got(expected.size());
-    LoadStatus s = rank_weights.ReadF32(slice.name, got);
+    Status s = rank_weights.ReadF32(slice.name, got);
     ASSERT_TRUE(s) << s.error().message;
     EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
         << "rank " << shard.rank << " tensor " << slice.name;
   }
 }
 
-LoadStatus WriteBytes(const std::string& path, const std::string& bytes) {
+Status WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return LoadError{path + ": write failed"};
+  if (!out) return Error::Io(path + ": write failed");
   return {};
 }
 
-LoadStatus WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& config) {
+Status WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& config) {
   std::filesystem::create_directories(folder);
   const std::vector<TensorSpec> specs = LlamaTensorSpecs(config);
   std::vector<std::vector<float>> values;
   std::vector<NamedTensorF32> tensors;
   for (const TensorSpec& spec : specs) values.push_back(TestWeights(spec));
   for (size_t i = 0; i < specs.size(); ++i) tensors.push_back({specs[i].name, specs[i].shape, values[i]});
-  if (LoadStatus s = WriteBytes(folder + "/config.json", ModelConfigToJson(config)); !s) return s;
+  if (Status s = WriteBytes(folder + "/config.json", ModelConfigToJson(config)); !s) return s;
   return WriteSafetensorsF32(folder + "/model.safetensors", tensors, {{"format", "pt"}});
 }
 
-LoadStatus WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {
+Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {
   std::string bytes;
   auto put = [&](const void* data, size_t n) { bytes.append(static_cast<const char*>(data), n); };
   const int32_t header[7] = {

@@ -9,7 +9,7 @@
 
 #include "loader/checkpoint.h"
 #include "loader/llama_layout.h"
-#include "loader/load_error.h"
+#include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
 
@@ -38,15 +38,15 @@ void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& or
 
 // Writes `folder`/config.json and `folder`/model.safetensors (F32) holding
 // every tensor of LlamaTensorSpecs(config).
-LoadStatus WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& config);
+Status WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& config);
 
 // Writes a llama2.c v0 file of `config` holding the same weights as the
 // safetensors model, stored as llama2.c stores them (q/k rows in llama2.c's
 // RoPE order, the legacy RoPE tables, wcls unless tied).
-LoadStatus WriteTestLlama2cModel(const std::string& path, const ModelConfig& config);
+Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& config);
 
 // Writes `bytes` to `path` (for hand-made bad files).
-LoadStatus WriteBytes(const std::string& path, const std::string& bytes);
+Status WriteBytes(const std::string& path, const std::string& bytes);
 
 // The path of ../shared/models/<name> beside the source tree (or under
 // $INFERNO_SHARED_MODELS), or "" when absent, as in a fresh clone. Tests that

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/expected.h"
+#include "base/expected.h"
 
 namespace inferno {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/expected.h"
+#include "base/expected.h"
 #include "tools/bench_protocol.h"
 
 namespace inferno {

@@ -33,7 +33,7 @@
 #include <glog/logging.h>
 
 #include "distributed/rendezvous.h"
-#include "engine/command_line.h"
+#include "base/command_line.h"
 #include "engine/generator.h"
 #include "engine/pipeline_split.h"
 #include "engine/stage_weights.h"
@@ -47,10 +47,27 @@
 namespace inferno {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids \"1 300 45\" | --prompts-file FILE)"
-    " [--tokenizer FILE] [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
-    " [--layers a,b,...] [--output text|ids] [--trace FILE] [--dump-logits FILE]";
+const CommandSpec kSpec{
+    "infer",
+    "(--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids IDS | --prompts-file FILE) [flags]",
+    "Generates a continuation of every prompt, pipeline-parallel over the ranks of the job (alone, under\n"
+    "launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on every rank.",
+    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, or llama2.c .bin"},
+     {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
+     {"prompt", "TEXT", "a prompt (repeatable)"},
+     {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
+     {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
+     {"tokenizer", "FILE", "a llama2.c tokenizer.bin (default: the byte-level tokenizer)"},
+     {"max-new-tokens", "N", "tokens to generate per prompt (default 256)"},
+     {"temperature", "T", "sampling temperature; 0 is greedy (default 0)"},
+     {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
+     {"top-p", "P", "nucleus sampling mass (default 1)"},
+     {"seed", "S", "sampling seed (default 42)"},
+     {"threads", "N", "compute threads per rank (default 1)"},
+     {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
+     {"output", "text|ids", "print text or token ids (default text)"},
+     {"trace", "FILE", "write a Chrome trace of every rank's time"},
+     {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"}}};
 
 struct InferOptions {
   std::string model;  // a checkpoint path, or with `shards` a shard folder
@@ -66,49 +83,44 @@ struct InferOptions {
   std::optional<std::string> dump_logits;
 };
 
-EngineResult<InferOptions> ParseOptions(int argc, char** argv) {
-  auto flags = CommandLine::Parse(argc, argv,
-                                  {"model", "shards", "prompt", "prompt-ids", "prompts-file", "tokenizer",
-                                   "max-new-tokens", "temperature", "top-k", "top-p", "seed", "threads", "layers",
-                                   "output", "trace", "dump-logits"});
-  if (!flags) return flags.error();
+Result<InferOptions> ParseOptions(const CommandLine& flags) {
   InferOptions options;
-  if (flags->Has("shards") == flags->Has("model")) {
-    return EngineError{std::string("exactly one of --model and --shards is required; ") + kUsage};
+  if (flags.Has("shards") == flags.Has("model")) {
+    return Error::InvalidArgument("exactly one of --model and --shards is required (see infer --help)");
   }
-  options.shards = flags->Has("shards");
-  options.model = *flags->Last(options.shards ? "shards" : "model");
-  if (options.shards && flags->Has("layers")) {
-    return EngineError{"--layers cannot be combined with --shards: the shards fix the split"};
+  options.shards = flags.Has("shards");
+  options.model = *flags.Last(options.shards ? "shards" : "model");
+  if (options.shards && flags.Has("layers")) {
+    return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
-  options.tokenizer = flags->Last("tokenizer");
-  options.text_prompts = flags->All("prompt");
-  for (const std::string& file : flags->All("prompts-file")) {
+  options.tokenizer = flags.Last("tokenizer");
+  options.text_prompts = flags.All("prompt");
+  for (const std::string& file : flags.All("prompts-file")) {
     std::ifstream in(file);
-    if (!in) return EngineError{"--prompts-file: cannot open '" + file + "'"};
+    if (!in) return Error::Io("--prompts-file: cannot open '" + file + "'");
     for (std::string line; std::getline(in, line);) {
       if (!line.empty()) options.text_prompts.push_back(line);
     }
   }
-  for (const std::string& text : flags->All("prompt-ids")) {
-    EngineResult<std::vector<int64_t>> ids = ParseIntList(text, "--prompt-ids");
+  for (const std::string& text : flags.All("prompt-ids")) {
+    Result<std::vector<int64_t>> ids = ParseIntList(text, "--prompt-ids");
     if (!ids) return ids.error();
     std::vector<int32_t>& prompt = options.id_prompts.emplace_back();
     for (int64_t id : *ids) {
-      if (id < INT32_MIN || id > INT32_MAX) return EngineError{"--prompt-ids: " + std::to_string(id) + " is not a token id"};
+      if (id < INT32_MIN || id > INT32_MAX) return Error::InvalidArgument("--prompt-ids: " + std::to_string(id) + " is not a token id");
       prompt.push_back(static_cast<int32_t>(id));
     }
   }
   if (options.text_prompts.empty() && options.id_prompts.empty()) {
-    return EngineError{std::string("a prompt is required; ") + kUsage};
+    return Error::InvalidArgument("a prompt is required (see infer --help)");
   }
-  EngineResult<int64_t> max_new = flags->Int("max-new-tokens", 256, 0, 1 << 30);
-  EngineResult<double> temperature = flags->Double("temperature", 0.0, 0.0, 100.0);
-  EngineResult<int64_t> top_k = flags->Int("top-k", 0, 0, INT32_MAX);
-  EngineResult<double> top_p = flags->Double("top-p", 1.0, 1e-6, 1.0);
-  EngineResult<int64_t> seed = flags->Int("seed", 42, 0, INT64_MAX);
-  EngineResult<int64_t> threads = flags->Int("threads", 1, 1, 256);
-  for (const EngineError* error : {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
+  Result<int64_t> max_new = flags.Int("max-new-tokens", 256, 0, 1 << 30);
+  Result<double> temperature = flags.Double("temperature", 0.0, 0.0, 100.0);
+  Result<int64_t> top_k = flags.Int("top-k", 0, 0, INT32_MAX);
+  Result<double> top_p = flags.Double("top-p", 1.0, 1e-6, 1.0);
+  Result<int64_t> seed = flags.Int("seed", 42, 0, INT64_MAX);
+  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  for (const Error* error : {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
                                    seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
                                    temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
     if (error != nullptr) return *error;
@@ -117,16 +129,16 @@ EngineResult<InferOptions> ParseOptions(int argc, char** argv) {
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
                                  static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
   options.threads = static_cast<int>(*threads);
-  if (const std::optional<std::string> layers = flags->Last("layers")) {
-    EngineResult<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
+  if (const std::optional<std::string> layers = flags.Last("layers")) {
+    Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
     if (!counts) return counts.error();
     options.layers_per_stage = *counts;
   }
-  const std::string output = flags->Last("output").value_or("text");
-  if (output != "text" && output != "ids") return EngineError{"--output: '" + output + "' is not text or ids"};
+  const std::string output = flags.Last("output").value_or("text");
+  if (output != "text" && output != "ids") return Error::InvalidArgument("--output: '" + output + "' is not text or ids");
   options.output_ids = output == "ids";
-  options.trace = flags->Last("trace");
-  options.dump_logits = flags->Last("dump-logits");
+  options.trace = flags.Last("trace");
+  options.dump_logits = flags.Last("dump-logits");
   return options;
 }
 
@@ -183,13 +195,13 @@ class ConsoleOutput : public GenerationObserver {
     if (streaming()) Print("\n");
   }
 
-  EngineStatus WriteLogits(const std::string& path) const {
+  Status WriteLogits(const std::string& path) const {
     std::ofstream out(path, std::ios::binary);
     for (const std::vector<float>& logits : logits_) {
       out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
     }
     out.close();
-    if (!out) return EngineError{"--dump-logits: cannot write '" + path + "'"};
+    if (!out) return Error::Io("--dump-logits: cannot write '" + path + "'");
     return {};
   }
 
@@ -260,14 +272,14 @@ std::vector<PipelinePart> PipelineParts(const ModelConfig& config, const ShardPl
   return parts;
 }
 
-EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
+Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
   if (options.shards) {
     ShardJob job;
     job.rank = rank;
     job.world_size = world_size;
     job.tp = 1;
     auto opened = OpenRankShard(options.model, job);
-    if (!opened) return EngineError{"--shards: " + opened.error().message};
+    if (!opened) return opened.error().Prefixed("--shards: ");
     const ShardPlan& plan = opened->manifest.plan;
     std::vector<PipelinePart> parts = PipelineParts(opened->checkpoint->config(), plan);
     RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts)};
@@ -279,14 +291,14 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
       head_job.rank = head_rank;
       head_job.verify_checksum = false;
       auto head = OpenRankShard(options.model, head_job);
-      if (!head) return EngineError{"--shards: the classifier rows in rank " + std::to_string(head_rank) +
-                                    "'s shard: " + head.error().message};
+      if (!head) return head.error().Prefixed("--shards: the classifier rows in rank " + std::to_string(head_rank) +
+                                      "'s shard: ");
       model.classifier_source = std::move(head->checkpoint);
     }
     return model;
   }
   auto checkpoint = Checkpoint::Open(options.model);
-  if (!checkpoint) return EngineError{"--model: " + checkpoint.error().message};
+  if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
   // Without --layers, stages are balanced by compute (a world larger than the
   // layer count is left to MakeShardPlan to report).
   std::optional<std::vector<int64_t>> layers_per_stage = options.layers_per_stage;
@@ -295,7 +307,7 @@ EngineResult<RankModel> OpenRankModel(const InferOptions& options, int rank, int
     layers_per_stage = ComputeBalancedLayersPerStage(config, world_size);
   }
   auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
-  if (!plan) return EngineError{"world size " + std::to_string(world_size) + ": " + plan.error().message};
+  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
   return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], PipelineParts(config, *plan)};
 }
 
@@ -309,8 +321,8 @@ struct PreparedRank {
   std::vector<PipelinePart> parts;  // every rank's, by rank
 };
 
-EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
-  EngineResult<RankModel> model = OpenRankModel(options, rank, world_size);
+Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
+  Result<RankModel> model = OpenRankModel(options, rank, world_size);
   if (!model) return model.error();
   PreparedRank prepared;
   prepared.config = model->checkpoint->config();
@@ -324,16 +336,16 @@ EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int wo
   }
   prepared.prompts = options.id_prompts;
   if (!options.text_prompts.empty() && prepared.tokenizer->vocab_size() > config.vocab_size) {
-    return EngineError{"the tokenizer has " + std::to_string(prepared.tokenizer->vocab_size()) +
+    return Error::InvalidArgument("the tokenizer has " + std::to_string(prepared.tokenizer->vocab_size()) +
                        " tokens, more than the model's vocabulary of " + std::to_string(config.vocab_size) +
-                       "; use --prompt-ids or a matching --tokenizer"};
+                       "; use --prompt-ids or a matching --tokenizer");
   }
   for (const std::string& text : options.text_prompts) {
     std::vector<int32_t>& prompt = prepared.prompts.emplace_back(1, kBosId);
     const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
-  if (EngineStatus valid = ValidatePrompts(prepared.prompts, config); !valid) return valid.error();
+  if (Status valid = ValidatePrompts(prepared.prompts, config); !valid) return valid.error();
 
   const Checkpoint& classifier_source =
       model->classifier_source ? *model->classifier_source : *model->checkpoint;
@@ -345,7 +357,7 @@ EngineResult<PreparedRank> Prepare(const InferOptions& options, int rank, int wo
   return prepared;
 }
 
-EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
+Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
   const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.config, std::move(prepared.weights), slots, pool);
@@ -362,13 +374,13 @@ EngineStatus Run(const InferOptions& options, PreparedRank& prepared, ProcessGro
   output->Finish(*report);
   PrintStats(*report, prepared.parts);
   if (options.dump_logits) {
-    if (EngineStatus written = output->WriteLogits(*options.dump_logits); !written) return written;
+    if (Status written = output->WriteLogits(*options.dump_logits); !written) return written;
   }
   if (options.trace) {
     std::ofstream trace(*options.trace);
     trace << ChromeTraceJson(report->timelines);
     trace.close();
-    if (!trace) return EngineError{"--trace: cannot write '" + *options.trace + "'"};
+    if (!trace) return Error::Io("--trace: cannot write '" + *options.trace + "'");
   }
   return {};
 }
@@ -380,20 +392,25 @@ int main(int argc, char** argv) {
   using namespace inferno;
   FLAGS_logtostderr = true;  // warnings to stderr as before, no log files
   google::InitGoogleLogging(argv[0]);
+  Result<CommandLine> flags = CommandLine::Parse(argc, argv, kSpec);
+  if (flags && flags->help_requested()) {
+    std::fputs(Usage(kSpec).c_str(), stdout);
+    return 0;
+  }
   Result<RendezvousConfig> where = ReadRendezvousConfig(std::getenv);
   if (!where) {
     std::fprintf(stderr, "infer: %s\n", where.error().ToString().c_str());
     return 2;
   }
   const int rank = where->rank;
-  EngineResult<InferOptions> options = ParseOptions(argc, argv);
+  Result<InferOptions> options = flags ? ParseOptions(*flags) : Result<InferOptions>(flags.error());
   if (!options) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", rank, options.error().message.c_str());
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, options.error().ToString().c_str());
     return 2;
   }
-  EngineResult<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
+  Result<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
   if (!prepared) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", rank, prepared.error().message.c_str());
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, prepared.error().ToString().c_str());
     return 1;
   }
   Result<ProcessGroup> group = Join(*where);
@@ -401,11 +418,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank, group.error().ToString().c_str());
     return 1;
   }
-  if (EngineStatus status = Run(*options, *prepared, *group); !status) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().message.c_str());
+  if (Status status = Run(*options, *prepared, *group); !status) {
+    std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().ToString().c_str());
     // The other ranks fail at once with this reason rather than time out one
     // after the other, each naming the neighbour it waited for.
-    group->transport()->Abort(status.error().message);
+    group->transport()->Abort(status.error().ToString());
     return 1;
   }
   return 0;

@@ -1,23 +1,20 @@
 // launch: starts the ranks of a job on this node and supervises them.
-// See LaunchUsage() in tools/launch_options.cc, or run `launch --help`.
+// See LaunchCommandSpec() in tools/launch_options.cc, or run `launch --help`.
 #include <cstdio>
 
 #include "tools/launch_options.h"
 #include "tools/launcher.h"
 
 int main(int argc, char** argv) {
-  auto options = inferno::ParseLaunchOptions(argc, argv);
+  const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, inferno::LaunchCommandSpec());
+  auto options = inferno::ParseLaunchOptions(flags);
   if (!options) {
-    std::fprintf(stderr, "launch: %s\n", options.error().c_str());
+    std::fprintf(stderr, "launch: %s\n", options.error().message.c_str());
     return 2;
-  }
-  if (options->show_help) {
-    std::fputs(inferno::LaunchUsage(), stdout);
-    return 0;
   }
   auto status = inferno::RunRanks(*options);
   if (!status) {
-    std::fprintf(stderr, "launch: %s\n", status.error().c_str());
+    std::fprintf(stderr, "launch: %s\n", status.error().ToString().c_str());
     return 1;
   }
   return *status;

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/expected.h"
+#include "base/command_line.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -38,18 +39,17 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).
   std::vector<std::string> command;
-  // --help was given: print LaunchUsage() and run nothing.
-  bool show_help = false;
 
   int world_size() const { return nnodes * ranks_per_node; }
 };
 
-// Usage text, several lines, ending in a newline.
-const char* LaunchUsage();
+// What launch accepts: its --help and the syntax ParseCommandLineOrExit checks.
+const CommandSpec& LaunchCommandSpec();
 
-// Parses argv[1..argc). Errors are one line naming the flag and the offending
-// value, e.g. "-n: expected an integer in [1, 4096], got 'abc'". With --help the
-// result has show_help set and nothing else checked.
-Expected<LaunchOptions, std::string> ParseLaunchOptions(int argc, const char* const* argv);
+// Checks the values of `flags` (parsed with LaunchCommandSpec()): ranges, a
+// command to run, and the flags a multi-node job needs. Errors are
+// InvalidArgument, one line naming the flag and the offending value, e.g.
+// "-n: expected an integer in [1, 4096], got 'abc'".
+Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags);
 
 }  // namespace inferno

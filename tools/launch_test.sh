@@ -195,7 +195,7 @@ status=$?
 "$LAUNCH" -n 1 --master-addr 192.0.2.1 -- true 2>"$WORK/addr.err"
 status=$?
 [ "$status" -eq 1 ] || fail "foreign --master-addr: exited $status, want 1"
-grep -q "^launch: --master-addr: cannot bind 192.0.2.1:0" "$WORK/addr.err" ||
+grep -q "^launch: Io: --master-addr: cannot bind 192.0.2.1:0" "$WORK/addr.err" ||
   fail "foreign --master-addr message: '$(cat "$WORK/addr.err")'"
 
 # --- --secure -------------------------------------------------------------------
@@ -218,10 +218,10 @@ INFERNO_JOB_SECRET=$GIVEN timeout 20 "$LAUNCH" -n 1 --secure -- "$SECRET_DUMP"
 INFERNO_JOB_SECRET=tooshort "$LAUNCH" -n 1 --secure -- true 2>"$WORK/secret.err"
 status=$?
 [ "$status" -eq 1 ] || fail "malformed secret: exited $status, want 1"
-[ "$(cat "$WORK/secret.err")" = "launch: INFERNO_JOB_SECRET: expected 64 hex digits (32 bytes), got 8 characters" ] ||
+[ "$(cat "$WORK/secret.err")" = "launch: InvalidArgument: INFERNO_JOB_SECRET: expected 64 hex digits (32 bytes), got 8 characters" ] ||
   fail "malformed secret message: '$(cat "$WORK/secret.err")'"
 (unset INFERNO_JOB_SECRET; "$LAUNCH" -n 1 --nnodes 2 --master-port 1 --secure -- true 2>"$WORK/nodes.err")
-grep -q "^launch: --secure: a job of 2 nodes needs the same INFERNO_JOB_SECRET" "$WORK/nodes.err" ||
+grep -q "^launch: InvalidArgument: --secure: a job of 2 nodes needs the same INFERNO_JOB_SECRET" "$WORK/nodes.err" ||
   fail "multi-node --secure without a secret: '$(cat "$WORK/nodes.err")'"
 
 rm -rf "$WORK"

@@ -43,13 +43,13 @@ std::string ErrnoText() { return std::strerror(errno); }
 
 // Binds a TCP socket to addr:port (port 0: one the kernel chooses), closes it
 // and returns the port it had.
-Expected<int, std::string> BindAndRelease(const std::string& addr, int port) {
+Result<int> BindAndRelease(const std::string& addr, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (const int rc = getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    return MakeUnexpected("--master-addr: cannot resolve '" + addr + "': " + gai_strerror(rc));
+    return Error::InvalidArgument("--master-addr: cannot resolve '" + addr + "': " + gai_strerror(rc));
   }
   std::string last_error = "no usable address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
@@ -71,7 +71,7 @@ Expected<int, std::string> BindAndRelease(const std::string& addr, int port) {
     close(fd);
   }
   freeaddrinfo(found);
-  return MakeUnexpected("--master-addr: cannot bind " + addr + ":" + std::to_string(port) + " (" + last_error +
+  return Error::Io("--master-addr: cannot bind " + addr + ":" + std::to_string(port) + " (" + last_error +
                         "); is it an address of this host?");
 }
 
@@ -91,7 +91,7 @@ int EphemeralPortsBegin() {
 // no port-0 bind or outgoing connection of another process lands; the
 // kernel's choice (from the ephemeral range) is the fallback. The kernel's
 // choice is made first, so that a bad address fails at once.
-Expected<int, std::string> FindFreePort(const std::string& addr) {
+Result<int> FindFreePort(const std::string& addr) {
   constexpr int kLowestCandidate = 20000;
   constexpr int kCandidates = 32;
   auto kernel_choice = BindAndRelease(addr, 0);
@@ -185,18 +185,18 @@ class Supervisor {
  public:
   explicit Supervisor(const LaunchOptions& options) : options_(options) {}
 
-  Expected<int, std::string> Run() {
+  Result<int> Run() {
     if (options_.master_port == 0) {
       auto port = FindFreePort(options_.master_addr);
-      if (!port) return MakeUnexpected(port.error());
+      if (!port) return port.error();
       master_port_ = *port;
     } else {
       master_port_ = options_.master_port;
     }
     if (options_.secure) {
-      if (auto secret = ChooseJobSecret(); !secret) return MakeUnexpected(secret.error());
+      if (auto secret = ChooseJobSecret(); !secret) return secret.error();
     }
-    if (auto fd = TakeSignals(); !fd) return MakeUnexpected(fd.error());
+    if (auto fd = TakeSignals(); !fd) return fd.error();
     // Descendants that ranks orphan are re-parented to us, so they stay in
     // reach (and their exit is reaped) while the job runs.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -205,7 +205,7 @@ class Supervisor {
       if (auto started = Start(local); !started) {
         Stop(SIGKILL);
         while (AnyRunning()) Reap(/*block=*/true);
-        return MakeUnexpected(started.error());
+        return started.error();
       }
     }
     if (options_.timeout.count() > 0) job_deadline_ = Clock::now() + options_.timeout;
@@ -216,52 +216,52 @@ class Supervisor {
  private:
   // With --secure, sets job_secret_: launch's own INFERNO_JOB_SECRET if set
   // (checked), else a fresh one, which only a single-node job may use.
-  Expected<void, std::string> ChooseJobSecret() {
+  Status ChooseJobSecret() {
     if (const char* inherited = std::getenv(kJobSecretVariable)) {
       if (Result<JobSecret> parsed = ParseJobSecret(inherited); !parsed) {
-        return MakeUnexpected(parsed.error().message);
+        return parsed.error();
       }
       job_secret_ = inherited;
       return {};
     }
     if (options_.nnodes > 1) {
-      return MakeUnexpected(std::string("--secure: a job of ") + std::to_string(options_.nnodes) +
+      return Error::InvalidArgument(std::string("--secure: a job of ") + std::to_string(options_.nnodes) +
                             " nodes needs the same " + kJobSecretVariable +
                             " exported on every node (make one with job_key)");
     }
     Result<std::string> fresh = NewJobSecretText();
-    if (!fresh) return MakeUnexpected(fresh.error().message);
+    if (!fresh) return fresh.error();
     job_secret_ = *fresh;
     return {};
   }
 
-  Expected<void, std::string> TakeSignals() {
+  Status TakeSignals() {
     sigset_t handled;
     sigemptyset(&handled);
     for (const int signal : kHandledSignals) sigaddset(&handled, signal);
     if (sigprocmask(SIG_BLOCK, &handled, &original_mask_) != 0) {
-      return MakeUnexpected("sigprocmask: " + ErrnoText());
+      return Error::Io("sigprocmask: " + ErrnoText());
     }
     signal_fd_ = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (signal_fd_ < 0) return MakeUnexpected("signalfd: " + ErrnoText());
+    if (signal_fd_ < 0) return Error::Io("signalfd: " + ErrnoText());
     // A closed stdout must not kill the launcher and orphan the job.
     std::signal(SIGPIPE, SIG_IGN);
     return {};
   }
 
-  Expected<void, std::string> Start(int local_rank) {
+  Status Start(int local_rank) {
     RankProcess& process = ranks_[local_rank];
     process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
     int out_pipe[2] = {-1, -1};
     int err_pipe[2] = {-1, -1};
     if (options_.tag_output &&
         (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
-      return MakeUnexpected("rank " + std::to_string(process.rank) + ": pipe: " + ErrnoText());
+      return Error::Io("rank " + std::to_string(process.rank) + ": pipe: " + ErrnoText());
     }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
-      return MakeUnexpected("rank " + std::to_string(process.rank) + ": fork: " + ErrnoText());
+      return Error::Io("rank " + std::to_string(process.rank) + ": fork: " + ErrnoText());
     }
     if (pid == 0) ExecRank(process.rank, local_rank, parent, out_pipe[1], err_pipe[1]);
     setpgid(pid, pid);  // also done by the child; whichever runs first wins
@@ -475,7 +475,7 @@ class Supervisor {
 
 }  // namespace
 
-Expected<int, std::string> RunRanks(const LaunchOptions& options) {
+Result<int> RunRanks(const LaunchOptions& options) {
   return Supervisor(options).Run();
 }
 

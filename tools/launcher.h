@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "distributed/expected.h"
+#include "base/error.h"
 #include "tools/launch_options.h"
 
 namespace inferno {
@@ -34,6 +34,6 @@ namespace inferno {
 // Returns an error (one line) if the job could not be started, e.g. no free
 // port at options.master_addr, fork failed, or --secure without a usable
 // secret; ranks already started are stopped.
-Expected<int, std::string> RunRanks(const LaunchOptions& options);
+Result<int> RunRanks(const LaunchOptions& options);
 
 }  // namespace inferno

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "engine/command_line.h"
+#include "base/command_line.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/shard_plan.h"
 #include "loader/shard_writer.h"
@@ -20,45 +20,57 @@
 namespace inferno {
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "shard: %s\n", message.c_str());
+int Fail(const Error& error) {
+  std::fprintf(stderr, "shard: %s\n", error.ToString().c_str());
   return 1;
 }
 
+const CommandSpec kSpec{
+    "shard",
+    "--model PATH --pp N [--tp M] [--layers a,b,...] --out DIR",
+    "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor-) parallel job,\n"
+    "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
+    "folder, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips them.",
+    {{"model", "PATH", "the checkpoint to split (required)"},
+     {"pp", "N", "pipeline stages (required)"},
+     {"tp", "M", "tensor-parallel ranks per stage (default 1)"},
+     {"layers", "a,b,...", "layers per stage (default: balanced)"},
+     {"out", "DIR", "the shard folder to write (required)"}}};
+
 int Run(int argc, char** argv) {
-  EngineResult<CommandLine> flags = CommandLine::Parse(argc, argv, {"model", "pp", "tp", "layers", "out"});
-  if (!flags) return Fail(flags.error().message);
-  const std::optional<std::string> model = flags->Last("model");
-  const std::optional<std::string> out = flags->Last("out");
-  if (!model || !out || !flags->Has("pp")) {
-    return Fail("usage: shard --model PATH --pp N [--tp M] [--layers a,b,...] --out DIR");
+  const CommandLine flags = ParseCommandLineOrExit(argc, argv, kSpec);
+  const std::optional<std::string> model = flags.Last("model");
+  const std::optional<std::string> out = flags.Last("out");
+  if (!model || !out || !flags.Has("pp")) {
+    std::fprintf(stderr, "shard: --model, --pp and --out are required (see shard --help)\n");
+    return 2;
   }
-  EngineResult<int64_t> pp = flags->Int("pp", 1, 1, 1 << 16);
-  if (!pp) return Fail(pp.error().message);
-  EngineResult<int64_t> tp = flags->Int("tp", 1, 1, 1 << 16);
-  if (!tp) return Fail(tp.error().message);
+  Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
+  if (!pp) return Fail(pp.error());
+  Result<int64_t> tp = flags.Int("tp", 1, 1, 1 << 16);
+  if (!tp) return Fail(tp.error());
   std::optional<std::vector<int64_t>> layers;
-  if (std::optional<std::string> text = flags->Last("layers")) {
-    EngineResult<std::vector<int64_t>> parsed = ParseIntList(*text, "--layers");
-    if (!parsed) return Fail(parsed.error().message);
+  if (std::optional<std::string> text = flags.Last("layers")) {
+    Result<std::vector<int64_t>> parsed = ParseIntList(*text, "--layers");
+    if (!parsed) return Fail(parsed.error());
     layers = *parsed;
   }
 
-  LoadResult<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
-  if (!checkpoint) return Fail(checkpoint.error().message);
-  LoadResult<ShardPlan> plan = MakeShardPlan(**checkpoint, static_cast<int>(*pp), static_cast<int>(*tp), layers);
-  if (!plan) return Fail(plan.error().message);
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
+  if (!checkpoint) return Fail(checkpoint.error());
+  Result<ShardPlan> plan = MakeShardPlan(**checkpoint, static_cast<int>(*pp), static_cast<int>(*tp), layers);
+  if (!plan) return Fail(plan.error());
 
   ShardProgressDisplay display(stderr, ::isatty(STDERR_FILENO) == 1);
   uint64_t last_done = 0, last_total = 0;
   const auto start = std::chrono::steady_clock::now();
-  LoadResult<ShardJobReport> report =
+  Result<ShardJobReport> report =
       WriteShards(**checkpoint, *model, *plan, *out, [&](uint64_t done, uint64_t total) {
         last_done = done;
         last_total = total;
         display.Update(done, total);
       });
-  if (!report) return Fail(report.error().message);
+  if (!report) return Fail(report.error());
   if (report->files_written > 0) display.Finish(last_done, last_total);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "shard: %s: %d files written (%llu bytes), %d verified and kept, in %.2f s\n",

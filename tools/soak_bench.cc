@@ -18,7 +18,7 @@
 
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
-#include "engine/command_line.h"
+#include "base/command_line.h"
 
 namespace inferno {
 namespace {
@@ -124,14 +124,17 @@ std::string LargeAllReduce(ProcessGroup& group, long index, std::vector<float>& 
 }
 
 int Run(int argc, char** argv) {
-  EngineResult<CommandLine> flags = CommandLine::Parse(argc, argv, {"small-ops", "large-ops", "large-bytes"});
-  if (!flags) {
-    std::fprintf(stderr, "soak_bench: %s\n", flags.error().message.c_str());
-    return 2;
-  }
-  EngineResult<int64_t> small_ops = flags->Int("small-ops", 100000, 0, 1L << 40);
-  EngineResult<int64_t> large_ops = flags->Int("large-ops", 1000, 0, 1L << 40);
-  EngineResult<int64_t> large_bytes = flags->Int("large-bytes", 16L << 20, 4, 1L << 32);
+  const CommandSpec spec{"soak_bench",
+                         "[--small-ops N] [--large-ops N] [--large-bytes B]",
+                         "Runs many small collectives, then many large all_reduces, printing RSS and timing\n"
+                         "at the start, middle and end of each phase (run under launch; see tools/soak.sh).",
+                         {{"small-ops", "N", "small collectives to run (default 100000)"},
+                          {"large-ops", "N", "large all_reduces to run (default 1000)"},
+                          {"large-bytes", "B", "bytes per large all_reduce (default 16 MiB)"}}};
+  const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
+  Result<int64_t> small_ops = flags.Int("small-ops", 100000, 0, 1L << 40);
+  Result<int64_t> large_ops = flags.Int("large-ops", 1000, 0, 1L << 40);
+  Result<int64_t> large_bytes = flags.Int("large-bytes", 16L << 20, 4, 1L << 32);
   for (const auto* value : {&small_ops, &large_ops, &large_bytes}) {
     if (!*value) {
       std::fprintf(stderr, "soak_bench: %s\n", value->error().message.c_str());

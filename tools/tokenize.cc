@@ -7,26 +7,27 @@
 #include <iostream>
 #include <memory>
 
-#include "engine/command_line.h"
+#include "base/command_line.h"
 #include "engine/tokenizer.h"
 
 int main(int argc, char** argv) {
-  using inferno::CommandLine;
-  auto flags = CommandLine::Parse(argc, argv, {"tokenizer", "text"});
-  if (!flags) {
-    std::cerr << "tokenize: " << flags.error().message << "\n";
-    return 2;
-  }
-  const std::optional<std::string> text = flags->Last("text");
+  const inferno::CommandSpec spec{
+      "tokenize",
+      "[--tokenizer FILE] --text TEXT",
+      "Prints the token ids of TEXT (no BOS), space-separated, as llama2.c's tokenizer encodes it.",
+      {{"tokenizer", "FILE", "a llama2.c tokenizer.bin (default: the toy model's byte-level tokenizer)"},
+       {"text", "TEXT", "the text to encode (required)"}}};
+  const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
+  const std::optional<std::string> text = flags.Last("text");
   if (!text) {
-    std::cerr << "tokenize: --text is required (usage: tokenize [--tokenizer FILE] --text TEXT)\n";
+    std::cerr << "tokenize: --text is required (see tokenize --help)\n";
     return 2;
   }
   std::unique_ptr<inferno::Tokenizer> tokenizer = std::make_unique<inferno::ByteTokenizer>();
-  if (const std::optional<std::string> path = flags->Last("tokenizer")) {
+  if (const std::optional<std::string> path = flags.Last("tokenizer")) {
     auto loaded = inferno::BpeTokenizer::Load(*path);
     if (!loaded) {
-      std::cerr << "tokenize: " << loaded.error().message << "\n";
+      std::cerr << "tokenize: " << loaded.error().ToString() << "\n";
       return 1;
     }
     tokenizer = std::move(*loaded);

@@ -37,10 +37,10 @@ Status InProcessTransport::Send(int peer, const FrameKey& key,
   const std::string where = "send from rank " + std::to_string(rank_) + " to rank " +
                             std::to_string(peer);
   if (peer < 0 || peer >= world_size()) {
-    return CollectiveError::UnknownRank(where, peer, world_size());
+    return Error::UnknownRank(where, peer, world_size());
   }
-  if (world_->closed_[rank_].load()) return CollectiveError::Closed(where);
-  if (world_->closed_[peer].load()) return CollectiveError::PeerLost(where, peer);
+  if (world_->closed_[rank_].load()) return Error::Closed(where);
+  if (world_->closed_[peer].load()) return Error::PeerLost(where, peer);
   Message message{key, Payload(std::vector<std::byte>(payload.begin(), payload.end()))};
   world_->mailboxes_[peer]->Deliver(rank_, std::move(message));
   return {};

@@ -50,7 +50,7 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
     return std::unique_ptr<ZapHandler>(
         new ZapHandler(std::move(socket), std::move(allowed_key), std::move(owner)));
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport(owner + ": cannot start the CURVE authentication handler at " +
+    return Error::Transport(owner + ": cannot start the CURVE authentication handler at " +
                                       kZapEndpoint + ": " + error.what());
   }
 }

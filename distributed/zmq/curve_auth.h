@@ -28,7 +28,7 @@
 
 #include <zmq.hpp>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 #include "distributed/job_secret.h"
 #include "distributed/zmq/curve_keys.h"
 

@@ -40,7 +40,7 @@ Result<std::string> ResolveIpv4(const std::string& address) {
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(address.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return CollectiveError::Transport("rendezvous: rank 0 cannot resolve MASTER_ADDR '" +
+    return Error::Transport("rendezvous: rank 0 cannot resolve MASTER_ADDR '" +
                                       address + "': " + gai_strerror(rc));
   }
   char text[INET_ADDRSTRLEN] = {};
@@ -103,7 +103,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(
     const std::string bound = impl->router.get(zmq::sockopt::last_endpoint);
     impl->port = std::stoi(bound.substr(bound.rfind(':') + 1));
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: rank 0 cannot listen on " + where + ": " +
+    return Error::Transport("rendezvous: rank 0 cannot listen on " + where + ": " +
                                       error.what());
   }
   return std::unique_ptr<RendezvousServer>(new RendezvousServer(std::move(impl)));
@@ -132,10 +132,10 @@ Result<RendezvousServer::Request> RendezvousServer::Receive(Deadline deadline) {
       return Request{client.to_string(), body.to_string()};
     }
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: receive at " + impl_->address + ":" +
+    return Error::Transport("rendezvous: receive at " + impl_->address + ":" +
                                       std::to_string(impl_->port) + ": " + error.what());
   }
-  return CollectiveError::Timeout(
+  return Error::Timeout(
       "rendezvous at " + impl_->address + ":" + std::to_string(impl_->port), -1,
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
 }
@@ -145,7 +145,7 @@ Status RendezvousServer::Reply(const std::string& client, const std::string& bod
     impl_->router.send(zmq::buffer(client), zmq::send_flags::sndmore);
     impl_->router.send(zmq::buffer(body), zmq::send_flags::none);
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: reply from " + impl_->address + ":" +
+    return Error::Transport("rendezvous: reply from " + impl_->address + ":" +
                                       std::to_string(impl_->port) + ": " + error.what());
   }
   return {};
@@ -184,7 +184,7 @@ Status RendezvousClient::Impl::CheckHandshake() {
                 " set on every rank or on none?"
           : std::string("it does not accept this rank's key: is ") + kJobSecretVariable +
                 " the same on every rank?";
-  return CollectiveError::Transport("rendezvous: rank 0 at " + where + " refused this rank: " +
+  return Error::Transport("rendezvous: rank 0 at " + where + " refused this rank: " +
                                     reason);
 }
 
@@ -208,7 +208,7 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(
     impl->handshake_monitor.connect(monitor_endpoint);
     impl->dealer.connect("tcp://" + impl->where);
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: cannot connect to " + impl->where + ": " +
+    return Error::Transport("rendezvous: cannot connect to " + impl->where + ": " +
                                       error.what());
   }
   return std::unique_ptr<RendezvousClient>(new RendezvousClient(std::move(impl)));
@@ -222,7 +222,7 @@ Status RendezvousClient::Send(const std::string& body) {
   try {
     impl_->dealer.send(zmq::buffer(body), zmq::send_flags::none);
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: send to " + impl_->where + ": " +
+    return Error::Transport("rendezvous: send to " + impl_->where + ": " +
                                       error.what());
   }
   return {};
@@ -238,10 +238,10 @@ Result<std::string> RendezvousClient::Receive(Deadline deadline) {
       if (impl_->dealer.recv(body, zmq::recv_flags::dontwait)) return body.to_string();
     }
   } catch (const zmq::error_t& error) {
-    return CollectiveError::Transport("rendezvous: receive from " + impl_->where + ": " +
+    return Error::Transport("rendezvous: receive from " + impl_->where + ": " +
                                       error.what());
   }
-  return CollectiveError::Timeout(
+  return Error::Timeout(
       "rendezvous: waiting for the table from rank 0 at " + impl_->where, 0,
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
 }

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 #include "distributed/job_secret.h"
 #include "distributed/transport.h"
 

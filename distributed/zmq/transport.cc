@@ -60,8 +60,8 @@ constexpr std::chrono::milliseconds kAliveGrace{1000};
 // that a frame's source_rank matches the connection it came on.
 std::string RoutingId(int rank) { return "inferno-rank-" + std::to_string(rank); }
 
-CollectiveError ZmqError(const std::string& what, const zmq::error_t& error) {
-  return CollectiveError::Transport(what + ": " + error.what());
+Error ZmqError(const std::string& what, const zmq::error_t& error) {
+  return Error::Transport(what + ": " + error.what());
 }
 
 // Bytes from the network (a routing id, an abort reason) as text,
@@ -276,12 +276,12 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   Impl& impl = *impl_;
   const int world = impl.options.world_size;
   if (static_cast<int>(peer_endpoints.size()) != world) {
-    return CollectiveError::InvalidArgument(
+    return Error::InvalidArgument(
         "connect: " + std::to_string(peer_endpoints.size()) + " endpoints for a world of " +
         std::to_string(world));
   }
   if (impl.connected.exchange(true)) {
-    return CollectiveError::InvalidArgument("connect: rank " + std::to_string(impl.options.rank) +
+    return Error::InvalidArgument("connect: rank " + std::to_string(impl.options.rank) +
                                             " is already connected");
   }
   impl.job_id = job_id;
@@ -326,11 +326,11 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
                           Deadline deadline) {
   Impl& impl = *impl_;
   if (peer < 0 || peer >= impl.options.world_size) {
-    return CollectiveError::UnknownRank(impl.SendWhere(peer), peer, impl.options.world_size);
+    return Error::UnknownRank(impl.SendWhere(peer), peer, impl.options.world_size);
   }
-  if (impl.stopping.load()) return CollectiveError::Closed(impl.SendWhere(peer));
+  if (impl.stopping.load()) return Error::Closed(impl.SendWhere(peer));
   if (!impl.connected.load()) {
-    return CollectiveError::InvalidArgument(impl.SendWhere(peer) + ": Send before Connect");
+    return Error::InvalidArgument(impl.SendWhere(peer) + ": Send before Connect");
   }
   if (peer == impl.options.rank) {
     impl.mailbox->Deliver(peer, Message{key, Payload(std::vector<std::byte>(payload.begin(),
@@ -338,7 +338,7 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
     return {};
   }
   Impl::Peer& peer_state = *impl.peers[peer];
-  if (peer_state.lost.load()) return CollectiveError::PeerLost(impl.SendWhere(peer), peer);
+  if (peer_state.lost.load()) return Error::PeerLost(impl.SendWhere(peer), peer);
 
   return impl.SendChunks(peer_state, key, payload, deadline, peer);
 }
@@ -347,7 +347,7 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
                                       std::span<const std::byte> payload, Deadline deadline,
                                       int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
-  if (!peer_state.dealer) return CollectiveError::Closed(SendWhere(peer));
+  if (!peer_state.dealer) return Error::Closed(SendWhere(peer));
   FrameHeader header = OwnHeader(key.op, payload.size());
   header.tag = key.tag;
   header.sequence = key.sequence;
@@ -366,10 +366,10 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - Clock::now());
         if (left.count() <= 0) {
-          return CollectiveError::Timeout(SendWhere(peer) + " (send queue full)", peer,
+          return Error::Timeout(SendWhere(peer) + " (send queue full)", peer,
                                           options.timeout);
         }
-        if (peer_state.lost.load()) return CollectiveError::PeerLost(SendWhere(peer), peer);
+        if (peer_state.lost.load()) return Error::PeerLost(SendWhere(peer), peer);
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }
@@ -394,7 +394,7 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
 Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   Impl& impl = *impl_;
   if (!impl.connected.load()) {
-    return CollectiveError::InvalidArgument(impl.RecvWhere(peer) + ": Recv before Connect");
+    return Error::InvalidArgument(impl.RecvWhere(peer) + ": Recv before Connect");
   }
   const Deadline started = Clock::now();
   Result<Message> got = impl.Await(peer, tag, started, deadline);
@@ -416,14 +416,14 @@ Result<Message> ZmqTransport::Impl::ProbeAfterTimeout(int peer, uint32_t tag, De
   Result<Message> got = Await(peer, tag, started, Clock::now() + kPingWait);
   if (got || got.error().kind != ErrorKind::kTimeout) return got;
   if (peer_state.pongs.load() == pongs_before) {
-    CollectiveError timeout = std::move(got).error();
+    Error timeout = std::move(got).error();
     timeout.message += "; rank " + std::to_string(peer) + " did not answer a ping within " +
                        std::to_string(kPingWait.count()) + " ms (stopped, hung or unreachable)";
     return timeout;
   }
   got = Await(peer, tag, started, Clock::now() + kAliveGrace);
   if (got || got.error().kind != ErrorKind::kTimeout) return got;
-  CollectiveError timeout = std::move(got).error();
+  Error timeout = std::move(got).error();
   timeout.message += "; rank " + std::to_string(peer) + " answers pings but sent nothing";
   return timeout;
 }
@@ -455,7 +455,7 @@ Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline start
     mailbox->WakeAll();  // let a waiting thread take over reading
     if (!taken) return std::move(taken).error();
     if (*taken) return std::move(**taken);
-    return CollectiveError::Closed(RecvWhere(peer));
+    return Error::Closed(RecvWhere(peer));
   }
 }
 

@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/collective_error.h"
+#include "base/error.h"
 #include "distributed/job_secret.h"
 #include "distributed/transport.h"
 

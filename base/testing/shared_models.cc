@@ -1,4 +1,4 @@
-#include "engine/shared_models.h"
+#include "base/testing/shared_models.h"
 
 #include <cstdlib>
 #include <filesystem>

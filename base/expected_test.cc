@@ -1,4 +1,4 @@
-#include "distributed/expected.h"
+#include "base/expected.h"
 
 #include <string>
 #include <vector>

@@ -4,7 +4,7 @@
 // Errors that a peer, a file, a flag or the network can cause travel as values
 // of this type; no exception crosses a package boundary.
 //
-//   Expected<std::vector<float>, CollectiveError> r = group.recv_f32(1, 7);
+//   Expected<std::vector<float>, Error> r = group.recv_f32(1, 7);
 //   if (!r) return r.error();
 //   use(*r);
 //
