@@ -29,15 +29,16 @@
 namespace inferno {
 
 template <typename T>
-concept WireScalar = (std::is_integral_v<T> || std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-                     !std::is_same_v<T, bool>;
+concept WireScalar = (std::is_integral_v<T> || std::is_same_v<T, float> ||
+                      std::is_same_v<T, double>)&&!std::is_same_v<T, bool>;
 
 // Stores `value` at out[0, sizeof(T)) in little-endian order.
 // Precondition: out.size() >= sizeof(T).
 template <WireScalar T>
 void StoreLittleEndian(std::span<std::byte> out, T value) {
-  using Bits = std::make_unsigned_t<std::conditional_t<std::is_floating_point_v<T>,
-                                                       std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>, T>>;
+  using Bits =
+      std::make_unsigned_t<std::conditional_t<std::is_floating_point_v<T>,
+                                              std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>, T>>;
   const Bits bits = std::bit_cast<Bits>(value);
   for (size_t i = 0; i < sizeof(T); ++i) out[i] = static_cast<std::byte>(bits >> (8 * i));
 }
@@ -45,8 +46,9 @@ void StoreLittleEndian(std::span<std::byte> out, T value) {
 // Loads a little-endian T from in[0, sizeof(T)). Precondition: in.size() >= sizeof(T).
 template <WireScalar T>
 T LoadLittleEndian(std::span<const std::byte> in) {
-  using Bits = std::make_unsigned_t<std::conditional_t<std::is_floating_point_v<T>,
-                                                       std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>, T>>;
+  using Bits =
+      std::make_unsigned_t<std::conditional_t<std::is_floating_point_v<T>,
+                                              std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>, T>>;
   Bits bits = 0;
   for (size_t i = 0; i < sizeof(T); ++i) bits |= static_cast<Bits>(static_cast<Bits>(in[i]) << (8 * i));
   return std::bit_cast<T>(bits);

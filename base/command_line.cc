@@ -105,7 +105,8 @@ Result<double> CommandLine::Double(const std::string& name, double fallback, dou
   if (!text) return fallback;
   char* end = nullptr;
   const double value = std::strtod(text->c_str(), &end);
-  if (text->empty() || *end != '\0') return Error::InvalidArgument("--" + name + ": '" + *text + "' is not a number");
+  if (text->empty() || *end != '\0')
+    return Error::InvalidArgument("--" + name + ": '" + *text + "' is not a number");
   if (!(value >= min && value <= max)) {
     return Error::InvalidArgument(OutOfRange(name, *text, std::to_string(min), std::to_string(max)));
   }

@@ -51,7 +51,9 @@ std::string Error::ToString() const { return std::string(ErrorKindName(kind)) + 
 
 Error Error::Prefixed(std::string_view prefix) const { return {kind, std::string(prefix) + message}; }
 
-Error Error::InvalidArgument(std::string message) { return {ErrorKind::kInvalidArgument, std::move(message)}; }
+Error Error::InvalidArgument(std::string message) {
+  return {ErrorKind::kInvalidArgument, std::move(message)};
+}
 
 Error Error::NotFound(std::string message) { return {ErrorKind::kNotFound, std::move(message)}; }
 
@@ -91,6 +93,8 @@ Error Error::CollectiveMismatch(const std::string& here, const std::string& peer
 
 Error Error::Transport(std::string reason) { return {ErrorKind::kTransport, std::move(reason)}; }
 
-Error Error::Closed(const std::string& where) { return {ErrorKind::kClosed, where + ": the transport is closed"}; }
+Error Error::Closed(const std::string& where) {
+  return {ErrorKind::kClosed, where + ": the transport is closed"};
+}
 
 }  // namespace inferno

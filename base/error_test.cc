@@ -8,8 +8,7 @@ namespace inferno {
 namespace {
 
 TEST(Error, ToStringStartsWithKindName) {
-  const Error error =
-      Error::Timeout("all_reduce #3", 2, std::chrono::milliseconds(1500));
+  const Error error = Error::Timeout("all_reduce #3", 2, std::chrono::milliseconds(1500));
   EXPECT_EQ(error.kind, ErrorKind::kTimeout);
   EXPECT_EQ(error.ToString(), "Timeout: all_reduce #3: no message from rank 2 after 1500 ms");
 }

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "base/byte_codec.h"
+
 namespace inferno {
 namespace {
 
@@ -11,18 +13,12 @@ constexpr size_t kChecksumOffset = 60;
 
 template <typename T>
 void Put(EncodedFrameHeader& out, size_t offset, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) {
-    out[offset + i] = static_cast<std::byte>(static_cast<uint64_t>(value) >> (8 * i));
-  }
+  StoreLittleEndian<T>(std::span(out).subspan(offset), value);
 }
 
 template <typename T>
 T Get(std::span<const std::byte> in, size_t offset) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) {
-    value |= static_cast<uint64_t>(in[offset + i]) << (8 * i);
-  }
-  return static_cast<T>(value);
+  return LoadLittleEndian<T>(in.subspan(offset));
 }
 
 uint32_t Fnv1a32(std::span<const std::byte> bytes) {
@@ -45,9 +41,7 @@ bool IsKnownOp(uint8_t op) {
          op <= static_cast<uint8_t>(CollectiveOp::kPong);
 }
 
-Error Malformed(const std::string& reason) {
-  return Error::Transport("malformed frame: " + reason);
-}
+Error Malformed(const std::string& reason) { return Error::Transport("malformed frame: " + reason); }
 
 }  // namespace
 
@@ -136,8 +130,7 @@ Result<FrameHeader> DecodeFrameHeader(std::span<const std::byte> bytes, uint64_t
   header.payload_length = Get<uint32_t>(bytes, 56);
 
   if (header.job_id != expected_job_id) {
-    return Malformed("frame of job " + Hex(header.job_id) + ", this is job " +
-                     Hex(expected_job_id));
+    return Malformed("frame of job " + Hex(header.job_id) + ", this is job " + Hex(expected_job_id));
   }
   if (header.source_rank >= static_cast<uint32_t>(world_size)) {
     return Malformed("source rank " + std::to_string(header.source_rank) + " outside world of " +

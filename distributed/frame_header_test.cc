@@ -61,8 +61,7 @@ TEST(FrameHeader, EncodesMagicAsInfrBytes) {
 
 TEST(FrameHeader, RejectsShortHeader) {
   const EncodedFrameHeader bytes = EncodeFrameHeader(SampleHeader());
-  Result<FrameHeader> decoded =
-      DecodeFrameHeader(std::span<const std::byte>(bytes).first(12), kJob, 4);
+  Result<FrameHeader> decoded = DecodeFrameHeader(std::span<const std::byte>(bytes).first(12), kJob, 4);
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(decoded.error().message, "malformed frame: header is 12 bytes, expected 64");
 }
@@ -102,8 +101,7 @@ TEST(FrameHeader, RejectsForeignJob) {
 TEST(FrameHeader, RejectsSourceRankOutsideWorld) {
   FrameHeader header = SampleHeader();
   header.source_rank = 4;
-  EXPECT_EQ(DecodeError(EncodeFrameHeader(header)),
-            "malformed frame: source rank 4 outside world of 4");
+  EXPECT_EQ(DecodeError(EncodeFrameHeader(header)), "malformed frame: source rank 4 outside world of 4");
 }
 
 TEST(FrameHeader, RejectsChunkOutsideMessage) {
@@ -118,8 +116,7 @@ TEST(FrameHeader, RejectsPayloadAboveChunkLimit) {
   header.message_length = 4u << 20;
   header.chunk_offset = 0;
   header.payload_length = kMaxChunkBytes + 1;
-  EXPECT_NE(DecodeError(EncodeFrameHeader(header)).find("exceeds the chunk limit"),
-            std::string::npos);
+  EXPECT_NE(DecodeError(EncodeFrameHeader(header)).find("exceeds the chunk limit"), std::string::npos);
 }
 
 TEST(CollectiveOpName, NamesKnownAndUnknownOps) {

@@ -19,18 +19,17 @@ int HexValue(char c) {
 
 Result<JobSecret> ParseJobSecret(std::string_view text) {
   if (text.size() != 2 * JobSecret::kBytes) {
-    return Error::InvalidArgument(
-        std::string(kJobSecretVariable) + ": expected " + std::to_string(2 * JobSecret::kBytes) +
-        " hex digits (" + std::to_string(JobSecret::kBytes) + " bytes), got " +
-        std::to_string(text.size()) + " characters");
+    return Error::InvalidArgument(std::string(kJobSecretVariable) + ": expected " +
+                                  std::to_string(2 * JobSecret::kBytes) + " hex digits (" +
+                                  std::to_string(JobSecret::kBytes) + " bytes), got " +
+                                  std::to_string(text.size()) + " characters");
   }
   JobSecret secret;
   for (size_t i = 0; i < text.size(); ++i) {
     const int value = HexValue(text[i]);
     if (value < 0) {
-      return Error::InvalidArgument(std::string(kJobSecretVariable) +
-                                              ": character " + std::to_string(i + 1) +
-                                              " is not a hex digit");
+      return Error::InvalidArgument(std::string(kJobSecretVariable) + ": character " + std::to_string(i + 1) +
+                                    " is not a hex digit");
     }
     secret.bytes[i / 2] = static_cast<uint8_t>(secret.bytes[i / 2] << 4 | value);
   }
@@ -45,7 +44,7 @@ Result<std::string> NewJobSecretText() {
   if (random != nullptr) std::fclose(random);
   if (!read) {
     return Error::Transport(std::string("cannot read /dev/urandom for a job secret: ") +
-                                      std::strerror(saved_errno));
+                            std::strerror(saved_errno));
   }
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string text;

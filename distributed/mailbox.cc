@@ -17,8 +17,7 @@ std::string RecvWhat(int source, uint32_t tag) {
 
 }  // namespace
 
-Mailbox::Mailbox(int world_size, std::chrono::milliseconds lost_grace)
-    : lost_grace_(lost_grace) {
+Mailbox::Mailbox(int world_size, std::chrono::milliseconds lost_grace) : lost_grace_(lost_grace) {
   CHECK_GT(world_size, 0);
   sources_.reserve(world_size);
   for (int i = 0; i < world_size; ++i) sources_.push_back(std::make_unique<SourceQueues>());
@@ -110,8 +109,8 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
     if (queues.aborted_by) {
       const auto& [aborter, reason] = *queues.aborted_by;
       return Error::PeerLost(RecvWhat(source, tag) + " (rank " + std::to_string(aborter) +
-                                           " gave up on the job: " + reason + ")",
-                                       aborter);
+                                 " gave up on the job: " + reason + ")",
+                             aborter);
     }
     auto it = queues.by_tag.find(tag);
     if (it != queues.by_tag.end() && !it->second.empty()) {
@@ -124,18 +123,16 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
     Deadline wake = std::min(deadline, wake_by);
     if (queues.lost_at) {
       if (queues.departed) {
-        return Error::PeerLost(RecvWhat(source, tag) + " (rank " +
-                                             std::to_string(source) + " closed its transport)",
-                                         source);
+        return Error::PeerLost(
+            RecvWhat(source, tag) + " (rank " + std::to_string(source) + " closed its transport)", source);
       }
       const Deadline give_up = *queues.lost_at + lost_grace_;
       if (now >= give_up) return Error::PeerLost(RecvWhat(source, tag), source);
       wake = std::min(wake, give_up);
     }
     if (now >= deadline) {
-      return Error::Timeout(
-          RecvWhat(source, tag), source,
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
+      return Error::Timeout(RecvWhat(source, tag), source,
+                            std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
     }
     if (now >= wake_by || queues.wakeups != wakeups) return std::optional<Message>();
     queues.arrived.wait_until(lock, wake);

@@ -56,8 +56,8 @@ class Mailbox {
   // WakeAll, returning nullopt, so that the caller can do other work (such as
   // reading a socket) and call again. `started`: when the caller began
   // waiting, for the Timeout message.
-  Result<std::optional<Message>> TakeUntil(int source, uint32_t tag, Deadline started,
-                                           Deadline deadline, Deadline wake_by);
+  Result<std::optional<Message>> TakeUntil(int source, uint32_t tag, Deadline started, Deadline deadline,
+                                           Deadline wake_by);
 
   // Wakes every TakeUntil waiter.
   void WakeAll();

@@ -12,8 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 
 Message MessageWithTag(uint32_t tag, std::byte first) {
-  return Message{FrameKey{tag, CollectiveOp::kPointToPoint, 0, 1},
-                 Payload(std::vector<std::byte>{first})};
+  return Message{FrameKey{tag, CollectiveOp::kPointToPoint, 0, 1}, Payload(std::vector<std::byte>{first})};
 }
 
 TEST(Mailbox, DeliversInOrderPerSourceAndTag) {
@@ -34,8 +33,7 @@ TEST(Mailbox, TakeTimesOutWhenNothingArrives) {
   Result<Message> taken = mailbox.Take(0, 3, Clock::now() + milliseconds(20));
   ASSERT_FALSE(taken.ok());
   EXPECT_EQ(taken.error().kind, ErrorKind::kTimeout);
-  EXPECT_NE(taken.error().message.find("rank 0 tag 0x00000003"), std::string::npos)
-      << taken.error().message;
+  EXPECT_NE(taken.error().message.find("rank 0 tag 0x00000003"), std::string::npos) << taken.error().message;
 }
 
 TEST(Mailbox, TakeWakesWhenAMessageArrives) {

@@ -9,8 +9,7 @@ namespace inferno {
 namespace {
 
 template <typename Combine>
-void ReduceLoop(float* __restrict dst, const std::byte* __restrict src, size_t n,
-                Combine combine) {
+void ReduceLoop(float* __restrict dst, const std::byte* __restrict src, size_t n, Combine combine) {
   for (size_t i = 0; i < n; ++i) {
     float value;
     std::memcpy(&value, src + i * sizeof(float), sizeof(float));

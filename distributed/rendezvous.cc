@@ -95,7 +95,7 @@ Result<std::string> LocalAddressToward(const std::string& master_addr) {
   const int rc = getaddrinfo(master_addr.c_str(), "9", &hints, &found);
   if (rc != 0 || found == nullptr) {
     return Error::Transport("rendezvous: cannot resolve MASTER_ADDR '" + master_addr +
-                                      "': " + gai_strerror(rc));
+                            "': " + gai_strerror(rc));
   }
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in local{};
@@ -107,7 +107,7 @@ Result<std::string> LocalAddressToward(const std::string& master_addr) {
   freeaddrinfo(found);
   if (!ok) {
     return Error::Transport("rendezvous: no route to MASTER_ADDR '" + master_addr +
-                                      "': " + std::strerror(saved_errno));
+                            "': " + std::strerror(saved_errno));
   }
   char text[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
@@ -119,23 +119,21 @@ Result<int> ParseInt(const char* name, const char* value, int min, int max) {
   errno = 0;
   const long parsed = std::strtol(value, &end, 10);
   if (errno != 0 || end == value || *end != '\0' || parsed < min || parsed > max) {
-    return Error::InvalidArgument(std::string(name) + "='" + value +
-                                            "' is not an integer in [" + std::to_string(min) +
-                                            ", " + std::to_string(max) + "]");
+    return Error::InvalidArgument(std::string(name) + "='" + value + "' is not an integer in [" +
+                                  std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return static_cast<int>(parsed);
 }
 
 Error MissingRanks(const std::string& where, const std::vector<bool>& arrived,
-                             std::chrono::milliseconds waited) {
+                   std::chrono::milliseconds waited) {
   std::string missing;
   for (size_t rank = 0; rank < arrived.size(); ++rank) {
     if (arrived[rank]) continue;
     missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
   }
-  return {ErrorKind::kTimeout, where + ": ranks " + missing + " of " +
-                                   std::to_string(arrived.size()) + " did not arrive within " +
-                                   std::to_string(waited.count()) + " ms"};
+  return {ErrorKind::kTimeout, where + ": ranks " + missing + " of " + std::to_string(arrived.size()) +
+                                   " did not arrive within " + std::to_string(waited.count()) + " ms"};
 }
 
 // Rank 0: collects every rank's endpoints, then sends everyone the table.
@@ -145,8 +143,7 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
       RendezvousServer::Listen(config.master_addr, config.master_port, config.job_secret);
   if (!server) return std::move(server).error();
   if (options.on_master_listening) options.on_master_listening((*server)->port());
-  const std::string where =
-      "rendezvous at " + config.master_addr + ":" + std::to_string((*server)->port());
+  const std::string where = "rendezvous at " + config.master_addr + ":" + std::to_string((*server)->port());
 
   std::vector<RankEndpoints> entries(config.world_size);
   std::vector<bool> arrived(config.world_size, false);
@@ -172,18 +169,15 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
     std::optional<Json> json = ParseJson(request->body);
     std::optional<RankEndpoints> entry = json ? EntryFromJson(*json) : std::nullopt;
     if (!entry) {
-      LOG(WARNING) << where << ": ignored a malformed request of " << request->body.size()
-                   << " bytes";
+      LOG(WARNING) << where << ": ignored a malformed request of " << request->body.size() << " bytes";
       continue;
     }
     std::string refusal;
     if (entry->world_size != config.world_size) {
       refusal = where + ": rank " + std::to_string(entry->rank) + " has WORLD_SIZE " +
-                std::to_string(entry->world_size) + ", rank 0 has " +
-                std::to_string(config.world_size);
+                std::to_string(entry->world_size) + ", rank 0 has " + std::to_string(config.world_size);
     } else if (entry->rank <= 0 || entry->rank >= config.world_size || arrived[entry->rank]) {
-      refusal = where + ": rank " + std::to_string(entry->rank) +
-                " arrived twice or is out of range";
+      refusal = where + ": rank " + std::to_string(entry->rank) + " arrived twice or is out of range";
     }
     if (!refusal.empty()) {
       (void)(*server)->Reply(request->client, Json{{"error", refusal}}.dump());
@@ -215,27 +209,24 @@ Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions&
   if (!sent) return std::move(sent).error();
   // A little longer than rank 0 waits, so that its verdict (the table, or
   // which ranks are missing) reaches this rank before it gives up.
-  Result<std::string> reply =
-      (*client)->Receive(Clock::now() + options.timeout + kVerdictSlack);
+  Result<std::string> reply = (*client)->Receive(Clock::now() + options.timeout + kVerdictSlack);
   if (!reply) return std::move(reply).error();
   std::optional<Json> table = ParseJson(*reply);
   if (!table || !table->is_object()) {
-    return Error::Transport("rendezvous: malformed table from rank 0 at " +
-                                      config.master_addr + ":" +
-                                      std::to_string(config.master_port));
+    return Error::Transport("rendezvous: malformed table from rank 0 at " + config.master_addr + ":" +
+                            std::to_string(config.master_port));
   }
   if (table->contains("error")) {
-    return Error::InvalidArgument("rendezvous: rank 0 refused rank " +
-                                            std::to_string(config.rank) + ": " +
-                                            table->value("error", std::string()));
+    return Error::InvalidArgument("rendezvous: rank 0 refused rank " + std::to_string(config.rank) + ": " +
+                                  table->value("error", std::string()));
   }
   return *table;
 }
 
 }  // namespace
 
-Result<RendezvousConfig> ReadRendezvousConfig(
-    const std::function<const char*(const char*)>& getenv, const RendezvousOptions& options) {
+Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
+                                              const RendezvousOptions& options) {
   RendezvousConfig config;
   config.op_timeout = options.op_timeout;
   const char* const kRankNames[][2] = {{"RANK", "WORLD_SIZE"},
@@ -246,10 +237,8 @@ Result<RendezvousConfig> ReadRendezvousConfig(
     const char* size = getenv(size_name);
     if (rank == nullptr && size == nullptr) continue;
     if (rank == nullptr || size == nullptr) {
-      return Error::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) +
-                                              " is set but " +
-                                              (rank == nullptr ? rank_name : size_name) +
-                                              " is not");
+      return Error::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) + " is set but " +
+                                    (rank == nullptr ? rank_name : size_name) + " is not");
     }
     Result<int> world_size = ParseInt(size_name, size, 1, 1 << 20);
     if (!world_size) return std::move(world_size).error();
@@ -268,7 +257,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(
   }
   if (config.world_size > 1 && (getenv("MASTER_ADDR") == nullptr || port == nullptr)) {
     return Error::InvalidArgument("a world of " + std::to_string(config.world_size) +
-                                            " ranks needs MASTER_ADDR and MASTER_PORT");
+                                  " ranks needs MASTER_ADDR and MASTER_PORT");
   }
   if (const char* timeout = getenv("INFERNO_TIMEOUT_MS")) {
     Result<int> parsed = ParseInt("INFERNO_TIMEOUT_MS", timeout, 1, 1 << 30);
@@ -328,8 +317,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
 
   RendezvousOptions waits = options;
   waits.timeout = config.rendezvous_timeout.value_or(options.timeout);
-  Result<Json> table = config.rank == 0 ? ServeTable(config, waits, mine)
-                                        : FetchTable(config, waits, mine);
+  Result<Json> table = config.rank == 0 ? ServeTable(config, waits, mine) : FetchTable(config, waits, mine);
   if (!table) return std::move(table).error();
 
   std::vector<std::string> endpoints;
@@ -345,18 +333,16 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
         break;
       }
       const bool same_host = entry->host == mine.host && !entry->ipc.empty();
-      endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc
-                                                                       : entry->tcp);
+      endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc : entry->tcp);
     }
   }
   if (!well_formed) {
-    return Error::Transport("rendezvous: malformed table from rank 0 at " +
-                                      config.master_addr + ":" +
-                                      std::to_string(config.master_port));
+    return Error::Transport("rendezvous: malformed table from rank 0 at " + config.master_addr + ":" +
+                            std::to_string(config.master_port));
   }
   if (static_cast<int>(endpoints.size()) != config.world_size) {
     return Error::LengthMismatch("rendezvous table", config.world_size,
-                                           static_cast<int64_t>(endpoints.size()));
+                                 static_cast<int64_t>(endpoints.size()));
   }
   Status connected = (*transport)->Connect(endpoints, job_id);
   if (!connected) return std::move(connected).error();
@@ -365,8 +351,8 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   Status ready = group.barrier();
   if (!ready) {
     Error error = std::move(ready).error();
-    error.message = "rendezvous: rank " + std::to_string(config.rank) +
-                    " could not reach every peer: " + error.message;
+    error.message =
+        "rendezvous: rank " + std::to_string(config.rank) + " could not reach every peer: " + error.message;
     return error;
   }
   return group;

@@ -66,9 +66,8 @@ struct RendezvousConfig {
 // variable and value, but never the secret's): a non-numeric or out-of-range
 // value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed
 // INFERNO_JOB_SECRET (set but empty included).
-Result<RendezvousConfig> ReadRendezvousConfig(
-    const std::function<const char*(const char*)>& getenv,
-    const RendezvousOptions& options = {});
+Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
+                                              const RendezvousOptions& options = {});
 
 // Joins the group described by `config`. Errors: Transport naming addr:port
 // when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses

@@ -49,9 +49,10 @@ TEST(ReadRendezvousConfig, ReadsTorchrunNames) {
 }
 
 TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
-  Result<RendezvousConfig> ompi = ReadRendezvousConfig(
-      FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                       {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+  Result<RendezvousConfig> ompi = ReadRendezvousConfig(FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"},
+                                                                        {"OMPI_COMM_WORLD_SIZE", "3"},
+                                                                        {"MASTER_ADDR", "h"},
+                                                                        {"MASTER_PORT", "1"}}));
   ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
   EXPECT_EQ(ompi->rank, 1);
   EXPECT_EQ(ompi->world_size, 3);
@@ -63,8 +64,7 @@ TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
 }
 
 TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
-  Result<RendezvousConfig> config =
-      ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TIMEOUT_MS", "250"}}));
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TIMEOUT_MS", "250"}}));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
   EXPECT_EQ(config->op_timeout, milliseconds(250));
   EXPECT_FALSE(config->rendezvous_timeout.has_value());
@@ -77,16 +77,16 @@ TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
 }
 
 TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {
-  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
-      {{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+  Result<RendezvousConfig> config = ReadRendezvousConfig(
+      FakeEnvironment({{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().kind, ErrorKind::kInvalidArgument);
   EXPECT_EQ(config.error().message, "RANK='4' is not an integer in [0, 3]");
 }
 
 TEST(ReadRendezvousConfig, NonNumericPortIsInvalid) {
-  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
-      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "http"}}));
+  Result<RendezvousConfig> config = ReadRendezvousConfig(
+      FakeEnvironment({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "http"}}));
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().message, "MASTER_PORT='http' is not an integer in [0, 65535]");
 }
@@ -178,11 +178,10 @@ TEST(Join, RanksAsThreadsFormAGroupOverTcp) {
 TEST(Join, MissingRankIsTimeoutListingIt) {
   RendezvousOptions options;
   options.timeout = milliseconds(500);
-  const auto results = JoinAsThreads(
-      4, options, [](ProcessGroup&) { return std::string("joined"); }, /*absent=*/{2, 3});
+  const auto results =
+      JoinAsThreads(4, options, [](ProcessGroup&) { return std::string("joined"); }, /*absent=*/{2, 3});
   EXPECT_EQ(results[0].rfind("Timeout: rendezvous at 127.0.0.1:", 0), 0u) << results[0];
-  EXPECT_NE(results[0].find("ranks 2, 3 of 4 did not arrive within 500 ms"), std::string::npos)
-      << results[0];
+  EXPECT_NE(results[0].find("ranks 2, 3 of 4 did not arrive within 500 ms"), std::string::npos) << results[0];
   // Rank 1 arrived; rank 0 tells it why the job failed.
   EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
 }
@@ -191,8 +190,7 @@ TEST(Join, RanksHoldingOneSecretFormAGroupOverIpcAndTcp) {
   for (const bool ipc : {true, false}) {
     RendezvousOptions options;
     options.prefer_ipc_on_same_host = ipc;
-    const auto results = JoinAsThreads(3, options, SumOfRanks, {},
-                                       [](int) { return SecretFilledWith(9); });
+    const auto results = JoinAsThreads(3, options, SumOfRanks, {}, [](int) { return SecretFilledWith(9); });
     EXPECT_EQ(results, std::vector<std::string>(3, "ok")) << (ipc ? "ipc" : "tcp");
   }
 }
@@ -205,8 +203,7 @@ TEST_P(JoinWithAStranger, IsRefusedAtOnceAndListedAsMissing) {
   options.timeout = milliseconds(3000);
   const Clock::time_point started = Clock::now();
   const auto results = JoinAsThreads(
-      3, options,
-      [](ProcessGroup&) { return std::string("joined"); }, {},
+      3, options, [](ProcessGroup&) { return std::string("joined"); }, {},
       [](int rank) { return rank == 2 ? GetParam() : SecretFilledWith(9); });
   EXPECT_NE(results[0].find("ranks 2 of 3 did not arrive"), std::string::npos) << results[0];
   EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
@@ -216,8 +213,7 @@ TEST_P(JoinWithAStranger, IsRefusedAtOnceAndListedAsMissing) {
   EXPECT_LT(Clock::now() - started, milliseconds(3000) + milliseconds(4000));
 }
 
-INSTANTIATE_TEST_SUITE_P(Secrets, JoinWithAStranger,
-                         testing::Values(SecretFilledWith(8), std::nullopt),
+INSTANTIATE_TEST_SUITE_P(Secrets, JoinWithAStranger, testing::Values(SecretFilledWith(8), std::nullopt),
                          [](const testing::TestParamInfo<std::optional<JobSecret>>& info) {
                            return info.param ? "AnotherSecret" : "NoSecret";
                          });
@@ -249,8 +245,7 @@ TEST(Join, StrangerRefusedBeforeTheTableArrives) {
   Result<ProcessGroup> group = Join(config, options);
   const auto took = Clock::now() - started;
   ASSERT_FALSE(group.ok());
-  EXPECT_NE(group.error().message.find("refused this rank"), std::string::npos)
-      << group.error().message;
+  EXPECT_NE(group.error().message.find("refused this rank"), std::string::npos) << group.error().message;
   EXPECT_LT(took, milliseconds(5000));
   // Now the real rank 1 arrives and the job proceeds.
   config.job_secret = SecretFilledWith(9);
@@ -261,8 +256,8 @@ TEST(Join, StrangerRefusedBeforeTheTableArrives) {
 }
 
 TEST(ReadRendezvousConfig, ReadsTheJobSecret) {
-  Result<RendezvousConfig> config = ReadRendezvousConfig(
-      FakeEnvironment({{"INFERNO_JOB_SECRET", std::string(64, 'A')}}));
+  Result<RendezvousConfig> config =
+      ReadRendezvousConfig(FakeEnvironment({{"INFERNO_JOB_SECRET", std::string(64, 'A')}}));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
   ASSERT_TRUE(config->job_secret);
   EXPECT_EQ(config->job_secret->bytes, SecretFilledWith(0xAA).bytes);
@@ -271,8 +266,7 @@ TEST(ReadRendezvousConfig, ReadsTheJobSecret) {
 
 TEST(ReadRendezvousConfig, MalformedJobSecretNamesTheVariableNotTheValue) {
   for (const std::string& bad : {std::string(""), std::string("s3cret"), std::string(64, 'z')}) {
-    Result<RendezvousConfig> config =
-        ReadRendezvousConfig(FakeEnvironment({{"INFERNO_JOB_SECRET", bad}}));
+    Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_JOB_SECRET", bad}}));
     ASSERT_FALSE(config.ok()) << "'" << bad << "' was accepted";
     EXPECT_EQ(config.error().kind, ErrorKind::kInvalidArgument);
     EXPECT_EQ(config.error().message.rfind("INFERNO_JOB_SECRET: ", 0), 0u) << config.error().message;
@@ -326,8 +320,7 @@ TEST(Join, RankOfAnotherWorldSizeIsRefused) {
   Result<ProcessGroup> group = Join(config);
   results[1] = group ? "joined" : group.error().ToString();
   master.join();
-  EXPECT_NE(results[0].find("rank 1 has WORLD_SIZE 3, rank 0 has 2"), std::string::npos)
-      << results[0];
+  EXPECT_NE(results[0].find("rank 1 has WORLD_SIZE 3, rank 0 has 2"), std::string::npos) << results[0];
   EXPECT_NE(results[1].find("refused rank 1"), std::string::npos) << results[1];
 }
 

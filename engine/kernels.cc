@@ -76,8 +76,8 @@ float Dot(const float* a, const float* b, int64_t n) {
   return out;
 }
 
-void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n,
-            int64_t rows, int64_t cols, ThreadPool& pool) {
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
+            int64_t cols, ThreadPool& pool) {
   DCHECK_GE(static_cast<int64_t>(out.size()), n * rows);
   DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
   DCHECK_GE(static_cast<int64_t>(w.size()), rows * cols);
@@ -122,8 +122,8 @@ void Softmax(std::span<float> x) {
   for (float& v : x) v /= sum;
 }
 
-void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
-                    int64_t head_dim, float theta) {
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len, int64_t head_dim,
+                    float theta) {
   const int64_t half = head_dim / 2;
   CHECK_GE(static_cast<int64_t>(cos_table.size()), seq_len * half);
   CHECK_GE(static_cast<int64_t>(sin_table.size()), seq_len * half);
@@ -169,7 +169,8 @@ void AttendOneHead(std::span<float> out, std::span<const float> q, const float* 
   DCHECK_GE(static_cast<int64_t>(scores.size()), pos + 1);
   const float sqrt_head_dim = std::sqrt(static_cast<float>(head_dim));
   const int64_t offset = kv_head * head_dim;
-  for (int64_t s = 0; s <= pos; ++s) scores[s] = Dot(q.data(), keys + s * kv_dim + offset, head_dim) / sqrt_head_dim;
+  for (int64_t s = 0; s <= pos; ++s)
+    scores[s] = Dot(q.data(), keys + s * kv_dim + offset, head_dim) / sqrt_head_dim;
   Softmax(scores.first(pos + 1));
   std::fill(out.begin(), out.begin() + head_dim, 0.0f);
   for (int64_t s = 0; s <= pos; ++s) {

@@ -28,8 +28,8 @@ float Dot(const float* a, const float* b, int64_t n);
 // row of `x` passes over them (batched prefill reads the weights once).
 // Precondition: the spans hold at least the sizes given; `out` does not alias
 // `x` or `w`.
-void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n,
-            int64_t rows, int64_t cols, ThreadPool& pool);
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
+            int64_t cols, ThreadPool& pool);
 
 // out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
 void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);
@@ -40,8 +40,8 @@ void Softmax(std::span<float> x);
 // RoPE tables for positions [0, seq_len): cos and sin, each (seq_len,
 // head_dim / 2); pair i of position p turns by p / theta^(2i / head_dim),
 // computed as llama2.c does.
-void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
-                    int64_t head_dim, float theta);
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len, int64_t head_dim,
+                    float theta);
 
 // In place: rotates adjacent pairs (2i, 2i+1) of every head of `x` (n_heads *
 // head_dim) by the angles of one position, `cos`/`sin` being that position's

@@ -44,25 +44,25 @@ TEST(MatMul, MatchesNaiveProduct) {
 TEST(MatMul, BitIdenticalAcrossThreadCountsAndBatching) {
   // Large enough for several cache blocks per thread.
   for (const int64_t cols : {288, 45}) {
-  const int64_t n = 5, rows = 301;
-  std::vector<float> x = RandomVector(n * cols, 5), w = RandomVector(rows * cols, 6);
-  ThreadPool single(1);
-  std::vector<float> reference(n * rows);
-  MatMul(reference, x, w, n, rows, cols, single);
-  for (int threads : {2, 3, 4}) {
-    ThreadPool pool(threads);
-    std::vector<float> out(n * rows);
-    MatMul(out, x, w, n, rows, cols, pool);
-    EXPECT_EQ(out, reference) << threads << " threads";
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    ASSERT_EQ(reference[r], Dot(w.data() + r * cols, x.data(), cols)) << "row " << r;
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    std::vector<float> row(rows);
-    MatMul(row, std::span<const float>(x).subspan(t * cols, cols), w, 1, rows, cols, single);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), reference.begin() + t * rows)) << "batch row " << t;
-  }
+    const int64_t n = 5, rows = 301;
+    std::vector<float> x = RandomVector(n * cols, 5), w = RandomVector(rows * cols, 6);
+    ThreadPool single(1);
+    std::vector<float> reference(n * rows);
+    MatMul(reference, x, w, n, rows, cols, single);
+    for (int threads : {2, 3, 4}) {
+      ThreadPool pool(threads);
+      std::vector<float> out(n * rows);
+      MatMul(out, x, w, n, rows, cols, pool);
+      EXPECT_EQ(out, reference) << threads << " threads";
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(reference[r], Dot(w.data() + r * cols, x.data(), cols)) << "row " << r;
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      std::vector<float> row(rows);
+      MatMul(row, std::span<const float>(x).subspan(t * cols, cols), w, 1, rows, cols, single);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), reference.begin() + t * rows)) << "batch row " << t;
+    }
   }
 }
 
@@ -93,7 +93,8 @@ TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
   FillRopeTables(cos_table, sin_table, seq_len, head_dim, 10000.0f);
   const std::vector<float> original = RandomVector(2 * head_dim, 8);
   std::vector<float> x = original;
-  ApplyRope(x, head_dim, std::span<const float>(cos_table).first(4), std::span<const float>(sin_table).first(4));
+  ApplyRope(x, head_dim, std::span<const float>(cos_table).first(4),
+            std::span<const float>(sin_table).first(4));
   EXPECT_EQ(x, original);
   ApplyRope(x, head_dim, std::span<const float>(cos_table).subspan(12, 4),
             std::span<const float>(sin_table).subspan(12, 4));
@@ -102,7 +103,8 @@ TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
     EXPECT_NEAR(std::hypot(x[i], x[i + 1]), std::hypot(original[i], original[i + 1]), 1e-5);
   }
   // Pair 0 turns by exactly the position (frequency 1).
-  EXPECT_NEAR(std::atan2(x[1], x[0]) - std::atan2(original[1], original[0]), std::remainder(3.0, 2 * M_PI), 1e-4);
+  EXPECT_NEAR(std::atan2(x[1], x[0]) - std::atan2(original[1], original[0]), std::remainder(3.0, 2 * M_PI),
+              1e-4);
 }
 
 TEST(SwiGlu, IsSiluOfGateTimesUp) {

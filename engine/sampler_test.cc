@@ -21,9 +21,7 @@ std::vector<int32_t> Draw(const SamplingOptions& options, const std::vector<floa
 
 const std::vector<float> kLogits = {0.1f, 2.0f, 1.5f, -1.0f, 2.0f, 0.5f};
 
-TEST(Sampler, GreedyPicksFirstMaximum) {
-  EXPECT_EQ(Draw({}, kLogits, 3), (std::vector<int32_t>{1, 1, 1}));
-}
+TEST(Sampler, GreedyPicksFirstMaximum) { EXPECT_EQ(Draw({}, kLogits, 3), (std::vector<int32_t>{1, 1, 1})); }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
   SamplingOptions options{.temperature = 1.0f, .seed = 7};

@@ -11,7 +11,7 @@ namespace {
 
 // Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed.
 Status ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
-                      int64_t offset, int64_t count) {
+                int64_t offset, int64_t count) {
   if (offset + count > static_cast<int64_t>(out.size())) out.resize(offset + count);
   Status status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
   if (!status) return status.error().Prefixed("loading stage weights: ");
@@ -72,17 +72,19 @@ void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int6
 }
 
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
-                                            RowRange classifier_rows, const Checkpoint& classifier_source) {
+                                      RowRange classifier_rows, const Checkpoint& classifier_source) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t vocab = config.vocab_size;
-  CHECK(classifier_rows.begin >= 0 && classifier_rows.begin <= classifier_rows.end && classifier_rows.end <= vocab)
+  CHECK(classifier_rows.begin >= 0 && classifier_rows.begin <= classifier_rows.end &&
+        classifier_rows.end <= vocab)
       << "classifier rows [" << classifier_rows.begin << ", " << classifier_rows.end << ")";
   if (shard.layers.begin < 0 || shard.layers.end > config.num_hidden_layers ||
       shard.layers.begin >= shard.layers.end) {
     return Error::InvalidArgument("rank " + std::to_string(shard.rank) + ": layer range [" +
-                       std::to_string(shard.layers.begin) + ", " + std::to_string(shard.layers.end) +
-                       ") does not fit the model's " + std::to_string(config.num_hidden_layers) + " layers");
+                                  std::to_string(shard.layers.begin) + ", " +
+                                  std::to_string(shard.layers.end) + ") does not fit the model's " +
+                                  std::to_string(config.num_hidden_layers) + " layers");
   }
   StageWeights weights;
   weights.layer_range = shard.layers;
@@ -101,7 +103,8 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
     weights.layers.push_back(std::move(*loaded));
   }
   if (shard.has_head) {
-    if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s) return s.error();
+    if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s)
+      return s.error();
   }
   if (classifier_rows.size() > 0) {
     const std::string name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";

@@ -37,10 +37,10 @@ struct LayerWeights {
 };
 
 struct StageWeights {
-  LayerRange layer_range;     // the model's layers this stage runs
-  bool is_first = false;      // owns the token embedding
-  bool is_last = false;       // owns the final norm
-  RowRange classifier_rows;   // the vocabulary ids whose logits this stage computes; may be empty
+  LayerRange layer_range;    // the model's layers this stage runs
+  bool is_first = false;     // owns the token embedding
+  bool is_last = false;      // owns the final norm
+  RowRange classifier_rows;  // the vocabulary ids whose logits this stage computes; may be empty
 
   std::vector<float> token_embedding;  // (vocab, dim); when is_first
   std::vector<LayerWeights> layers;    // layer_range.size() entries
@@ -58,7 +58,7 @@ struct StageWeights {
 // naming the tensor, when a tensor is missing or does not match the config.
 // Precondition: classifier_rows lies within [0, vocab).
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
-                                            RowRange classifier_rows, const Checkpoint& classifier_source);
+                                      RowRange classifier_rows, const Checkpoint& classifier_source);
 
 // Reorders the rows of a q or k projection (n_heads * head_dim, cols) from
 // Hugging Face RoPE order (row i and i + head_dim/2 of a head form a pair) to

@@ -46,7 +46,8 @@ void ThreadPool::RunChunks(int thread) {
     const Loop& loop = loops_[LoopOf(state) & 1];
     const uint64_t chunk = ChunkOf(state);
     if (static_cast<int64_t>(chunk) >= loop.chunks) return;
-    if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
       continue;  // another thread claimed it, or a new loop began: `state` is reloaded
     }
     const int64_t begin = loop.n * static_cast<int64_t>(chunk) / loop.chunks;

@@ -44,9 +44,12 @@ class ThreadPool {
       fn(int64_t{0}, n, 0);
       return;
     }
-    Run(n, [](void* context, int64_t begin, int64_t end, int thread) {
-      (*static_cast<Fn*>(context))(begin, end, thread);
-    }, &fn);
+    Run(
+        n,
+        [](void* context, int64_t begin, int64_t end, int thread) {
+          (*static_cast<Fn*>(context))(begin, end, thread);
+        },
+        &fn);
   }
 
  private:

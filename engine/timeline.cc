@@ -22,7 +22,8 @@ const char* SpanKindName(SpanKind kind) {
   return "?";
 }
 
-void Timeline::Add(SpanKind kind, Clock::time_point begin, Clock::time_point end, const char* label, int sequence) {
+void Timeline::Add(SpanKind kind, Clock::time_point begin, Clock::time_point end, const char* label,
+                   int sequence) {
   seconds_[static_cast<int>(kind)] += std::chrono::duration<double>(end - begin).count();
   if (!keep_spans_) return;
   using std::chrono::duration_cast;
@@ -55,7 +56,8 @@ std::vector<std::byte> Timeline::Serialize() const {
 
 Result<Timeline> Timeline::Deserialize(std::span<const std::byte> bytes) {
   Timeline timeline(true);
-  const Error malformed = Error::Corruption("timeline: malformed message of " + std::to_string(bytes.size()) + " bytes");
+  const Error malformed =
+      Error::Corruption("timeline: malformed message of " + std::to_string(bytes.size()) + " bytes");
   ByteReader reader(bytes);
   for (double& s : timeline.seconds_) {
     if (!reader.Get(s)) return malformed;
@@ -80,7 +82,8 @@ Result<Timeline> Timeline::Deserialize(std::span<const std::byte> bytes) {
 }
 
 void Timeline::ForEachSpan(const std::function<void(const SpanView&)>& visit) const {
-  for (const Span& span : spans_) visit({span.kind, span.sequence, span.begin_us, span.duration_us, span.label});
+  for (const Span& span : spans_)
+    visit({span.kind, span.sequence, span.begin_us, span.duration_us, span.label});
 }
 
 std::string ChromeTraceJson(const std::vector<Timeline>& ranks) {

@@ -75,7 +75,11 @@ class Timeline {
 class TimedScope {
  public:
   TimedScope(Timeline& timeline, SpanKind kind, const char* label, int sequence)
-      : timeline_(timeline), kind_(kind), label_(label), sequence_(sequence), begin_(Timeline::Clock::now()) {}
+      : timeline_(timeline),
+        kind_(kind),
+        label_(label),
+        sequence_(sequence),
+        begin_(Timeline::Clock::now()) {}
   ~TimedScope() { timeline_.Add(kind_, begin_, Timeline::Clock::now(), label_, sequence_); }
   TimedScope(const TimedScope&) = delete;
   TimedScope& operator=(const TimedScope&) = delete;

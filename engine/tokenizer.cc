@@ -46,8 +46,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path
     return true;
   };
   auto truncated = [&](int32_t token) {
-    return Error::Corruption(path + ": truncated at byte offset " + std::to_string(offset) + " reading token " +
-                       std::to_string(token));
+    return Error::Corruption(path + ": truncated at byte offset " + std::to_string(offset) +
+                             " reading token " + std::to_string(token));
   };
   int32_t max_token_length = 0;
   if (!read(&max_token_length, sizeof max_token_length)) return truncated(0);
@@ -57,9 +57,9 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path
     int32_t length = 0;
     if (!read(&score, sizeof score) || !read(&length, sizeof length)) return truncated(id);
     if (length < 0 || length > max_token_length) {
-      return Error::Corruption(path + ": token " + std::to_string(id) + " at byte offset " + std::to_string(offset - 4) +
-                         " has length " + std::to_string(length) + ", outside [0, " +
-                         std::to_string(max_token_length) + "]");
+      return Error::Corruption(path + ": token " + std::to_string(id) + " at byte offset " +
+                               std::to_string(offset - 4) + " has length " + std::to_string(length) +
+                               ", outside [0, " + std::to_string(max_token_length) + "]");
     }
     // Checked before allocating: a short file must not make us allocate the
     // 2 GiB its length field may claim.
@@ -74,8 +74,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path
   // lacks (as llama2.c does), so those ids must exist.
   if (tokenizer->pieces_.size() < static_cast<size_t>(ByteTokenizer::kVocabSize)) {
     return Error::Corruption(path + ": " + std::to_string(tokenizer->pieces_.size()) +
-                       " tokens, but byte fallback needs at least " + std::to_string(ByteTokenizer::kVocabSize) +
-                       " (3 specials, then one per byte)");
+                             " tokens, but byte fallback needs at least " +
+                             std::to_string(ByteTokenizer::kVocabSize) + " (3 specials, then one per byte)");
   }
   return tokenizer;
 }

@@ -56,12 +56,13 @@ TEST(ByteTokenizer, EncodesBytesAtOffsetThreeAndDecodesBack) {
 
 TEST(BpeTokenizer, MergesHighestScoringPairFirst) {
   // " ab" could merge as " a"+"b" or " "+"ab"; "ab" scores higher.
-  const std::string path = WriteTokenizerFile("merge.bin", {{" ", -1}, {"a", -1}, {"b", -1}, {" a", -5},
-                                                             {"ab", -2}, {" ab", -3}});
+  const std::string path =
+      WriteTokenizerFile("merge.bin", {{" ", -1}, {"a", -1}, {"b", -1}, {" a", -5}, {"ab", -2}, {" ab", -3}});
   auto tokenizer = BpeTokenizer::Load(path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
   EXPECT_EQ((*tokenizer)->Encode("ab"), (std::vector<int32_t>{kFirstExtra + 5}));
-  EXPECT_EQ((*tokenizer)->Encode("ba"), (std::vector<int32_t>{kFirstExtra, kFirstExtra + 2, kFirstExtra + 1}));
+  EXPECT_EQ((*tokenizer)->Encode("ba"),
+            (std::vector<int32_t>{kFirstExtra, kFirstExtra + 2, kFirstExtra + 1}));
   EXPECT_EQ((*tokenizer)->Encode(""), std::vector<int32_t>{});
 }
 
@@ -70,7 +71,8 @@ TEST(BpeTokenizer, FallsBackToBytesForUnknownCodePoints) {
   auto tokenizer = BpeTokenizer::Load(path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
   // "é" is in the vocabulary; "ü" (0xC3 0xBC) is not.
-  EXPECT_EQ((*tokenizer)->Encode("éü"), (std::vector<int32_t>{kFirstExtra, kFirstExtra + 1, 0xC3 + 3, 0xBC + 3}));
+  EXPECT_EQ((*tokenizer)->Encode("éü"),
+            (std::vector<int32_t>{kFirstExtra, kFirstExtra + 1, 0xC3 + 3, 0xBC + 3}));
   EXPECT_EQ((*tokenizer)->Decode(kFirstExtra, 'A' + 3), "A");
   EXPECT_EQ((*tokenizer)->Decode(kBosId, kFirstExtra), "") << "leading space dropped after BOS";
   EXPECT_EQ((*tokenizer)->Decode(7, kFirstExtra), " ");

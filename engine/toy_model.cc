@@ -81,8 +81,10 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
   // The classifier rows of the special ids are zero, so their logits are 0
   // while the best byte's is almost surely positive: greedy decoding of the
   // toy model does not stop at once.
-  std::vector<float>& classifier = tensors.back().name == "lm_head.weight" ? tensors.back().data : tensors.front().data;
-  std::fill(classifier.begin(), classifier.begin() + std::min<int64_t>(kToyModelSpecialIds, config.vocab_size) * dim, 0.0f);
+  std::vector<float>& classifier =
+      tensors.back().name == "lm_head.weight" ? tensors.back().data : tensors.front().data;
+  std::fill(classifier.begin(),
+            classifier.begin() + std::min<int64_t>(kToyModelSpecialIds, config.vocab_size) * dim, 0.0f);
   return tensors;
 }
 

@@ -33,10 +33,6 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_sin.resize(seq_len * head_dim / 2);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, head_dim, config_.rope_theta);
   CHECK_EQ(static_cast<int64_t>(weights_.classifier.size()), weights_.classifier_rows.size() * dim);
-  if (is_last()) {
-    state_.final_normed.resize(dim);
-    if (weights_.classifier_rows.size() == config_.vocab_size) state_.logits.resize(config_.vocab_size);
-  }
 }
 
 int64_t TransformerStage::max_positions_per_call() const {
@@ -73,7 +69,8 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
 
   for (int64_t l = 0; l < weights_.layer_range.size(); ++l) {
     const LayerWeights& layer = weights_.layers[l];
-    const int64_t cache_offset = (static_cast<int64_t>(slot) * weights_.layer_range.size() + l) * seq_len * kv_dim;
+    const int64_t cache_offset =
+        (static_cast<int64_t>(slot) * weights_.layer_range.size() + l) * seq_len * kv_dim;
     float* keys = state_.key_cache.data() + cache_offset;
     float* values = state_.value_cache.data() + cache_offset;
 
@@ -135,13 +132,6 @@ void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<
   CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
   CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
   if (rows > 0) MatMul(logits, normed, weights_.classifier, 1, rows, dim, pool_);
-}
-
-std::span<const float> TransformerStage::Logits(std::span<const float> hidden) {
-  CHECK_EQ(weights_.classifier_rows.size(), config_.vocab_size) << "the stage holds part of the classifier";
-  FinalNorm(hidden, state_.final_normed);
-  ClassifierSlice(state_.final_normed, state_.logits);
-  return state_.logits;
 }
 
 }  // namespace inferno

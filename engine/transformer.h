@@ -31,19 +31,17 @@ namespace inferno {
 // dim = hidden_size, kv_dim = num_key_value_heads * head_dim,
 // hidden = intermediate_size, L = the stage's layer count.
 struct StageState {
-  std::vector<float> key_cache;       // (num_slots, L, seq_len, kv_dim)
-  std::vector<float> value_cache;     // (num_slots, L, seq_len, kv_dim)
-  std::vector<float> normed;          // (max_positions, dim) RMSNorm output
-  std::vector<float> qkv;             // (max_positions, dim + 2 * kv_dim)
-  std::vector<float> attention;       // (max_positions, dim) attention output, all heads
-  std::vector<float> projected;       // (max_positions, dim) output of wo or w_down
-  std::vector<float> gate_up;         // (max_positions, 2 * hidden)
-  std::vector<float> activated;       // (max_positions, hidden) SwiGLU output
-  std::vector<float> scores;          // (threads, seq_len) attention scratch per thread
-  std::vector<float> rope_cos;        // (seq_len, head_dim / 2)
-  std::vector<float> rope_sin;        // (seq_len, head_dim / 2)
-  std::vector<float> final_normed;    // (dim)
-  std::vector<float> logits;          // (vocab) when the stage holds every classifier row
+  std::vector<float> key_cache;    // (num_slots, L, seq_len, kv_dim)
+  std::vector<float> value_cache;  // (num_slots, L, seq_len, kv_dim)
+  std::vector<float> normed;       // (max_positions, dim) RMSNorm output
+  std::vector<float> qkv;          // (max_positions, dim + 2 * kv_dim)
+  std::vector<float> attention;    // (max_positions, dim) attention output, all heads
+  std::vector<float> projected;    // (max_positions, dim) output of wo or w_down
+  std::vector<float> gate_up;      // (max_positions, 2 * hidden)
+  std::vector<float> activated;    // (max_positions, hidden) SwiGLU output
+  std::vector<float> scores;       // (threads, seq_len) attention scratch per thread
+  std::vector<float> rope_cos;     // (seq_len, head_dim / 2)
+  std::vector<float> rope_sin;     // (seq_len, head_dim / 2)
 };
 
 class TransformerStage {
@@ -83,10 +81,6 @@ class TransformerStage {
 
   // The vocabulary ids whose logits ClassifierSlice computes.
   RowRange classifier_rows() const { return weights_.classifier_rows; }
-
-  // Last stage holding every classifier row: the logits (vocab) of one
-  // hidden state (dim). The view stays valid until the next call.
-  std::span<const float> Logits(std::span<const float> hidden);
 
  private:
   ModelConfig config_;

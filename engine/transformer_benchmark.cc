@@ -20,8 +20,14 @@ namespace {
 
 const Checkpoint& Stories15MShapedModel() {
   static const std::unique_ptr<Checkpoint> checkpoint = [] {
-    const std::string folder = (std::filesystem::temp_directory_path() / "inferno_stories15m_shaped").string();
-    ToyModelShape shape{.dim = 288, .layers = 6, .heads = 6, .kv_heads = 6, .vocab = 32000, .seq_len = 256,
+    const std::string folder =
+        (std::filesystem::temp_directory_path() / "inferno_stories15m_shaped").string();
+    ToyModelShape shape{.dim = 288,
+                        .layers = 6,
+                        .heads = 6,
+                        .kv_heads = 6,
+                        .vocab = 32000,
+                        .seq_len = 256,
                         .tie_embeddings = true};
     Status written = WriteToyModel(folder, ToyModelConfig(shape), 1);
     CHECK(written.ok()) << written.error().message;
@@ -54,7 +60,8 @@ void BM_DecodeStep(benchmark::State& state) {
     token = sampler.Sample(logits);
     pos = (pos + 1) % config.max_position_embeddings;
   }
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 

@@ -21,7 +21,8 @@ namespace {
 class ReferenceModel {
  public:
   ReferenceModel(const ModelConfig& config, uint64_t seed) : config_(config) {
-    for (ToyTensor& tensor : MakeToyModelTensors(config, seed)) tensors_[tensor.name] = std::move(tensor.data);
+    for (ToyTensor& tensor : MakeToyModelTensors(config, seed))
+      tensors_[tensor.name] = std::move(tensor.data);
     keys_.assign(config.num_hidden_layers, std::vector<std::vector<double>>());
     values_ = keys_;
   }
@@ -54,7 +55,8 @@ class ReferenceModel {
         for (double v : scores) max = std::max(max, v);
         for (double& v : scores) sum += (v = std::exp(v - max));
         for (int64_t s = 0; s <= pos; ++s) {
-          for (int64_t i = 0; i < hd; ++i) attention[head * hd + i] += scores[s] / sum * values_[l][s][kv_offset + i];
+          for (int64_t i = 0; i < hd; ++i)
+            attention[head * hd + i] += scores[s] / sum * values_[l][s][kv_offset + i];
         }
       }
       std::vector<double> out = Mat(tensors_.at(p + "self_attn.o_proj.weight"), attention, dim);
@@ -75,7 +77,8 @@ class ReferenceModel {
     double mean_square = 0;
     for (double v : x) mean_square += v * v / x.size();
     std::vector<double> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = weight[i] * x[i] / std::sqrt(mean_square + config_.rms_norm_eps);
+    for (size_t i = 0; i < x.size(); ++i)
+      out[i] = weight[i] * x[i] / std::sqrt(mean_square + config_.rms_norm_eps);
     return out;
   }
   static std::vector<double> Mat(const std::vector<float>& w, const std::vector<double>& x, int64_t rows) {
@@ -136,8 +139,8 @@ const std::vector<int32_t> kTokens = {1, 72, 105, 33, 200, 7, 3, 258, 100, 50};
 
 // Runs `tokens` through `stages` in order, `chunk` positions per call, and
 // returns the logits after every call.
-std::vector<std::vector<float>> RunStages(std::vector<TransformerStage*> stages, const std::vector<int32_t>& tokens,
-                                    int64_t chunk) {
+std::vector<std::vector<float>> RunStages(std::vector<TransformerStage*> stages,
+                                          const std::vector<int32_t>& tokens, int64_t chunk) {
   const int64_t dim = stages[0]->config().hidden_size;
   std::vector<std::vector<float>> logits;
   for (size_t pos = 0; pos < tokens.size(); pos += chunk) {
@@ -145,8 +148,12 @@ std::vector<std::vector<float>> RunStages(std::vector<TransformerStage*> stages,
     std::vector<float> x(n * dim);
     stages.front()->Embed(std::span<const int32_t>(tokens).subspan(pos, n), x);
     for (TransformerStage* stage : stages) stage->Forward(0, static_cast<int64_t>(pos), x);
-    std::span<const float> out = stages.back()->Logits(std::span<const float>(x).last(dim));
-    logits.emplace_back(out.begin(), out.end());
+    TransformerStage& last = *stages.back();
+    CHECK_EQ(last.classifier_rows().size(), last.config().vocab_size) << "the last stage holds every row";
+    std::vector<float> normed(dim);
+    last.FinalNorm(std::span<const float>(x).last(dim), normed);
+    logits.emplace_back(last.config().vocab_size);
+    last.ClassifierSlice(normed, logits.back());
   }
   return logits;
 }
@@ -166,13 +173,15 @@ TEST_P(TransformerTest, MatchesDoublePrecisionReferenceInCheckpointLayout) {
   const ModelConfig config = Config();
   auto checkpoint = OpenToyModel(config, GetParam() ? "reference_tied" : "reference");
   ThreadPool pool(1);
-  TransformerStage stage = MakeStage(*checkpoint, Shard(0, config.num_hidden_layers, config.num_hidden_layers), pool);
+  TransformerStage stage =
+      MakeStage(*checkpoint, Shard(0, config.num_hidden_layers, config.num_hidden_layers), pool);
   ReferenceModel reference(config, kSeed);
   const std::vector<std::vector<float>> logits = RunStages({&stage}, kTokens, 1);
   for (size_t t = 0; t < kTokens.size(); ++t) {
     const std::vector<double> expected = reference.Step(kTokens[t]);
     for (int64_t v = 0; v < config.vocab_size; ++v) {
-      ASSERT_NEAR(logits[t][v], expected[v], 1e-3 * (1 + std::abs(expected[v]))) << "position " << t << " id " << v;
+      ASSERT_NEAR(logits[t][v], expected[v], 1e-3 * (1 + std::abs(expected[v])))
+          << "position " << t << " id " << v;
     }
   }
 }

@@ -48,13 +48,14 @@ Result<ShardedIndex> ReadIndex(const fs::path& index_path) {
   ShardedIndex result;
   std::set<std::string> seen;
   for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string()) return Error::Corruption(source + ": tensor '" + name + "': file " + file.dump() + " is not a string");
+    if (!file.is_string())
+      return Error::Corruption(source + ": tensor '" + name + "': file " + file.dump() + " is not a string");
     const std::string relative = file.get<std::string>();
     const fs::path resolved = fs::weakly_canonical(folder / relative, ec);
     const fs::path rel = resolved.lexically_relative(folder);
     if (ec || fs::path(relative).is_absolute() || rel.empty() || *rel.begin() == "..") {
-      return Error::Corruption(source + ": tensor '" + name + "': file '" + relative + "' lies outside the index's folder " +
-                       folder.string());
+      return Error::Corruption(source + ": tensor '" + name + "': file '" + relative +
+                               "' lies outside the index's folder " + folder.string());
     }
     result.file_of[name] = resolved.string();
     if (seen.insert(resolved.string()).second) result.files.push_back(resolved.string());
@@ -78,13 +79,14 @@ Result<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder) {
       const std::string& name = (*checkpoint)->tensors()[i].name;
       auto it = index->file_of.find(name);
       if (it == index->file_of.end() || it->second != (*checkpoint)->FilePathOf(i)) {
-        return Error::Corruption((*checkpoint)->FilePathOf(i) + ": tensor '" + name + "' is not listed for this file in " +
-                         index_path.string());
+        return Error::Corruption((*checkpoint)->FilePathOf(i) + ": tensor '" + name +
+                                 "' is not listed for this file in " + index_path.string());
       }
     }
     for (const auto& [name, file] : index->file_of) {
       if (!(*checkpoint)->IndexOf(name)) {
-        return Error::Corruption(file + ": tensor '" + name + "' listed in " + index_path.string() + " is not in the file");
+        return Error::Corruption(file + ": tensor '" + name + "' listed in " + index_path.string() +
+                                 " is not in the file");
       }
     }
     return checkpoint;

@@ -58,7 +58,7 @@ class Checkpoint {
   // Rows [row_begin, row_end) of a 2-D tensor (or the whole 1-D tensor) into
   // `out`, converted to f32 — for tensor-parallel slices.
   virtual Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
-                                 std::span<float> out) const = 0;
+                             std::span<float> out) const = 0;
 };
 
 }  // namespace inferno

@@ -31,7 +31,8 @@ std::string SafetensorsBytes(const std::vector<TensorSpec>& specs, DType dtype) 
         bytes.append(reinterpret_cast<const char*>(&b), 2);
       } else {  // F16 of k/64, |k| <= 100: exponent rebias, mantissa truncation is exact
         const uint32_t sign = (bits >> 16) & 0x8000u, exp = (bits >> 23) & 0xffu, mant = bits & 0x7fffffu;
-        const uint16_t h = v == 0.0f ? 0 : static_cast<uint16_t>(sign | ((exp - 127 + 15) << 10) | (mant >> 13));
+        const uint16_t h =
+            v == 0.0f ? 0 : static_cast<uint16_t>(sign | ((exp - 127 + 15) << 10) | (mant >> 13));
         bytes.append(reinterpret_cast<const char*>(&h), 2);
       }
     }
@@ -72,7 +73,8 @@ TEST(CheckpointOpen, HalfPrecisionTensorsAreConvertedToF32) {
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     const std::string folder = TestPath(std::string("half_") + std::string(DTypeName(dtype)), true);
     ASSERT_TRUE(WriteBytes(folder + "/config.json", ModelConfigToJson(TestConfig())));
-    ASSERT_TRUE(WriteBytes(folder + "/model.safetensors", SafetensorsBytes(LlamaTensorSpecs(TestConfig()), dtype)));
+    ASSERT_TRUE(
+        WriteBytes(folder + "/model.safetensors", SafetensorsBytes(LlamaTensorSpecs(TestConfig()), dtype)));
     Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
     ASSERT_TRUE(checkpoint) << checkpoint.error().message;
     EXPECT_EQ((*checkpoint)->tensors()[0].dtype, dtype);
@@ -170,7 +172,8 @@ TEST(CheckpointOpen, TruncatedSafetensorsFile) {
   std::filesystem::resize_file(folder + "/model.safetensors",
                                std::filesystem::file_size(folder + "/model.safetensors") - 10);
   const std::string message = ExpectOpenFails(folder);
-  EXPECT_NE(message.find(folder + "/model.safetensors: tensor 'lm_head.weight'"), std::string::npos) << message;
+  EXPECT_NE(message.find(folder + "/model.safetensors: tensor 'lm_head.weight'"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
 }
 

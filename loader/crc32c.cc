@@ -27,7 +27,8 @@ constexpr std::array<uint32_t, 256> MakeTable() {
 constexpr std::array<uint32_t, 256> kTable = MakeTable();
 
 uint32_t UpdatePortable(uint32_t state, const std::byte* data, size_t size) {
-  for (size_t i = 0; i < size; ++i) state = kTable[(state ^ static_cast<uint8_t>(data[i])) & 0xffu] ^ (state >> 8);
+  for (size_t i = 0; i < size; ++i)
+    state = kTable[(state ^ static_cast<uint8_t>(data[i])) & 0xffu] ^ (state >> 8);
   return state;
 }
 
@@ -50,7 +51,9 @@ __attribute__((target("sse4.2"))) uint32_t UpdateSse42(uint32_t state, const std
 }
 #else
 bool CpuHasSse42() { return false; }
-uint32_t UpdateSse42(uint32_t state, const std::byte* data, size_t size) { return UpdatePortable(state, data, size); }
+uint32_t UpdateSse42(uint32_t state, const std::byte* data, size_t size) {
+  return UpdatePortable(state, data, size);
+}
 #endif
 
 }  // namespace

@@ -58,7 +58,8 @@ TEST(Llama2cCheckpoint, TruncatedFile) {
   const uint64_t size = std::filesystem::file_size(path);
   std::filesystem::resize_file(path, size - 4);
   const std::string message = ExpectOpenFails(path);
-  EXPECT_NE(message.find(path + ": truncated: file has " + std::to_string(size - 4) + " bytes"), std::string::npos)
+  EXPECT_NE(message.find(path + ": truncated: file has " + std::to_string(size - 4) + " bytes"),
+            std::string::npos)
       << message;
   EXPECT_NE(message.find("needs " + std::to_string(size)), std::string::npos) << message;
 }

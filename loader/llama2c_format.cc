@@ -6,16 +6,17 @@ namespace inferno {
 
 Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const std::string& source) {
   if (file.size() < kLlama2cHeaderBytes) {
-    return Error::Corruption(source + ": truncated: " + std::to_string(file.size()) + " bytes, shorter than the " +
-                     std::to_string(kLlama2cHeaderBytes) + "-byte llama2.c header");
+    return Error::Corruption(source + ": truncated: " + std::to_string(file.size()) +
+                             " bytes, shorter than the " + std::to_string(kLlama2cHeaderBytes) +
+                             "-byte llama2.c header");
   }
   int32_t header[7];
   std::memcpy(header, file.data(), sizeof(header));
   const char* names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   for (int i = 0; i < 7; ++i) {
     if (header[i] == 0 || (header[i] < 0 && i != 5)) {
-      return Error::Corruption(source + ": llama2.c header field " + names[i] + " = " + std::to_string(header[i]) +
-                       " is not positive");
+      return Error::Corruption(source + ": llama2.c header field " + names[i] + " = " +
+                               std::to_string(header[i]) + " is not positive");
     }
   }
   Llama2cLayout layout;
@@ -46,19 +47,19 @@ Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const st
   const Wide rope_table_elements = static_cast<Wide>(c.max_position_embeddings) * (c.head_dim() / 2);
   const Wide embedding_elements = elements(EmbeddingSpec(c));
   const Wide expected =
-      kLlama2cHeaderBytes +
-      sizeof(float) * (embedding_elements * (c.tie_word_embeddings ? 1 : 2) + layer_elements * c.num_hidden_layers +
-                       elements(FinalNormSpec(c)) + 2 * rope_table_elements);
+      kLlama2cHeaderBytes + sizeof(float) * (embedding_elements * (c.tie_word_embeddings ? 1 : 2) +
+                                             layer_elements * c.num_hidden_layers +
+                                             elements(FinalNormSpec(c)) + 2 * rope_table_elements);
   if (expected != static_cast<Wide>(file.size())) {
     const std::string expected_text = expected > static_cast<Wide>(UINT64_MAX)
                                           ? std::string("more than 2^64")
                                           : std::to_string(static_cast<uint64_t>(expected));
-    return Error::Corruption(source + ": " + (expected > file.size() ? "truncated: " : "trailing bytes: ") + "file has " +
-                     std::to_string(file.size()) + " bytes but the llama2.c header (dim " +
-                     std::to_string(c.hidden_size) + ", hidden_dim " + std::to_string(c.intermediate_size) +
-                     ", n_layers " + std::to_string(c.num_hidden_layers) + ", vocab_size " +
-                     std::to_string(header[5]) + ", seq_len " + std::to_string(c.max_position_embeddings) +
-                     ") needs " + expected_text);
+    return Error::Corruption(
+        source + ": " + (expected > file.size() ? "truncated: " : "trailing bytes: ") + "file has " +
+        std::to_string(file.size()) + " bytes but the llama2.c header (dim " + std::to_string(c.hidden_size) +
+        ", hidden_dim " + std::to_string(c.intermediate_size) + ", n_layers " +
+        std::to_string(c.num_hidden_layers) + ", vocab_size " + std::to_string(header[5]) + ", seq_len " +
+        std::to_string(c.max_position_embeddings) + ") needs " + expected_text);
   }
 
   uint64_t offset = kLlama2cHeaderBytes;
@@ -71,7 +72,8 @@ Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const st
   // The per-layer arrays in file order: (index into kLayerTensorSuffixes,
   // RoPE heads of its rows).
   const std::pair<int, int64_t> per_layer[] = {
-      {0, 0}, {1, c.num_attention_heads}, {2, c.num_key_value_heads}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {8, 0}, {7, 0},
+      {0, 0}, {1, c.num_attention_heads}, {2, c.num_key_value_heads}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {8, 0},
+      {7, 0},
   };
   for (const auto& [suffix, rope_heads] : per_layer) {
     for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {

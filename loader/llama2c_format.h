@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "loader/llama_layout.h"
 #include "base/error.h"
+#include "loader/llama_layout.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -43,8 +43,8 @@ inline constexpr float kLlama2cRopeTheta = 10000.0f;
 // One tensor of a llama2.c file under its Hugging Face name.
 struct Llama2cTensor {
   TensorSpec spec;
-  uint64_t offset = 0;          // byte offset in the file
-  int64_t rope_heads = 0;       // > 0: rows in llama2.c RoPE order with this many heads
+  uint64_t offset = 0;     // byte offset in the file
+  int64_t rope_heads = 0;  // > 0: rows in llama2.c RoPE order with this many heads
 };
 
 struct Llama2cLayout {

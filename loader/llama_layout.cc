@@ -66,18 +66,19 @@ std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config) {
 }
 
 Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
-                                   const std::string& source) {
+                               const std::string& source) {
   std::map<std::string_view, const TensorInfo*> by_name;
   for (const TensorInfo& t : tensors) by_name[t.name] = &t;
   for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
       return Error::NotFound(source + ": tensor '" + spec.name + "' is missing (the config needs shape " +
-                       ShapeToString(spec.shape) + ")");
+                             ShapeToString(spec.shape) + ")");
     }
     if (it->second->shape != spec.shape) {
-      return Error::Corruption(source + ": tensor '" + spec.name + "' has shape " + ShapeToString(it->second->shape) +
-                       " but the config needs " + ShapeToString(spec.shape));
+      return Error::Corruption(source + ": tensor '" + spec.name + "' has shape " +
+                               ShapeToString(it->second->shape) + " but the config needs " +
+                               ShapeToString(spec.shape));
     }
   }
   return {};

@@ -54,6 +54,6 @@ std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
 // its shape (extra tensors are allowed). Fails naming `source`, the tensor
 // and the shapes.
 Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
-                                   const std::string& source);
+                               const std::string& source);
 
 }  // namespace inferno

@@ -37,7 +37,7 @@ TEST(LlamaTensorSpecs, ListsEveryTensorWithGroupedQueryShapes) {
   ASSERT_EQ(specs.size(), 1u + 2 * 9 + 2);
   EXPECT_EQ(specs[0].name, "model.embed_tokens.weight");
   EXPECT_EQ(specs[2].name, "model.layers.0.self_attn.q_proj.weight");
-  EXPECT_EQ(specs[3].shape, (std::vector<int64_t>{8, 16}));  // k_proj: kv_dim = 2 heads x 4
+  EXPECT_EQ(specs[3].shape, (std::vector<int64_t>{8, 16}));   // k_proj: kv_dim = 2 heads x 4
   EXPECT_EQ(specs[9].shape, (std::vector<int64_t>{16, 40}));  // down_proj
   EXPECT_EQ(specs.back().name, "lm_head.weight");
   EXPECT_EQ(LlamaTensorSpecs(Config(true)).size(), specs.size() - 1);
@@ -49,7 +49,8 @@ TEST(CheckTensorsMatchConfig, TensorMissingForTheConfig) {
   Status s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message,
-            "m.safetensors: tensor 'model.layers.0.self_attn.o_proj.weight' is missing (the config needs shape [16, 16])");
+            "m.safetensors: tensor 'model.layers.0.self_attn.o_proj.weight' is missing (the config needs "
+            "shape [16, 16])");
 }
 
 TEST(CheckTensorsMatchConfig, TensorOfWrongShapeForTheConfig) {
@@ -58,7 +59,8 @@ TEST(CheckTensorsMatchConfig, TensorOfWrongShapeForTheConfig) {
   Status s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message,
-            "m.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [16, 16] but the config needs "
+            "m.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [16, 16] but the "
+            "config needs "
             "[8, 16]");
 }
 

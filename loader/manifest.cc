@@ -70,13 +70,14 @@ RankShard RankFromJson(const json& j) {
 
 Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   if (!j.is_object() || j.value("format", "") != kManifestFormat) {
-    return Error::Corruption(source + ": not an inferno shard manifest (no \"format\": \"" + kManifestFormat + "\")");
+    return Error::Corruption(source + ": not an inferno shard manifest (no \"format\": \"" + kManifestFormat +
+                             "\")");
   }
   Manifest m;
   m.format_version = j.at("format_version").get<int>();
   if (m.format_version != kManifestFormatVersion) {
-    return Error::Corruption(source + ": format_version " + std::to_string(m.format_version) + " is not the supported " +
-                     std::to_string(kManifestFormatVersion));
+    return Error::Corruption(source + ": format_version " + std::to_string(m.format_version) +
+                             " is not the supported " + std::to_string(kManifestFormatVersion));
   }
   m.tool_version = j.at("tool_version").get<std::string>();
   m.source = j.at("source").get<std::string>();
@@ -87,35 +88,38 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   m.plan.pp = j.at("world").at("pp").get<int>();
   m.plan.tp = j.at("world").at("tp").get<int>();
   if (m.plan.pp < 1 || m.plan.tp < 1 || m.plan.pp > m.config.num_hidden_layers) {
-    return Error::Corruption(source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) + " is invalid for " +
-                     std::to_string(m.config.num_hidden_layers) + " layers");
+    return Error::Corruption(source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) +
+                             " is invalid for " + std::to_string(m.config.num_hidden_layers) + " layers");
   }
   const json& ranks = j.at("ranks");
   if (!ranks.is_array() || static_cast<int>(ranks.size()) != m.plan.world_size()) {
     return Error::Corruption(source + ": lists " + std::to_string(ranks.size()) + " ranks but the world " +
-                     WorldLayoutText(m.plan.pp, m.plan.tp) + " has " + std::to_string(m.plan.world_size()));
+                             WorldLayoutText(m.plan.pp, m.plan.tp) + " has " +
+                             std::to_string(m.plan.world_size()));
   }
   for (int rank = 0; rank < m.plan.world_size(); ++rank) {
     const json& r = ranks[static_cast<size_t>(rank)];
     RankShard shard = RankFromJson(r);
     if (shard.rank != rank || shard.stage < 0 || shard.stage >= m.plan.pp || shard.tp_index < 0 ||
-        shard.tp_index >= m.plan.tp || ShardPlan::RankOf(shard.stage, shard.tp_index, m.plan.pp, m.plan.tp) != rank) {
-      return Error::Corruption(source + ": entry " + std::to_string(rank) + " (rank " + std::to_string(shard.rank) +
-                       ", stage " + std::to_string(shard.stage) + ", tp_index " + std::to_string(shard.tp_index) +
-                       ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
+        shard.tp_index >= m.plan.tp ||
+        ShardPlan::RankOf(shard.stage, shard.tp_index, m.plan.pp, m.plan.tp) != rank) {
+      return Error::Corruption(source + ": entry " + std::to_string(rank) + " (rank " +
+                               std::to_string(shard.rank) + ", stage " + std::to_string(shard.stage) +
+                               ", tp_index " + std::to_string(shard.tp_index) +
+                               ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
     }
     ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
                    r.at("crc32c").get<std::string>()};
     if (file.file != ShardFileName(rank, m.plan.world_size())) {
-      return Error::Corruption(source + ": rank " + std::to_string(rank) + " file '" + file.file + "' is not the expected " +
-                       ShardFileName(rank, m.plan.world_size()));
+      return Error::Corruption(source + ": rank " + std::to_string(rank) + " file '" + file.file +
+                               "' is not the expected " + ShardFileName(rank, m.plan.world_size()));
     }
     m.plan.ranks.push_back(std::move(shard));
     m.files.push_back(std::move(file));
   }
   if (j.at("plan_sha256").get<std::string>() != PlanDigest(m.plan)) {
     return Error::Corruption(source + ": plan_sha256 " + j.at("plan_sha256").get<std::string>() +
-                     " does not match its plan (edited by hand?)");
+                             " does not match its plan (edited by hand?)");
   }
   return m;
 }
@@ -128,7 +132,9 @@ std::string ShardFileName(int rank, int world_size) {
   return name;
 }
 
-std::string WorldLayoutText(int pp, int tp) { return "pp=" + std::to_string(pp) + " tp=" + std::to_string(tp); }
+std::string WorldLayoutText(int pp, int tp) {
+  return "pp=" + std::to_string(pp) + " tp=" + std::to_string(tp);
+}
 
 std::string PlanDigest(const ShardPlan& plan) {
   const std::string text = PlanToJson(plan).dump();
@@ -151,8 +157,9 @@ Result<std::string> SourceFingerprint(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Error::Io(path + ": cannot stat: " + std::strerror(errno));
-    const std::string entry = path + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
-                              std::to_string(st.st_mtim.tv_nsec) + "\n";
+    const std::string entry = path + "|" + std::to_string(st.st_size) + "|" +
+                              std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
+                              "\n";
     hash.Update(std::as_bytes(std::span(entry.data(), entry.size())));
   }
   return hash.HexDigest();
@@ -164,8 +171,8 @@ Status VerifyShardFile(const std::string& folder, const ShardFile& file) {
   if (!mapped) return mapped.error();
   const std::span<const std::byte> bytes = (*mapped)->bytes();
   if (bytes.size() != file.bytes) {
-    return Error::Corruption(path + ": size " + std::to_string(bytes.size()) + " bytes does not match the manifest's " +
-                     std::to_string(file.bytes));
+    return Error::Corruption(path + ": size " + std::to_string(bytes.size()) +
+                             " bytes does not match the manifest's " + std::to_string(file.bytes));
   }
   constexpr uint64_t kChunk = 64ull << 20;
   Crc32c crc;
@@ -176,7 +183,8 @@ Status VerifyShardFile(const std::string& folder, const ShardFile& file) {
     (*mapped)->Release(begin, end);
   }
   if (crc.HexDigest() != file.crc32c) {
-    return Error::Corruption(path + ": checksum mismatch: crc32c " + crc.HexDigest() + ", the manifest says " + file.crc32c);
+    return Error::Corruption(path + ": checksum mismatch: crc32c " + crc.HexDigest() +
+                             ", the manifest says " + file.crc32c);
   }
   return {};
 }
@@ -198,7 +206,8 @@ std::string ManifestToJson(const Manifest& manifest) {
       {"source", manifest.source},
       {"source_fingerprint", manifest.source_fingerprint},
       {"config", json::parse(ModelConfigToJson(manifest.config))},
-      {"world", {{"pp", manifest.plan.pp}, {"tp", manifest.plan.tp}, {"world_size", manifest.plan.world_size()}}},
+      {"world",
+       {{"pp", manifest.plan.pp}, {"tp", manifest.plan.tp}, {"world_size", manifest.plan.world_size()}}},
       {"plan_sha256", PlanDigest(manifest.plan)},
       {"ranks", ranks},
   };

@@ -28,10 +28,10 @@ inline constexpr int kManifestFormatVersion = 1;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.
-inline constexpr char kShardMetadataFormat[] = "format";         // "pt", as Hugging Face writes
-inline constexpr char kShardMetadataProducer[] = "producer";     // kShardToolVersion
-inline constexpr char kShardMetadataRank[] = "inferno.rank";     // "0"
-inline constexpr char kShardMetadataWorld[] = "inferno.world";   // "pp=3 tp=1"
+inline constexpr char kShardMetadataFormat[] = "format";             // "pt", as Hugging Face writes
+inline constexpr char kShardMetadataProducer[] = "producer";         // kShardToolVersion
+inline constexpr char kShardMetadataRank[] = "inferno.rank";         // "0"
+inline constexpr char kShardMetadataWorld[] = "inferno.world";       // "pp=3 tp=1"
 inline constexpr char kShardMetadataPlan[] = "inferno.plan_sha256";  // PlanDigest(plan)
 inline constexpr char kShardMetadataConfig[] = "inferno.config";     // ModelConfigToJson
 

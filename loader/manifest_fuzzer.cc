@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Result<Manifest> manifest = ParseManifestJson(text, "fuzz/manifest.json");
   if (!manifest) {
     CHECK_EQ(manifest.error().message.find('\n'), std::string::npos) << manifest.error().message;
-    CHECK_NE(manifest.error().message.find("fuzz/manifest.json"), std::string::npos) << manifest.error().message;
+    CHECK_NE(manifest.error().message.find("fuzz/manifest.json"), std::string::npos)
+        << manifest.error().message;
     return 0;
   }
   const std::string json = ManifestToJson(*manifest);

@@ -18,7 +18,8 @@ Manifest TestManifest() {
   m.config = checkpoint->config();
   m.plan = *MakeShardPlan(*checkpoint, 2, 2, std::vector<int64_t>{1, 3});
   for (int rank = 0; rank < 4; ++rank) {
-    m.files.push_back({rank, ShardFileName(rank, 4), 1000u + static_cast<uint64_t>(rank), "ab" + std::to_string(rank)});
+    m.files.push_back(
+        {rank, ShardFileName(rank, 4), 1000u + static_cast<uint64_t>(rank), "ab" + std::to_string(rank)});
   }
   return m;
 }
@@ -52,7 +53,9 @@ TEST(Manifest, RoundTripsThroughJson) {
 
 TEST(Manifest, InvalidJson) { EXPECT_EQ(ParseFails("{"), "out/manifest.json: not valid JSON"); }
 
-TEST(Manifest, NotAShardManifest) { EXPECT_NE(ParseFails("{\"a\": 1}").find("not an inferno shard manifest"), std::string::npos); }
+TEST(Manifest, NotAShardManifest) {
+  EXPECT_NE(ParseFails("{\"a\": 1}").find("not an inferno shard manifest"), std::string::npos);
+}
 
 TEST(Manifest, MissingFieldIsMalformed) {
   std::string text = ManifestToJson(TestManifest());
@@ -71,17 +74,21 @@ TEST(Manifest, HandEditedPlanFailsItsDigest) {
 TEST(Manifest, FileNamePointingElsewhere) {
   Manifest m = TestManifest();
   m.files[1].file = "../rank-00001-of-00004.safetensors";
-  EXPECT_NE(ParseFails(ManifestToJson(m)).find("rank 1 file '../rank-00001-of-00004.safetensors'"), std::string::npos);
+  EXPECT_NE(ParseFails(ManifestToJson(m)).find("rank 1 file '../rank-00001-of-00004.safetensors'"),
+            std::string::npos);
 }
 
 TEST(Manifest, RankCountDifferentFromWorld) {
   Manifest m = TestManifest();
   m.plan.ranks.pop_back();
   m.files.pop_back();
-  EXPECT_NE(ParseFails(ManifestToJson(m)).find("lists 3 ranks but the world pp=2 tp=2 has 4"), std::string::npos);
+  EXPECT_NE(ParseFails(ManifestToJson(m)).find("lists 3 ranks but the world pp=2 tp=2 has 4"),
+            std::string::npos);
 }
 
-TEST(ShardFileName, IsZeroPaddedRankOfWorld) { EXPECT_EQ(ShardFileName(7, 12), "rank-00007-of-00012.safetensors"); }
+TEST(ShardFileName, IsZeroPaddedRankOfWorld) {
+  EXPECT_EQ(ShardFileName(7, 12), "rank-00007-of-00012.safetensors");
+}
 
 }  // namespace
 }  // namespace inferno

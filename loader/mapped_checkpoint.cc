@@ -39,7 +39,8 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles
     for (SafetensorsEntry& entry : header->tensors) {
       auto [it, inserted] = file_of.emplace(entry.info.name, f);
       if (!inserted) {
-        return Error::Corruption(path + ": tensor '" + entry.info.name + "' is also in " + files[it->second]->path());
+        return Error::Corruption(path + ": tensor '" + entry.info.name + "' is also in " +
+                                 files[it->second]->path());
       }
       tensors.push_back({std::move(entry.info), f, entry.begin, 0});
     }
@@ -68,7 +69,9 @@ std::optional<size_t> MappedCheckpoint::IndexOf(const std::string& name) const {
   return it->second;
 }
 
-const std::string& MappedCheckpoint::FilePathOf(size_t index) const { return files_[storage_[index].file]->path(); }
+const std::string& MappedCheckpoint::FilePathOf(size_t index) const {
+  return files_[storage_[index].file]->path();
+}
 
 int64_t MappedCheckpoint::NumRows(size_t index) const {
   const std::vector<int64_t>& shape = storage_[index].info.shape;
@@ -109,20 +112,22 @@ void MappedCheckpoint::Release(size_t index) const {
 }
 
 Status MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, int64_t row_end,
-                                       size_t out_size, size_t* index) const {
+                                   size_t out_size, size_t* index) const {
   std::optional<size_t> found = IndexOf(name);
   if (!found) return Error::NotFound("checkpoint has no tensor '" + name + "'");
   *index = *found;
   const int64_t rows = NumRows(*found);
   if (row_begin < 0 || row_end < row_begin || row_end > rows) {
-    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
-                     std::to_string(row_end) + ") out of its " + std::to_string(rows) + " rows");
+    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': rows [" +
+                                  std::to_string(row_begin) + ", " + std::to_string(row_end) +
+                                  ") out of its " + std::to_string(rows) + " rows");
   }
   const int64_t row_elements = RowBytes(*found) / DTypeSize(storage_[*found].info.dtype);
   if (static_cast<int64_t>(out_size) != (row_end - row_begin) * row_elements) {
-    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': output holds " + std::to_string(out_size) +
-                     " floats, rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) + ") hold " +
-                     std::to_string((row_end - row_begin) * row_elements));
+    return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': output holds " +
+                                  std::to_string(out_size) + " floats, rows [" + std::to_string(row_begin) +
+                                  ", " + std::to_string(row_end) + ") hold " +
+                                  std::to_string((row_end - row_begin) * row_elements));
   }
   return {};
 }
@@ -134,7 +139,7 @@ Status MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) 
 }
 
 Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
-                                         std::span<float> out) const {
+                                     std::span<float> out) const {
   size_t index;
   if (Status s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
   const DType dtype = storage_[index].info.dtype;

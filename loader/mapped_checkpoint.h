@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loader/checkpoint.h"
 #include "base/error.h"
+#include "loader/checkpoint.h"
 #include "loader/mapped_file.h"
 #include "loader/model_config.h"
 #include "loader/tensor_info.h"
@@ -52,7 +52,7 @@ class MappedCheckpoint final : public Checkpoint {
   // checking the tensors against the config (for shards, whose tensors are
   // slices). Fails on a bad file or a name found in two files.
   static Result<std::unique_ptr<MappedCheckpoint>> OpenSafetensors(const std::vector<std::string>& paths,
-                                                                       ModelConfig config);
+                                                                   ModelConfig config);
   // Like OpenSafetensors, over files already opened (or held in memory).
   static Result<std::unique_ptr<MappedCheckpoint>> FromSafetensorsFiles(
       std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config);
@@ -63,7 +63,7 @@ class MappedCheckpoint final : public Checkpoint {
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
   Status ReadF32(const std::string& name, std::span<float> out) const override;
   Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
-                         std::span<float> out) const override;
+                     std::span<float> out) const override;
 
   // The index of `name` in tensors(), or nullopt.
   std::optional<size_t> IndexOf(const std::string& name) const;
@@ -81,7 +81,7 @@ class MappedCheckpoint final : public Checkpoint {
 
  private:
   Status CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size,
-                       size_t* index) const;
+                   size_t* index) const;
 
   ModelConfig config_;
   std::vector<std::unique_ptr<MappedFile>> files_;

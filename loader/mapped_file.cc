@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -42,7 +42,8 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   if (size > 0) {
     void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
-      const std::string message = path + ": cannot mmap " + std::to_string(size) + " bytes: " + std::strerror(errno);
+      const std::string message =
+          path + ": cannot mmap " + std::to_string(size) + " bytes: " + std::strerror(errno);
       ::close(fd);
       return Error::Io(message);
     }

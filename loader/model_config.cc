@@ -18,7 +18,8 @@ Status ReadInt(const json& object, const char* key, bool required, int64_t* out,
     return {};
   }
   if (!it->is_number_integer()) {
-    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() + " is not an integer");
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() +
+                             " is not an integer");
   }
   *out = it->get<int64_t>();
   return {};
@@ -28,7 +29,8 @@ Status ReadFloat(const json& object, const char* key, float* out, const std::str
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return {};
   if (!it->is_number()) {
-    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() + " is not a number");
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() +
+                             " is not a number");
   }
   *out = it->get<float>();
   return {};
@@ -37,7 +39,9 @@ Status ReadFloat(const json& object, const char* key, float* out, const std::str
 }  // namespace
 
 Status ModelConfig::Validate(const std::string& source) const {
-  auto fail = [&](const std::string& what) { return Error::Corruption(source + ": invalid model config: " + what); };
+  auto fail = [&](const std::string& what) {
+    return Error::Corruption(source + ": invalid model config: " + what);
+  };
   const std::pair<const char*, int64_t> positive[] = {
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
@@ -51,15 +55,17 @@ Status ModelConfig::Validate(const std::string& source) const {
     if (value <= 0) return fail(std::string(name) + " = " + std::to_string(value) + " is not positive");
   }
   if (hidden_size % num_attention_heads != 0) {
-    return fail("num_attention_heads = " + std::to_string(num_attention_heads) + " does not divide hidden_size = " +
-                std::to_string(hidden_size));
+    return fail("num_attention_heads = " + std::to_string(num_attention_heads) +
+                " does not divide hidden_size = " + std::to_string(hidden_size));
   }
   if (num_key_value_heads > num_attention_heads || num_attention_heads % num_key_value_heads != 0) {
     return fail("num_key_value_heads = " + std::to_string(num_key_value_heads) +
                 " does not divide num_attention_heads = " + std::to_string(num_attention_heads));
   }
-  if (head_dim() % 2 != 0) return fail("head_dim = " + std::to_string(head_dim()) + " is odd; RoPE needs pairs");
-  if (!(rms_norm_eps > 0.0f)) return fail("rms_norm_eps = " + std::to_string(rms_norm_eps) + " is not positive");
+  if (head_dim() % 2 != 0)
+    return fail("head_dim = " + std::to_string(head_dim()) + " is odd; RoPE needs pairs");
+  if (!(rms_norm_eps > 0.0f))
+    return fail("rms_norm_eps = " + std::to_string(rms_norm_eps) + " is not positive");
   if (!(rope_theta > 0.0f)) return fail("rope_theta = " + std::to_string(rope_theta) + " is not positive");
   return {};
 }
@@ -87,7 +93,8 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (Status s = ReadFloat(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
   if (auto it = object.find("tie_word_embeddings"); it != object.end() && !it->is_null()) {
     if (!it->is_boolean()) {
-      return Error::Corruption(source + ": field 'tie_word_embeddings' = " + it->dump() + " is not a boolean");
+      return Error::Corruption(source + ": field 'tie_word_embeddings' = " + it->dump() +
+                               " is not a boolean");
     }
     config.tie_word_embeddings = it->get<bool>();
   }

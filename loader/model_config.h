@@ -12,16 +12,16 @@
 namespace inferno {
 
 struct ModelConfig {
-  int64_t hidden_size = 0;              // dim
-  int64_t intermediate_size = 0;        // hidden dim of the SwiGLU MLP
+  int64_t hidden_size = 0;        // dim
+  int64_t intermediate_size = 0;  // hidden dim of the SwiGLU MLP
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;      // <= num_attention_heads, divides it
+  int64_t num_key_value_heads = 0;  // <= num_attention_heads, divides it
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;  // context length (llama2.c seq_len)
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
-  bool tie_word_embeddings = false;     // lm_head shares embed_tokens
+  bool tie_word_embeddings = false;  // lm_head shares embed_tokens
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   int64_t kv_dim() const { return head_dim() * num_key_value_heads; }

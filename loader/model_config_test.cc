@@ -67,7 +67,8 @@ TEST(ModelConfigJson, NonIntegerFieldIsNamedWithItsValue) {
   text.replace(text.find("\"vocab_size\": 512"), 17, "\"vocab_size\": \"big\"");
   Result<ModelConfig> parsed = ParseModelConfigJson(text, "config.json");
   ASSERT_FALSE(parsed);
-  EXPECT_NE(parsed.error().message.find("'vocab_size' = \"big\""), std::string::npos) << parsed.error().message;
+  EXPECT_NE(parsed.error().message.find("'vocab_size' = \"big\""), std::string::npos)
+      << parsed.error().message;
 }
 
 TEST(ModelConfigValidate, HeadsNotDividingHiddenSizeFails) {

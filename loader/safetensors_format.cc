@@ -54,20 +54,19 @@ Result<json> ParseHeaderJson(std::string_view text, const std::string& source) {
   return header;
 }
 
-Result<std::map<std::string, std::string>> ParseMetadata(const json& value,
-                                                             const std::string& source) {
+Result<std::map<std::string, std::string>> ParseMetadata(const json& value, const std::string& source) {
   if (!value.is_object()) return HeaderError(source, "__metadata__ is not a JSON object");
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
-    if (!item.is_string()) return HeaderError(source, "__metadata__ '" + Printable(key) + "' is not a string");
+    if (!item.is_string())
+      return HeaderError(source, "__metadata__ '" + Printable(key) + "' is not a string");
     metadata[key] = item.get<std::string>();
   }
   return metadata;
 }
 
 // Parses one tensor's entry; offsets are left relative to the data section.
-Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
-                                        const std::string& source) {
+Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value, const std::string& source) {
   if (name.empty()) return HeaderError(source, "empty tensor name in header");
   if (name.find('\0') != std::string::npos) return TensorError(source, name, "tensor name holds a NUL byte");
   if (!value.is_object()) return TensorError(source, name, "entry is not a JSON object");
@@ -81,7 +80,8 @@ Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
   const std::string& dtype_name = dtype_it->get_ref<const std::string&>();
   std::optional<DType> dtype = ParseDType(dtype_name);
   if (!dtype) {
-    return TensorError(source, name, "unknown dtype '" + Printable(dtype_name) + "' (supported: F32, F16, BF16)");
+    return TensorError(source, name,
+                       "unknown dtype '" + Printable(dtype_name) + "' (supported: F32, F16, BF16)");
   }
   entry.info.dtype = *dtype;
 
@@ -118,8 +118,9 @@ Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value,
   }
   if (entry.end - entry.begin != bytes) {
     return TensorError(source, name,
-                       "data offsets " + offsets_it->dump() + " hold " + std::to_string(entry.end - entry.begin) +
-                           " bytes but shape " + ShapeToString(entry.info.shape) + " x " + dtype_name + " = " +
+                       "data offsets " + offsets_it->dump() + " hold " +
+                           std::to_string(entry.end - entry.begin) + " bytes but shape " +
+                           ShapeToString(entry.info.shape) + " x " + dtype_name + " = " +
                            std::to_string(bytes) + " bytes");
   }
   return entry;
@@ -131,22 +132,21 @@ uint64_t TensorByteSize(const TensorInfo& tensor) {
   return static_cast<uint64_t>(tensor.num_elements()) * static_cast<uint64_t>(DTypeSize(tensor.dtype));
 }
 
-Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
-                                                     const std::string& source) {
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file, const std::string& source) {
   if (file.size() < kSafetensorsLengthBytes) {
     return HeaderError(source, "truncated: " + std::to_string(file.size()) +
-                             " bytes, shorter than the 8-byte header length");
+                                   " bytes, shorter than the 8-byte header length");
   }
   uint64_t header_length;
   std::memcpy(&header_length, file.data(), sizeof(header_length));
   const uint64_t available = file.size() - kSafetensorsLengthBytes;
   if (header_length > available) {
     return HeaderError(source, "header length " + std::to_string(header_length) + " exceeds the " +
-                             std::to_string(available) + " bytes after the length field");
+                                   std::to_string(available) + " bytes after the length field");
   }
   if (header_length > kSafetensorsMaxHeaderBytes) {
     return HeaderError(source, "header length " + std::to_string(header_length) + " exceeds the limit of " +
-                             std::to_string(kSafetensorsMaxHeaderBytes) + " bytes");
+                                   std::to_string(kSafetensorsMaxHeaderBytes) + " bytes");
   }
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + kSafetensorsLengthBytes,
                               header_length);
@@ -166,9 +166,10 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
     Result<SafetensorsEntry> entry = ParseEntry(name, value, source);
     if (!entry) return entry.error();
     if (entry->end > data_bytes) {
-      return TensorError(source, name, "data offsets [" + std::to_string(entry->begin) + ", " +
-                                           std::to_string(entry->end) + ") exceed the " +
-                                           std::to_string(data_bytes) + "-byte data section (truncated file?)");
+      return TensorError(source, name,
+                         "data offsets [" + std::to_string(entry->begin) + ", " + std::to_string(entry->end) +
+                             ") exceed the " + std::to_string(data_bytes) +
+                             "-byte data section (truncated file?)");
     }
     result.tensors.push_back(std::move(*entry));
   }
@@ -181,8 +182,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
   for (SafetensorsEntry& entry : result.tensors) {
     if (entry.begin < expected_begin) {
       return TensorError(source, entry.info.name,
-                         "data offset " + std::to_string(entry.begin) + " overlaps " + previous + ", which ends at " +
-                             std::to_string(expected_begin));
+                         "data offset " + std::to_string(entry.begin) + " overlaps " + previous +
+                             ", which ends at " + std::to_string(expected_begin));
     }
     if (entry.begin > expected_begin) {
       return TensorError(source, entry.info.name,
@@ -195,8 +196,9 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
     entry.end += result.data_begin;
   }
   if (expected_begin != data_bytes) {
-    return HeaderError(source, "the data section holds " + std::to_string(data_bytes) + " bytes but its tensors end at " +
-                             std::to_string(expected_begin) + " (trailing bytes)");
+    return HeaderError(source, "the data section holds " + std::to_string(data_bytes) +
+                                   " bytes but its tensors end at " + std::to_string(expected_begin) +
+                                   " (trailing bytes)");
   }
   return result;
 }
@@ -214,10 +216,9 @@ std::string EncodeSafetensorsHeader(const std::vector<TensorInfo>& tensors,
     offset += bytes;
   }
   std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
-  const uint64_t padded =
-      (kSafetensorsLengthBytes + text.size() + kSafetensorsAlignment - 1) / kSafetensorsAlignment *
-          kSafetensorsAlignment -
-      kSafetensorsLengthBytes;
+  const uint64_t padded = (kSafetensorsLengthBytes + text.size() + kSafetensorsAlignment - 1) /
+                              kSafetensorsAlignment * kSafetensorsAlignment -
+                          kSafetensorsLengthBytes;
   text.resize(padded, ' ');
   std::string encoded(kSafetensorsLengthBytes, '\0');
   std::memcpy(encoded.data(), &padded, sizeof(padded));

@@ -54,8 +54,7 @@ struct SafetensorsHeader {
 // malformed shape or data_offsets; a byte length that differs from
 // shape x dtype size (computed without overflow); offsets out of the data
 // section, overlapping, or leaving gaps.
-Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file,
-                                                     const std::string& source);
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file, const std::string& source);
 
 // The first bytes of a safetensors file holding `tensors`, in that order and
 // without gaps: the 8-byte length and the space-padded JSON header. The data

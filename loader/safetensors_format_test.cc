@@ -20,8 +20,8 @@ std::vector<std::byte> MakeFile(const std::string& header, size_t data_bytes) {
 }
 
 std::string Entry(const std::string& dtype, const std::string& shape, uint64_t begin, uint64_t end) {
-  return R"({"dtype": ")" + dtype + R"(", "shape": )" + shape + R"(, "data_offsets": [)" + std::to_string(begin) +
-         ", " + std::to_string(end) + "]}";
+  return R"({"dtype": ")" + dtype + R"(", "shape": )" + shape + R"(, "data_offsets": [)" +
+         std::to_string(begin) + ", " + std::to_string(end) + "]}";
 }
 
 // Parses and expects failure whose message holds every one of `needles`.
@@ -35,7 +35,8 @@ void ExpectError(const std::vector<std::byte>& file, const std::vector<std::stri
 }
 
 TEST(ParseSafetensorsHeader, ParsesEncodedHeader) {
-  const std::vector<TensorInfo> tensors = {{"w", DType::kBF16, {3, 2}}, {"n", DType::kF32, {2}}, {"e", DType::kF16, {0}}};
+  const std::vector<TensorInfo> tensors = {
+      {"w", DType::kBF16, {3, 2}}, {"n", DType::kF32, {2}}, {"e", DType::kF16, {0}}};
   const std::string encoded = EncodeSafetensorsHeader(tensors, {{"k", "v"}});
   EXPECT_EQ(encoded.size() % 8, 0u);
   std::vector<std::byte> file(encoded.size() + 12 + 8);
@@ -69,8 +70,9 @@ TEST(ParseSafetensorsHeader, InvalidJson) { ExpectError(MakeFile("{\"a\": [1, ",
 TEST(ParseSafetensorsHeader, HeaderNotAnObject) { ExpectError(MakeFile("[1, 2]", 0), {"not a JSON object"}); }
 
 TEST(ParseSafetensorsHeader, DuplicateTensorNames) {
-  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[1]", 0, 4) + ", \"a\": " + Entry("F32", "[1]", 4, 8) + "}", 8),
-              {"tensor 'a'", "duplicate"});
+  ExpectError(
+      MakeFile("{\"a\": " + Entry("F32", "[1]", 0, 4) + ", \"a\": " + Entry("F32", "[1]", 4, 8) + "}", 8),
+      {"tensor 'a'", "duplicate"});
 }
 
 TEST(ParseSafetensorsHeader, NulByteInTensorName) {
@@ -82,17 +84,20 @@ TEST(ParseSafetensorsHeader, UnknownDtype) {
 }
 
 TEST(ParseSafetensorsHeader, OffsetsOutOfBounds) {
-  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4]", 0, 16) + "}", 8), {"tensor 'a'", "[0, 16)", "8-byte"});
+  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4]", 0, 16) + "}", 8),
+              {"tensor 'a'", "[0, 16)", "8-byte"});
 }
 
 TEST(ParseSafetensorsHeader, OffsetsOverlapping) {
-  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[2]", 0, 8) + ", \"b\": " + Entry("F32", "[2]", 4, 12) + "}", 12),
-              {"tensor 'b'", "overlaps tensor 'a'", "offset 4"});
+  ExpectError(
+      MakeFile("{\"a\": " + Entry("F32", "[2]", 0, 8) + ", \"b\": " + Entry("F32", "[2]", 4, 12) + "}", 12),
+      {"tensor 'b'", "overlaps tensor 'a'", "offset 4"});
 }
 
 TEST(ParseSafetensorsHeader, OffsetsLeavingAGap) {
-  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[1]", 0, 4) + ", \"b\": " + Entry("F32", "[1]", 8, 12) + "}", 12),
-              {"tensor 'b'", "gap", "offset 8"});
+  ExpectError(
+      MakeFile("{\"a\": " + Entry("F32", "[1]", 0, 4) + ", \"b\": " + Entry("F32", "[1]", 8, 12) + "}", 12),
+      {"tensor 'b'", "gap", "offset 8"});
 }
 
 TEST(ParseSafetensorsHeader, TrailingBytesAfterLastTensor) {
@@ -107,7 +112,8 @@ TEST(ParseSafetensorsHeader, ByteLengthNotMatchingShapeTimesDtype) {
 TEST(ParseSafetensorsHeader, ShapeSizeOverflowingSixtyFourBits) {
   ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4294967296, 4294967296]", 0, 0) + "}", 0),
               {"tensor 'a'", "overflows"});
-  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4611686018427387904]", 0, 0) + "}", 0), {"tensor 'a'", "overflows"});
+  ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4611686018427387904]", 0, 0) + "}", 0),
+              {"tensor 'a'", "overflows"});
 }
 
 TEST(ParseSafetensorsHeader, NegativeDimension) {

@@ -9,7 +9,7 @@
 namespace inferno {
 
 Status WriteSafetensorsF32(const std::string& path, const std::vector<NamedTensorF32>& tensors,
-                               const std::map<std::string, std::string>& metadata) {
+                           const std::map<std::string, std::string>& metadata) {
   std::vector<TensorInfo> infos;
   std::set<std::string> names;
   for (const NamedTensorF32& tensor : tensors) {
@@ -18,12 +18,14 @@ Status WriteSafetensorsF32(const std::string& path, const std::vector<NamedTenso
       return Error::InvalidArgument(path + ": tensor '" + tensor.name + "': empty or duplicate name");
     }
     for (int64_t d : tensor.shape) {
-      if (d < 0) return Error::InvalidArgument(path + ": tensor '" + tensor.name + "': negative dimension in shape " + ShapeToString(tensor.shape));
+      if (d < 0)
+        return Error::InvalidArgument(path + ": tensor '" + tensor.name + "': negative dimension in shape " +
+                                      ShapeToString(tensor.shape));
     }
     if (info.num_elements() != static_cast<int64_t>(tensor.data.size())) {
-      return Error::InvalidArgument(path + ": tensor '" + tensor.name + "': shape " + ShapeToString(tensor.shape) + " needs " +
-                       std::to_string(info.num_elements()) + " floats, data has " +
-                       std::to_string(tensor.data.size()));
+      return Error::InvalidArgument(
+          path + ": tensor '" + tensor.name + "': shape " + ShapeToString(tensor.shape) + " needs " +
+          std::to_string(info.num_elements()) + " floats, data has " + std::to_string(tensor.data.size()));
     }
     infos.push_back(std::move(info));
   }

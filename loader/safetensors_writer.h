@@ -25,6 +25,6 @@ struct NamedTensorF32 {
 // Fails on I/O errors, naming the file, and on a tensor whose data size does
 // not match its shape or a duplicate name, naming the tensor.
 Status WriteSafetensorsF32(const std::string& path, const std::vector<NamedTensorF32>& tensors,
-                               const std::map<std::string, std::string>& metadata);
+                           const std::map<std::string, std::string>& metadata);
 
 }  // namespace inferno

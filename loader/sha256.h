@@ -1,6 +1,8 @@
 // Sha256: the SHA-256 digest (FIPS 180-4) of a byte stream, for the shard
-// manifest's checksums. Uses the x86 SHA extensions when the CPU has them and
-// a portable implementation otherwise; both give the same digest.
+// manifest's plan digest and source fingerprint, computed by libsodium
+// (crypto_hash_sha256, already linked for ZeroMQ's CURVE). Only short texts
+// are hashed (file contents are checked with crc32c), so its portable code's
+// speed does not matter.
 //
 //   Sha256 hash;
 //   hash.Update(bytes);  // any number of times
@@ -9,19 +11,17 @@
 // Thread-safety: one object must not be used from several threads at once.
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
 #include <span>
 #include <string>
+
+#include <sodium.h>
 
 namespace inferno {
 
 class Sha256 {
  public:
-  enum class Backend { kBest, kPortable };
-
-  explicit Sha256(Backend backend = Backend::kBest);
+  Sha256();
 
   void Update(std::span<const std::byte> bytes);
   // The digest of everything passed to Update, as 64 lowercase hex digits.
@@ -29,13 +29,7 @@ class Sha256 {
   std::string HexDigest();
 
  private:
-  void Compress(const std::byte* blocks, size_t count);
-
-  std::array<uint32_t, 8> state_;
-  std::array<std::byte, 64> pending_{};
-  size_t pending_size_ = 0;
-  uint64_t total_bytes_ = 0;
-  bool use_sha_extensions_ = false;
+  crypto_hash_sha256_state state_;
 };
 
 }  // namespace inferno

@@ -60,7 +60,8 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, int t,
   const int64_t mlp_rows = c.intermediate_size / tp;
   // (split_dim, slice size) per kLayerTensorSuffixes entry.
   const std::pair<int, int64_t> splits[] = {
-      {-1, 0}, {0, q_rows}, {0, kv_rows}, {0, kv_rows}, {1, q_rows}, {-1, 0}, {0, mlp_rows}, {0, mlp_rows}, {1, mlp_rows},
+      {-1, 0}, {0, q_rows},   {0, kv_rows},  {0, kv_rows},  {1, q_rows},
+      {-1, 0}, {0, mlp_rows}, {0, mlp_rows}, {1, mlp_rows},
   };
   std::vector<TensorSlice> slices;
   for (size_t i = 0; i < std::size(kLayerTensorSuffixes); ++i) {
@@ -84,20 +85,22 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 }
 
 Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
-                                    const std::optional<std::vector<int64_t>>& layers_per_stage) {
+                                const std::optional<std::vector<int64_t>>& layers_per_stage) {
   const ModelConfig& c = checkpoint.config();
   const int64_t n_layers = c.num_hidden_layers;
   if (pp < 1) return Error::InvalidArgument("pp=" + std::to_string(pp) + " must be at least 1");
   if (tp < 1) return Error::InvalidArgument("tp=" + std::to_string(tp) + " must be at least 1");
   if (pp > n_layers) {
-    return Error::InvalidArgument("pp=" + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) + " layers of the model");
+    return Error::InvalidArgument("pp=" + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) +
+                                  " layers of the model");
   }
   const std::pair<const char*, int64_t> divisible[] = {{"num_attention_heads", c.num_attention_heads},
                                                        {"num_key_value_heads", c.num_key_value_heads},
                                                        {"intermediate_size", c.intermediate_size}};
   for (const auto& [name, value] : divisible) {
     if (value % tp != 0) {
-      return Error::InvalidArgument("tp=" + std::to_string(tp) + " does not divide " + name + " = " + std::to_string(value));
+      return Error::InvalidArgument("tp=" + std::to_string(tp) + " does not divide " + name + " = " +
+                                    std::to_string(value));
     }
   }
 
@@ -105,19 +108,20 @@ Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
   if (layers_per_stage) {
     sizes = *layers_per_stage;
     if (static_cast<int>(sizes.size()) != pp) {
-      return Error::InvalidArgument("--layers has " + std::to_string(sizes.size()) + " entries but pp=" + std::to_string(pp));
+      return Error::InvalidArgument("--layers has " + std::to_string(sizes.size()) +
+                                    " entries but pp=" + std::to_string(pp));
     }
     int64_t total = 0;
     for (size_t s = 0; s < sizes.size(); ++s) {
       if (sizes[s] < 1) {
-        return Error::InvalidArgument("--layers entry " + std::to_string(s) + " = " + std::to_string(sizes[s]) +
-                         " must be at least 1");
+        return Error::InvalidArgument("--layers entry " + std::to_string(s) + " = " +
+                                      std::to_string(sizes[s]) + " must be at least 1");
       }
       total += sizes[s];
     }
     if (total != n_layers) {
       return Error::InvalidArgument("--layers sums to " + std::to_string(total) + " but the model has " +
-                       std::to_string(n_layers) + " layers");
+                                    std::to_string(n_layers) + " layers");
     }
   } else {
     std::vector<int64_t> layer_bytes;
@@ -126,9 +130,8 @@ Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
       for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) bytes += BytesOf(checkpoint, spec.name);
       layer_bytes.push_back(bytes);
     }
-    const int64_t head_bytes =
-        BytesOf(checkpoint, kFinalNormName) +
-        BytesOf(checkpoint, c.tie_word_embeddings ? kEmbedTokensName : kLmHeadName);
+    const int64_t head_bytes = BytesOf(checkpoint, kFinalNormName) +
+                               BytesOf(checkpoint, c.tie_word_embeddings ? kEmbedTokensName : kLmHeadName);
     sizes = BalanceBytes(layer_bytes, pp, BytesOf(checkpoint, kEmbedTokensName), head_bytes);
   }
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "loader/checkpoint.h"
 #include "base/error.h"
+#include "loader/checkpoint.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -70,6 +70,6 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 // the layer count (each >= 1); otherwise layers are split to balance bytes.
 // Fails with a one-line error (e.g. "pp=7 exceeds the 5 layers of the model").
 Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
-                                    const std::optional<std::vector<int64_t>>& layers_per_stage);
+                                const std::optional<std::vector<int64_t>>& layers_per_stage);
 
 }  // namespace inferno

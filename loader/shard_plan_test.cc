@@ -22,7 +22,8 @@ std::unique_ptr<Checkpoint> OpenTestModel(const std::string& name, int64_t layer
 
 int64_t StageBytes(const Checkpoint& checkpoint, const RankShard& shard) {
   int64_t bytes = 0;
-  for (const TensorSlice& slice : shard.tensors) bytes += static_cast<int64_t>(TensorByteSize(*checkpoint.Find(slice.name)));
+  for (const TensorSlice& slice : shard.tensors)
+    bytes += static_cast<int64_t>(TensorByteSize(*checkpoint.Find(slice.name)));
   return bytes;
 }
 
@@ -96,7 +97,8 @@ TEST(MakeShardPlan, TiedEmbeddingsGiveTheLastStageTheEmbeddingAsItsHead) {
   Result<ShardPlan> single = MakeShardPlan(*checkpoint, 1, 1, std::nullopt);
   ASSERT_TRUE(single);
   int embeddings = 0;
-  for (const TensorSlice& slice : single->ranks[0].tensors) embeddings += slice.name == "model.embed_tokens.weight";
+  for (const TensorSlice& slice : single->ranks[0].tensors)
+    embeddings += slice.name == "model.embed_tokens.weight";
   EXPECT_EQ(embeddings, 1);
 }
 
@@ -110,13 +112,20 @@ TEST(MakeShardPlan, TensorParallelSlicesSplitOutputsAndInputsMegatronStyle) {
   EXPECT_EQ(plan->ranks[3].tp_index, 1);
   std::map<std::string, std::vector<TensorSlice>> by_name;  // slices of stage 0, in tp order
   for (int rank : {2, 3}) {
-    for (const TensorSlice& slice : plan->ranks[static_cast<size_t>(rank)].tensors) by_name[slice.name].push_back(slice);
+    for (const TensorSlice& slice : plan->ranks[static_cast<size_t>(rank)].tensors)
+      by_name[slice.name].push_back(slice);
   }
   const std::map<std::string, std::pair<int, int64_t>> expected = {
       // suffix: (split_dim, size of the dimension)
-      {"self_attn.q_proj.weight", {0, 16}}, {"self_attn.k_proj.weight", {0, 8}}, {"self_attn.v_proj.weight", {0, 8}},
-      {"self_attn.o_proj.weight", {1, 16}}, {"mlp.gate_proj.weight", {0, 40}},   {"mlp.up_proj.weight", {0, 40}},
-      {"mlp.down_proj.weight", {1, 40}},    {"input_layernorm.weight", {-1, 0}}, {"post_attention_layernorm.weight", {-1, 0}},
+      {"self_attn.q_proj.weight", {0, 16}},
+      {"self_attn.k_proj.weight", {0, 8}},
+      {"self_attn.v_proj.weight", {0, 8}},
+      {"self_attn.o_proj.weight", {1, 16}},
+      {"mlp.gate_proj.weight", {0, 40}},
+      {"mlp.up_proj.weight", {0, 40}},
+      {"mlp.down_proj.weight", {1, 40}},
+      {"input_layernorm.weight", {-1, 0}},
+      {"post_attention_layernorm.weight", {-1, 0}},
   };
   for (const auto& [suffix, split] : expected) {
     const std::vector<TensorSlice>& slices = by_name.at(LayerTensorName(0, suffix));

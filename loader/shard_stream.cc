@@ -31,7 +31,8 @@ Status StreamSlice(const MappedCheckpoint& checkpoint, const TensorSlice& slice,
   std::span<const std::byte> pending;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const std::span<const std::byte> part =
-        checkpoint.Row(index, row).subspan(static_cast<size_t>(column_offset), static_cast<size_t>(column_bytes));
+        checkpoint.Row(index, row)
+            .subspan(static_cast<size_t>(column_offset), static_cast<size_t>(column_bytes));
     if (!pending.empty() && pending.data() + pending.size() == part.data()) {
       pending = std::span(pending.data(), pending.size() + part.size());
       continue;
@@ -95,7 +96,8 @@ uint64_t RankShardBytes(const Checkpoint& checkpoint, const ShardPlan& plan, int
   return bytes;
 }
 
-Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink) {
+Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
+                       ChunkedSink& sink) {
   const std::string header = RankHeader(checkpoint, plan, rank);
   if (Status s = sink.Append(std::as_bytes(std::span(header.data(), header.size()))); !s) return s;
   for (const TensorSlice& slice : plan.ranks[static_cast<size_t>(rank)].tensors) {

@@ -52,6 +52,7 @@ uint64_t RankShardBytes(const Checkpoint& checkpoint, const ShardPlan& plan, int
 // slice's bytes — to `sink` and flushes it. Releases each source tensor's
 // pages once copied. Precondition: every tensor of the plan is in the
 // checkpoint.
-Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, ChunkedSink& sink);
+Status StreamRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
+                       ChunkedSink& sink);
 
 }  // namespace inferno

@@ -67,7 +67,7 @@ class ProgressCounter {
 
 // Writes rank `rank`'s file under `path`; returns its CRC-32C.
 Result<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
-                                      const std::string& path, ProgressCounter& progress) {
+                                  const std::string& path, ProgressCounter& progress) {
   Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   Crc32c crc;
@@ -101,16 +101,16 @@ Manifest WithoutChecksums(Manifest manifest) {
 }  // namespace
 
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
-                                       const ShardPlan& plan, const std::string& out_dir,
-                                       const ShardProgress& progress) {
+                                   const ShardPlan& plan, const std::string& out_dir,
+                                   const ShardProgress& progress) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return Error::Io(out_dir + ": cannot create the output folder: " + ec.message());
   for (const RankShard& shard : plan.ranks) {
     for (const TensorSlice& slice : shard.tensors) {
       if (!checkpoint.IndexOf(slice.name)) {
-        return Error::Corruption(source + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) +
-                         "'s plan is not in the checkpoint");
+        return Error::Corruption(source + ": tensor '" + slice.name + "' of rank " +
+                                 std::to_string(shard.rank) + "'s plan is not in the checkpoint");
       }
     }
   }
@@ -133,8 +133,9 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
   Result<Manifest> previous = ReadManifest(out_dir);
   if (previous && ManifestToJson(WithoutChecksums(*previous)) == ManifestToJson(manifest)) {
     std::vector<char> verified(plan.ranks.size(), 0);
-    RunInParallel(plan.ranks.size(),
-                  [&](size_t rank) { verified[rank] = VerifyShardFile(out_dir, previous->files[rank]).ok(); });
+    RunInParallel(plan.ranks.size(), [&](size_t rank) {
+      verified[rank] = VerifyShardFile(out_dir, previous->files[rank]).ok();
+    });
     for (size_t rank = 0; rank < plan.ranks.size(); ++rank) {
       keep[rank] = verified[rank];
       if (keep[rank]) {
@@ -162,7 +163,8 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
   RunInParallel(to_write.size(), [&](size_t i) {
     if (failed) return;  // stop starting files after a failure
     const int rank = static_cast<int>(to_write[i]);
-    digests[i] = WriteRankFile(checkpoint, plan, rank, out_dir + "/" + manifest.files[to_write[i]].file, counter);
+    digests[i] =
+        WriteRankFile(checkpoint, plan, rank, out_dir + "/" + manifest.files[to_write[i]].file, counter);
     if (!*digests[i]) failed = true;
   });
   report.bytes_written = counter.done();

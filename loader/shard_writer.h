@@ -48,7 +48,7 @@ struct ShardJobReport {
 // `out_dir` (created if absent). Fails naming the file and the cause (I/O
 // error, full disk, ...), leaving no manifest.
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
-                                       const ShardPlan& plan, const std::string& out_dir,
-                                       const ShardProgress& progress);
+                                   const ShardPlan& plan, const std::string& out_dir,
+                                   const ShardProgress& progress);
 
 }  // namespace inferno

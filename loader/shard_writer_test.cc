@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "loader/crc32c.h"
 #include "loader/manifest.h"
 #include "loader/mapped_checkpoint.h"
-#include "loader/crc32c.h"
 #include "loader/sharded_checkpoint.h"
 #include "loader/test_models.h"
 
@@ -22,7 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ShardJob Job(int rank, int world_size, std::optional<int> pp = std::nullopt, std::optional<int> tp = std::nullopt) {
+ShardJob Job(int rank, int world_size, std::optional<int> pp = std::nullopt,
+             std::optional<int> tp = std::nullopt) {
   ShardJob job;
   job.rank = rank;
   job.world_size = world_size;
@@ -48,7 +49,7 @@ void ExpectShardsMatchOriginal(const std::string& folder, const Checkpoint& orig
 }
 
 Result<ShardJobReport> Shard(const MappedCheckpoint& checkpoint, const std::string& out, int pp, int tp,
-                                 std::optional<std::vector<int64_t>> layers = std::nullopt) {
+                             std::optional<std::vector<int64_t>> layers = std::nullopt) {
   Result<ShardPlan> plan = MakeShardPlan(checkpoint, pp, tp, layers);
   if (!plan) return plan.error();
   return WriteShards(checkpoint, "model", *plan, out, nullptr);
@@ -172,7 +173,8 @@ TEST_F(ShardFolder, FailedRunLeavesNoManifest) {
   fs::create_directories(RankFile(2) + ".partial");  // rank 2's temporary file cannot be created
   Result<ShardJobReport> again = Shard(*checkpoint_, out_, 3, 1);
   ASSERT_FALSE(again);
-  EXPECT_NE(again.error().message.find("rank-00002-of-00003.safetensors.partial: cannot create"), std::string::npos)
+  EXPECT_NE(again.error().message.find("rank-00002-of-00003.safetensors.partial: cannot create"),
+            std::string::npos)
       << again.error().message;
   EXPECT_FALSE(fs::exists(out_ + "/manifest.json"));
   EXPECT_FALSE(OpenRankShard(out_, Job(0, 3)));
@@ -185,8 +187,10 @@ TEST_F(ShardFolder, ChecksumMismatch) {
 }
 
 TEST_F(ShardFolder, JobWithAnotherWorldSize) {
-  EXPECT_EQ(OpenFails(Job(0, 2)), out_ + ": these shards were made for pp=3 tp=1 (3 ranks); this job has 2 ranks");
-  EXPECT_EQ(OpenFails(Job(0, 3, 1, 3)), out_ + ": these shards were made for pp=3 tp=1 (3 ranks); this job asks for pp=1 tp=3");
+  EXPECT_EQ(OpenFails(Job(0, 2)),
+            out_ + ": these shards were made for pp=3 tp=1 (3 ranks); this job has 2 ranks");
+  EXPECT_EQ(OpenFails(Job(0, 3, 1, 3)),
+            out_ + ": these shards were made for pp=3 tp=1 (3 ranks); this job asks for pp=1 tp=3");
 }
 
 // Puts `file` in place of rank `rank`'s file and makes the manifest's size and
@@ -207,7 +211,8 @@ void Substitute(const std::string& out, int rank, const std::string& file) {
 TEST_F(ShardFolder, ShardOfAnotherRank) {
   Substitute(out_, 0, RankFile(1));
   const std::string message = OpenFails(Job(0, 3));
-  EXPECT_NE(message.find(RankFile(0) + ": a shard of another rank: metadata inferno.rank = 1"), std::string::npos)
+  EXPECT_NE(message.find(RankFile(0) + ": a shard of another rank: metadata inferno.rank = 1"),
+            std::string::npos)
       << message;
 }
 
@@ -216,7 +221,8 @@ TEST_F(ShardFolder, ShardOfAnotherPlan) {
   ASSERT_TRUE(Shard(*checkpoint_, other, 3, 1, std::vector<int64_t>{1, 1, 3}));
   Substitute(out_, 0, other + "/" + ShardFileName(0, 3));
   const std::string message = OpenFails(Job(0, 3));
-  EXPECT_NE(message.find(RankFile(0) + ": a shard of another plan: metadata inferno.plan_sha256"), std::string::npos)
+  EXPECT_NE(message.find(RankFile(0) + ": a shard of another plan: metadata inferno.plan_sha256"),
+            std::string::npos)
       << message;
 }
 

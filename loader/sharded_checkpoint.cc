@@ -12,13 +12,14 @@ namespace {
 
 Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::string& folder) {
   const ShardPlan& plan = manifest.plan;
-  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan.pp, plan.tp) + " (" +
-                               std::to_string(plan.world_size()) + " ranks); ";
+  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan.pp, plan.tp) +
+                               " (" + std::to_string(plan.world_size()) + " ranks); ";
   if (job.world_size != plan.world_size()) {
     return Error::InvalidArgument(made_for + "this job has " + std::to_string(job.world_size) + " ranks");
   }
   if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp)) {
-    return Error::InvalidArgument(made_for + "this job asks for " + WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp)));
+    return Error::InvalidArgument(made_for + "this job asks for " +
+                                  WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp)));
   }
   if (job.rank < 0 || job.rank >= plan.world_size()) {
     return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
@@ -37,9 +38,10 @@ Status CheckShardMetadata(const std::string& path, const Manifest& manifest, int
     auto it = header->metadata.find(key);
     const std::string found = it == header->metadata.end() ? "(absent)" : it->second;
     if (found != expected.at(key)) {
-      return Error::Corruption(path + ": a shard of another " + (std::string(key) == kShardMetadataRank ? "rank" : "plan") +
-                       ": metadata " + key + " = " + found + ", rank " + std::to_string(rank) +
-                       " of the manifest expects " + expected.at(key));
+      return Error::Corruption(path + ": a shard of another " +
+                               (std::string(key) == kShardMetadataRank ? "rank" : "plan") + ": metadata " +
+                               key + " = " + found + ", rank " + std::to_string(rank) +
+                               " of the manifest expects " + expected.at(key));
     }
   }
   return {};
@@ -51,18 +53,23 @@ Status CheckShardTensors(const Checkpoint& checkpoint, const RankShard& shard, c
   for (const TensorSpec& spec : LlamaTensorSpecs(checkpoint.config())) full_shapes[spec.name] = spec.shape;
   full_shapes[kEmbedTokensName] = EmbeddingSpec(checkpoint.config()).shape;
   if (checkpoint.tensors().size() != shard.tensors.size()) {
-    return Error::Corruption(path + ": holds " + std::to_string(checkpoint.tensors().size()) + " tensors but rank " +
-                     std::to_string(shard.rank) + "'s plan has " + std::to_string(shard.tensors.size()));
+    return Error::Corruption(path + ": holds " + std::to_string(checkpoint.tensors().size()) +
+                             " tensors but rank " + std::to_string(shard.rank) + "'s plan has " +
+                             std::to_string(shard.tensors.size()));
   }
   for (const TensorSlice& slice : shard.tensors) {
     Result<TensorInfo> info = checkpoint.Find(slice.name);
-    if (!info) return Error::NotFound(path + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) + "'s plan is missing");
+    if (!info)
+      return Error::NotFound(path + ": tensor '" + slice.name + "' of rank " + std::to_string(shard.rank) +
+                             "'s plan is missing");
     auto full = full_shapes.find(slice.name);
-    if (full == full_shapes.end()) return Error::Corruption(path + ": tensor '" + slice.name + "' is not a tensor of the model");
+    if (full == full_shapes.end())
+      return Error::Corruption(path + ": tensor '" + slice.name + "' is not a tensor of the model");
     const std::vector<int64_t> expected = SliceShape(full->second, slice);
     if (info->shape != expected) {
-      return Error::Corruption(path + ": tensor '" + slice.name + "' has shape " + ShapeToString(info->shape) +
-                       " but rank " + std::to_string(shard.rank) + "'s slice is " + ShapeToString(expected));
+      return Error::Corruption(path + ": tensor '" + slice.name + "' has shape " +
+                               ShapeToString(info->shape) + " but rank " + std::to_string(shard.rank) +
+                               "'s slice is " + ShapeToString(expected));
     }
   }
   return {};
@@ -80,9 +87,11 @@ Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const Shard
     if (Status s = VerifyShardFile(folder, file); !s) return s.error();
   }
   if (Status s = CheckShardMetadata(path, *manifest, job.rank); !s) return s.error();
-  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::OpenSafetensors({path}, manifest->config);
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint =
+      MappedCheckpoint::OpenSafetensors({path}, manifest->config);
   if (!checkpoint) return checkpoint.error();
-  if (Status s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path); !s) {
+  if (Status s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path);
+      !s) {
     return s.error();
   }
   return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};

@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "loader/checkpoint.h"
 #include "base/error.h"
+#include "loader/checkpoint.h"
 #include "loader/manifest.h"
 #include "loader/shard_plan.h"
 

@@ -66,7 +66,8 @@ std::vector<float> ExpectedSliceValues(const Checkpoint& original, const TensorS
   return out;
 }
 
-void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original, const RankShard& shard) {
+void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original,
+                            const RankShard& shard) {
   EXPECT_EQ(rank_weights.tensors().size(), shard.tensors.size()) << "rank " << shard.rank;
   for (const TensorSlice& slice : shard.tensors) {
     const std::vector<float> expected = ExpectedSliceValues(original, slice);
@@ -99,11 +100,13 @@ Status WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& c
 Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {
   std::string bytes;
   auto put = [&](const void* data, size_t n) { bytes.append(static_cast<const char*>(data), n); };
-  const int32_t header[7] = {
-      static_cast<int32_t>(c.hidden_size),         static_cast<int32_t>(c.intermediate_size),
-      static_cast<int32_t>(c.num_hidden_layers),   static_cast<int32_t>(c.num_attention_heads),
-      static_cast<int32_t>(c.num_key_value_heads), static_cast<int32_t>(c.tie_word_embeddings ? c.vocab_size : -c.vocab_size),
-      static_cast<int32_t>(c.max_position_embeddings)};
+  const int32_t header[7] = {static_cast<int32_t>(c.hidden_size),
+                             static_cast<int32_t>(c.intermediate_size),
+                             static_cast<int32_t>(c.num_hidden_layers),
+                             static_cast<int32_t>(c.num_attention_heads),
+                             static_cast<int32_t>(c.num_key_value_heads),
+                             static_cast<int32_t>(c.tie_word_embeddings ? c.vocab_size : -c.vocab_size),
+                             static_cast<int32_t>(c.max_position_embeddings)};
   put(header, sizeof(header));
   auto put_tensor = [&](const TensorSpec& spec, int64_t rope_heads) {
     const std::vector<float> hf = TestWeights(spec);
@@ -119,8 +122,9 @@ Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {
     }
   };
   put_tensor(EmbeddingSpec(c), 0);
-  const std::pair<int, int64_t> order[] = {{0, 0}, {1, c.num_attention_heads}, {2, c.num_key_value_heads},
-                                           {3, 0}, {4, 0}, {5, 0}, {6, 0}, {8, 0}, {7, 0}};
+  const std::pair<int, int64_t> order[] = {
+      {0, 0}, {1, c.num_attention_heads}, {2, c.num_key_value_heads}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {8, 0},
+      {7, 0}};
   for (const auto& [suffix, rope_heads] : order) {
     for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
       put_tensor(LayerTensorSpecs(c, layer)[suffix], rope_heads);
@@ -140,10 +144,11 @@ std::string SharedModelPath(const std::string& name) {
     models = env;
   } else if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
     const char* workspace = std::getenv("TEST_WORKSPACE");
-    const std::filesystem::path anchor = std::filesystem::path(srcdir) / (workspace ? workspace : "inferno") /
-                                         "loader" / "test_models.h";
+    const std::filesystem::path anchor =
+        std::filesystem::path(srcdir) / (workspace ? workspace : "inferno") / "loader" / "test_models.h";
     // The runfile links to the source tree, whose sibling is ../shared.
-    models = std::filesystem::canonical(anchor, ec).parent_path().parent_path().parent_path() / "shared" / "models";
+    models = std::filesystem::canonical(anchor, ec).parent_path().parent_path().parent_path() / "shared" /
+             "models";
     if (ec) return "";
   }
   const std::filesystem::path path = models / name;

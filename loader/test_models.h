@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "loader/checkpoint.h"
 #include "loader/llama_layout.h"
-#include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
 
@@ -34,7 +34,8 @@ std::vector<float> ExpectedSliceValues(const Checkpoint& original, const TensorS
 
 // Expects (gtest) `rank_weights` to hold exactly `shard`'s slices, each
 // bit-identical to ExpectedSliceValues of `original`.
-void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original, const RankShard& shard);
+void ExpectRankWeightsMatch(const Checkpoint& rank_weights, const Checkpoint& original,
+                            const RankShard& shard);
 
 // Writes `folder`/config.json and `folder`/model.safetensors (F32) holding
 // every tensor of LlamaTensorSpecs(config).

@@ -50,8 +50,8 @@ class Checker {
   template <typename T>
   void ExpectEqual(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
     if (got.size() != want.size()) {
-      Expect(false, what + ": length " + std::to_string(got.size()) + ", expected " +
-                        std::to_string(want.size()));
+      Expect(false,
+             what + ": length " + std::to_string(got.size()) + ", expected " + std::to_string(want.size()));
       return;
     }
     for (size_t i = 0; i < got.size(); ++i) {
@@ -109,8 +109,8 @@ void CheckCollectives(ProcessGroup& group, size_t length, Checker& check) {
   const int world = group.world_size();
   const std::string at = " at length " + std::to_string(length);
 
-  for (const ReduceKind kind : {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin,
-                                ReduceKind::kMax, ReduceKind::kMean}) {
+  for (const ReduceKind kind :
+       {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin, ReduceKind::kMax, ReduceKind::kMean}) {
     std::vector<float> data(length);  // (length)
     std::vector<float> want(length);
     for (size_t i = 0; i < length; ++i) {
@@ -121,7 +121,7 @@ void CheckCollectives(ProcessGroup& group, size_t length, Checker& check) {
     if (check.Succeeded(group.all_reduce(data, kind), what)) check.ExpectEqual(data, want, what);
   }
 
-  std::vector<float> mine(length);  // (length)
+  std::vector<float> mine(length);         // (length)
   std::vector<float> all(length * world);  // (world, length)
   for (int r = 0; r < world; ++r) {
     for (size_t i = 0; i < length; ++i) {
@@ -208,10 +208,12 @@ void CheckTypedPointToPoint(ProcessGroup& group, Checker& check) {
   }
   check.Succeeded(group.send_bytes(next, 12, BlobOf(rank, 4)), "send_bytes");
   auto got_bytes = group.recv_bytes(prev, 12);
-  if (check.Succeeded(got_bytes, "recv_bytes")) check.Expect(*got_bytes == BlobOf(prev, 4), "recv_bytes: wrong bytes");
+  if (check.Succeeded(got_bytes, "recv_bytes"))
+    check.Expect(*got_bytes == BlobOf(prev, 4), "recv_bytes: wrong bytes");
   check.Succeeded(group.send_bytes(next, 13, {}), "send_bytes of 0 bytes");
   auto empty = group.recv_bytes(prev, 13);
-  if (check.Succeeded(empty, "recv_bytes of 0 bytes")) check.Expect(empty->empty(), "recv_bytes of 0 bytes: not empty");
+  if (check.Succeeded(empty, "recv_bytes of 0 bytes"))
+    check.Expect(empty->empty(), "recv_bytes of 0 bytes: not empty");
 }
 
 void CheckArgumentErrors(ProcessGroup& group, Checker& check) {

@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
   const long give_up_ms = FlagOr(argc, argv, "--give-up-ms", 60000);
   const long length = FlagOr(argc, argv, "--length", 1 << 22);
   if (victim < 0 || kill_after_ms < 0 || give_up_ms <= 0 || length <= 0) {
-    std::fprintf(stderr, "peer_killed_check: need --victim RANK [--kill-after-ms MS] "
-                         "[--give-up-ms MS] [--length FLOATS]\n");
+    std::fprintf(stderr,
+                 "peer_killed_check: need --victim RANK [--kill-after-ms MS] "
+                 "[--give-up-ms MS] [--length FLOATS]\n");
     return 1;
   }
   std::signal(SIGTERM, SIG_IGN);
@@ -87,8 +88,8 @@ int main(int argc, char** argv) {
     const Status status = group.all_reduce(data, ReduceKind::kSum);
     if (!status) {
       const ErrorKind kind = status.error().kind;
-      std::printf("detected at %lld after %ld all_reduces: %s\n", static_cast<long long>(EpochMs()),
-                  done, status.error().ToString().c_str());
+      std::printf("detected at %lld after %ld all_reduces: %s\n", static_cast<long long>(EpochMs()), done,
+                  status.error().ToString().c_str());
       std::fflush(stdout);
       return kind == ErrorKind::kPeerLost || kind == ErrorKind::kTimeout ? 3 : 4;
     }

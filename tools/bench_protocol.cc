@@ -20,8 +20,7 @@ float ExpectedValue(BenchOp op, int world_size, size_t index, size_t block_lengt
   switch (op) {
     case BenchOp::kAllReduce:
       // Σ_r (r + 1 + i % 5) over r in [0, world_size).
-      return static_cast<float>(world_size * (world_size + 1) / 2 +
-                                world_size * static_cast<int>(index % 5));
+      return static_cast<float>(world_size * (world_size + 1) / 2 + world_size * static_cast<int>(index % 5));
     case BenchOp::kAllGather: {
       const size_t rank = index / block_length;
       return static_cast<float>(rank + kRankStride * ((index % block_length) % 13));
@@ -83,8 +82,8 @@ Expected<std::vector<size_t>, std::string> ParseBenchSizes(const std::string& li
     char* end = nullptr;
     const unsigned long long value = std::strtoull(digits.c_str(), &end, 10);
     const size_t bytes = static_cast<size_t>(value) * multiplier;
-    if (digits.empty() || digits[0] == '-' || *end != '\0' || errno != 0 || bytes == 0 ||
-        bytes % 4 != 0 || value > (size_t{1} << 40) / multiplier) {
+    if (digits.empty() || digits[0] == '-' || *end != '\0' || errno != 0 || bytes == 0 || bytes % 4 != 0 ||
+        value > (size_t{1} << 40) / multiplier) {
       return MakeUnexpected("--sizes: '" + item + "' is not a positive multiple of 4 bytes");
     }
     sizes.push_back(bytes);
@@ -119,8 +118,7 @@ void FillInput(BenchOp op, int rank, std::span<float> data) {
   }
 }
 
-Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size,
-                                        std::span<const float> result) {
+Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result) {
   const size_t block_length =
       op == BenchOp::kAllGather ? result.size() / static_cast<size_t>(world_size) : result.size();
   for (size_t i = 0; i < result.size(); ++i) {
@@ -128,17 +126,16 @@ Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size,
     if (result[i] != expected) {
       char message[256];
       std::snprintf(message, sizeof(message),
-                    "%s of %zu bytes on %d ranks: rank %d element %zu is %g, expected %g",
-                    BenchOpName(op), block_length * sizeof(float), world_size, rank, i,
-                    static_cast<double>(result[i]), static_cast<double>(expected));
+                    "%s of %zu bytes on %d ranks: rank %d element %zu is %g, expected %g", BenchOpName(op),
+                    block_length * sizeof(float), world_size, rank, i, static_cast<double>(result[i]),
+                    static_cast<double>(expected));
       return MakeUnexpected(std::string(message));
     }
   }
   return {};
 }
 
-std::string FormatBenchLine(BenchOp op, size_t bytes, int world_size,
-                            std::vector<double> iteration_us) {
+std::string FormatBenchLine(BenchOp op, size_t bytes, int world_size, std::vector<double> iteration_us) {
   CHECK(!iteration_us.empty()) << "FormatBenchLine needs at least one timed iteration";
   std::sort(iteration_us.begin(), iteration_us.end());
   const size_t middle = iteration_us.size() / 2;
@@ -148,8 +145,8 @@ std::string FormatBenchLine(BenchOp op, size_t bytes, int world_size,
   // bytes / (median_us × 1e-6 s) / 1e9 = bytes / median_us / 1e3.
   const double algbw = median_us > 0 ? static_cast<double>(bytes) / median_us / 1e3 : 0.0;
   char line[160];
-  std::snprintf(line, sizeof(line), "%s %zu %d %.2f %.4f %.4f", BenchOpName(op), bytes,
-                world_size, median_us, algbw, algbw * BusBandwidthFactor(op, world_size));
+  std::snprintf(line, sizeof(line), "%s %zu %d %.2f %.4f %.4f", BenchOpName(op), bytes, world_size, median_us,
+                algbw, algbw * BusBandwidthFactor(op, world_size));
   return line;
 }
 

@@ -32,8 +32,8 @@ namespace inferno {
 
 enum class BenchOp { kAllReduce, kAllGather, kBroadcast, kPingPong };
 
-inline constexpr BenchOp kAllBenchOps[] = {BenchOp::kAllReduce, BenchOp::kAllGather,
-                                           BenchOp::kBroadcast, BenchOp::kPingPong};
+inline constexpr BenchOp kAllBenchOps[] = {BenchOp::kAllReduce, BenchOp::kAllGather, BenchOp::kBroadcast,
+                                           BenchOp::kPingPong};
 
 // "all_reduce", "all_gather", "broadcast", "ping_pong".
 const char* BenchOpName(BenchOp op);
@@ -68,13 +68,11 @@ void FillInput(BenchOp op, int rank, std::span<float> data);
 // inputs came from FillInput; all_gather output is world_size × n, broadcast
 // root and ping-pong peer are rank 0). Returns a one-line error naming the op,
 // size, rank, first wrong index, and the expected and found values.
-Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size,
-                                        std::span<const float> result);
+Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result);
 
 // The report line (no newline) for `iteration_us`, the per-iteration times
 // (slowest rank, in microseconds) of the timed iterations. Precondition:
 // iteration_us is not empty.
-std::string FormatBenchLine(BenchOp op, size_t bytes, int world_size,
-                            std::vector<double> iteration_us);
+std::string FormatBenchLine(BenchOp op, size_t bytes, int world_size, std::vector<double> iteration_us);
 
 }  // namespace inferno

@@ -98,62 +98,37 @@ Status BenchOne(CollectiveBenchBackend& backend, BenchOp op, size_t bytes, int t
 
 }  // namespace
 
-const char* BenchFlagsUsage() {
-  return "  --ops LIST    comma list of all_reduce,all_gather,broadcast,ping_pong (default: all)\n"
-         "  --sizes LIST  comma list of byte counts, K/M suffixes allowed (default: 4 B .. 64 MiB)\n"
-         "  --iters N     timed iterations per size (default: by size, 5 .. 200)\n";
+std::vector<FlagSpec> BenchFlagSpecs() {
+  return {{"ops", "LIST", "comma list of all_reduce,all_gather,broadcast,ping_pong (default: all)"},
+          {"sizes", "LIST", "comma list of byte counts, K/M suffixes allowed (default: 4 B .. 64 MiB)"},
+          {"iters", "N", "timed iterations per size (default: by size, 5 .. 200)"}};
 }
 
-Expected<BenchConfig, std::string> ParseBenchFlags(
-    int argc, const char* const* argv, const std::map<std::string, std::string*>& extra_flags) {
+Result<BenchConfig> ReadBenchConfig(const CommandLine& flags) {
   BenchConfig config;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      config.show_help = true;
-      return config;
-    }
-    std::string value;
-    if (const size_t eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return MakeUnexpected(flag + ": missing value");
-    }
-    if (flag == "--sizes") {
-      auto sizes = ParseBenchSizes(value);
-      if (!sizes) return MakeUnexpected(sizes.error());
-      config.sizes = *std::move(sizes);
-    } else if (flag == "--ops") {
-      config.ops.clear();
-      std::stringstream stream(value);
-      for (std::string name; std::getline(stream, name, ',');) {
-        auto op = ParseBenchOp(name);
-        if (!op) return MakeUnexpected(op.error());
-        config.ops.push_back(*op);
-      }
-      if (config.ops.empty()) return MakeUnexpected("--ops: empty list");
-    } else if (flag == "--iters") {
-      char* end = nullptr;
-      errno = 0;
-      const long iters = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || errno != 0 || iters < 1 || iters > 1000000) {
-        return MakeUnexpected("--iters: expected a positive integer, got '" + value + "'");
-      }
-      config.timed_iterations = static_cast<int>(iters);
-    } else if (auto extra = extra_flags.find(flag); extra != extra_flags.end()) {
-      *extra->second = value;
-    } else {
-      return MakeUnexpected("unknown flag '" + flag + "'");
-    }
+  if (const std::optional<std::string> sizes_text = flags.Last("sizes")) {
+    auto sizes = ParseBenchSizes(*sizes_text);
+    if (!sizes) return Error::InvalidArgument(sizes.error());
+    config.sizes = *std::move(sizes);
   }
+  if (const std::optional<std::string> ops_text = flags.Last("ops")) {
+    config.ops.clear();
+    std::stringstream stream(*ops_text);
+    for (std::string name; std::getline(stream, name, ',');) {
+      auto op = ParseBenchOp(name);
+      if (!op) return Error::InvalidArgument(op.error());
+      config.ops.push_back(*op);
+    }
+    if (config.ops.empty()) return Error::InvalidArgument("--ops: empty list");
+  }
+  Result<int64_t> iters = flags.Int("iters", 0, 1, 1000000);
+  if (!iters) return iters.error();
+  config.timed_iterations = static_cast<int>(*iters);
   return config;
 }
 
-Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
-                                               const BenchConfig& config, std::FILE* out) {
+Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config,
+                                               std::FILE* out) {
   for (const BenchOp op : config.ops) {
     if (op == BenchOp::kPingPong && backend.world_size() < 2) continue;
     for (const size_t bytes : config.sizes) {
@@ -165,8 +140,7 @@ Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
   return {};
 }
 
-int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,
-                           const BenchConfig& config) {
+int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend, const BenchConfig& config) {
   if (auto done = RunCollectiveBench(backend, config, stdout); !done) {
     std::fprintf(stderr, "%s: rank %d: %s\n", program, backend.rank(), done.error().c_str());
     return 1;
@@ -187,18 +161,23 @@ Expected<int, std::string> LaunchEnvironmentInt(const char* name) {
 
 std::optional<int> ParseStoreDriverArgs(const char* program, int argc, const char* const* argv,
                                         StoreDriverArgs& args) {
-  auto config = ParseBenchFlags(argc, argv, {{"--store", &args.store_dir}});
-  if (!config) {
-    std::fprintf(stderr, "%s: %s\n", program, config.error().c_str());
-    return 2;
-  }
-  if (config->show_help) {
-    std::printf("usage: launch -n N -- %s --store DIR [flags]\n%s", program, BenchFlagsUsage());
+  CommandSpec spec{program, "--store DIR [flags]  (run as launch -n N -- " + std::string(program) + " ...)",
+                   "Runs the collective benchmark protocol; prints one line per op and size on rank 0.",
+                   BenchFlagSpecs()};
+  spec.flags.push_back({"store", "DIR", "an empty directory all ranks share, where they meet (required)"});
+  Result<CommandLine> flags = CommandLine::Parse(argc, argv, spec);
+  if (flags && flags->help_requested()) {
+    std::fputs(Usage(spec).c_str(), stdout);
     return 0;
   }
+  Result<BenchConfig> config = flags ? ReadBenchConfig(*flags) : Result<BenchConfig>(flags.error());
+  if (!config) {
+    std::fprintf(stderr, "%s: %s\n", program, config.error().message.c_str());
+    return 2;
+  }
+  args.store_dir = flags->Last("store").value_or("");
   if (args.store_dir.empty()) {
-    std::fprintf(stderr, "%s: --store: missing; give an empty directory all ranks share\n",
-                 program);
+    std::fprintf(stderr, "%s: --store: missing; give an empty directory all ranks share\n", program);
     return 2;
   }
   auto rank = LaunchEnvironmentInt("RANK");

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/command_line.h"
+#include "base/error.h"
 #include "base/expected.h"
 #include "tools/bench_protocol.h"
 
@@ -47,23 +49,21 @@ struct BenchConfig {
   std::vector<BenchOp> ops{std::begin(kAllBenchOps), std::end(kAllBenchOps)};
   std::vector<size_t> sizes = DefaultBenchSizes();
   int timed_iterations = 0;  // 0: IterationsFor's default per size
-  bool show_help = false;    // --help: print usage and run nothing
 };
 
-// Usage of the common flags, one line per flag, for a driver's --help.
-const char* BenchFlagsUsage();
+// The flags every driver accepts, for its CommandSpec: --ops LIST,
+// --sizes LIST, --iters N.
+std::vector<FlagSpec> BenchFlagSpecs();
 
-// Parses argv[1..argc): --ops LIST, --sizes LIST, --iters N, and the driver's
-// own `extra_flags` (name with dashes → where to store its value). Errors are
-// one line naming the flag and value.
-Expected<BenchConfig, std::string> ParseBenchFlags(
-    int argc, const char* const* argv, const std::map<std::string, std::string*>& extra_flags = {});
+// The BenchConfig of `flags` (parsed with a spec holding BenchFlagSpecs()).
+// Errors are InvalidArgument, one line naming the flag and value.
+Result<BenchConfig> ReadBenchConfig(const CommandLine& flags);
 
 // Runs every op of `config` at every size on `backend`, printing one protocol
 // line per op and size on rank 0 to `out`. Ping-pong runs between ranks 0 and 1
 // and is skipped on one rank. Returns the first error or wrong result.
-Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend,
-                                               const BenchConfig& config, std::FILE* out);
+Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config,
+                                               std::FILE* out);
 
 // A driver's RANK or WORLD_SIZE as //tools:launch sets it: a non-negative
 // integer. Errors are one line naming the variable and its value.
@@ -87,7 +87,6 @@ std::optional<int> ParseStoreDriverArgs(const char* program, int argc, const cha
 
 // main()'s tail for a driver: runs the bench, prints an error as
 // "<program>: rank R: <error>" and returns the process exit status.
-int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend,
-                           const BenchConfig& config);
+int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend, const BenchConfig& config);
 
 }  // namespace inferno

@@ -65,8 +65,8 @@ TEST(RunCollectiveBench, PrintsOneLinePerOpAndSizeSkippingPingPongOnOneRank) {
   const BenchRun run = RunCapturingOutput(backend, config);
   ASSERT_TRUE(run.status.ok()) << run.status.error();
   const std::string& text = run.printed;
-  for (const char* prefix : {"all_reduce 4 1 ", "all_reduce 64 1 ", "all_gather 4 1 ",
-                             "all_gather 64 1 ", "broadcast 4 1 ", "broadcast 64 1 "}) {
+  for (const char* prefix : {"all_reduce 4 1 ", "all_reduce 64 1 ", "all_gather 4 1 ", "all_gather 64 1 ",
+                             "broadcast 4 1 ", "broadcast 64 1 "}) {
     EXPECT_NE(text.find(prefix), std::string::npos) << prefix << " missing from:\n" << text;
   }
   EXPECT_EQ(text.find("ping_pong"), std::string::npos);
@@ -99,30 +99,33 @@ TEST(RunCollectiveBench, ReportsBackendErrorsWithOpAndSize) {
   EXPECT_EQ(run.status.error(), "barrier before broadcast of 8 bytes: peer 1 vanished");
 }
 
-TEST(ParseBenchFlags, ReadsCommonAndExtraFlags) {
-  std::string store;
-  const char* argv[] = {"bench", "--ops", "ping_pong,all_reduce", "--sizes=8,1K", "--iters", "9",
-                        "--store", "/tmp/x"};
-  auto config = ParseBenchFlags(8, argv, {{"--store", &store}});
-  ASSERT_TRUE(config.ok()) << config.error();
+Result<BenchConfig> ReadConfig(std::vector<const char*> args) {
+  args.insert(args.begin(), "bench");
+  CommandSpec spec{"bench", "", "", BenchFlagSpecs()};
+  spec.flags.push_back({"store", "DIR", "where ranks meet"});
+  Result<CommandLine> flags = CommandLine::Parse(static_cast<int>(args.size()), args.data(), spec);
+  if (!flags) return flags.error();
+  return ReadBenchConfig(*flags);
+}
+
+TEST(ReadBenchConfig, ReadsTheCommonFlags) {
+  auto config =
+      ReadConfig({"--ops", "ping_pong,all_reduce", "--sizes=8,1K", "--iters", "9", "--store", "/tmp/x"});
+  ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->ops, (std::vector<BenchOp>{BenchOp::kPingPong, BenchOp::kAllReduce}));
   EXPECT_EQ(config->sizes, (std::vector<size_t>{8, 1024}));
   EXPECT_EQ(config->timed_iterations, 9);
-  EXPECT_EQ(store, "/tmp/x");
 }
 
-TEST(ParseBenchFlags, RejectsUnknownOpsAndFlags) {
-  const char* bad_op[] = {"bench", "--ops", "all_to_all"};
-  auto config = ParseBenchFlags(3, bad_op);
+TEST(ReadBenchConfig, RejectsUnknownOpsAndFlags) {
+  auto config = ReadConfig({"--ops", "all_to_all"});
   ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.error(),
+  EXPECT_EQ(config.error().message,
             "--ops: unknown op 'all_to_all' (known: all_reduce, all_gather, broadcast, ping_pong)");
-  const char* bad_flag[] = {"bench", "--size", "4"};
-  config = ParseBenchFlags(3, bad_flag);
+  config = ReadConfig({"--size", "4"});
   ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.error(), "unknown flag '--size'");
-  const char* bad_iters[] = {"bench", "--iters", "0"};
-  EXPECT_FALSE(ParseBenchFlags(3, bad_iters).ok());
+  EXPECT_EQ(config.error().message, "unknown flag --size");
+  EXPECT_FALSE(ReadConfig({"--iters", "0"}).ok());
 }
 
 TEST(LaunchEnvironmentInt, ReadsANonNegativeIntegerAndNamesABadOne) {
@@ -133,7 +136,8 @@ TEST(LaunchEnvironmentInt, ReadsANonNegativeIntegerAndNamesABadOne) {
   ::setenv("BENCH_RUNNER_TEST_RANK", "3x", 1);
   auto bad = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error(), "BENCH_RUNNER_TEST_RANK: expected a non-negative integer, got '3x' (run under launch)");
+  EXPECT_EQ(bad.error(),
+            "BENCH_RUNNER_TEST_RANK: expected a non-negative integer, got '3x' (run under launch)");
   ::unsetenv("BENCH_RUNNER_TEST_RANK");
   auto unset = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
   ASSERT_FALSE(unset.ok());

@@ -79,20 +79,21 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
 }  // namespace inferno
 
 int main(int argc, char** argv) {
-  std::string transport = "ipc";
-  auto config = inferno::ParseBenchFlags(argc, argv, {{"--transport", &transport}});
+  inferno::CommandSpec spec{
+      "collective_bench", "[flags]  (run as launch -n N -- collective_bench ...)",
+      "Runs the collective benchmark protocol over ProcessGroup; prints one line per op\n"
+      "and size on rank 0.",
+      inferno::BenchFlagSpecs()};
+  spec.flags.push_back({"transport", "T", "ranks on one host use tcp or ipc (default ipc)"});
+  const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
+  const std::string transport = flags.Last("transport").value_or("ipc");
+  auto config = inferno::ReadBenchConfig(flags);
   if (config && transport != "tcp" && transport != "ipc") {
-    config = inferno::MakeUnexpected("--transport: expected tcp or ipc, got '" + transport + "'");
+    config = inferno::Error::InvalidArgument("--transport: expected tcp or ipc, got '" + transport + "'");
   }
   if (!config) {
-    std::fprintf(stderr, "collective_bench: %s\n", config.error().c_str());
+    std::fprintf(stderr, "collective_bench: %s\n", config.error().message.c_str());
     return 2;
-  }
-  if (config->show_help) {
-    std::printf("usage: launch -n N -- collective_bench [flags]\n"
-                "  --transport T ranks on one host use tcp or ipc (default ipc)\n%s",
-                inferno::BenchFlagsUsage());
-    return 0;
   }
   inferno::RendezvousOptions options;
   options.prefer_ipc_on_same_host = transport == "ipc";

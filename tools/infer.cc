@@ -32,8 +32,8 @@
 
 #include <glog/logging.h>
 
-#include "distributed/rendezvous.h"
 #include "base/command_line.h"
+#include "distributed/rendezvous.h"
 #include "engine/generator.h"
 #include "engine/pipeline_split.h"
 #include "engine/stage_weights.h"
@@ -107,7 +107,8 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
     if (!ids) return ids.error();
     std::vector<int32_t>& prompt = options.id_prompts.emplace_back();
     for (int64_t id : *ids) {
-      if (id < INT32_MIN || id > INT32_MAX) return Error::InvalidArgument("--prompt-ids: " + std::to_string(id) + " is not a token id");
+      if (id < INT32_MIN || id > INT32_MAX)
+        return Error::InvalidArgument("--prompt-ids: " + std::to_string(id) + " is not a token id");
       prompt.push_back(static_cast<int32_t>(id));
     }
   }
@@ -120,9 +121,10 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   Result<double> top_p = flags.Double("top-p", 1.0, 1e-6, 1.0);
   Result<int64_t> seed = flags.Int("seed", 42, 0, INT64_MAX);
   Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
-  for (const Error* error : {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
-                                   seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
-                                   temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
+  for (const Error* error :
+       {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
+        seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
+        temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
     if (error != nullptr) return *error;
   }
   options.generation.max_new_tokens = *max_new;
@@ -135,7 +137,8 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
     options.layers_per_stage = *counts;
   }
   const std::string output = flags.Last("output").value_or("text");
-  if (output != "text" && output != "ids") return Error::InvalidArgument("--output: '" + output + "' is not text or ids");
+  if (output != "text" && output != "ids")
+    return Error::InvalidArgument("--output: '" + output + "' is not text or ids");
   options.output_ids = output == "ids";
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
@@ -158,7 +161,8 @@ class ConsoleOutput : public GenerationObserver {
     // As llama2.c prints it: every prompt token but the first (usually BOS),
     // each decoded after its predecessor.
     for (size_t i = 0; i < prompts.size(); ++i) {
-      for (size_t t = 1; t < prompts[i].size(); ++t) text_[i] += tokenizer_.Decode(prompts[i][t - 1], prompts[i][t]);
+      for (size_t t = 1; t < prompts[i].size(); ++t)
+        text_[i] += tokenizer_.Decode(prompts[i][t - 1], prompts[i][t]);
     }
     if (streaming()) Print(text_[0]);
   }
@@ -198,7 +202,8 @@ class ConsoleOutput : public GenerationObserver {
   Status WriteLogits(const std::string& path) const {
     std::ofstream out(path, std::ios::binary);
     for (const std::vector<float>& logits : logits_) {
-      out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
+      out.write(reinterpret_cast<const char*>(logits.data()),
+                static_cast<std::streamsize>(logits.size() * 4));
     }
     out.close();
     if (!out) return Error::Io("--dump-logits: cannot write '" + path + "'");
@@ -228,13 +233,14 @@ struct PipelinePart {
 
 void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>& parts) {
   const int64_t decoded = report.generated_tokens - static_cast<int64_t>(report.generated.size());
-  std::fprintf(stderr,
-               "prompt tokens: %lld, generated tokens: %lld, time to first token: %.2f ms, decode: %.1f tok/s, "
-               "total: %.3f s (%.1f generated tok/s)\n",
-               static_cast<long long>(report.prompt_tokens), static_cast<long long>(report.generated_tokens),
-               report.time_to_first_token_seconds * 1e3,
-               report.decode_seconds > 0 ? std::max<int64_t>(decoded, 0) / report.decode_seconds : 0.0,
-               report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
+  std::fprintf(
+      stderr,
+      "prompt tokens: %lld, generated tokens: %lld, time to first token: %.2f ms, decode: %.1f tok/s, "
+      "total: %.3f s (%.1f generated tok/s)\n",
+      static_cast<long long>(report.prompt_tokens), static_cast<long long>(report.generated_tokens),
+      report.time_to_first_token_seconds * 1e3,
+      report.decode_seconds > 0 ? std::max<int64_t>(decoded, 0) / report.decode_seconds : 0.0,
+      report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const PipelinePart& part = parts[rank];
@@ -242,9 +248,9 @@ void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>&
                  "rank %zu (layers [%lld, %lld), classifier rows [%lld, %lld)): compute %.3f s, send %.3f s, "
                  "recv %.3f s, wait %.3f s\n",
                  rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
-                 static_cast<long long>(part.classifier_rows.begin), static_cast<long long>(part.classifier_rows.end),
-                 t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
-                 t.seconds(SpanKind::kWait));
+                 static_cast<long long>(part.classifier_rows.begin),
+                 static_cast<long long>(part.classifier_rows.end), t.seconds(SpanKind::kCompute),
+                 t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv), t.seconds(SpanKind::kWait));
   }
 }
 
@@ -291,8 +297,9 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
       head_job.rank = head_rank;
       head_job.verify_checksum = false;
       auto head = OpenRankShard(options.model, head_job);
-      if (!head) return head.error().Prefixed("--shards: the classifier rows in rank " + std::to_string(head_rank) +
-                                      "'s shard: ");
+      if (!head)
+        return head.error().Prefixed("--shards: the classifier rows in rank " + std::to_string(head_rank) +
+                                     "'s shard: ");
       model.classifier_source = std::move(head->checkpoint);
     }
     return model;
@@ -337,8 +344,9 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   prepared.prompts = options.id_prompts;
   if (!options.text_prompts.empty() && prepared.tokenizer->vocab_size() > config.vocab_size) {
     return Error::InvalidArgument("the tokenizer has " + std::to_string(prepared.tokenizer->vocab_size()) +
-                       " tokens, more than the model's vocabulary of " + std::to_string(config.vocab_size) +
-                       "; use --prompt-ids or a matching --tokenizer");
+                                  " tokens, more than the model's vocabulary of " +
+                                  std::to_string(config.vocab_size) +
+                                  "; use --prompt-ids or a matching --tokenizer");
   }
   for (const std::string& text : options.text_prompts) {
     std::vector<int32_t>& prompt = prepared.prompts.emplace_back(1, kBosId);
@@ -349,8 +357,8 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
 
   const Checkpoint& classifier_source =
       model->classifier_source ? *model->classifier_source : *model->checkpoint;
-  auto weights =
-      LoadStageWeights(*model->checkpoint, model->shard, model->parts[rank].classifier_rows, classifier_source);
+  auto weights = LoadStageWeights(*model->checkpoint, model->shard, model->parts[rank].classifier_rows,
+                                  classifier_source);
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
   prepared.parts = std::move(model->parts);
@@ -364,7 +372,8 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
-    output.emplace(*prepared.tokenizer, prepared.prompts, options.output_ids, options.dump_logits.has_value());
+    output.emplace(*prepared.tokenizer, prepared.prompts, options.output_ids,
+                   options.dump_logits.has_value());
   }
   Timeline timeline(options.trace.has_value());
   auto report =
@@ -415,7 +424,8 @@ int main(int argc, char** argv) {
   }
   Result<ProcessGroup> group = Join(*where);
   if (!group) {
-    std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank, group.error().ToString().c_str());
+    std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank,
+                 group.error().ToString().c_str());
     return 1;
   }
   if (Status status = Run(*options, *prepared, *group); !status) {

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  bazel-bootstrap g++ clang-14 libclang-rt-14-dev
+  bazel-bootstrap g++ clang-14 libclang-rt-14-dev clang-format-14 libsodium-dev
   libzmq3-dev cppzmq-dev libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   iproute2 procps python3

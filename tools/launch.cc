@@ -6,7 +6,8 @@
 #include "tools/launcher.h"
 
 int main(int argc, char** argv) {
-  const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, inferno::LaunchCommandSpec());
+  const inferno::CommandLine flags =
+      inferno::ParseCommandLineOrExit(argc, argv, inferno::LaunchCommandSpec());
   auto options = inferno::ParseLaunchOptions(flags);
   if (!options) {
     std::fprintf(stderr, "launch: %s\n", options.error().message.c_str());

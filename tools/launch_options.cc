@@ -18,21 +18,23 @@ Result<long> ParseInteger(std::string_view flag, const std::string& value, long 
   char* end = nullptr;
   const long parsed = std::strtol(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || errno != 0 || parsed < min || parsed > max) {
-    return Error::InvalidArgument(std::string(flag) + ": expected an integer in [" + std::to_string(min) + ", " +
-                                  std::to_string(max) + "], got " + Quoted(value));
+    return Error::InvalidArgument(std::string(flag) + ": expected an integer in [" + std::to_string(min) +
+                                  ", " + std::to_string(max) + "], got " + Quoted(value));
   }
   return parsed;
 }
 
 // Seconds as a decimal (e.g. "0.5"); zero only if `allow_zero`.
-Result<std::chrono::milliseconds> ParseSeconds(std::string_view flag, const std::string& value, bool allow_zero) {
+Result<std::chrono::milliseconds> ParseSeconds(std::string_view flag, const std::string& value,
+                                               bool allow_zero) {
   errno = 0;
   char* end = nullptr;
   const double seconds = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds < 0 ||
       (seconds == 0 && !allow_zero) || seconds > 1e7) {
-    return Error::InvalidArgument(std::string(flag) + ": expected a " + (allow_zero ? "non-negative" : "positive") +
-                                  " number of seconds, got " + Quoted(value));
+    return Error::InvalidArgument(std::string(flag) + ": expected a " +
+                                  (allow_zero ? "non-negative" : "positive") + " number of seconds, got " +
+                                  Quoted(value));
   }
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
@@ -50,9 +52,8 @@ const CommandSpec& LaunchCommandSpec() {
        {"tag-output", "", "prefix each output line with \"[rank] \""},
        {"timeout", "SECONDS", "stop the job after this long and exit 124"},
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
-       {"secure", "", "encrypt the job's traffic and admit only its ranks: they get INFERNO_JOB_SECRET\n"
-                      "                         (launch's own if set, which every node of a multi-node job\n"
-                      "                         needs; else a fresh one)"},
+       {"secure", "",
+        "encrypt the job's traffic, admit only its ranks (INFERNO_JOB_SECRET: launch's if set, else new)"},
        {"nnodes", "N", "nodes in the job (default 1)"},
        {"node-rank", "R", "this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1"},
        {"master-addr", "ADDR", "host of rank 0 (default 127.0.0.1)"},
@@ -97,12 +98,12 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
   if (!flags.Has("nproc-per-node")) return Error::InvalidArgument("-n: missing; say how many ranks to start");
   if (options.command.empty()) return Error::InvalidArgument("no program given after the flags");
   if (options.node_rank >= options.nnodes) {
-    return Error::InvalidArgument("--node-rank: " + std::to_string(options.node_rank) + " is not below --nnodes " +
-                                  std::to_string(options.nnodes));
+    return Error::InvalidArgument("--node-rank: " + std::to_string(options.node_rank) +
+                                  " is not below --nnodes " + std::to_string(options.nnodes));
   }
   if (options.nnodes > 1 && !flags.Has("master-port")) {
-    return Error::InvalidArgument("--master-port: required when --nnodes is " + std::to_string(options.nnodes) +
-                                  " (every node must agree on it)");
+    return Error::InvalidArgument("--master-port: required when --nnodes is " +
+                                  std::to_string(options.nnodes) + " (every node must agree on it)");
   }
   return options;
 }

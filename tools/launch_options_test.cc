@@ -11,15 +11,16 @@ namespace {
 // The command line's syntax, then its values, as launch's main() checks them.
 Result<LaunchOptions> Parse(std::vector<const char*> args) {
   args.insert(args.begin(), "launch");
-  Result<CommandLine> flags = CommandLine::Parse(static_cast<int>(args.size()), args.data(), LaunchCommandSpec());
+  Result<CommandLine> flags =
+      CommandLine::Parse(static_cast<int>(args.size()), args.data(), LaunchCommandSpec());
   if (!flags) return flags.error();
   return ParseLaunchOptions(*flags);
 }
 
 TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   auto options = Parse({"-n", "3", "--tag-output", "--secure", "--timeout", "2.5", "--grace=0.25", "--nnodes",
-                        "2", "--node-rank=1", "--master-addr", "10.0.0.7", "--master-port",
-                        "29500", "--", "prog", "-n", "9"});
+                        "2", "--node-rank=1", "--master-addr", "10.0.0.7", "--master-port", "29500", "--",
+                        "prog", "-n", "9"});
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_EQ(options->ranks_per_node, 3);
   EXPECT_TRUE(options->tag_output);
@@ -68,26 +69,25 @@ TEST_P(ParseLaunchOptionsRejects, WithOneLineNamingFlagAndValue) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadFlags, ParseLaunchOptionsRejects,
-    testing::Values(
-        BadCase{{"-n", "0", "prog"}, "-n: expected an integer in [1, 4096], got '0'"},
-        BadCase{{"-n", "4x", "prog"}, "-n: expected an integer in [1, 4096], got '4x'"},
-        BadCase{{"-n"}, "flag -n needs a value (RANKS)"},
-        BadCase{{"prog"}, "-n: missing; say how many ranks to start"},
-        BadCase{{"-n", "2"}, "no program given after the flags"},
-        BadCase{{"-n", "2", "--tag", "prog"}, "unknown flag --tag"},
-        BadCase{{"-n", "2", "--tag-output=1", "prog"}, "--tag-output takes no value"},
-        BadCase{{"-n", "2", "--secure=yes", "prog"}, "--secure takes no value"},
-        BadCase{{"-n", "2", "--timeout", "0", "prog"},
-                "--timeout: expected a positive number of seconds, got '0'"},
-        BadCase{{"-n", "2", "--grace", "-1", "prog"},
-                "--grace: expected a non-negative number of seconds, got '-1'"},
-        BadCase{{"-n", "2", "--master-port", "70000", "prog"},
-                "--master-port: expected an integer in [1, 65535], got '70000'"},
-        BadCase{{"-n", "2", "--nnodes", "2", "--node-rank", "2", "--master-port", "5", "prog"},
-                "--node-rank: 2 is not below --nnodes 2"},
-        BadCase{{"-n", "2", "--nnodes", "2", "prog"},
-                "--master-port: required when --nnodes is 2 (every node must agree on it)"},
-        BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"}));
+    testing::Values(BadCase{{"-n", "0", "prog"}, "-n: expected an integer in [1, 4096], got '0'"},
+                    BadCase{{"-n", "4x", "prog"}, "-n: expected an integer in [1, 4096], got '4x'"},
+                    BadCase{{"-n"}, "flag -n needs a value (RANKS)"},
+                    BadCase{{"prog"}, "-n: missing; say how many ranks to start"},
+                    BadCase{{"-n", "2"}, "no program given after the flags"},
+                    BadCase{{"-n", "2", "--tag", "prog"}, "unknown flag --tag"},
+                    BadCase{{"-n", "2", "--tag-output=1", "prog"}, "--tag-output takes no value"},
+                    BadCase{{"-n", "2", "--secure=yes", "prog"}, "--secure takes no value"},
+                    BadCase{{"-n", "2", "--timeout", "0", "prog"},
+                            "--timeout: expected a positive number of seconds, got '0'"},
+                    BadCase{{"-n", "2", "--grace", "-1", "prog"},
+                            "--grace: expected a non-negative number of seconds, got '-1'"},
+                    BadCase{{"-n", "2", "--master-port", "70000", "prog"},
+                            "--master-port: expected an integer in [1, 65535], got '70000'"},
+                    BadCase{{"-n", "2", "--nnodes", "2", "--node-rank", "2", "--master-port", "5", "prog"},
+                            "--node-rank: 2 is not below --nnodes 2"},
+                    BadCase{{"-n", "2", "--nnodes", "2", "prog"},
+                            "--master-port: required when --nnodes is 2 (every node must agree on it)"},
+                    BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"}));
 
 }  // namespace
 }  // namespace inferno

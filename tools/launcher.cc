@@ -72,7 +72,7 @@ Result<int> BindAndRelease(const std::string& addr, int port) {
   }
   freeaddrinfo(found);
   return Error::Io("--master-addr: cannot bind " + addr + ":" + std::to_string(port) + " (" + last_error +
-                        "); is it an address of this host?");
+                   "); is it an address of this host?");
 }
 
 // The first port of the kernel's ephemeral range, which port-0 binds and
@@ -132,8 +132,8 @@ int ExitStatusOf(int wait_status) {
 // One output stream (stdout or stderr) of one rank, read through a pipe when
 // output is tagged.
 struct TaggedStream {
-  int fd = -1;       // read end; -1 once closed
-  int target = -1;   // our fd the lines go to
+  int fd = -1;      // read end; -1 once closed
+  int target = -1;  // our fd the lines go to
   std::string prefix;
   std::string pending;  // bytes after the last newline
 
@@ -226,8 +226,8 @@ class Supervisor {
     }
     if (options_.nnodes > 1) {
       return Error::InvalidArgument(std::string("--secure: a job of ") + std::to_string(options_.nnodes) +
-                            " nodes needs the same " + kJobSecretVariable +
-                            " exported on every node (make one with job_key)");
+                                    " nodes needs the same " + kJobSecretVariable +
+                                    " exported on every node (make one with job_key)");
     }
     Result<std::string> fresh = NewJobSecretText();
     if (!fresh) return fresh.error();
@@ -254,8 +254,7 @@ class Supervisor {
     process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
     int out_pipe[2] = {-1, -1};
     int err_pipe[2] = {-1, -1};
-    if (options_.tag_output &&
-        (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
+    if (options_.tag_output && (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
       return Error::Io("rank " + std::to_string(process.rank) + ": pipe: " + ErrnoText());
     }
     const pid_t parent = getpid();
@@ -302,8 +301,8 @@ class Supervisor {
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
     if (options_.secure) set(kJobSecretVariable, job_secret_);
-    for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                             "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS"}) {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                             "SLURM_PROCID", "SLURM_NTASKS"}) {
       unsetenv(name);
     }
     std::signal(SIGPIPE, SIG_DFL);
@@ -376,13 +375,13 @@ class Supervisor {
         continue;
       }
       if (exit_status_) {
-        WriteAll(STDERR_FILENO, std::string("launch: got SIG") + sigabbrev_np(signal) +
-                                    " again; killing the ranks now\n");
+        WriteAll(STDERR_FILENO,
+                 std::string("launch: got SIG") + sigabbrev_np(signal) + " again; killing the ranks now\n");
         Stop(SIGKILL);
         continue;
       }
-      WriteAll(STDERR_FILENO, std::string("launch: got SIG") + sigabbrev_np(signal) +
-                                  "; stopping " + std::to_string(RunningCount()) + " ranks\n");
+      WriteAll(STDERR_FILENO, std::string("launch: got SIG") + sigabbrev_np(signal) + "; stopping " +
+                                  std::to_string(RunningCount()) + " ranks\n");
       Fail(128 + signal);
     }
   }
@@ -400,8 +399,7 @@ class Supervisor {
       if (failed && !exit_status_) {
         WriteAll(STDERR_FILENO, "launch: rank " + std::to_string(process.rank) + " (pid " +
                                     std::to_string(pid) + ") " + DescribeWaitStatus(wait_status) +
-                                    "; stopping " + std::to_string(RunningCount()) +
-                                    " other ranks\n");
+                                    "; stopping " + std::to_string(RunningCount()) + " other ranks\n");
         Fail(ExitStatusOf(wait_status));
       }
     }
@@ -413,9 +411,8 @@ class Supervisor {
     if (job_deadline_ && now >= *job_deadline_) {
       job_deadline_.reset();
       if (!exit_status_) {
-        WriteAll(STDERR_FILENO, "launch: --timeout of " +
-                                    std::to_string(options_.timeout.count()) + " ms passed; stopping " +
-                                    std::to_string(RunningCount()) + " ranks\n");
+        WriteAll(STDERR_FILENO, "launch: --timeout of " + std::to_string(options_.timeout.count()) +
+                                    " ms passed; stopping " + std::to_string(RunningCount()) + " ranks\n");
         Fail(kTimeoutStatus);
       }
     }
@@ -452,14 +449,13 @@ class Supervisor {
   bool AnyRunning() const { return RunningCount() > 0; }
 
   int RunningCount() const {
-    return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(),
-                                          [](const RankProcess& p) { return p.running; }));
+    return static_cast<int>(
+        std::count_if(ranks_.begin(), ranks_.end(), [](const RankProcess& p) { return p.running; }));
   }
 
   bool AnyStreamOpen() const {
-    return std::any_of(ranks_.begin(), ranks_.end(), [](const RankProcess& p) {
-      return p.out.fd >= 0 || p.err.fd >= 0;
-    });
+    return std::any_of(ranks_.begin(), ranks_.end(),
+                       [](const RankProcess& p) { return p.out.fd >= 0 || p.err.fd >= 0; });
   }
 
   const LaunchOptions& options_;
@@ -475,8 +471,6 @@ class Supervisor {
 
 }  // namespace
 
-Result<int> RunRanks(const LaunchOptions& options) {
-  return Supervisor(options).Run();
-}
+Result<int> RunRanks(const LaunchOptions& options) { return Supervisor(options).Run(); }
 
 }  // namespace inferno

@@ -77,9 +77,10 @@ int Run(int argc, char** argv) {
                WorldLayoutText(plan->pp, plan->tp).c_str(), report->files_written,
                static_cast<unsigned long long>(report->bytes_written), report->files_verified, seconds);
   for (const RankShard& shard : plan->ranks) {
-    std::fprintf(stderr, "shard:   rank %d: stage %d tp %d, layers [%lld, %lld)%s%s -> %s\n", shard.rank, shard.stage,
-                 shard.tp_index, static_cast<long long>(shard.layers.begin), static_cast<long long>(shard.layers.end),
-                 shard.has_embedding ? ", embedding" : "", shard.has_head ? ", head" : "",
+    std::fprintf(stderr, "shard:   rank %d: stage %d tp %d, layers [%lld, %lld)%s%s -> %s\n", shard.rank,
+                 shard.stage, shard.tp_index, static_cast<long long>(shard.layers.begin),
+                 static_cast<long long>(shard.layers.end), shard.has_embedding ? ", embedding" : "",
+                 shard.has_head ? ", head" : "",
                  report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
   }
   return 0;

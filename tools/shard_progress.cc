@@ -19,8 +19,9 @@ std::string FormatBytes(double bytes) {
 
 std::string FormatShardProgress(uint64_t bytes_done, uint64_t bytes_total, double elapsed_seconds) {
   const double percent = bytes_total == 0 ? 100.0 : 100.0 * static_cast<double>(bytes_done) / bytes_total;
-  std::string text = FormatBytes(static_cast<double>(bytes_done)) + " / " + FormatBytes(static_cast<double>(bytes_total)) +
-                     " (" + std::to_string(static_cast<int>(percent)) + "%)";
+  std::string text = FormatBytes(static_cast<double>(bytes_done)) + " / " +
+                     FormatBytes(static_cast<double>(bytes_total)) + " (" +
+                     std::to_string(static_cast<int>(percent)) + "%)";
   if (elapsed_seconds <= 0.0 || bytes_done == 0) return text + ", rate -, ETA -";
   const double rate = static_cast<double>(bytes_done) / elapsed_seconds;
   const double eta = static_cast<double>(bytes_total - bytes_done) / rate;
@@ -32,7 +33,8 @@ ShardProgressDisplay::ShardProgressDisplay(std::FILE* out, bool terminal)
 
 void ShardProgressDisplay::Update(uint64_t bytes_done, uint64_t bytes_total) {
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < (terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(2000))) return;
+  if (now - last_draw_ < (terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(2000)))
+    return;
   last_draw_ = now;
   Draw(bytes_done, bytes_total);
 }

@@ -6,7 +6,8 @@ namespace inferno {
 namespace {
 
 TEST(FormatShardProgress, ShowsBytesPercentRateAndEta) {
-  EXPECT_EQ(FormatShardProgress(3ull << 29, 3ull << 30, 2.0), "1.50 GiB / 3.00 GiB (50%), 768.00 MiB/s, ETA 2s");
+  EXPECT_EQ(FormatShardProgress(3ull << 29, 3ull << 30, 2.0),
+            "1.50 GiB / 3.00 GiB (50%), 768.00 MiB/s, ETA 2s");
 }
 
 TEST(FormatShardProgress, NoRateBeforeAnyByte) {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "base/command_line.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
-#include "base/command_line.h"
 
 namespace inferno {
 namespace {
@@ -79,29 +79,37 @@ std::string SmallCollective(ProcessGroup& group, long index) {
     case 0: {
       std::vector<float> data(64);  // (64)
       for (size_t i = 0; i < data.size(); ++i) data[i] = base + static_cast<float>(rank * 64 + i);
-      if (Status s = group.all_reduce(data, ReduceKind::kSum); !s) return Failure("all_reduce", index, s.error().ToString());
+      if (Status s = group.all_reduce(data, ReduceKind::kSum); !s)
+        return Failure("all_reduce", index, s.error().ToString());
       for (size_t i = 0; i < data.size(); ++i) {
-        const float want = static_cast<float>(world) * (base + static_cast<float>(i)) + 64.0f * world * (world - 1) / 2;
-        if (data[i] != want) return Failure("all_reduce", index, "element " + std::to_string(i) + " is " + std::to_string(data[i]));
+        const float want =
+            static_cast<float>(world) * (base + static_cast<float>(i)) + 64.0f * world * (world - 1) / 2;
+        if (data[i] != want)
+          return Failure("all_reduce", index,
+                         "element " + std::to_string(i) + " is " + std::to_string(data[i]));
       }
       return "";
     }
     case 1: {
       const int root = static_cast<int>(index / 4 % world);
       std::vector<float> data(64, rank == root ? base + static_cast<float>(root) : -1.0f);  // (64)
-      if (Status s = group.broadcast(root, data); !s) return Failure("broadcast", index, s.error().ToString());
+      if (Status s = group.broadcast(root, data); !s)
+        return Failure("broadcast", index, s.error().ToString());
       for (float value : data) {
-        if (value != base + static_cast<float>(root)) return Failure("broadcast", index, "got " + std::to_string(value));
+        if (value != base + static_cast<float>(root))
+          return Failure("broadcast", index, "got " + std::to_string(value));
       }
       return "";
     }
     case 2: {
       const std::vector<float> mine(16, base + static_cast<float>(rank));  // (16)
-      Result<std::vector<float>> all = group.all_gather(mine);  // (world * 16)
+      Result<std::vector<float>> all = group.all_gather(mine);             // (world * 16)
       if (!all) return Failure("all_gather", index, all.error().ToString());
-      if (all->size() != 16u * world) return Failure("all_gather", index, "length " + std::to_string(all->size()));
+      if (all->size() != 16u * world)
+        return Failure("all_gather", index, "length " + std::to_string(all->size()));
       for (size_t i = 0; i < all->size(); ++i) {
-        if ((*all)[i] != base + static_cast<float>(i / 16)) return Failure("all_gather", index, "element " + std::to_string(i));
+        if ((*all)[i] != base + static_cast<float>(i / 16))
+          return Failure("all_gather", index, "element " + std::to_string(i));
       }
       return "";
     }
@@ -115,10 +123,13 @@ std::string SmallCollective(ProcessGroup& group, long index) {
 std::string LargeAllReduce(ProcessGroup& group, long index, std::vector<float>& data) {
   const int world = group.world_size(), rank = group.rank();
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 7 + rank + index % 3);
-  if (Status s = group.all_reduce(data, ReduceKind::kSum); !s) return Failure("all_reduce", index, s.error().ToString());
+  if (Status s = group.all_reduce(data, ReduceKind::kSum); !s)
+    return Failure("all_reduce", index, s.error().ToString());
   for (size_t i = 0; i < data.size(); ++i) {
-    const float want = static_cast<float>(world * static_cast<long>(i % 7 + index % 3) + world * (world - 1) / 2);
-    if (data[i] != want) return Failure("all_reduce", index, "element " + std::to_string(i) + " is " + std::to_string(data[i]));
+    const float want =
+        static_cast<float>(world * static_cast<long>(i % 7 + index % 3) + world * (world - 1) / 2);
+    if (data[i] != want)
+      return Failure("all_reduce", index, "element " + std::to_string(i) + " is " + std::to_string(data[i]));
   }
   return "";
 }

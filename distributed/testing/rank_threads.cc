@@ -19,9 +19,8 @@ namespace {
 // characters, so Bazel's (long) TEST_TMPDIR is used only when short enough.
 std::string MakeSocketDirectory() {
   const char* test_tmpdir = std::getenv("TEST_TMPDIR");
-  std::string base = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60
-                         ? std::string(test_tmpdir)
-                         : std::string("/tmp");
+  std::string base = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60 ? std::string(test_tmpdir)
+                                                                                    : std::string("/tmp");
   std::string pattern = base + "/ipc-XXXXXX";
   CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
   return pattern;
@@ -32,8 +31,8 @@ std::vector<std::shared_ptr<Transport>> MakeZmqTransports(bool ipc, int world_si
   const std::string directory = ipc ? MakeSocketDirectory() : "";
   ZmqTransportOptions options;
   options.timeout = timeout;
-  std::vector<std::shared_ptr<ZmqTransport>> zmq_transports = BindZmqWorld(
-      world_size, options, [&](int rank) -> std::string {
+  std::vector<std::shared_ptr<ZmqTransport>> zmq_transports =
+      BindZmqWorld(world_size, options, [&](int rank) -> std::string {
         return ipc ? "ipc://" + directory + "/" + std::to_string(rank) : "tcp://127.0.0.1:0";
       });
   ConnectZmqWorld(zmq_transports, std::random_device()());

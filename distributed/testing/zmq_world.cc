@@ -5,8 +5,7 @@
 namespace inferno {
 
 std::vector<std::shared_ptr<ZmqTransport>> BindZmqWorld(
-    int world_size, ZmqTransportOptions options,
-    const std::function<std::string(int rank)>& endpoint) {
+    int world_size, ZmqTransportOptions options, const std::function<std::string(int rank)>& endpoint) {
   std::vector<std::shared_ptr<ZmqTransport>> transports;
   for (int rank = 0; rank < world_size; ++rank) {
     options.rank = rank;
@@ -19,8 +18,8 @@ std::vector<std::shared_ptr<ZmqTransport>> BindZmqWorld(
   return transports;
 }
 
-void ConnectZmqWorld(const std::vector<std::shared_ptr<ZmqTransport>>& transports,
-                     uint64_t job_id, int connected_ranks) {
+void ConnectZmqWorld(const std::vector<std::shared_ptr<ZmqTransport>>& transports, uint64_t job_id,
+                     int connected_ranks) {
   std::vector<std::string> endpoints;
   for (const auto& transport : transports) endpoints.push_back(transport->endpoints().front());
   const int ranks = connected_ranks < 0 ? static_cast<int>(transports.size()) : connected_ranks;

@@ -25,12 +25,11 @@ namespace inferno {
 // `options` but its own rank, world size and bind endpoint
 // (`endpoint(rank)`; by default a free tcp port on loopback).
 std::vector<std::shared_ptr<ZmqTransport>> BindZmqWorld(
-    int world_size, ZmqTransportOptions options,
-    const std::function<std::string(int rank)>& endpoint = {});
+    int world_size, ZmqTransportOptions options, const std::function<std::string(int rank)>& endpoint = {});
 
 // Connects ranks [0, connected_ranks) of `transports` (all when negative) to
 // every bound endpoint under `job_id`.
-void ConnectZmqWorld(const std::vector<std::shared_ptr<ZmqTransport>>& transports,
-                     uint64_t job_id, int connected_ranks = -1);
+void ConnectZmqWorld(const std::vector<std::shared_ptr<ZmqTransport>>& transports, uint64_t job_id,
+                     int connected_ranks = -1);
 
 }  // namespace inferno

@@ -37,11 +37,10 @@ void MakeCurveClient(zmq::socket_t& socket, const CurveKeys& keys) {
   socket.set(zmq::sockopt::curve_secretkey, keys.secret_key);
 }
 
-Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
-                                                      const CurveKeys& keys, std::string owner) {
+Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, const CurveKeys& keys,
+                                                      std::string owner) {
   std::string allowed_key(32, '\0');
-  CHECK(zmq_z85_decode(reinterpret_cast<uint8_t*>(allowed_key.data()),
-                       keys.public_key.c_str()) != nullptr)
+  CHECK(zmq_z85_decode(reinterpret_cast<uint8_t*>(allowed_key.data()), keys.public_key.c_str()) != nullptr)
       << "not a Z85 key";
   try {
     zmq::socket_t socket(context, zmq::socket_type::rep);
@@ -50,8 +49,8 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
     return std::unique_ptr<ZapHandler>(
         new ZapHandler(std::move(socket), std::move(allowed_key), std::move(owner)));
   } catch (const zmq::error_t& error) {
-    return Error::Transport(owner + ": cannot start the CURVE authentication handler at " +
-                                      kZapEndpoint + ": " + error.what());
+    return Error::Transport(owner + ": cannot start the CURVE authentication handler at " + kZapEndpoint +
+                            ": " + error.what());
   }
 }
 
@@ -101,8 +100,8 @@ void ZapHandler::Answer() {
                  << (address.empty() ? std::string("a local (ipc) peer") : address)
                  << ": it does not hold this job's key (" << kJobSecretVariable << ")";
   }
-  const std::string reply[] = {"1.0", frame_text(1), admitted ? "200" : "400",
-                               admitted ? "OK" : "not this job's key", "", ""};
+  const std::string reply[] = {
+      "1.0", frame_text(1), admitted ? "200" : "400", admitted ? "OK" : "not this job's key", "", ""};
   for (size_t i = 0; i < std::size(reply); ++i) {
     socket_.send(zmq::buffer(reply[i]),
                  i + 1 < std::size(reply) ? zmq::send_flags::sndmore : zmq::send_flags::none);

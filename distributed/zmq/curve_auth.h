@@ -53,8 +53,8 @@ class ZapHandler {
   // CURVE client in. `owner` names the sockets' owner in log lines ("rank
   // 2"). At most one handler per context. Errors: Transport (the endpoint is
   // taken, e.g. a second handler on the context).
-  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context,
-                                                   const CurveKeys& keys, std::string owner);
+  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, const CurveKeys& keys,
+                                                   std::string owner);
 
   // Stops answering (within about 50 ms) and joins the thread. Must run
   // before the context is destroyed, which waits for the handler's socket;

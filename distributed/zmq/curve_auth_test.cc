@@ -18,8 +18,7 @@ struct Server {
   zmq::socket_t router;
   std::string endpoint;
 
-  Server(zmq::context_t& context, const CurveKeys& keys)
-      : router(context, zmq::socket_type::router) {
+  Server(zmq::context_t& context, const CurveKeys& keys) : router(context, zmq::socket_type::router) {
     router.set(zmq::sockopt::linger, 0);
     MakeCurveServer(router, keys);
     router.bind("tcp://127.0.0.1:0");

@@ -40,12 +40,11 @@ Result<std::string> ResolveIpv4(const std::string& address) {
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(address.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return Error::Transport("rendezvous: rank 0 cannot resolve MASTER_ADDR '" +
-                                      address + "': " + gai_strerror(rc));
+    return Error::Transport("rendezvous: rank 0 cannot resolve MASTER_ADDR '" + address +
+                            "': " + gai_strerror(rc));
   }
   char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr, text,
-            sizeof(text));
+  inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof(text));
   freeaddrinfo(found);
   return std::string(text);
 }
@@ -79,8 +78,8 @@ struct RendezvousServer::Impl {
   int port = 0;
 };
 
-Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(
-    const std::string& address, int port, const std::optional<JobSecret>& secret) {
+Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::string& address, int port,
+                                                                   const std::optional<JobSecret>& secret) {
   auto impl = std::make_unique<Impl>();
   impl->address = address;
   const std::string where = address + ":" + std::to_string(port);
@@ -103,8 +102,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(
     const std::string bound = impl->router.get(zmq::sockopt::last_endpoint);
     impl->port = std::stoi(bound.substr(bound.rfind(':') + 1));
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: rank 0 cannot listen on " + where + ": " +
-                                      error.what());
+    return Error::Transport("rendezvous: rank 0 cannot listen on " + where + ": " + error.what());
   }
   return std::unique_ptr<RendezvousServer>(new RendezvousServer(std::move(impl)));
 }
@@ -132,12 +130,11 @@ Result<RendezvousServer::Request> RendezvousServer::Receive(Deadline deadline) {
       return Request{client.to_string(), body.to_string()};
     }
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: receive at " + impl_->address + ":" +
-                                      std::to_string(impl_->port) + ": " + error.what());
+    return Error::Transport("rendezvous: receive at " + impl_->address + ":" + std::to_string(impl_->port) +
+                            ": " + error.what());
   }
-  return Error::Timeout(
-      "rendezvous at " + impl_->address + ":" + std::to_string(impl_->port), -1,
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
+  return Error::Timeout("rendezvous at " + impl_->address + ":" + std::to_string(impl_->port), -1,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
 }
 
 Status RendezvousServer::Reply(const std::string& client, const std::string& body) {
@@ -145,8 +142,8 @@ Status RendezvousServer::Reply(const std::string& client, const std::string& bod
     impl_->router.send(zmq::buffer(client), zmq::send_flags::sndmore);
     impl_->router.send(zmq::buffer(body), zmq::send_flags::none);
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: reply from " + impl_->address + ":" +
-                                      std::to_string(impl_->port) + ": " + error.what());
+    return Error::Transport("rendezvous: reply from " + impl_->address + ":" + std::to_string(impl_->port) +
+                            ": " + error.what());
   }
   return {};
 }
@@ -178,18 +175,16 @@ Status RendezvousClient::Impl::CheckHandshake() {
   // A server holding another secret cannot read the client's CURVE hello and
   // drops the connection (no detail); one that holds no secret, or whose
   // handler refuses the key, says so.
-  const std::string reason =
-      id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-          ? std::string("the security handshake failed: is ") + kJobSecretVariable +
-                " set on every rank or on none?"
-          : std::string("it does not accept this rank's key: is ") + kJobSecretVariable +
-                " the same on every rank?";
-  return Error::Transport("rendezvous: rank 0 at " + where + " refused this rank: " +
-                                    reason);
+  const std::string reason = id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                 ? std::string("the security handshake failed: is ") + kJobSecretVariable +
+                                       " set on every rank or on none?"
+                                 : std::string("it does not accept this rank's key: is ") +
+                                       kJobSecretVariable + " the same on every rank?";
+  return Error::Transport("rendezvous: rank 0 at " + where + " refused this rank: " + reason);
 }
 
-Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(
-    const std::string& address, int port, const std::optional<JobSecret>& secret) {
+Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::string& address, int port,
+                                                                    const std::optional<JobSecret>& secret) {
   auto impl = std::make_unique<Impl>();
   impl->where = address + ":" + std::to_string(port);
   try {
@@ -208,8 +203,7 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(
     impl->handshake_monitor.connect(monitor_endpoint);
     impl->dealer.connect("tcp://" + impl->where);
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: cannot connect to " + impl->where + ": " +
-                                      error.what());
+    return Error::Transport("rendezvous: cannot connect to " + impl->where + ": " + error.what());
   }
   return std::unique_ptr<RendezvousClient>(new RendezvousClient(std::move(impl)));
 }
@@ -222,8 +216,7 @@ Status RendezvousClient::Send(const std::string& body) {
   try {
     impl_->dealer.send(zmq::buffer(body), zmq::send_flags::none);
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: send to " + impl_->where + ": " +
-                                      error.what());
+    return Error::Transport("rendezvous: send to " + impl_->where + ": " + error.what());
   }
   return {};
 }
@@ -238,12 +231,10 @@ Result<std::string> RendezvousClient::Receive(Deadline deadline) {
       if (impl_->dealer.recv(body, zmq::recv_flags::dontwait)) return body.to_string();
     }
   } catch (const zmq::error_t& error) {
-    return Error::Transport("rendezvous: receive from " + impl_->where + ": " +
-                                      error.what());
+    return Error::Transport("rendezvous: receive from " + impl_->where + ": " + error.what());
   }
-  return Error::Timeout(
-      "rendezvous: waiting for the table from rank 0 at " + impl_->where, 0,
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
+  return Error::Timeout("rendezvous: waiting for the table from rank 0 at " + impl_->where, 0,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
 }
 
 }  // namespace inferno

@@ -18,8 +18,7 @@ using std::chrono::milliseconds;
 // received, or the client's error once the server never answers.
 std::string Exchange(const std::optional<JobSecret>& server_secret,
                      const std::optional<JobSecret>& client_secret) {
-  Result<std::unique_ptr<RendezvousServer>> server =
-      RendezvousServer::Listen("localhost", 0, server_secret);
+  Result<std::unique_ptr<RendezvousServer>> server = RendezvousServer::Listen("localhost", 0, server_secret);
   if (!server) return server.error().ToString();
   EXPECT_GT((*server)->port(), 0);
   Result<std::unique_ptr<RendezvousClient>> client =

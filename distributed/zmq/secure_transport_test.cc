@@ -96,8 +96,7 @@ TEST(SecureZmqTransport, RanksHoldingTheSecretExchangeMessages) {
 TEST(SecureZmqTransport, WithoutASecretAStrangersFrameIsDelivered) {
   auto transports = World(std::nullopt);
   InjectFrame(transports[1]->endpoints().front(), StrangerKind::kPlain);
-  Result<Message> got =
-      transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(5000));
+  Result<Message> got = transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(5000));
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(Text(*got), "evil");
 }
@@ -107,8 +106,7 @@ class SecureZmqTransportStranger : public testing::TestWithParam<StrangerKind> {
 TEST_P(SecureZmqTransportStranger, CannotDeliverAFrame) {
   auto transports = World(SecretFilledWith(1));
   InjectFrame(transports[1]->endpoints().front(), GetParam());
-  Result<Message> injected =
-      transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(1000));
+  Result<Message> injected = transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(1000));
   ASSERT_FALSE(injected) << "the stranger's frame arrived: '" << Text(*injected) << "'";
   EXPECT_EQ(injected.error().kind, ErrorKind::kTimeout) << injected.error().ToString();
   // The real rank 0 still gets through.
@@ -136,8 +134,7 @@ TEST(SecureZmqTransport, RankWithAnotherSecretCannotReachAPeer) {
   options.job_secret = SecretFilledWith(3);
   Result<std::shared_ptr<ZmqTransport>> second = ZmqTransport::Bind(options);
   ASSERT_TRUE(first && second);
-  const std::vector<std::string> endpoints = {(*first)->endpoints().front(),
-                                              (*second)->endpoints().front()};
+  const std::vector<std::string> endpoints = {(*first)->endpoints().front(), (*second)->endpoints().front()};
   ASSERT_TRUE((*first)->Connect(endpoints, kJob));
   ASSERT_TRUE((*second)->Connect(endpoints, kJob));
   const std::string hello = "hello";

@@ -46,8 +46,8 @@ TEST(ZmqTransport, CloseCompletesWhenEveryRankClosesAtOnce) {
     for (int rank = 0; rank < kWorld; ++rank) {
       if (closes[rank].wait_for(kCloseBound) != std::future_status::ready) {
         // The closing thread is stuck inside libzmq and cannot be joined.
-        std::fprintf(stderr, "FAIL: rank %d's Close did not return within %lld ms (round %d)\n",
-                     rank, static_cast<long long>(kCloseBound.count()), round);
+        std::fprintf(stderr, "FAIL: rank %d's Close did not return within %lld ms (round %d)\n", rank,
+                     static_cast<long long>(kCloseBound.count()), round);
         std::fflush(stderr);
         _exit(1);
       }

@@ -34,9 +34,7 @@ std::vector<std::shared_ptr<ZmqTransport>> ConnectedPair(milliseconds timeout) {
   return transports;
 }
 
-int PortOf(const std::string& endpoint) {
-  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
-}
+int PortOf(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind(':') + 1)); }
 
 // Connects a plain TCP socket to `port` on loopback and writes `bytes`.
 void WriteRawBytes(int port, const std::string& bytes) {
@@ -155,8 +153,8 @@ TEST(ZmqTransport, PeerThatClosedInOrderIsReportedPromptlyAfterItsLastMessage) {
 
 TEST(ZmqTransport, AbortFailsThePeersWaitOnAnyRankWithTheReason) {
   auto transports = ConnectedPair(milliseconds(30000));
-  auto results = RunRanks({transports[0], transports[1]},
-                          [](ProcessGroup& group) { return group.barrier().ok(); });
+  auto results =
+      RunRanks({transports[0], transports[1]}, [](ProcessGroup& group) { return group.barrier().ok(); });
   ASSERT_TRUE(results[0] && results[1]);
   const Deadline started = Clock::now();
   std::thread aborter([&] {
@@ -187,8 +185,8 @@ TEST(ZmqTransport, SendToSelfIsDelivered) {
 TEST(ZmqTransport, ClosedPeerIsPeerLostBeforeTheTimeout) {
   auto transports = ConnectedPair(milliseconds(30000));
   // Let the connections come up before one side goes away.
-  auto results = RunRanks({transports[0], transports[1]},
-                          [](ProcessGroup& group) { return group.barrier().ok(); });
+  auto results =
+      RunRanks({transports[0], transports[1]}, [](ProcessGroup& group) { return group.barrier().ok(); });
   ASSERT_TRUE(results[0] && results[1]);
   transports[1]->Close();
   const Clock::time_point start = Clock::now();

@@ -42,7 +42,7 @@ class GlooBackend : public CollectiveBenchBackend {
   // Connects `rank` of `world_size` to the others over TCP on 127.0.0.1,
   // exchanging addresses through files in `store_dir`.
   static Expected<std::unique_ptr<GlooBackend>, std::string> Connect(int rank, int world_size,
-                                                                   const std::string& store_dir) {
+                                                                     const std::string& store_dir) {
     std::shared_ptr<gloo::rendezvous::Context> context;
     auto connected = Guarded("connecting through FileStore", [&] {
       gloo::transport::tcp::attr attr;
@@ -97,8 +97,7 @@ class GlooBackend : public CollectiveBenchBackend {
 
   Status Send(int peer, std::span<const float> data) override {
     return Guarded("UnboundBuffer::send", [&] {
-      auto buffer = context_->createUnboundBuffer(const_cast<float*>(data.data()),
-                                                  data.size_bytes());
+      auto buffer = context_->createUnboundBuffer(const_cast<float*>(data.data()), data.size_bytes());
       buffer->send(peer, kPointToPointSlot);
       buffer->waitSend();
     });

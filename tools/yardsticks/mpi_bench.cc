@@ -28,21 +28,20 @@ class MpiBackend : public CollectiveBenchBackend {
   Status Barrier() override { return Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
   Status AllReduceSum(std::span<float> data) override {
-    return Check(MPI_Allreduce(MPI_IN_PLACE, data.data(), Count(data.size()), MPI_FLOAT, MPI_SUM,
-                               MPI_COMM_WORLD),
-                 "MPI_Allreduce");
+    return Check(
+        MPI_Allreduce(MPI_IN_PLACE, data.data(), Count(data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
   }
 
   Status AllGather(std::span<const float> input, std::vector<float>& out) override {
     out.resize(input.size() * world_size_);
-    return Check(MPI_Allgather(input.data(), Count(input.size()), MPI_FLOAT, out.data(),
-                               Count(input.size()), MPI_FLOAT, MPI_COMM_WORLD),
+    return Check(MPI_Allgather(input.data(), Count(input.size()), MPI_FLOAT, out.data(), Count(input.size()),
+                               MPI_FLOAT, MPI_COMM_WORLD),
                  "MPI_Allgather");
   }
 
   Status BroadcastFromRank0(std::span<float> data) override {
-    return Check(MPI_Bcast(data.data(), Count(data.size()), MPI_FLOAT, 0, MPI_COMM_WORLD),
-                 "MPI_Bcast");
+    return Check(MPI_Bcast(data.data(), Count(data.size()), MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   }
 
   Status Send(int peer, std::span<const float> data) override {
@@ -51,15 +50,15 @@ class MpiBackend : public CollectiveBenchBackend {
   }
 
   Status Recv(int peer, std::vector<float>& out) override {
-    return Check(MPI_Recv(out.data(), Count(out.size()), MPI_FLOAT, peer, kTag, MPI_COMM_WORLD,
-                          MPI_STATUS_IGNORE),
-                 "MPI_Recv");
+    return Check(
+        MPI_Recv(out.data(), Count(out.size()), MPI_FLOAT, peer, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Recv");
   }
 
   Status MaxAcrossRanks(std::span<double> values) override {
-    return Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), Count(values.size()), MPI_DOUBLE,
-                               MPI_MAX, MPI_COMM_WORLD),
-                 "MPI_Allreduce(MAX)");
+    return Check(
+        MPI_Allreduce(MPI_IN_PLACE, values.data(), Count(values.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce(MAX)");
   }
 
  private:
@@ -84,13 +83,18 @@ class MpiBackend : public CollectiveBenchBackend {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  auto config = inferno::ParseBenchFlags(argc, argv);
+  const inferno::CommandSpec spec{"mpi_bench", "[flags]  (run as mpirun ... mpi_bench ...)",
+                                  "Runs the collective benchmark protocol over Open MPI.",
+                                  inferno::BenchFlagSpecs()};
+  auto flags = inferno::CommandLine::Parse(argc, argv, spec);
+  auto config =
+      flags ? inferno::ReadBenchConfig(*flags) : inferno::Result<inferno::BenchConfig>(flags.error());
   int status = 0;
-  if (!config) {
-    std::fprintf(stderr, "mpi_bench: %s\n", config.error().c_str());
+  if (flags && flags->help_requested()) {
+    std::fputs(inferno::Usage(spec).c_str(), stdout);
+  } else if (!config) {
+    std::fprintf(stderr, "mpi_bench: %s\n", config.error().message.c_str());
     status = 2;
-  } else if (config->show_help) {
-    std::printf("usage: mpirun ... mpi_bench [flags]\n%s", inferno::BenchFlagsUsage());
   } else {
     inferno::MpiBackend backend;
     status = inferno::RunCollectiveBenchMain("mpi_bench", backend, *config);

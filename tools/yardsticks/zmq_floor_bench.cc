@@ -59,8 +59,8 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
       pairs_[peer] = pair;
       zmq_setsockopt(pair, ZMQ_LINGER, &linger, sizeof(linger));
       const int low = std::min(rank_, peer);
-      const std::string file = store_dir + "/" + std::to_string(low) + "-" +
-                               std::to_string(std::max(rank_, peer));
+      const std::string file =
+          store_dir + "/" + std::to_string(low) + "-" + std::to_string(std::max(rank_, peer));
       if (rank_ == low) {
         if (zmq_bind(pair, "tcp://127.0.0.1:0") != 0) return MakeUnexpected(ZmqErrorText("bind"));
         char endpoint[256];
@@ -146,9 +146,8 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
     if (received < 0) {
       status = MakeUnexpected(ZmqErrorText("recv from rank " + std::to_string(peer)));
     } else if (static_cast<size_t>(received) != out.size_bytes()) {
-      status = MakeUnexpected("recv from rank " + std::to_string(peer) + ": " +
-                              std::to_string(received) + " bytes, expected " +
-                              std::to_string(out.size_bytes()));
+      status = MakeUnexpected("recv from rank " + std::to_string(peer) + ": " + std::to_string(received) +
+                              " bytes, expected " + std::to_string(out.size_bytes()));
     } else if (received > 0) {
       std::memcpy(out.data(), zmq_msg_data(&message), out.size_bytes());
     }
