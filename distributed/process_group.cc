@@ -67,9 +67,7 @@ struct GroupState {
 struct BlockLayout {
   size_t n;
   size_t parts;
-  size_t offset(size_t block) const {
-    return block * (n / parts) + std::min(block, n % parts);
-  }
+  size_t offset(size_t block) const { return block * (n / parts) + std::min(block, n % parts); }
   size_t size(size_t block) const { return n / parts + (block < n % parts ? 1 : 0); }
   size_t max_size() const { return n / parts + (n % parts ? 1 : 0); }
 };
@@ -96,10 +94,7 @@ std::span<T> Segment(std::span<T> data, size_t index) {
 class CollectiveCall {
  public:
   CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count)
-      : state_(state),
-        op_(op),
-        sequence_(state.next_sequence.fetch_add(1)),
-        element_count_(element_count) {}
+      : state_(state), op_(op), sequence_(state.next_sequence.fetch_add(1)), element_count_(element_count) {}
 
   int rank() const { return state_.rank; }
   int size() const { return state_.size(); }
@@ -119,26 +114,25 @@ class CollectiveCall {
   Status Send(int peer, std::span<const std::byte> bytes) {
     const FrameKey key{state_.collective_tag(), op_, sequence_, element_count_};
     Status sent = state_.transport->Send(state_.members[peer], key, bytes, state_.NextDeadline());
-    if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " +
-                                                               std::to_string(peer));
+    if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " + std::to_string(peer));
     return {};
   }
 
   // Receives the next frame of this collective from group rank `peer`.
   // `check_length`: the peer's element_count must equal ours.
   Result<Message> Recv(int peer, bool check_length) {
-    Result<Message> received = state_.transport->Recv(
-        state_.members[peer], state_.collective_tag(), state_.NextDeadline());
+    Result<Message> received =
+        state_.transport->Recv(state_.members[peer], state_.collective_tag(), state_.NextDeadline());
     if (!received) return WithContext(std::move(received).error(), From(peer));
     const FrameKey& key = received->key;
     if (key.op != op_ || key.sequence != sequence_) {
-      return Error::CollectiveMismatch(
-          Describe(), CollectiveOpName(key.op) + " #" + std::to_string(key.sequence) +
-                          " (rank " + std::to_string(peer) + ")");
+      return Error::CollectiveMismatch(Describe(), CollectiveOpName(key.op) + " #" +
+                                                       std::to_string(key.sequence) + " (rank " +
+                                                       std::to_string(peer) + ")");
     }
     if (check_length && key.element_count != element_count_) {
       return Error::LengthMismatch(From(peer), static_cast<int64_t>(element_count_),
-                                             static_cast<int64_t>(key.element_count));
+                                   static_cast<int64_t>(key.element_count));
     }
     return received;
   }
@@ -149,10 +143,9 @@ class CollectiveCall {
     Result<Message> received = Recv(peer, /*check_length=*/true);
     if (!received) return std::move(received).error();
     if (received->payload.size() != expected_elements * sizeof(float)) {
-      return Error::LengthMismatch(
-          From(peer) + " (segment bytes)",
-          static_cast<int64_t>(expected_elements * sizeof(float)),
-          static_cast<int64_t>(received->payload.size()));
+      return Error::LengthMismatch(From(peer) + " (segment bytes)",
+                                   static_cast<int64_t>(expected_elements * sizeof(float)),
+                                   static_cast<int64_t>(received->payload.size()));
     }
     return std::move(received->payload);
   }
@@ -176,8 +169,8 @@ void CopyInto(std::span<float> dst, std::span<const std::byte> src) {
 // block received in step j-1 to the next rank and receives one from the
 // previous rank, segment by segment, so each segment moves on as soon as it
 // is reduced.
-Status RunRing(CollectiveCall& call, std::span<float> data, const BlockLayout& layout,
-               bool reduce_scatter, bool all_gather, ReduceKind op) {
+Status RunRing(CollectiveCall& call, std::span<float> data, const BlockLayout& layout, bool reduce_scatter,
+               bool all_gather, ReduceKind op) {
   const int world = call.size();
   const int rank = call.rank();
   const int next = (rank + 1) % world;
@@ -236,8 +229,7 @@ Status SendSegments(CollectiveCall& call, int peer, std::span<const float> data)
 
 // Receives `data.size()` floats from `peer` in segments and reduces each into
 // `data` with `op` (or copies it, when `op` is empty) as soon as it arrives.
-Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data,
-                       std::optional<ReduceKind> op) {
+Status ReceiveSegments(CollectiveCall& call, int peer, std::span<float> data, std::optional<ReduceKind> op) {
   for (size_t index = 0; index < SegmentCount(data.size()); ++index) {
     std::span<float> target = Segment(data, index);
     Result<Payload> received = call.RecvFloats(peer, target.size());
@@ -382,8 +374,7 @@ std::vector<std::byte> ToVector(const Payload& payload) {
 
 struct ProcessGroup::State : GroupState {};
 
-ProcessGroup::ProcessGroup(std::shared_ptr<Transport> transport)
-    : state_(std::make_shared<State>()) {
+ProcessGroup::ProcessGroup(std::shared_ptr<Transport> transport) : state_(std::make_shared<State>()) {
   CHECK(transport != nullptr);
   state_->members.resize(transport->world_size());
   for (int i = 0; i < transport->world_size(); ++i) state_->members[i] = i;
@@ -441,13 +432,12 @@ Result<Payload> RecvPayload(const GroupState& state, int from, uint32_t tag) {
 
 // Copies a received payload into `T`s; its size must be a multiple of sizeof(T).
 template <typename T>
-Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name, int from,
-                                 uint32_t tag) {
+Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name, int from, uint32_t tag) {
   if (!payload) return std::move(payload).error();
   if (payload->size() % sizeof(T) != 0) {
-    return Error::InvalidArgument(
-        PointToPointWhere("recv from", from, tag) + ": " + std::to_string(payload->size()) +
-        " bytes is not a whole number of " + type_name);
+    return Error::InvalidArgument(PointToPointWhere("recv from", from, tag) + ": " +
+                                  std::to_string(payload->size()) + " bytes is not a whole number of " +
+                                  type_name);
   }
   std::vector<T> values(payload->size() / sizeof(T));
   if (!values.empty()) std::memcpy(values.data(), payload->bytes().data(), payload->size());
@@ -503,8 +493,8 @@ Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data)
   std::vector<float> gathered(world * data.size());
   std::copy(data.begin(), data.end(), gathered.begin() + call.rank() * data.size());
   const BlockLayout layout{gathered.size(), world};
-  Status ring = RunRing(call, gathered, layout, /*reduce_scatter=*/false, /*all_gather=*/true,
-                        ReduceKind::kSum);
+  Status ring =
+      RunRing(call, gathered, layout, /*reduce_scatter=*/false, /*all_gather=*/true, ReduceKind::kSum);
   if (!ring) return std::move(ring).error();
   return gathered;
 }
@@ -520,15 +510,12 @@ Status ProcessGroup::broadcast(int root, std::span<float> data) {
   return RunChainBroadcast(call, root, data);
 }
 
-Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> data,
-                                                        ReduceKind op) {
+Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kReduceScatter, data.size());
   const size_t world = static_cast<size_t>(call.size());
   if (data.size() % world != 0) {
-    return Error::InvalidArgument(call.Describe() + ": length " +
-                                            std::to_string(data.size()) +
-                                            " is not divisible by the group size " +
-                                            std::to_string(world));
+    return Error::InvalidArgument(call.Describe() + ": length " + std::to_string(data.size()) +
+                                  " is not divisible by the group size " + std::to_string(world));
   }
   std::vector<float> work(data.begin(), data.end());
   const BlockLayout layout{work.size(), world};
@@ -538,8 +525,7 @@ Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> d
   return std::vector<float>(block, block + layout.size(call.rank()));
 }
 
-Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(
-    int root, std::span<const std::byte> data) {
+Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(int root, std::span<const std::byte> data) {
   if (root < 0 || root >= world_size()) {
     return Error::UnknownRank("gather root", root, world_size());
   }
@@ -563,8 +549,8 @@ Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(
   return blobs;
 }
 
-Result<std::vector<std::byte>> ProcessGroup::scatter(
-    int root, const std::vector<std::vector<std::byte>>& blobs) {
+Result<std::vector<std::byte>> ProcessGroup::scatter(int root,
+                                                     const std::vector<std::vector<std::byte>>& blobs) {
   if (root < 0 || root >= world_size()) {
     return Error::UnknownRank("scatter root", root, world_size());
   }
@@ -575,9 +561,8 @@ Result<std::vector<std::byte>> ProcessGroup::scatter(
     return ToVector(received->payload);
   }
   if (blobs.size() != static_cast<size_t>(call.size())) {
-    return Error::InvalidArgument(call.Describe() + ": root passed " +
-                                            std::to_string(blobs.size()) + " blobs, expected " +
-                                            std::to_string(call.size()));
+    return Error::InvalidArgument(call.Describe() + ": root passed " + std::to_string(blobs.size()) +
+                                  " blobs, expected " + std::to_string(call.size()));
   }
   for (int peer = 0; peer < call.size(); ++peer) {
     if (peer == root) continue;
@@ -593,8 +578,7 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   for (int member : ranks) {
     if (member < 0 || member >= world) return Error::UnknownRank("split", member, world);
     if (listed[member]) {
-      return Error::InvalidArgument("split: rank " + std::to_string(member) +
-                                              " is listed twice");
+      return Error::InvalidArgument("split: rank " + std::to_string(member) + " is listed twice");
     }
     listed[member] = true;
   }
@@ -618,9 +602,8 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   uint32_t group_id = 0;
   for (int peer = 0; peer < world; ++peer) {
     if (all[2 * peer + 1] != static_cast<float>(list_hash)) {
-      return Error::InvalidArgument(call.Describe() + ": rank " +
-                                              std::to_string(peer) +
-                                              " passed a different rank list");
+      return Error::InvalidArgument(call.Describe() + ": rank " + std::to_string(peer) +
+                                    " passed a different rank list");
     }
     group_id = std::max(group_id, static_cast<uint32_t>(all[2 * peer]));
   }
@@ -634,7 +617,7 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   auto position = std::find(ranks.begin(), ranks.end(), rank());
   if (position == ranks.end()) {
     return Error::InvalidArgument(call.Describe() + ": rank " + std::to_string(rank()) +
-                                            " is not in the split list");
+                                  " is not in the split list");
   }
   ProcessGroup child(state_->transport);
   child.state_->members.clear();

@@ -26,12 +26,12 @@ constexpr milliseconds kErrorTimeout{1500};
 // ring block spans two.
 constexpr size_t kLargeOddLength = 800001;
 
-constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin,
-                                    ReduceKind::kMax, ReduceKind::kMean};
+constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMin, ReduceKind::kMax,
+                                    ReduceKind::kMean};
 
 std::vector<size_t> LengthsFor(int world) {
-  std::vector<size_t> lengths = {0, 1, static_cast<size_t>(world - 1),
-                                 static_cast<size_t>(world + 1), kLargeOddLength};
+  std::vector<size_t> lengths = {0, 1, static_cast<size_t>(world - 1), static_cast<size_t>(world + 1),
+                                 kLargeOddLength};
   std::sort(lengths.begin(), lengths.end());
   lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   return lengths;
@@ -95,9 +95,7 @@ class ProcessGroupTest : public testing::TestWithParam<std::tuple<TransportKind,
  protected:
   TransportKind kind() const { return std::get<0>(GetParam()); }
   int world() const { return std::get<1>(GetParam()); }
-  std::vector<std::shared_ptr<Transport>> Transports() {
-    return MakeTransports(kind(), world(), kTimeout);
-  }
+  std::vector<std::shared_ptr<Transport>> Transports() { return MakeTransports(kind(), world(), kTimeout); }
 };
 
 TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
@@ -115,8 +113,8 @@ TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLengt
         for (size_t i = 0; i < length; ++i) {
           if (data[i] != ExpectedReduction(world_size, i, kind)) {
             failures.push_back("length " + std::to_string(length) + " kind " +
-                               std::to_string(static_cast<int>(kind)) + " index " +
-                               std::to_string(i) + ": got " + std::to_string(data[i]));
+                               std::to_string(static_cast<int>(kind)) + " index " + std::to_string(i) +
+                               ": got " + std::to_string(data[i]));
             break;
           }
         }
@@ -165,8 +163,7 @@ TEST_P(ProcessGroupTest, BroadcastCopiesRootBufferFromEveryRoot) {
         if (!status) {
           failures.push_back(Describe(status));
         } else if (data != Input(root, length)) {
-          failures.push_back("length " + std::to_string(length) + " root " +
-                             std::to_string(root));
+          failures.push_back("length " + std::to_string(length) + " root " + std::to_string(root));
         }
       }
     }
@@ -181,12 +178,11 @@ TEST_P(ProcessGroupTest, ReduceScatterGivesRankItsReducedBlock) {
   const int world_size = world();
   auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t block : {size_t{0}, size_t{1}, static_cast<size_t>(world_size + 1),
-                         kLargeOddLength / world_size | 1}) {
+    for (size_t block :
+         {size_t{0}, size_t{1}, static_cast<size_t>(world_size + 1), kLargeOddLength / world_size | 1}) {
       for (ReduceKind kind : kAllKinds) {
         const size_t length = block * world_size;
-        Result<std::vector<float>> mine =
-            group.reduce_scatter(Input(group.rank(), length), kind);
+        Result<std::vector<float>> mine = group.reduce_scatter(Input(group.rank(), length), kind);
         if (!mine) {
           failures.push_back(Describe(mine));
           continue;
@@ -220,8 +216,7 @@ TEST_P(ProcessGroupTest, GatherAndScatterMoveVariableSizeBlobs) {
         for (int rank = 0; rank < world_size; ++rank) {
           if (gathered->size() != static_cast<size_t>(world_size) ||
               (*gathered)[rank] != Blob(rank, BlobSize(rank))) {
-            failures.push_back("gather root " + std::to_string(root) + " blob " +
-                               std::to_string(rank));
+            failures.push_back("gather root " + std::to_string(root) + " blob " + std::to_string(rank));
           }
         }
       } else if (!gathered->empty()) {
@@ -325,7 +320,8 @@ TEST_P(ProcessGroupTest, PointToPointThreadsRunWhileCollectivesRun) {
     for (int round = 0; round < kRounds && error.empty(); ++round) {
       std::vector<float> data = Input(group.rank(), 1000 + round);
       Status status = group.all_reduce(data, ReduceKind::kSum);
-      if (!status) error = Describe(status);
+      if (!status)
+        error = Describe(status);
       else if (data.back() != ExpectedReduction(world_size, data.size() - 1, ReduceKind::kSum)) {
         error = "all_reduce round " + std::to_string(round);
       }
@@ -351,8 +347,7 @@ TEST_P(ProcessGroupTest, SubGroupsRunCollectivesIndependentlyOfParent) {
     if (failed.error().kind != ErrorKind::kInvalidArgument) return failed.error().ToString();
     ProcessGroup sub = even ? *even_group : *odd_group;
     const std::vector<int>& members = even ? evens : odds;
-    if (sub.world_size() != static_cast<int>(members.size()) ||
-        members[sub.rank()] != group.rank()) {
+    if (sub.world_size() != static_cast<int>(members.size()) || members[sub.rank()] != group.rank()) {
       return "sub-group numbering";
     }
     for (int round = 0; round < 3; ++round) {
@@ -378,13 +373,11 @@ TEST_P(ProcessGroupTest, SubGroupsRunCollectivesIndependentlyOfParent) {
 }
 
 std::string ParamName(const testing::TestParamInfo<std::tuple<TransportKind, int>>& info) {
-  return TransportKindName(std::get<0>(info.param)) + "_World" +
-         std::to_string(std::get<1>(info.param));
+  return TransportKindName(std::get<0>(info.param)) + "_World" + std::to_string(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupTest,
-                         testing::Combine(testing::Values(TransportKind::kInProcess,
-                                                          TransportKind::kZmqTcp,
+                         testing::Combine(testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
                                                           TransportKind::kZmqIpc),
                                           testing::Range(1, 9)),
                          ParamName);
@@ -432,8 +425,8 @@ TEST_P(ProcessGroupErrorTest, UnknownRankIsRejected) {
 // Runs `body` on 3 ranks and checks every rank failed, at least one with
 // `kind` (the others may time out waiting for the rank that stopped).
 template <typename Body>
-void ExpectEveryRankFailsOneWith(std::vector<std::shared_ptr<Transport>> transports,
-                                 ErrorKind kind, Body body) {
+void ExpectEveryRankFailsOneWith(std::vector<std::shared_ptr<Transport>> transports, ErrorKind kind,
+                                 Body body) {
   auto results = RunRanks(transports, [&](ProcessGroup& group) {
     Status status = body(group);
     return status ? std::string("ok") : status.error().ToString();
@@ -443,8 +436,8 @@ void ExpectEveryRankFailsOneWith(std::vector<std::shared_ptr<Transport>> transpo
     EXPECT_NE(result, "ok");
     any_of_kind |= result.rfind(ErrorKindName(kind), 0) == 0;
   }
-  EXPECT_TRUE(any_of_kind) << ErrorKindName(kind) << " not among: " << results[0] << " | "
-                           << results[1] << " | " << results[2];
+  EXPECT_TRUE(any_of_kind) << ErrorKindName(kind) << " not among: " << results[0] << " | " << results[1]
+                           << " | " << results[2];
 }
 
 TEST_P(ProcessGroupErrorTest, AllReduceOfDifferentLengthsIsLengthMismatch) {

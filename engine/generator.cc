@@ -40,7 +40,8 @@ class PipelineRun {
         vocab_(stage.config().vocab_size),
         hidden_(stage.max_positions_per_call() * dim_) {
     for (const std::vector<int32_t>& prompt : prompts) {
-      sequences_.push_back({&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
+      sequences_.push_back(
+          {&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
     }
     report_.generated.resize(prompts.size());
     classify_.resize(dim_ + vocab_);
@@ -186,7 +187,8 @@ class PipelineRun {
                                          static_cast<int32_t>(header.b)};
     send_buffer_.resize(sizeof words + payload.size_bytes());
     std::memcpy(send_buffer_.data(), words, sizeof words);
-    if (!payload.empty()) std::memcpy(send_buffer_.data() + sizeof words, payload.data(), payload.size_bytes());
+    if (!payload.empty())
+      std::memcpy(send_buffer_.data() + sizeof words, payload.data(), payload.size_bytes());
     if (Status sent = group_.send_bytes(to, kMessageTag, send_buffer_); !sent) {
       return Failure(std::string(label) + ": send to", to, sent.error());
     }
@@ -209,7 +211,8 @@ class PipelineRun {
     }
     int32_t h[kHeaderWords];
     std::memcpy(h, bytes->data(), kHeaderBytes);
-    if (h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 || h[1] >= static_cast<int>(sequences_.size())) {
+    if (h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 ||
+        h[1] >= static_cast<int>(sequences_.size())) {
       return Malformed("kind " + std::to_string(h[0]) + ", sequence " + std::to_string(h[1]));
     }
     return Message{{static_cast<MessageKind>(h[0]), h[1], h[2], h[3]}, std::move(*bytes)};
@@ -266,8 +269,8 @@ class PipelineRun {
   Status OnToken(const Message& message, size_t& running) {
     const Header& header = message.header;
     if (!stage_.is_first() || header.a >= vocab_ || message.payload_floats() != 0) {
-      return Malformed("token " + std::to_string(header.a) + " with " + std::to_string(message.payload_floats()) +
-                       " floats");
+      return Malformed("token " + std::to_string(header.a) + " with " +
+                       std::to_string(message.payload_floats()) + " floats");
     }
     if (header.a < 0) {
       --running;
@@ -275,7 +278,8 @@ class PipelineRun {
     }
     const int32_t token = static_cast<int32_t>(header.a);
     const int64_t pos = sequences_[header.sequence].pos;
-    return SendHidden(header.sequence, pos, EmbedAndForward(header.sequence, std::span<const int32_t>(&token, 1)));
+    return SendHidden(header.sequence, pos,
+                      EmbedAndForward(header.sequence, std::span<const int32_t>(&token, 1)));
   }
 
   // Hidden states from the previous stage; the last stage starts the
@@ -337,7 +341,8 @@ class PipelineRun {
       TimedScope scope(timeline_, SpanKind::kCompute, "classifier", header.sequence);
       stage_.ClassifierSlice(classify.first(dim_), classify.subspan(dim_ + rows.begin, rows.size()));
     }
-    if (!stage_.is_last()) return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
+    if (!stage_.is_last())
+      return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
     return SendToken(header.sequence, SampleNext(header.sequence, classify.subspan(dim_, vocab_)));
   }
 
@@ -352,7 +357,7 @@ class PipelineRun {
   Timeline& timeline_;
   const int64_t dim_;
   const int64_t vocab_;
-  std::vector<float> hidden_;          // (max_positions_per_call, dim)
+  std::vector<float> hidden_;  // (max_positions_per_call, dim)
   // (dim + vocab): the final-normed hidden state, then logits (the sampler
   // may overwrite them); with W > 1 a classify message being extended.
   std::vector<float> classify_;
@@ -371,13 +376,14 @@ Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const M
     if (prompts[i].empty()) return Error::InvalidArgument(which + " is empty");
     if (static_cast<int64_t>(prompts[i].size()) > config.max_position_embeddings) {
       return Error::InvalidArgument(which + " has " + std::to_string(prompts[i].size()) +
-                         " tokens, longer than the model's context of " +
-                         std::to_string(config.max_position_embeddings));
+                                    " tokens, longer than the model's context of " +
+                                    std::to_string(config.max_position_embeddings));
     }
     for (int32_t id : prompts[i]) {
       if (id < 0 || id >= config.vocab_size) {
-        return Error::InvalidArgument(which + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                           std::to_string(config.vocab_size) + ")");
+        return Error::InvalidArgument(which + ": token id " + std::to_string(id) +
+                                      " is outside the vocabulary [0, " + std::to_string(config.vocab_size) +
+                                      ")");
       }
     }
   }
@@ -385,9 +391,9 @@ Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const M
 }
 
 Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
-                                        const std::vector<std::vector<int32_t>>& prompts,
-                                        const GenerationOptions& options, GenerationObserver* observer,
-                                        Timeline& timeline) {
+                                  const std::vector<std::vector<int32_t>>& prompts,
+                                  const GenerationOptions& options, GenerationObserver* observer,
+                                  Timeline& timeline) {
   if (Status valid = ValidatePrompts(prompts, stage.config()); !valid) return valid.error();
   CHECK(group.world_size() == 1 || stage.num_slots() >= static_cast<int>(prompts.size()))
       << "a pipelined stage needs a KV-cache slot per prompt";

@@ -48,8 +48,8 @@
 #include <span>
 #include <vector>
 
-#include "distributed/process_group.h"
 #include "base/error.h"
+#include "distributed/process_group.h"
 #include "engine/sampler.h"
 #include "engine/timeline.h"
 #include "engine/transformer.h"
@@ -104,8 +104,8 @@ Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const M
 // invalid prompts (on every rank), malformed messages and communication
 // failures naming the peer and op (callers add their own rank).
 Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
-                                        const std::vector<std::vector<int32_t>>& prompts,
-                                        const GenerationOptions& options, GenerationObserver* observer,
-                                        Timeline& timeline);
+                                  const std::vector<std::vector<int32_t>>& prompts,
+                                  const GenerationOptions& options, GenerationObserver* observer,
+                                  Timeline& timeline);
 
 }  // namespace inferno

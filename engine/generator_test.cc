@@ -68,8 +68,8 @@ struct PipelineShape {
 };
 
 // Runs Generate on `world` in-process ranks; returns the leader's outcome.
-Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options,
-                    const PipelineShape& shape = {}) {
+Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
+                    const GenerationOptions& options, const PipelineShape& shape = {}) {
   auto checkpoint = Checkpoint::Open(ToyModelPath(shape.tied));
   CHECK(checkpoint.ok()) << checkpoint.error().message;
   const ModelConfig& config = (*checkpoint)->config();
@@ -83,10 +83,11 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
       MakeTransports(TransportKind::kInProcess, world, std::chrono::seconds(30)), [&](ProcessGroup& group) {
         ThreadPool pool(1);
         const RankShard& shard = plan->ranks[group.rank()];
-        auto weights =
-            LoadStageWeights(**checkpoint, shard, ClassifierRowsOfStage(rows_per_stage, shard.stage), **checkpoint);
+        auto weights = LoadStageWeights(**checkpoint, shard,
+                                        ClassifierRowsOfStage(rows_per_stage, shard.stage), **checkpoint);
         CHECK(weights.ok()) << weights.error().message;
-        TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()), pool);
+        TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()),
+                               pool);
         RecordingObserver observer;
         Timeline timeline(false);
         auto report = Generate(group, stage, prompts, options, &observer, timeline);
@@ -152,8 +153,10 @@ TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
     ASSERT_EQ(alone.logits.size(), kPrompts.size());
     for (const std::vector<int64_t>& rows : {even, gap, first_only}) {
       const Outcome split = RunPipeline(world, kPrompts, options, {.tied = tied, .rows_per_stage = rows});
-      EXPECT_EQ(split.tokens, alone.tokens) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
-      EXPECT_EQ(split.logits, alone.logits) << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
+      EXPECT_EQ(split.tokens, alone.tokens)
+          << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
+      EXPECT_EQ(split.logits, alone.logits)
+          << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
     }
   }
 }
@@ -192,7 +195,8 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
           return std::string();
         }
         ThreadPool pool(1);
-        auto weights = LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
+        auto weights =
+            LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
         CHECK(weights.ok()) << weights.error().message;
         TransformerStage stage(config, std::move(*weights), 1, pool);
         Timeline timeline(false);

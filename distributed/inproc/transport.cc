@@ -32,10 +32,9 @@ InProcessTransport::InProcessTransport(std::shared_ptr<InProcessWorld> world, in
 
 InProcessTransport::~InProcessTransport() { Close(); }
 
-Status InProcessTransport::Send(int peer, const FrameKey& key,
-                                std::span<const std::byte> payload, Deadline /*deadline*/) {
-  const std::string where = "send from rank " + std::to_string(rank_) + " to rank " +
-                            std::to_string(peer);
+Status InProcessTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
+                                Deadline /*deadline*/) {
+  const std::string where = "send from rank " + std::to_string(rank_) + " to rank " + std::to_string(peer);
   if (peer < 0 || peer >= world_size()) {
     return Error::UnknownRank(where, peer, world_size());
   }

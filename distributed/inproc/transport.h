@@ -46,8 +46,7 @@ class InProcessTransport : public Transport {
   int world_size() const override { return world_->world_size(); }
   std::chrono::milliseconds timeout() const override { return world_->timeout_; }
   // Copies `payload` into the receiver's mailbox.
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-              Deadline deadline) override;
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload, Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
   void Abort(const std::string& reason) override;

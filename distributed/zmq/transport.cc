@@ -1,9 +1,9 @@
 #include "distributed/zmq/transport.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -119,10 +119,9 @@ class ChunkPool {
 // a time; messages longer than a chunk are reassembled into one buffer of
 // their length. With glibc's defaults that memory goes back to the kernel
 // (the heap is trimmed; blocks of a few MiB are mmapped and unmapped each
-// time), so the next message faults in and zeroes fresh pages: ~10% of all CPU samples of a 2-rank 16 MiB all_reduce,
-// ~25% of a 16 MiB ping-pong. Serving blocks up to kMallocMmapThresholdBytes
-// from the heap, trimmed only past kMallocTrimBytes, lets them be reused.
-// Process-wide; set once, by the first transport.
+// time), so the next message faults in and zeroes fresh pages: ~10% of all CPU samples of a 2-rank 16 MiB
+// all_reduce, ~25% of a 16 MiB ping-pong. Serving blocks up to kMallocMmapThresholdBytes from the heap,
+// trimmed only past kMallocTrimBytes, lets them be reused. Process-wide; set once, by the first transport.
 constexpr int kMallocMmapThresholdBytes = 32 << 20;
 constexpr int kMallocTrimBytes = 128 << 20;
 
@@ -167,7 +166,7 @@ struct ZmqTransport::Impl {
 
   struct Peer {
     std::mutex mutex;
-    zmq::socket_t dealer;                  // guarded by mutex
+    zmq::socket_t dealer;  // guarded by mutex
     std::atomic<bool> lost{false};
     // The peer said goodbye (closed in order); set by the ROUTER reader.
     std::atomic<bool> departed{false};
@@ -232,8 +231,8 @@ Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptio
   impl->partial_messages.resize(options.world_size);
   if (options.job_secret) {
     impl->curve_keys = DeriveCurveKeys(*options.job_secret);
-    Result<std::unique_ptr<ZapHandler>> zap_handler = ZapHandler::Start(
-        impl->context, *impl->curve_keys, "rank " + std::to_string(options.rank));
+    Result<std::unique_ptr<ZapHandler>> zap_handler =
+        ZapHandler::Start(impl->context, *impl->curve_keys, "rank " + std::to_string(options.rank));
     if (!zap_handler) return std::move(zap_handler).error();
     impl->zap_handler = std::move(*zap_handler);
   }
@@ -244,8 +243,7 @@ Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptio
     impl->router.set(zmq::sockopt::router_mandatory, true);
     impl->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
     impl->router.set(zmq::sockopt::maxmsgsize,
-                     static_cast<int64_t>(kMaxChunkBytes) +
-                         (impl->curve_keys ? kCurveMessageOverhead : 0));
+                     static_cast<int64_t>(kMaxChunkBytes) + (impl->curve_keys ? kCurveMessageOverhead : 0));
     impl->router.set(zmq::sockopt::linger, Millis(options.linger));
     impl->router.set(zmq::sockopt::heartbeat_ivl, Millis(options.heartbeat_interval));
     impl->router.set(zmq::sockopt::heartbeat_timeout, Millis(options.heartbeat_timeout));
@@ -276,13 +274,12 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   Impl& impl = *impl_;
   const int world = impl.options.world_size;
   if (static_cast<int>(peer_endpoints.size()) != world) {
-    return Error::InvalidArgument(
-        "connect: " + std::to_string(peer_endpoints.size()) + " endpoints for a world of " +
-        std::to_string(world));
+    return Error::InvalidArgument("connect: " + std::to_string(peer_endpoints.size()) +
+                                  " endpoints for a world of " + std::to_string(world));
   }
   if (impl.connected.exchange(true)) {
     return Error::InvalidArgument("connect: rank " + std::to_string(impl.options.rank) +
-                                            " is already connected");
+                                  " is already connected");
   }
   impl.job_id = job_id;
   std::string endpoint;
@@ -302,8 +299,8 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
       dealer.set(zmq::sockopt::heartbeat_ttl, Millis(impl.options.heartbeat_timeout));
       // Watch the connection so a peer that goes away becomes PeerLost.
       const std::string monitor_endpoint = "inproc://monitor-" +
-                                           std::to_string(reinterpret_cast<uintptr_t>(&impl)) +
-                                           "-" + std::to_string(peer);
+                                           std::to_string(reinterpret_cast<uintptr_t>(&impl)) + "-" +
+                                           std::to_string(peer);
       endpoint = monitor_endpoint;
       if (zmq_socket_monitor(dealer.handle(), monitor_endpoint.c_str(),
                              ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
@@ -316,8 +313,7 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
       dealer.connect(peer_endpoints[peer]);
     }
   } catch (const zmq::error_t& error) {
-    return ZmqError("rank " + std::to_string(impl.options.rank) + " cannot connect to " + endpoint,
-                    error);
+    return ZmqError("rank " + std::to_string(impl.options.rank) + " cannot connect to " + endpoint, error);
   }
   return {};
 }
@@ -333,8 +329,8 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
     return Error::InvalidArgument(impl.SendWhere(peer) + ": Send before Connect");
   }
   if (peer == impl.options.rank) {
-    impl.mailbox->Deliver(peer, Message{key, Payload(std::vector<std::byte>(payload.begin(),
-                                                                            payload.end()))});
+    impl.mailbox->Deliver(peer,
+                          Message{key, Payload(std::vector<std::byte>(payload.begin(), payload.end()))});
     return {};
   }
   Impl::Peer& peer_state = *impl.peers[peer];
@@ -344,8 +340,7 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
 }
 
 Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
-                                      std::span<const std::byte> payload, Deadline deadline,
-                                      int peer) {
+                                      std::span<const std::byte> payload, Deadline deadline, int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
   if (!peer_state.dealer) return Error::Closed(SendWhere(peer));
   FrameHeader header = OwnHeader(key.op, payload.size());
@@ -363,11 +358,9 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
       // never block once its first part is queued.
       while (!peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
                                      zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - Clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) {
-          return Error::Timeout(SendWhere(peer) + " (send queue full)", peer,
-                                          options.timeout);
+          return Error::Timeout(SendWhere(peer) + " (send queue full)", peer, options.timeout);
         }
         if (peer_state.lost.load()) return Error::PeerLost(SendWhere(peer), peer);
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
@@ -429,14 +422,13 @@ Result<Message> ZmqTransport::Impl::ProbeAfterTimeout(int peer, uint32_t tag, De
 }
 
 // Waits for the message, reading the sockets while no other thread does.
-Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline started,
-                                          Deadline deadline) {
+Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline started, Deadline deadline) {
   while (true) {
     std::unique_lock<std::mutex> reading(router_mutex, std::try_to_lock);
     if (!reading.owns_lock()) {
       // Another thread reads the sockets; wait for it to deliver.
-      Result<std::optional<Message>> taken = mailbox->TakeUntil(
-          peer, tag, started, deadline, std::min(deadline, Clock::now() + kFollowerSlice));
+      Result<std::optional<Message>> taken =
+          mailbox->TakeUntil(peer, tag, started, deadline, std::min(deadline, Clock::now() + kFollowerSlice));
       if (!taken) return std::move(taken).error();
       if (*taken) return std::move(**taken);
       continue;
@@ -511,16 +503,14 @@ void ZmqTransport::Impl::SayFarewell(CollectiveOp op, std::string_view reason) {
 // Queues a one-frame message of `op` with `payload` (< kMaxChunkBytes) to a
 // peer that is still there, without waiting; drops it when the queue is
 // full. The caller holds peer_state.mutex.
-void ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op,
-                                          std::string_view payload) {
+void ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload) {
   if (!peer_state.dealer || peer_state.lost.load()) return;
   FrameHeader header = OwnHeader(op, payload.size());
   header.payload_length = static_cast<uint32_t>(payload.size());
   const EncodedFrameHeader encoded = EncodeFrameHeader(header);
   if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
                              zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-    peer_state.dealer.send(zmq::const_buffer(payload.data(), payload.size()),
-                           zmq::send_flags::none);
+    peer_state.dealer.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
   }
 }
 
@@ -535,8 +525,8 @@ void ZmqTransport::Impl::PollSockets(Deadline until) {
       CheckMonitors();
       next_monitor_check = now + kMonitorCheckInterval;
     }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min(until, next_monitor_check) - now);
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::min(until, next_monitor_check) - now);
     const int wait_ms = std::max(0, Millis(wait));
     if (wait_ms != router_receive_timeout_ms) {
       router.set(zmq::sockopt::rcvtimeo, wait_ms);
@@ -591,16 +581,14 @@ void ZmqTransport::Impl::DrainRouter() {
   }
 }
 
-void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
-                                     const zmq::message_t& header_bytes,
+void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                                      zmq::message_t payload) {
   Result<FrameHeader> decoded = DecodeFrameHeader(
-      std::span<const std::byte>(static_cast<const std::byte*>(header_bytes.data()),
-                                 header_bytes.size()),
+      std::span<const std::byte>(static_cast<const std::byte*>(header_bytes.data()), header_bytes.size()),
       job_id, options.world_size);
   if (!decoded) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a frame from connection '"
-                 << Printable(routing_id) << "': " << decoded.error().message;
+    LOG(WARNING) << "rank " << options.rank << " dropped a frame from connection '" << Printable(routing_id)
+                 << "': " << decoded.error().message;
     return;
   }
   const FrameHeader& header = *decoded;
@@ -611,9 +599,8 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
     return;
   }
   if (payload.size() != header.payload_length) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a frame from rank " << source
-                 << ": header says " << header.payload_length << " payload bytes, got "
-                 << payload.size();
+    LOG(WARNING) << "rank " << options.rank << " dropped a frame from rank " << source << ": header says "
+                 << header.payload_length << " payload bytes, got " << payload.size();
     return;
   }
   if (header.op == CollectiveOp::kGoodbye || header.op == CollectiveOp::kAbort) {
@@ -647,18 +634,16 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id,
   PartialMessage& partial = partial_messages[source];
   if (header.chunk_offset == 0) {
     if (partial.bytes) {
-      LOG(WARNING) << "rank " << options.rank << " dropped an unfinished message from rank "
-                   << source << " (" << partial.received << " of "
-                   << partial.first.message_length << " bytes)";
+      LOG(WARNING) << "rank " << options.rank << " dropped an unfinished message from rank " << source << " ("
+                   << partial.received << " of " << partial.first.message_length << " bytes)";
     }
     partial.first = header;
     partial.bytes = std::make_unique_for_overwrite<std::byte[]>(header.message_length);
     partial.received = 0;
   } else if (!partial.bytes || header.chunk_offset != partial.received ||
-             header.message_length != partial.first.message_length ||
-             header.tag != partial.first.tag) {
-    LOG(WARNING) << "rank " << options.rank << " dropped an out-of-order chunk from rank "
-                 << source << " at offset " << header.chunk_offset;
+             header.message_length != partial.first.message_length || header.tag != partial.first.tag) {
+    LOG(WARNING) << "rank " << options.rank << " dropped an out-of-order chunk from rank " << source
+                 << " at offset " << header.chunk_offset;
     return;
   }
   std::memcpy(partial.bytes.get() + header.chunk_offset, payload.data(), payload.size());
@@ -685,8 +670,7 @@ void ZmqTransport::Impl::HandleMonitorEvent(int monitor_index) {
   const Deadline goodbye_by = Clock::now() + kGoodbyeWait;
   while (!peers[peer]->departed.load() && Clock::now() < goodbye_by) {
     zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                            goodbye_by - Clock::now()));
+    zmq::poll(&item, 1, std::chrono::duration_cast<std::chrono::milliseconds>(goodbye_by - Clock::now()));
     if (item.revents & ZMQ_POLLIN) DrainRouter();
   }
   if (peers[peer]->departed.load()) return;

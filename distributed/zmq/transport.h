@@ -100,8 +100,7 @@ class ZmqTransport : public Transport {
   // Every chunk is copied into a message ZeroMQ owns, never sent zero-copy
   // from `payload`: ZeroMQ never frees messages queued for a peer that died,
   // so a zero-copy send could keep reading a caller's buffer forever.
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-              Deadline deadline) override;
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload, Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
   // The notice is a kAbort frame queued like the goodbye of Close.
