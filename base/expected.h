@@ -19,24 +19,11 @@
 
 namespace inferno {
 
-// Wraps an error so that it converts implicitly into any Expected<T, E>.
-template <typename E>
-struct Unexpected {
-  E error;
-};
-
-template <typename E>
-Unexpected<E> MakeUnexpected(E error) {
-  return Unexpected<E>{std::move(error)};
-}
-
 template <typename T, typename E>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}
   Expected(E error) : state_(std::in_place_index<1>, std::move(error)) {}
-  template <typename F>
-  Expected(Unexpected<F> u) : state_(std::in_place_index<1>, std::move(u.error)) {}
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -80,8 +67,6 @@ class [[nodiscard]] Expected<void, E> {
  public:
   Expected() = default;
   Expected(E error) : error_(std::move(error)), ok_(false) {}
-  template <typename F>
-  Expected(Unexpected<F> u) : error_(std::move(u.error)), ok_(false) {}
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }

@@ -38,7 +38,7 @@ TEST(Expected, MovesOutValue) {
 TEST(Expected, VoidSpecializationCarriesError) {
   Expected<void, TestError> ok;
   EXPECT_TRUE(ok.ok());
-  Expected<void, TestError> bad = MakeUnexpected(TestError{"boom"});
+  Expected<void, TestError> bad = TestError{"boom"};
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "boom");
 }

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <span>
+
+#include "base/byte_codec.h"
 
 namespace inferno {
 namespace {
@@ -38,34 +41,28 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path
   std::ifstream file(path, std::ios::binary);
   if (!file) return Error::Io("--tokenizer: cannot open '" + path + "'");
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  size_t offset = 0;
-  auto read = [&](void* out, size_t size) {
-    if (offset + size > bytes.size()) return false;
-    std::memcpy(out, bytes.data() + offset, size);
-    offset += size;
-    return true;
-  };
+  ByteReader reader(std::as_bytes(std::span(bytes)));
   auto truncated = [&](int32_t token) {
-    return Error::Corruption(path + ": truncated at byte offset " + std::to_string(offset) +
+    return Error::Corruption(path + ": truncated at byte offset " + std::to_string(reader.offset()) +
                              " reading token " + std::to_string(token));
   };
   int32_t max_token_length = 0;
-  if (!read(&max_token_length, sizeof max_token_length)) return truncated(0);
+  if (!reader.Get(max_token_length)) return truncated(0);
   std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
-  for (int32_t id = 0; offset < bytes.size(); ++id) {
+  for (int32_t id = 0; reader.remaining() > 0; ++id) {
     float score = 0.0f;
     int32_t length = 0;
-    if (!read(&score, sizeof score) || !read(&length, sizeof length)) return truncated(id);
+    if (!reader.Get(score) || !reader.Get(length)) return truncated(id);
     if (length < 0 || length > max_token_length) {
       return Error::Corruption(path + ": token " + std::to_string(id) + " at byte offset " +
-                               std::to_string(offset - 4) + " has length " + std::to_string(length) +
+                               std::to_string(reader.offset() - 4) + " has length " + std::to_string(length) +
                                ", outside [0, " + std::to_string(max_token_length) + "]");
     }
-    // Checked before allocating: a short file must not make us allocate the
-    // 2 GiB its length field may claim.
-    if (static_cast<size_t>(length) > bytes.size() - offset) return truncated(id);
-    std::string piece(length, '\0');
-    if (!read(piece.data(), piece.size())) return truncated(id);
+    // A view first: a short file must not make us allocate the 2 GiB its
+    // length field may claim.
+    std::span<const std::byte> piece_bytes;
+    if (!reader.GetBytes(static_cast<size_t>(length), piece_bytes)) return truncated(id);
+    const std::string piece(reinterpret_cast<const char*>(piece_bytes.data()), piece_bytes.size());
     tokenizer->scores_.push_back(score);
     tokenizer->ids_.emplace(piece, id);  // the first of duplicate pieces wins
     tokenizer->pieces_.push_back(std::move(piece));

@@ -1,5 +1,7 @@
 #include "loader/llama2c_format.h"
 
+#include "base/byte_codec.h"
+
 #include <cstring>
 
 namespace inferno {
@@ -11,7 +13,7 @@ Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const st
                              "-byte llama2.c header");
   }
   int32_t header[7];
-  std::memcpy(header, file.data(), sizeof(header));
+  for (int i = 0; i < 7; ++i) header[i] = LoadLittleEndian<int32_t>(file.subspan(4 * i));
   const char* names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   for (int i = 0; i < 7; ++i) {
     if (header[i] == 0 || (header[i] < 0 && i != 5)) {

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/byte_codec.h"
+
 namespace inferno {
 namespace {
 
@@ -137,8 +139,7 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
     return HeaderError(source, "truncated: " + std::to_string(file.size()) +
                                    " bytes, shorter than the 8-byte header length");
   }
-  uint64_t header_length;
-  std::memcpy(&header_length, file.data(), sizeof(header_length));
+  const uint64_t header_length = LoadLittleEndian<uint64_t>(file);
   const uint64_t available = file.size() - kSafetensorsLengthBytes;
   if (header_length > available) {
     return HeaderError(source, "header length " + std::to_string(header_length) + " exceeds the " +
@@ -221,7 +222,7 @@ std::string EncodeSafetensorsHeader(const std::vector<TensorInfo>& tensors,
                           kSafetensorsLengthBytes;
   text.resize(padded, ' ');
   std::string encoded(kSafetensorsLengthBytes, '\0');
-  std::memcpy(encoded.data(), &padded, sizeof(padded));
+  StoreLittleEndian<uint64_t>(std::as_writable_bytes(std::span(encoded)), padded);
   return encoded + text;
 }
 

@@ -67,7 +67,7 @@ std::vector<size_t> DefaultBenchSizes() {
   return sizes;
 }
 
-Expected<std::vector<size_t>, std::string> ParseBenchSizes(const std::string& list) {
+Result<std::vector<size_t>> ParseBenchSizes(const std::string& list) {
   std::vector<size_t> sizes;
   std::stringstream stream(list);
   std::string item;
@@ -84,11 +84,11 @@ Expected<std::vector<size_t>, std::string> ParseBenchSizes(const std::string& li
     const size_t bytes = static_cast<size_t>(value) * multiplier;
     if (digits.empty() || digits[0] == '-' || *end != '\0' || errno != 0 || bytes == 0 || bytes % 4 != 0 ||
         value > (size_t{1} << 40) / multiplier) {
-      return MakeUnexpected("--sizes: '" + item + "' is not a positive multiple of 4 bytes");
+      return Error::InvalidArgument("--sizes: '" + item + "' is not a positive multiple of 4 bytes");
     }
     sizes.push_back(bytes);
   }
-  if (sizes.empty()) return MakeUnexpected("--sizes: empty list '" + list + "'");
+  if (sizes.empty()) return Error::InvalidArgument("--sizes: empty list '" + list + "'");
   return sizes;
 }
 
@@ -118,7 +118,7 @@ void FillInput(BenchOp op, int rank, std::span<float> data) {
   }
 }
 
-Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result) {
+Status CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result) {
   const size_t block_length =
       op == BenchOp::kAllGather ? result.size() / static_cast<size_t>(world_size) : result.size();
   for (size_t i = 0; i < result.size(); ++i) {
@@ -129,7 +129,7 @@ Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size, st
                     "%s of %zu bytes on %d ranks: rank %d element %zu is %g, expected %g", BenchOpName(op),
                     block_length * sizeof(float), world_size, rank, i, static_cast<double>(result[i]),
                     static_cast<double>(expected));
-      return MakeUnexpected(std::string(message));
+      return Error::Corruption(std::string(message));
     }
   }
   return {};

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "base/expected.h"
+#include "base/error.h"
 
 namespace inferno {
 
@@ -47,7 +47,7 @@ std::vector<size_t> DefaultBenchSizes();
 // Parses a comma list of byte counts, each a positive multiple of 4 with an
 // optional K or M suffix (KiB, MiB), e.g. "4,4K,1M,16M". Errors name the flag
 // value, e.g. "--sizes: '5' is not a positive multiple of 4 bytes".
-Expected<std::vector<size_t>, std::string> ParseBenchSizes(const std::string& list);
+Result<std::vector<size_t>> ParseBenchSizes(const std::string& list);
 
 struct BenchIterations {
   int warmup = 0;
@@ -68,7 +68,7 @@ void FillInput(BenchOp op, int rank, std::span<float> data);
 // inputs came from FillInput; all_gather output is world_size × n, broadcast
 // root and ping-pong peer are rank 0). Returns a one-line error naming the op,
 // size, rank, first wrong index, and the expected and found values.
-Expected<void, std::string> CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result);
+Status CheckResult(BenchOp op, int rank, int world_size, std::span<const float> result);
 
 // The report line (no newline) for `iteration_us`, the per-iteration times
 // (slowest rank, in microseconds) of the timed iterations. Precondition:

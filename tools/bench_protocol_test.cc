@@ -31,14 +31,14 @@ TEST(DefaultBenchSizes, Sweeps4BytesTo64MiB) {
 
 TEST(ParseBenchSizes, AcceptsSuffixes) {
   auto sizes = ParseBenchSizes("4,4K,1M,16M");
-  ASSERT_TRUE(sizes.ok()) << sizes.error();
+  ASSERT_TRUE(sizes.ok()) << sizes.error().message;
   EXPECT_EQ(*sizes, (std::vector<size_t>{4, 4096, 1 << 20, 16 << 20}));
 }
 
 TEST(ParseBenchSizes, RejectsNonMultipleOfFour) {
   auto sizes = ParseBenchSizes("4,5");
   ASSERT_FALSE(sizes.ok());
-  EXPECT_EQ(sizes.error(), "--sizes: '5' is not a positive multiple of 4 bytes");
+  EXPECT_EQ(sizes.error().message, "--sizes: '5' is not a positive multiple of 4 bytes");
   EXPECT_FALSE(ParseBenchSizes("0").ok());
   EXPECT_FALSE(ParseBenchSizes("-4").ok());
   EXPECT_FALSE(ParseBenchSizes("4X").ok());
@@ -89,7 +89,8 @@ TEST(CheckResult, NamesFirstWrongElement) {
   result[7] += 1;
   auto checked = CheckResult(BenchOp::kAllReduce, 2, 3, result);
   ASSERT_FALSE(checked.ok());
-  EXPECT_EQ(checked.error(), "all_reduce of 40 bytes on 3 ranks: rank 2 element 7 is 13, expected 12");
+  EXPECT_EQ(checked.error().message,
+            "all_reduce of 40 bytes on 3 ranks: rank 2 element 7 is 13, expected 12");
 }
 
 TEST(CheckResult, DetectsAllGatherBlocksInWrongOrder) {

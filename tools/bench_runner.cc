@@ -8,14 +8,12 @@
 namespace inferno {
 namespace {
 
-using Status = CollectiveBenchBackend::Status;
-
-Expected<BenchOp, std::string> ParseBenchOp(const std::string& name) {
+Result<BenchOp> ParseBenchOp(const std::string& name) {
   for (const BenchOp op : kAllBenchOps) {
     if (name == BenchOpName(op)) return op;
   }
-  return MakeUnexpected("--ops: unknown op '" + name +
-                        "' (known: all_reduce, all_gather, broadcast, ping_pong)");
+  return Error::InvalidArgument("--ops: unknown op '" + name +
+                                "' (known: all_reduce, all_gather, broadcast, ping_pong)");
 }
 
 // Runs `op` once on this rank. `result` is set to the buffer to check, or left
@@ -72,22 +70,22 @@ Status BenchOne(CollectiveBenchBackend& backend, BenchOp op, size_t bytes, int t
   for (int i = 0; i < iterations.warmup + iterations.timed; ++i) {
     FillInput(op, backend.rank(), data);
     if (auto barrier = backend.Barrier(); !barrier) {
-      return MakeUnexpected("barrier before " + what + ": " + barrier.error());
+      return barrier.error().Prefixed("barrier before " + what + ": ");
     }
     std::span<const float> result;
     double elapsed_us = 0;
     if (auto ran = RunOnce(backend, op, data, output, result, elapsed_us); !ran) {
-      return MakeUnexpected(what + ": " + ran.error());
+      return ran.error().Prefixed(what + ": ");
     }
     if (!result.empty()) {
       if (auto checked = CheckResult(op, backend.rank(), backend.world_size(), result); !checked) {
-        return MakeUnexpected(checked.error());
+        return checked.error();
       }
     }
     if (i >= iterations.warmup) iteration_us[i - iterations.warmup] = elapsed_us;
   }
   if (auto max = backend.MaxAcrossRanks(iteration_us); !max) {
-    return MakeUnexpected("collecting the times of " + what + ": " + max.error());
+    return max.error().Prefixed("collecting the times of " + what + ": ");
   }
   if (backend.rank() == 0) {
     std::fprintf(out, "%s\n", FormatBenchLine(op, bytes, backend.world_size(), iteration_us).c_str());
@@ -108,7 +106,7 @@ Result<BenchConfig> ReadBenchConfig(const CommandLine& flags) {
   BenchConfig config;
   if (const std::optional<std::string> sizes_text = flags.Last("sizes")) {
     auto sizes = ParseBenchSizes(*sizes_text);
-    if (!sizes) return Error::InvalidArgument(sizes.error());
+    if (!sizes) return sizes.error();
     config.sizes = *std::move(sizes);
   }
   if (const std::optional<std::string> ops_text = flags.Last("ops")) {
@@ -116,7 +114,7 @@ Result<BenchConfig> ReadBenchConfig(const CommandLine& flags) {
     std::stringstream stream(*ops_text);
     for (std::string name; std::getline(stream, name, ',');) {
       auto op = ParseBenchOp(name);
-      if (!op) return Error::InvalidArgument(op.error());
+      if (!op) return op.error();
       config.ops.push_back(*op);
     }
     if (config.ops.empty()) return Error::InvalidArgument("--ops: empty list");
@@ -127,8 +125,7 @@ Result<BenchConfig> ReadBenchConfig(const CommandLine& flags) {
   return config;
 }
 
-Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config,
-                                               std::FILE* out) {
+Status RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config, std::FILE* out) {
   for (const BenchOp op : config.ops) {
     if (op == BenchOp::kPingPong && backend.world_size() < 2) continue;
     for (const size_t bytes : config.sizes) {
@@ -142,19 +139,19 @@ Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend, 
 
 int RunCollectiveBenchMain(const char* program, CollectiveBenchBackend& backend, const BenchConfig& config) {
   if (auto done = RunCollectiveBench(backend, config, stdout); !done) {
-    std::fprintf(stderr, "%s: rank %d: %s\n", program, backend.rank(), done.error().c_str());
+    std::fprintf(stderr, "%s: rank %d: %s\n", program, backend.rank(), done.error().ToString().c_str());
     return 1;
   }
   return 0;
 }
 
-Expected<int, std::string> LaunchEnvironmentInt(const char* name) {
+Result<int> LaunchEnvironmentInt(const char* name) {
   const char* value = std::getenv(name);
   char* end = nullptr;
   const long parsed = value == nullptr ? -1 : std::strtol(value, &end, 10);
   if (value == nullptr || *value == '\0' || *end != '\0' || parsed < 0 || parsed > 1 << 20) {
-    return MakeUnexpected(std::string(name) + ": expected a non-negative integer, got '" +
-                          (value == nullptr ? "<unset>" : value) + "' (run under launch)");
+    return Error::InvalidArgument(std::string(name) + ": expected a non-negative integer, got '" +
+                                  (value == nullptr ? "<unset>" : value) + "' (run under launch)");
   }
   return static_cast<int>(parsed);
 }
@@ -183,7 +180,7 @@ std::optional<int> ParseStoreDriverArgs(const char* program, int argc, const cha
   auto rank = LaunchEnvironmentInt("RANK");
   auto world_size = LaunchEnvironmentInt("WORLD_SIZE");
   if (!rank || !world_size) {
-    std::fprintf(stderr, "%s: %s\n", program, (!rank ? rank : world_size).error().c_str());
+    std::fprintf(stderr, "%s: %s\n", program, (!rank ? rank : world_size).error().message.c_str());
     return 2;
   }
   args.config = std::move(*config);

@@ -17,17 +17,15 @@
 
 #include "base/command_line.h"
 #include "base/error.h"
-#include "base/expected.h"
 #include "tools/bench_protocol.h"
 
 namespace inferno {
 
 // One rank's handle on the library under test. Every method is a collective
-// over all ranks (except Send/Recv) and returns a one-line error on failure.
+// over all ranks (except Send/Recv) and returns an Error on failure (kind
+// Transport for a library's own error).
 class CollectiveBenchBackend {
  public:
-  using Status = Expected<void, std::string>;
-
   virtual ~CollectiveBenchBackend() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
@@ -62,12 +60,11 @@ Result<BenchConfig> ReadBenchConfig(const CommandLine& flags);
 // Runs every op of `config` at every size on `backend`, printing one protocol
 // line per op and size on rank 0 to `out`. Ping-pong runs between ranks 0 and 1
 // and is skipped on one rank. Returns the first error or wrong result.
-Expected<void, std::string> RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config,
-                                               std::FILE* out);
+Status RunCollectiveBench(CollectiveBenchBackend& backend, const BenchConfig& config, std::FILE* out);
 
 // A driver's RANK or WORLD_SIZE as //tools:launch sets it: a non-negative
 // integer. Errors are one line naming the variable and its value.
-Expected<int, std::string> LaunchEnvironmentInt(const char* name);
+Result<int> LaunchEnvironmentInt(const char* name);
 
 // The command line of a driver that runs under //tools:launch and meets its
 // peers through a directory all ranks share (--store DIR).

@@ -22,7 +22,7 @@ class SingleRankBackend : public CollectiveBenchBackend {
   int world_size() const override { return 1; }
   Status Barrier() override {
     ++barriers;
-    if (fail_barrier) return MakeUnexpected(std::string("peer 1 vanished"));
+    if (fail_barrier) return Error::PeerLost("barrier", 1);
     return {};
   }
   Status AllReduceSum(std::span<float> data) override {
@@ -35,16 +35,16 @@ class SingleRankBackend : public CollectiveBenchBackend {
   }
   Status BroadcastFromRank0(std::span<float>) override { return {}; }
   Status Send(int, std::span<const float>) override {
-    return MakeUnexpected(std::string("no peer in a world of one"));
+    return Error::InvalidArgument("no peer in a world of one");
   }
   Status Recv(int, std::vector<float>&) override {
-    return MakeUnexpected(std::string("no peer in a world of one"));
+    return Error::InvalidArgument("no peer in a world of one");
   }
   Status MaxAcrossRanks(std::span<double>) override { return {}; }
 };
 
 struct BenchRun {
-  Expected<void, std::string> status;
+  Status status;
   std::string printed;
 };
 
@@ -63,7 +63,7 @@ TEST(RunCollectiveBench, PrintsOneLinePerOpAndSizeSkippingPingPongOnOneRank) {
   config.sizes = {4, 64};
   config.timed_iterations = 3;
   const BenchRun run = RunCapturingOutput(backend, config);
-  ASSERT_TRUE(run.status.ok()) << run.status.error();
+  ASSERT_TRUE(run.status.ok()) << run.status.error().message;
   const std::string& text = run.printed;
   for (const char* prefix : {"all_reduce 4 1 ", "all_reduce 64 1 ", "all_gather 4 1 ", "all_gather 64 1 ",
                              "broadcast 4 1 ", "broadcast 64 1 "}) {
@@ -84,7 +84,8 @@ TEST(RunCollectiveBench, FailsOnWrongResult) {
   const BenchRun run = RunCapturingOutput(backend, config);
   ASSERT_FALSE(run.status.ok());
   EXPECT_EQ(run.printed, "");
-  EXPECT_EQ(run.status.error(), "all_reduce of 16 bytes on 1 ranks: rank 0 element 3 is -3, expected 4");
+  EXPECT_EQ(run.status.error().message,
+            "all_reduce of 16 bytes on 1 ranks: rank 0 element 3 is -3, expected 4");
 }
 
 TEST(RunCollectiveBench, ReportsBackendErrorsWithOpAndSize) {
@@ -96,7 +97,9 @@ TEST(RunCollectiveBench, ReportsBackendErrorsWithOpAndSize) {
   const BenchRun run = RunCapturingOutput(backend, config);
   ASSERT_FALSE(run.status.ok());
   EXPECT_EQ(run.printed, "");
-  EXPECT_EQ(run.status.error(), "barrier before broadcast of 8 bytes: peer 1 vanished");
+  EXPECT_EQ(run.status.error().message,
+            "barrier before broadcast of 8 bytes: barrier: lost connection to rank 1");
+  EXPECT_EQ(run.status.error().kind, ErrorKind::kPeerLost);
 }
 
 Result<BenchConfig> ReadConfig(std::vector<const char*> args) {
@@ -131,17 +134,17 @@ TEST(ReadBenchConfig, RejectsUnknownOpsAndFlags) {
 TEST(LaunchEnvironmentInt, ReadsANonNegativeIntegerAndNamesABadOne) {
   ::setenv("BENCH_RUNNER_TEST_RANK", "3", 1);
   auto rank = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
-  ASSERT_TRUE(rank.ok()) << rank.error();
+  ASSERT_TRUE(rank.ok()) << rank.error().message;
   EXPECT_EQ(*rank, 3);
   ::setenv("BENCH_RUNNER_TEST_RANK", "3x", 1);
   auto bad = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error(),
+  EXPECT_EQ(bad.error().message,
             "BENCH_RUNNER_TEST_RANK: expected a non-negative integer, got '3x' (run under launch)");
   ::unsetenv("BENCH_RUNNER_TEST_RANK");
   auto unset = LaunchEnvironmentInt("BENCH_RUNNER_TEST_RANK");
   ASSERT_FALSE(unset.ok());
-  EXPECT_NE(unset.error().find("<unset>"), std::string::npos) << unset.error();
+  EXPECT_NE(unset.error().message.find("<unset>"), std::string::npos) << unset.error().message;
 }
 
 TEST(ParseStoreDriverArgs, ReadsStoreAndRanksOrSaysHowToExit) {

@@ -27,30 +27,26 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
   int rank() const override { return group_.rank(); }
   int world_size() const override { return group_.world_size(); }
 
-  Status Barrier() override { return Convert(group_.barrier()); }
+  Status Barrier() override { return group_.barrier(); }
 
-  Status AllReduceSum(std::span<float> data) override {
-    return Convert(group_.all_reduce(data, ReduceKind::kSum));
-  }
+  Status AllReduceSum(std::span<float> data) override { return group_.all_reduce(data, ReduceKind::kSum); }
 
   Status AllGather(std::span<const float> input, std::vector<float>& out) override {
     auto gathered = group_.all_gather(input);
-    if (!gathered) return MakeUnexpected(gathered.error().ToString());
+    if (!gathered) return gathered.error();
     out = *std::move(gathered);
     return {};
   }
 
-  Status BroadcastFromRank0(std::span<float> data) override {
-    return Convert(group_.broadcast(/*root=*/0, data));
-  }
+  Status BroadcastFromRank0(std::span<float> data) override { return group_.broadcast(/*root=*/0, data); }
 
   Status Send(int peer, std::span<const float> data) override {
-    return Convert(group_.send_f32(peer, kPingPongTag, data));
+    return group_.send_f32(peer, kPingPongTag, data);
   }
 
   Status Recv(int peer, std::vector<float>& out) override {
     auto received = group_.recv_f32(peer, kPingPongTag);
-    if (!received) return MakeUnexpected(received.error().ToString());
+    if (!received) return received.error();
     out = *std::move(received);
     return {};
   }
@@ -58,7 +54,7 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
   Status MaxAcrossRanks(std::span<double> values) override {
     std::vector<float> as_float(values.begin(), values.end());  // (values.size())
     if (auto reduced = group_.all_reduce(as_float, ReduceKind::kMax); !reduced) {
-      return MakeUnexpected(reduced.error().ToString());
+      return reduced.error();
     }
     std::copy(as_float.begin(), as_float.end(), values.begin());
     return {};
@@ -66,11 +62,6 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
 
  private:
   static constexpr uint32_t kPingPongTag = 1;
-
-  static Status Convert(const inferno::Status& status) {
-    if (!status) return MakeUnexpected(status.error().ToString());
-    return {};
-  }
 
   ProcessGroup group_;
 };

@@ -26,12 +26,12 @@ namespace {
 
 // Gloo reports failures as exceptions; they become errors here and nowhere else.
 template <typename Call>
-CollectiveBenchBackend::Status Guarded(const char* what, Call&& call) {
+Status Guarded(const char* what, Call&& call) {
   try {
     call();
     return {};
   } catch (const std::exception& e) {
-    return MakeUnexpected(std::string(what) + ": " + e.what());
+    return Error::Transport(std::string(what) + ": " + e.what());
   }
 }
 
@@ -41,8 +41,8 @@ class GlooBackend : public CollectiveBenchBackend {
 
   // Connects `rank` of `world_size` to the others over TCP on 127.0.0.1,
   // exchanging addresses through files in `store_dir`.
-  static Expected<std::unique_ptr<GlooBackend>, std::string> Connect(int rank, int world_size,
-                                                                     const std::string& store_dir) {
+  static Result<std::unique_ptr<GlooBackend>> Connect(int rank, int world_size,
+                                                      const std::string& store_dir) {
     std::shared_ptr<gloo::rendezvous::Context> context;
     auto connected = Guarded("connecting through FileStore", [&] {
       gloo::transport::tcp::attr attr;
@@ -52,7 +52,7 @@ class GlooBackend : public CollectiveBenchBackend {
       context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
       context->connectFullMesh(store, device);
     });
-    if (!connected) return MakeUnexpected(connected.error());
+    if (!connected) return connected.error();
     return std::make_unique<GlooBackend>(std::move(context));
   }
 
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   }
   auto backend = inferno::GlooBackend::Connect(args.rank, args.world_size, args.store_dir);
   if (!backend) {
-    std::fprintf(stderr, "gloo_bench: rank %d: %s\n", args.rank, backend.error().c_str());
+    std::fprintf(stderr, "gloo_bench: rank %d: %s\n", args.rank, backend.error().ToString().c_str());
     return 1;
   }
   return inferno::RunCollectiveBenchMain("gloo_bench", **backend, args.config);

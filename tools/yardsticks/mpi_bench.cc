@@ -71,7 +71,7 @@ class MpiBackend : public CollectiveBenchBackend {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    return MakeUnexpected(std::string(call) + ": " + std::string(text, length));
+    return Error::Transport(std::string(call) + ": " + std::string(text, length));
   }
 
   int rank_ = 0;

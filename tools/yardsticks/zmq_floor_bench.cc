@@ -29,8 +29,6 @@
 namespace inferno {
 namespace {
 
-using Status = CollectiveBenchBackend::Status;
-
 constexpr std::chrono::seconds kConnectTimeout{60};
 
 std::string ZmqErrorText(const std::string& what) { return what + ": " + zmq_strerror(zmq_errno()); }
@@ -55,20 +53,20 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
     for (int peer = 0; peer < world_size_; ++peer) {
       if (peer == rank_) continue;
       void* pair = zmq_socket(context_, ZMQ_PAIR);
-      if (pair == nullptr) return MakeUnexpected(ZmqErrorText("zmq_socket"));
+      if (pair == nullptr) return Error::Transport(ZmqErrorText("zmq_socket"));
       pairs_[peer] = pair;
       zmq_setsockopt(pair, ZMQ_LINGER, &linger, sizeof(linger));
       const int low = std::min(rank_, peer);
       const std::string file =
           store_dir + "/" + std::to_string(low) + "-" + std::to_string(std::max(rank_, peer));
       if (rank_ == low) {
-        if (zmq_bind(pair, "tcp://127.0.0.1:0") != 0) return MakeUnexpected(ZmqErrorText("bind"));
+        if (zmq_bind(pair, "tcp://127.0.0.1:0") != 0) return Error::Transport(ZmqErrorText("bind"));
         char endpoint[256];
         size_t length = sizeof(endpoint);
         zmq_getsockopt(pair, ZMQ_LAST_ENDPOINT, endpoint, &length);
         std::ofstream(file + ".tmp") << endpoint;
         if (std::rename((file + ".tmp").c_str(), file.c_str()) != 0) {
-          return MakeUnexpected("cannot publish " + file);
+          return Error::Io("cannot publish " + file);
         }
         continue;
       }
@@ -76,12 +74,12 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
       std::string endpoint;
       while (!(std::ifstream(file) >> endpoint)) {
         if (std::chrono::steady_clock::now() > give_up) {
-          return MakeUnexpected("rank " + std::to_string(peer) + " never published " + file);
+          return Error::Transport("rank " + std::to_string(peer) + " never published " + file);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       if (zmq_connect(pair, endpoint.c_str()) != 0) {
-        return MakeUnexpected(ZmqErrorText("connect " + endpoint));
+        return Error::Transport(ZmqErrorText("connect " + endpoint));
       }
     }
     return {};
@@ -120,7 +118,7 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
 
   Status Send(int peer, std::span<const float> data) override {
     if (zmq_send(pairs_[peer], data.data(), data.size_bytes(), 0) < 0) {
-      return MakeUnexpected(ZmqErrorText("send to rank " + std::to_string(peer)));
+      return Error::Transport(ZmqErrorText("send to rank " + std::to_string(peer)));
     }
     return {};
   }
@@ -144,10 +142,10 @@ class ZmqFloorBackend : public CollectiveBenchBackend {
     const int received = zmq_msg_recv(&message, pairs_[peer], 0);
     Status status;
     if (received < 0) {
-      status = MakeUnexpected(ZmqErrorText("recv from rank " + std::to_string(peer)));
+      status = Error::Transport(ZmqErrorText("recv from rank " + std::to_string(peer)));
     } else if (static_cast<size_t>(received) != out.size_bytes()) {
-      status = MakeUnexpected("recv from rank " + std::to_string(peer) + ": " + std::to_string(received) +
-                              " bytes, expected " + std::to_string(out.size_bytes()));
+      status = Error::Transport("recv from rank " + std::to_string(peer) + ": " + std::to_string(received) +
+                                " bytes, expected " + std::to_string(out.size_bytes()));
     } else if (received > 0) {
       std::memcpy(out.data(), zmq_msg_data(&message), out.size_bytes());
     }
@@ -190,7 +188,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
   inferno::ZmqFloorBackend backend(args.rank, args.world_size);
   if (auto connected = backend.Connect(args.store_dir); !connected) {
-    std::fprintf(stderr, "zmq_floor_bench: rank %d: %s\n", args.rank, connected.error().c_str());
+    std::fprintf(stderr, "zmq_floor_bench: rank %d: %s\n", args.rank, connected.error().ToString().c_str());
     return 1;
   }
   return inferno::RunCollectiveBenchMain("zmq_floor_bench", backend, args.config);
