@@ -49,14 +49,14 @@ void BM_DecodeStep(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
   TransformerStage stage(config, std::move(*weights), 1, pool);
   Sampler sampler({}, static_cast<int32_t>(config.vocab_size));
-  std::vector<float> x(config.hidden_size), logits(config.vocab_size);
+  std::vector<float> x(config.hidden_size), normed(config.hidden_size), logits(config.vocab_size);
   int32_t token = 1;
   int64_t pos = 0;
   for (auto _ : state) {
     stage.Embed(std::span<const int32_t>(&token, 1), x);
     stage.Forward(0, pos, x);
-    const std::span<const float> out = stage.Logits(x);
-    std::copy(out.begin(), out.end(), logits.begin());
+    stage.FinalNorm(x, normed);
+    stage.ClassifierSlice(normed, logits);
     token = sampler.Sample(logits);
     pos = (pos + 1) % config.max_position_embeddings;
   }
