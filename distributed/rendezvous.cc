@@ -18,6 +18,7 @@
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
+#include "distributed/launcher_lifeline.h"
 #include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
 
@@ -359,8 +360,9 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
 }
 
 Result<ProcessGroup> JoinFromEnvironment(const RendezvousOptions& options) {
-  Result<RendezvousConfig> config =
-      ReadRendezvousConfig([](const char* name) { return std::getenv(name); }, options);
+  const auto getenv = [](const char* name) { return std::getenv(name); };
+  if (Status watched = WatchLauncherLifeline(getenv); !watched) return watched.error();
+  Result<RendezvousConfig> config = ReadRendezvousConfig(getenv, options);
   if (!config) return std::move(config).error();
   return Join(*config, options);
 }

@@ -78,8 +78,9 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
 // twice.
 Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options = {});
 
-// ReadRendezvousConfig(std::getenv) then Join. With none of the variables
-// set: a 1-rank group.
+// WatchLauncherLifeline(std::getenv) (a rank started by launch ends when
+// launch does), ReadRendezvousConfig(std::getenv), then Join. With none of
+// the variables set: a 1-rank group.
 Result<ProcessGroup> JoinFromEnvironment(const RendezvousOptions& options = {});
 
 }  // namespace inferno

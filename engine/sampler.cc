@@ -17,7 +17,7 @@ bool MoreLikely(const std::pair<float, int32_t>& a, const std::pair<float, int32
 
 Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size)
     : options_(options), state_(options.seed == 0 ? 0x9E3779B97F4A7C15ull : options.seed) {
-  CHECK_GE(options.temperature, 0.0f);
+  CHECK(options.temperature == 0.0f || options.temperature >= kMinTemperature) << options.temperature;
   CHECK_GE(options.top_k, 0);
   CHECK(options.top_p > 0.0f && options.top_p <= 1.0f) << options.top_p;
   CHECK_GE(vocab_size, 1);

@@ -17,6 +17,10 @@
 
 namespace inferno {
 
+// The smallest temperature a sampler takes besides 0: logits divided by less
+// could overflow to infinity and make every probability NaN.
+inline constexpr float kMinTemperature = 1e-3f;
+
 struct SamplingOptions {
   float temperature = 0.0f;  // 0: greedy
   int32_t top_k = 0;         // 0: no limit
@@ -26,7 +30,7 @@ struct SamplingOptions {
 
 class Sampler {
  public:
-  // Preconditions: temperature >= 0, top_k >= 0, 0 < top_p <= 1,
+  // Preconditions: temperature is 0 or >= kMinTemperature, top_k >= 0, 0 < top_p <= 1,
   // vocab_size >= 1.
   Sampler(const SamplingOptions& options, int32_t vocab_size);
 

@@ -53,6 +53,11 @@ expect_error world_exceeds_layers 4 "world size 4: .*3" --model "$WORK/toy" --pr
 expect_error bad_layer_split 2 "world size 2: " --model "$WORK/toy" --prompt hi --layers 1,1
 expect_error missing_model 2 "--model: " --model "$WORK/nowhere" --prompt hi
 expect_error bad_number 2 "--top-p: 2 is outside" --model "$WORK/toy" --prompt hi --top-p 2
+expect_error tiny_temperature 2 "--temperature: 1e-40 is below 0.001" --model "$WORK/toy" --prompt hi --temperature 1e-40
+expect_error endless_prompts_file 2 "--prompts-file '/dev/zero' is longer than --max-prompt-bytes 1048576" \
+  --model "$WORK/toy" --prompts-file /dev/zero
+expect_error long_prompt 2 "--prompt is longer than --max-prompt-bytes 4" --model "$WORK/toy" --prompt hello \
+  --max-prompt-bytes 4
 
 if [ "$FAILURES" -ne 0 ]; then
   echo "$FAILURES failures" >&2

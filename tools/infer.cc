@@ -27,15 +27,18 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
 #include "engine/generator.h"
 #include "engine/pipeline_split.h"
+#include "engine/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
 #include "engine/tokenizer.h"
@@ -47,6 +50,9 @@
 namespace inferno {
 namespace {
 
+// Inputs beyond these are refused unless a flag raises the limit.
+constexpr int64_t kDefaultMaxPromptBytes = int64_t{1} << 20;
+
 const CommandSpec kSpec{
     "infer",
     "(--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids IDS | --prompts-file FILE) [flags]",
@@ -57,9 +63,11 @@ const CommandSpec kSpec{
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
+     {"max-prompt-bytes", "N",
+      "the longest --prompt, --prompt-ids or --prompts-file accepted (default 1 MiB)"},
      {"tokenizer", "FILE", "a llama2.c tokenizer.bin (default: the byte-level tokenizer)"},
      {"max-new-tokens", "N", "tokens to generate per prompt (default 256)"},
-     {"temperature", "T", "sampling temperature; 0 is greedy (default 0)"},
+     {"temperature", "T", "sampling temperature: 0 (greedy, the default) or in [0.001, 100]"},
      {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
      {"top-p", "P", "nucleus sampling mass (default 1)"},
      {"seed", "S", "sampling seed (default 42)"},
@@ -94,15 +102,34 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
     return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
   options.tokenizer = flags.Last("tokenizer");
-  options.text_prompts = flags.All("prompt");
+  Result<int64_t> max_prompt_bytes =
+      flags.Int("max-prompt-bytes", kDefaultMaxPromptBytes, 1, int64_t{1} << 32);
+  if (!max_prompt_bytes) return max_prompt_bytes.error();
+  const auto too_long = [&](const std::string& what) {
+    return Error::InvalidArgument(what + " is longer than --max-prompt-bytes " +
+                                  std::to_string(*max_prompt_bytes) + " (raise it to allow more)");
+  };
+  for (const std::string& text : flags.All("prompt")) {
+    if (static_cast<int64_t>(text.size()) > *max_prompt_bytes) return too_long("--prompt");
+    options.text_prompts.push_back(text);
+  }
   for (const std::string& file : flags.All("prompts-file")) {
-    std::ifstream in(file);
+    std::ifstream in(file, std::ios::binary);
     if (!in) return Error::Io("--prompts-file: cannot open '" + file + "'");
-    for (std::string line; std::getline(in, line);) {
+    // Read at most one byte past the limit, whatever the file claims (a pipe
+    // or /dev/zero claims nothing).
+    std::string text(static_cast<size_t>(*max_prompt_bytes) + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad()) return Error::Io("--prompts-file: cannot read '" + file + "'");
+    if (in.gcount() > *max_prompt_bytes) return too_long("--prompts-file '" + file + "'");
+    text.resize(static_cast<size_t>(in.gcount()));
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
       if (!line.empty()) options.text_prompts.push_back(line);
     }
   }
   for (const std::string& text : flags.All("prompt-ids")) {
+    if (static_cast<int64_t>(text.size()) > *max_prompt_bytes) return too_long("--prompt-ids");
     Result<std::vector<int64_t>> ids = ParseIntList(text, "--prompt-ids");
     if (!ids) return ids.error();
     std::vector<int32_t>& prompt = options.id_prompts.emplace_back();
@@ -126,6 +153,10 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
         seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
         temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
     if (error != nullptr) return *error;
+  }
+  if (*temperature > 0 && *temperature < kMinTemperature) {
+    return Error::InvalidArgument("--temperature: " + *flags.Last("temperature") + " is below " +
+                                  std::to_string(kMinTemperature) + "; use 0 for greedy sampling");
   }
   options.generation.max_new_tokens = *max_new;
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
@@ -405,6 +436,11 @@ int main(int argc, char** argv) {
   if (flags && flags->help_requested()) {
     std::fputs(Usage(kSpec).c_str(), stdout);
     return 0;
+  }
+  // Before loading, which can take long: a rank whose launcher is gone stops.
+  if (Status watched = WatchLauncherLifeline(std::getenv); !watched) {
+    std::fprintf(stderr, "infer: %s\n", watched.error().ToString().c_str());
+    return 2;
   }
   Result<RendezvousConfig> where = ReadRendezvousConfig(std::getenv);
   if (!where) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "distributed/job_secret.h"
+#include "distributed/launcher_lifeline.h"
 
 namespace inferno {
 namespace {
@@ -197,6 +198,9 @@ class Supervisor {
       if (auto secret = ChooseJobSecret(); !secret) return secret.error();
     }
     if (auto fd = TakeSignals(); !fd) return fd.error();
+    // The lifeline (distributed/launcher_lifeline.h): only this process
+    // holds the write end, so the ranks see end of file when it dies.
+    if (pipe2(lifeline_, O_CLOEXEC) != 0) return Error::Io("lifeline pipe: " + ErrnoText());
     // Descendants that ranks orphan are re-parented to us, so they stay in
     // reach (and their exit is reaped) while the job runs.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -301,6 +305,9 @@ class Supervisor {
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
     if (options_.secure) set(kJobSecretVariable, job_secret_);
+    // A copy without close-on-exec, inherited by the program and anything it
+    // starts (a shell, a wrapper) down to the rank itself.
+    set(kLifelineVariable, std::to_string(dup(lifeline_[0])));
     for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                              "SLURM_PROCID", "SLURM_NTASKS"}) {
       unsetenv(name);
@@ -462,6 +469,7 @@ class Supervisor {
   int master_port_ = 0;
   std::string job_secret_;  // with --secure: what the ranks get
   int signal_fd_ = -1;
+  int lifeline_[2] = {-1, -1};  // read end, write end
   sigset_t original_mask_{};
   std::vector<RankProcess> ranks_;
   std::optional<int> exit_status_;  // set once the job is being stopped
