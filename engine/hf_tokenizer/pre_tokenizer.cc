@@ -38,7 +38,8 @@ Status PreTokenizer::AddSteps(const nlohmann::json& config) {
         Regex::Compile(pattern.at(literal ? "String" : "Regex").get<std::string>(), literal);
     if (!regex) return regex.error().Prefixed("pre_tokenizer Split: ");
     const std::string behavior = config.at("behavior").get<std::string>();
-    Step step{Kind::kSplit, std::move(*regex)};
+    Step step(Kind::kSplit);
+    step.regex = std::move(*regex);
     if (behavior == "Isolated") {
       step.behavior = Behavior::kIsolated;
     } else if (behavior == "Removed") {
@@ -55,16 +56,18 @@ Status PreTokenizer::AddSteps(const nlohmann::json& config) {
   }
   if (type == "ByteLevel") {
     byte_level_ = true;
-    if (BoolField(config, "add_prefix_space", true)) steps_.push_back({Kind::kByteLevelPrefixSpace});
+    if (BoolField(config, "add_prefix_space", true)) steps_.push_back(Step(Kind::kByteLevelPrefixSpace));
     if (BoolField(config, "use_regex", true)) {
       Result<Regex> regex = Regex::Compile(kGpt2Pattern, /*literal=*/false);
       if (!regex) return regex.error();
-      steps_.push_back({Kind::kSplit, std::move(*regex), Behavior::kIsolated});
+      Step split(Kind::kSplit);
+      split.regex = std::move(*regex);
+      steps_.push_back(std::move(split));
     }
     return {};
   }
   if (type == "Metaspace") {
-    Step step{Kind::kMetaspace};
+    Step step(Kind::kMetaspace);
     step.replacement = config.at("replacement").get<std::string>();
     if (auto scheme = config.find("prepend_scheme"); scheme != config.end() && !scheme->is_null()) {
       const std::string name = scheme->get<std::string>();

@@ -44,6 +44,7 @@ class PreTokenizer {
   enum class Behavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext };
   enum class Prepend { kAlways, kFirst, kNever };
   struct Step {
+    explicit Step(Kind step_kind) : kind(step_kind) {}
     Kind kind;
     std::optional<Regex> regex;  // kSplit
     Behavior behavior = Behavior::kIsolated;

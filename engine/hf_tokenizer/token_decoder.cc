@@ -59,9 +59,9 @@ Status TokenDecoder::AddSteps(const nlohmann::json& config) {
       if (Status status = AddSteps(inner); !status) return status;
     }
   } else if (type == "ByteLevel") {
-    steps_.push_back({Kind::kByteLevel});
+    steps_.push_back(Step(Kind::kByteLevel));
   } else if (type == "ByteFallback") {
-    steps_.push_back({Kind::kByteFallback});
+    steps_.push_back(Step(Kind::kByteFallback));
   } else if (type == "Fuse") {
     fused_ = true;
   } else if (type == "Replace") {
@@ -70,10 +70,13 @@ Status TokenDecoder::AddSteps(const nlohmann::json& config) {
       return Error::Unimplemented("decoder Replace with pattern " + pattern.dump() +
                                   " (only String patterns are supported)");
     }
-    steps_.push_back(
-        {Kind::kReplace, pattern.at("String").get<std::string>(), config.at("content").get<std::string>()});
+    Step step(Kind::kReplace);
+    step.pattern = pattern.at("String").get<std::string>();
+    step.content = config.at("content").get<std::string>();
+    steps_.push_back(std::move(step));
   } else if (type == "Metaspace") {
-    Step step{Kind::kMetaspace, config.at("replacement").get<std::string>()};
+    Step step(Kind::kMetaspace);
+    step.pattern = config.at("replacement").get<std::string>();
     if (auto scheme = config.find("prepend_scheme"); scheme != config.end() && !scheme->is_null()) {
       step.whole_sequence = scheme->get<std::string>() != "never";
     } else {
@@ -82,7 +85,8 @@ Status TokenDecoder::AddSteps(const nlohmann::json& config) {
     }
     steps_.push_back(std::move(step));
   } else if (type == "Strip") {
-    Step step{Kind::kStrip, "", config.at("content").get<std::string>()};
+    Step step(Kind::kStrip);
+    step.content = config.at("content").get<std::string>();
     step.whole_sequence = fused_;
     step.start = config.at("start").get<int>();
     step.stop = config.at("stop").get<int>();

@@ -40,6 +40,7 @@ class TokenDecoder {
  private:
   enum class Kind { kByteLevel, kByteFallback, kReplace, kMetaspace, kStrip };
   struct Step {
+    explicit Step(Kind step_kind) : kind(step_kind) {}
     Kind kind;
     std::string pattern;          // kReplace: what to replace; kMetaspace: the replacement character
     std::string content;          // kReplace: what to put in; kStrip: the character to strip
