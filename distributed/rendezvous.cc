@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -35,15 +36,14 @@ struct RankEndpoints {
   int world_size = 0;
   std::string host;  // IpcDomain(): ranks with equal values connect over ipc
   std::string tcp;
-  std::string ipc;  // empty when the rank offers no ipc endpoint
+  std::string ipc;                                 // empty when the rank offers no ipc endpoint
+  std::map<std::string, std::string> fingerprint;  // RendezvousOptions::fingerprint
 };
 
 Json ToJson(const RankEndpoints& entry) {
-  return Json{{"rank", entry.rank},
-              {"world_size", entry.world_size},
-              {"host", entry.host},
-              {"tcp", entry.tcp},
-              {"ipc", entry.ipc}};
+  return Json{{"rank", entry.rank}, {"world_size", entry.world_size},
+              {"host", entry.host}, {"tcp", entry.tcp},
+              {"ipc", entry.ipc},   {"fingerprint", entry.fingerprint}};
 }
 
 // nullopt when `json` is not a well-formed entry (a stranger's bytes).
@@ -55,6 +55,7 @@ std::optional<RankEndpoints> EntryFromJson(const Json& json) {
     entry.host = json.at("host").get<std::string>();
     entry.tcp = json.at("tcp").get<std::string>();
     entry.ipc = json.at("ipc").get<std::string>();
+    entry.fingerprint = json.at("fingerprint").get<std::map<std::string, std::string>>();
     return entry;
   } catch (const Json::exception&) {
     return std::nullopt;
@@ -137,6 +138,27 @@ Error MissingRanks(const std::string& where, const std::vector<bool>& arrived,
                                    " did not arrive within " + std::to_string(waited.count()) + " ms"};
 }
 
+// Where `theirs` (rank `rank`'s fingerprint) differs from rank 0's `mine`,
+// naming the first entry that differs; empty when they agree.
+std::string FingerprintDifference(int rank, const std::map<std::string, std::string>& theirs,
+                                  const std::map<std::string, std::string>& mine) {
+  for (const auto& [name, value] : mine) {
+    const auto it = theirs.find(name);
+    const std::string other = it == theirs.end() ? "nothing" : "'" + it->second + "'";
+    if (it == theirs.end() || it->second != value) {
+      return "rank " + std::to_string(rank) + " and rank 0 run different things: " + name + " is " + other +
+             " on rank " + std::to_string(rank) + ", '" + value + "' on rank 0";
+    }
+  }
+  for (const auto& [name, value] : theirs) {
+    if (!mine.contains(name)) {
+      return "rank " + std::to_string(rank) + " and rank 0 run different things: " + name + " is '" + value +
+             "' on rank " + std::to_string(rank) + ", nothing on rank 0";
+    }
+  }
+  return "";
+}
+
 // Rank 0: collects every rank's endpoints, then sends everyone the table.
 Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions& options,
                         const RankEndpoints& mine) {
@@ -160,11 +182,17 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
     return error;
   };
 
+  // Once a rank is refused, the job cannot start: every rank that has
+  // arrived or still arrives (until the deadline) is told why, so that each
+  // fails at once with the same one line instead of timing out.
+  std::optional<Error> verdict;
+  const auto in_range = [&](int rank) { return rank > 0 && rank < config.world_size; };
   const Deadline deadline = Clock::now() + options.timeout;
   while (count < config.world_size) {
     Result<RendezvousServer::Request> request = (*server)->Receive(deadline);
     if (!request) {
       if (request.error().kind != ErrorKind::kTimeout) return std::move(request).error();
+      if (verdict) return *verdict;
       return fail_everyone(MissingRanks(where, arrived, options.timeout));
     }
     std::optional<Json> json = ParseJson(request->body);
@@ -173,16 +201,33 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
       LOG(WARNING) << where << ": ignored a malformed request of " << request->body.size() << " bytes";
       continue;
     }
+    if (verdict) {
+      (void)(*server)->Reply(request->client, Json{{"error", verdict->message}}.dump());
+      if (in_range(entry->rank) && !arrived[entry->rank]) {
+        arrived[entry->rank] = true;
+        ++count;
+      }
+      continue;
+    }
     std::string refusal;
     if (entry->world_size != config.world_size) {
       refusal = where + ": rank " + std::to_string(entry->rank) + " has WORLD_SIZE " +
                 std::to_string(entry->world_size) + ", rank 0 has " + std::to_string(config.world_size);
-    } else if (entry->rank <= 0 || entry->rank >= config.world_size || arrived[entry->rank]) {
+    } else if (!in_range(entry->rank) || arrived[entry->rank]) {
       refusal = where + ": rank " + std::to_string(entry->rank) + " arrived twice or is out of range";
+    } else if (std::string difference =
+                   FingerprintDifference(entry->rank, entry->fingerprint, mine.fingerprint);
+               !difference.empty()) {
+      refusal = where + ": " + difference;
     }
     if (!refusal.empty()) {
       (void)(*server)->Reply(request->client, Json{{"error", refusal}}.dump());
-      return fail_everyone(Error::InvalidArgument(refusal));
+      verdict = fail_everyone(Error::InvalidArgument(refusal));
+      if (in_range(entry->rank) && !arrived[entry->rank]) {
+        arrived[entry->rank] = true;
+        ++count;
+      }
+      continue;
     }
     entries[entry->rank] = *entry;
     clients[entry->rank] = request->client;
@@ -190,6 +235,7 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
     ++count;
   }
 
+  if (verdict) return *verdict;
   Json table{{"job_id", RandomId()}, {"ranks", Json::array()}};
   for (const RankEndpoints& entry : entries) table["ranks"].push_back(ToJson(entry));
   const std::string body = table.dump();
@@ -313,6 +359,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   mine.rank = config.rank;
   mine.world_size = config.world_size;
   mine.host = IpcDomain();
+  mine.fingerprint = options.fingerprint;
   mine.tcp = (*transport)->endpoints()[0];
   if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
 

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,10 @@ struct RendezvousOptions {
   // Called on rank 0 once it listens, with the bound port (useful when
   // MASTER_PORT is 0, as in tests that run ranks as threads).
   std::function<void(int port)> on_master_listening;
+  // What this rank runs, as named short texts (e.g. "model" -> a digest of
+  // its config): every rank reports it and rank 0 compares it with its own,
+  // so ranks that would compute different things never start together.
+  std::map<std::string, std::string> fingerprint;
 };
 
 // Where this rank is and where rank 0 listens, as read from the environment.
@@ -74,8 +79,9 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
 // this rank's key (its job secret differs, or only one side has one; rank 0
 // itself then times out listing the rank as missing); Timeout listing the
 // ranks that never arrived (rank 0) or naming the master (other ranks);
-// InvalidArgument when ranks disagree on the world size or a rank arrives
-// twice.
+// InvalidArgument when ranks disagree on the world size or the fingerprint
+// (on every rank, naming the two ranks and the entry that differs) or a rank
+// arrives twice.
 Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options = {});
 
 // WatchLauncherLifeline(std::getenv) (a rank started by launch ends when

@@ -324,5 +324,38 @@ TEST(Join, RankOfAnotherWorldSizeIsRefused) {
   EXPECT_NE(results[1].find("refused rank 1"), std::string::npos) << results[1];
 }
 
+TEST(Join, RanksWithDifferentFingerprintsAllFailNamingBothRanksAndTheEntry) {
+  constexpr int kWorld = 3;
+  std::promise<int> port_promise;
+  std::shared_future<int> port = port_promise.get_future().share();
+  std::string results[kWorld];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    threads.emplace_back([&, rank] {
+      RendezvousOptions options;
+      options.timeout = milliseconds(10000);
+      options.fingerprint = {{"model", rank == 2 ? "b" : "a"}, {"sampling", "greedy"}};
+      RendezvousConfig config;
+      config.rank = rank;
+      config.world_size = kWorld;
+      if (rank == 0) {
+        options.on_master_listening = [&](int bound) { port_promise.set_value(bound); };
+      } else {
+        config.master_port = port.get();
+      }
+      Result<ProcessGroup> group = Join(config, options);
+      results[rank] = group ? "joined" : group.error().ToString();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int rank = 0; rank < kWorld; ++rank) {
+    EXPECT_NE(results[rank].find("InvalidArgument: "), std::string::npos) << results[rank];
+    EXPECT_NE(
+        results[rank].find("rank 2 and rank 0 run different things: model is 'b' on rank 2, 'a' on rank 0"),
+        std::string::npos)
+        << "rank " << rank << ": " << results[rank];
+  }
+}
+
 }  // namespace
 }  // namespace inferno

@@ -59,6 +59,29 @@ expect_error endless_prompts_file 2 "--prompts-file '/dev/zero' is longer than -
 expect_error long_prompt 2 "--prompt is longer than --max-prompt-bytes 4" --model "$WORK/toy" --prompt hello \
   --max-prompt-bytes 4
 
+# Ranks that would compute different things (here: another model of the same
+# shape, then another temperature) refuse to start together: every rank
+# prints one line naming both ranks and what differs.
+"$MAKE_TOY" --out "$WORK/toy2" --layers 3 --seq-len 16 --seed 2 >/dev/null || fail "make_toy_model --seed 2"
+expect_mismatch() {
+  local name="$1" pattern="$2" rank1_args="$3"
+  shift 3
+  local out="$WORK/$name.out"
+  # shellcheck disable=SC2016
+  timeout 60 "$LAUNCH" -n 2 --tag-output --timeout 50 -- sh -c \
+    'if [ "$RANK" = 1 ]; then exec "$0" "$@" '"$rank1_args"'; else exec "$0" "$@"; fi' "$INFER" "$@" >"$out" 2>&1
+  local status=$?
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "$name: launch exited $status"
+  for r in 0 1; do
+    grep -q "^\[$r\] infer: rank $r: .*$pattern" "$out" || fail "$name: rank $r printed no line matching '$pattern'"
+  done
+  [ "$FAILURES" -eq 0 ] || cat "$out" >&2
+}
+expect_mismatch other_model "rank 1 and rank 0 run different things: weights is '[0-9a-f]*' on rank 1" \
+  "--model $WORK/toy2" --model "$WORK/toy" --prompt hi --max-new-tokens 4
+expect_mismatch other_temperature "rank 1 and rank 0 run different things: generation is .*temperature=0.5" \
+  "--temperature 0.5" --model "$WORK/toy" --prompt hi --max-new-tokens 4
+
 if [ "$FAILURES" -ne 0 ]; then
   echo "$FAILURES failures" >&2
   exit 1

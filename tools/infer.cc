@@ -24,11 +24,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <glog/logging.h>
@@ -44,6 +46,9 @@
 #include "engine/tokenizer.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
+#include "loader/llama_layout.h"
+#include "loader/model_config.h"
+#include "loader/sha256.h"
 #include "loader/shard_plan.h"
 #include "loader/sharded_checkpoint.h"
 
@@ -285,6 +290,14 @@ void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>&
   }
 }
 
+// The first 16 hex digits of the SHA-256 of `text`: enough to tell apart
+// what ranks load, short enough for a one-line error.
+std::string ShortDigest(std::string_view text) {
+  Sha256 hash;
+  hash.Update(std::as_bytes(std::span(text.data(), text.size())));
+  return hash.HexDigest().substr(0, 16);
+}
+
 // This rank's view of the model: its checkpoint, its part of the plan, and
 // every rank's layers and classifier rows (balanced against the plan's
 // layers, pipeline_split.h).
@@ -296,6 +309,9 @@ struct RankModel {
   std::unique_ptr<Checkpoint> classifier_source;
   RankShard shard;
   std::vector<PipelinePart> parts;  // by rank
+  // Tells the weights apart where the config cannot: with --shards the
+  // shard folder's manifest, else the embedding's first row.
+  std::string weights_digest;
 };
 
 std::vector<PipelinePart> PipelineParts(const ModelConfig& config, const ShardPlan& plan) {
@@ -319,7 +335,11 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
     if (!opened) return opened.error().Prefixed("--shards: ");
     const ShardPlan& plan = opened->manifest.plan;
     std::vector<PipelinePart> parts = PipelineParts(opened->checkpoint->config(), plan);
-    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts)};
+    std::ifstream manifest(options.model + "/manifest.json", std::ios::binary);
+    const std::string manifest_bytes((std::istreambuf_iterator<char>(manifest)),
+                                     std::istreambuf_iterator<char>());
+    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts),
+                    ShortDigest(manifest_bytes)};
     const int head_rank = ShardPlan::RankOf(plan.pp - 1, 0, plan.pp, plan.tp);
     if (rank != head_rank && model.parts[rank].classifier_rows.size() > 0) {
       // The shards hold the classifier whole on the head rank only; its file
@@ -346,7 +366,14 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
   }
   auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
-  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], PipelineParts(config, *plan)};
+  std::vector<float> first_row(static_cast<size_t>(config.hidden_size));
+  if (Status read = (*checkpoint)->ReadRowsF32(kEmbedTokensName, 0, 1, first_row); !read) {
+    return read.error().Prefixed("--model: ");
+  }
+  const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
+                                   first_row.size() * sizeof(float));
+  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], PipelineParts(config, *plan),
+                   ShortDigest(row_bytes)};
 }
 
 // Everything a rank needs before it talks to the others; every input error
@@ -354,23 +381,55 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
 struct PreparedRank {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::string tokenizer_digest;  // of the --tokenizer file's bytes, or "byte-level"
+  std::string weights_digest;    // RankModel::weights_digest
   std::vector<std::vector<int32_t>> prompts;
   StageWeights weights;
   std::vector<PipelinePart> parts;  // every rank's, by rank
 };
+
+// What this rank computes, for the rendezvous to compare across ranks (see
+// RendezvousOptions::fingerprint): ranks that disagree would print mixed or
+// wrong output, so the job refuses to start, naming the entry that differs.
+std::map<std::string, std::string> RunFingerprint(const InferOptions& options, const PreparedRank& prepared) {
+  std::ostringstream plan, prompts, generation;
+  for (const PipelinePart& part : prepared.parts) {
+    plan << part.layers.begin << "-" << part.layers.end << ":" << part.classifier_rows.begin << "-"
+         << part.classifier_rows.end << ";";
+  }
+  for (const std::vector<int32_t>& prompt : prepared.prompts) {
+    for (int32_t id : prompt) prompts << id << " ";
+    prompts << "\n";
+  }
+  const SamplingOptions& sampling = options.generation.sampling;
+  generation << "max_new_tokens=" << options.generation.max_new_tokens
+             << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
+             << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
+  return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
+          {"weights", prepared.weights_digest},
+          {"plan", ShortDigest(plan.str())},
+          {"tokenizer", prepared.tokenizer_digest},
+          {"prompts", ShortDigest(prompts.str())},
+          {"generation", generation.str()}};
+}
 
 Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
   Result<RankModel> model = OpenRankModel(options, rank, world_size);
   if (!model) return model.error();
   PreparedRank prepared;
   prepared.config = model->checkpoint->config();
+  prepared.weights_digest = model->weights_digest;
   const ModelConfig& config = prepared.config;
 
   prepared.tokenizer = std::make_unique<ByteTokenizer>();
+  prepared.tokenizer_digest = "byte-level";
   if (options.tokenizer) {
     auto loaded = BpeTokenizer::Load(*options.tokenizer);
     if (!loaded) return loaded.error();
     prepared.tokenizer = std::move(*loaded);
+    std::ifstream file(*options.tokenizer, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    prepared.tokenizer_digest = ShortDigest(bytes);
   }
   prepared.prompts = options.id_prompts;
   if (!options.text_prompts.empty() && prepared.tokenizer->vocab_size() > config.vocab_size) {
@@ -458,7 +517,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "infer: rank %d: %s\n", rank, prepared.error().ToString().c_str());
     return 1;
   }
-  Result<ProcessGroup> group = Join(*where);
+  RendezvousOptions rendezvous;
+  rendezvous.fingerprint = RunFingerprint(*options, *prepared);
+  Result<ProcessGroup> group = Join(*where, rendezvous);
   if (!group) {
     std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank,
                  group.error().ToString().c_str());
