@@ -21,13 +21,13 @@ std::vector<std::string> Words(const json& config, std::string_view text, bool s
 using Strings = std::vector<std::string>;
 
 TEST(PreTokenizer, Llama3RegexSplitsLettersDigitsInThreesAndContractions) {
-  const json split = {
-      {"type", "Split"},
-      {"pattern",
-       {{"Regex",
-         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
-      {"behavior", "Isolated"},
-      {"invert", false}};
+  const std::string llama3_pattern =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*)"
+      R"(|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  const json split = {{"type", "Split"},
+                      {"pattern", {{"Regex", llama3_pattern}}},
+                      {"behavior", "Isolated"},
+                      {"invert", false}};
   EXPECT_EQ(Words(split, "I'M 12345  héllo\n"), (Strings{"I", "'M", " ", "123", "45", " ", " héllo", "\n"}));
 }
 
