@@ -419,17 +419,6 @@ Status CheckPointToPoint(const char* direction, int peer, int world, uint32_t ta
   return {};
 }
 
-// Receives the oldest point-to-point message from group rank `from` with `tag`.
-Result<Payload> RecvPayload(const GroupState& state, int from, uint32_t tag) {
-  Status valid = CheckPointToPoint("recv from", from, state.size(), tag);
-  if (!valid) return std::move(valid).error();
-  Result<Message> received = state.transport->Recv(state.members[from], tag, state.NextDeadline());
-  if (!received) {
-    return WithContext(std::move(received).error(), PointToPointWhere("recv from", from, tag));
-  }
-  return std::move(received->payload);
-}
-
 // Copies a received payload into `T`s; its size must be a multiple of sizeof(T).
 template <typename T>
 Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name, int from, uint32_t tag) {
@@ -447,16 +436,31 @@ Result<std::vector<T>> PayloadAs(Result<Payload> payload, const char* type_name,
 }  // namespace
 
 Status ProcessGroup::send_bytes(int to, uint32_t tag, std::span<const std::byte> data) {
+  return send_bytes(to, tag, data, {});
+}
+
+Status ProcessGroup::send_bytes(int to, uint32_t tag, std::span<const std::byte> head,
+                                std::span<const std::byte> tail) {
   Status valid = CheckPointToPoint("send to", to, world_size(), tag);
   if (!valid) return valid;
-  const FrameKey key{tag, CollectiveOp::kPointToPoint, 0, data.size()};
-  Status sent = state_->transport->Send(state_->members[to], key, data, state_->NextDeadline());
+  const FrameKey key{tag, CollectiveOp::kPointToPoint, 0, head.size() + tail.size()};
+  Status sent = state_->transport->Send(state_->members[to], key, head, tail, state_->NextDeadline());
   if (!sent) return WithContext(std::move(sent).error(), PointToPointWhere("send to", to, tag));
   return {};
 }
 
+Result<Payload> ProcessGroup::recv_payload(int from, uint32_t tag) {
+  Status valid = CheckPointToPoint("recv from", from, world_size(), tag);
+  if (!valid) return std::move(valid).error();
+  Result<Message> received = state_->transport->Recv(state_->members[from], tag, state_->NextDeadline());
+  if (!received) {
+    return WithContext(std::move(received).error(), PointToPointWhere("recv from", from, tag));
+  }
+  return std::move(received->payload);
+}
+
 Result<std::vector<std::byte>> ProcessGroup::recv_bytes(int from, uint32_t tag) {
-  Result<Payload> payload = RecvPayload(*state_, from, tag);
+  Result<Payload> payload = recv_payload(from, tag);
   if (!payload) return std::move(payload).error();
   return ToVector(*payload);
 }
@@ -470,11 +474,11 @@ Status ProcessGroup::send_i32(int to, uint32_t tag, std::span<const int32_t> dat
 }
 
 Result<std::vector<float>> ProcessGroup::recv_f32(int from, uint32_t tag) {
-  return PayloadAs<float>(RecvPayload(*state_, from, tag), "float32", from, tag);
+  return PayloadAs<float>(recv_payload(from, tag), "float32", from, tag);
 }
 
 Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
-  return PayloadAs<int32_t>(RecvPayload(*state_, from, tag), "int32", from, tag);
+  return PayloadAs<int32_t>(recv_payload(from, tag), "int32", from, tag);
 }
 
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {

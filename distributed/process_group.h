@@ -72,6 +72,25 @@ class ProcessGroup {
   Status send_bytes(int to, uint32_t tag, std::span<const std::byte> data);
   Result<std::vector<std::byte>> recv_bytes(int from, uint32_t tag);
 
+  // The hot path's pair, for messages made of a header and a buffer: no copy
+  // beyond the one the transport makes.
+  //
+  // Sends one message, the bytes of `head` followed by those of `tail`, as
+  // send_bytes of their concatenation would (the receiver cannot tell), but
+  // without the caller concatenating them: the transport copies each byte
+  // once into its own buffers, and the caller may reuse both spans on return.
+  Status send_bytes(int to, uint32_t tag, std::span<const std::byte> head, std::span<const std::byte> tail);
+  // Receives the next message from `from` with `tag`, like recv_bytes, but
+  // returns a view of the bytes the transport received instead of a copy:
+  // the Payload owns them (or shares their owner), so they stay valid and
+  // unchanged as long as the Payload or a copy of it lives (drop it before
+  // the transport is destroyed), and any thread may read them. Its size is
+  // the sent length, from the wire; no alignment is promised (read values
+  // with memcpy). Errors as recv_bytes: InvalidTag, UnknownRank, and the
+  // transport's (Timeout, PeerLost, Closed) prefixed with
+  // "recv from rank <from> tag <tag>".
+  Result<Payload> recv_payload(int from, uint32_t tag);
+
   // In place: on return every rank's `data` holds op(every rank's input),
   // element-wise. Lengths must match across ranks (else LengthMismatch).
   Status all_reduce(std::span<float> data, ReduceKind op);

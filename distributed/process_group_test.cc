@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -290,6 +292,91 @@ TEST_P(ProcessGroupTest, PointToPointKeepsOrderPerTagForEveryType) {
   for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
 }
 
+// (head, tail) sizes of gather-sent messages: empty parts, a small chunk
+// straddling head and tail, a pooled head, and a message whose chunks
+// straddle the parts and span several transport chunks.
+constexpr std::pair<size_t, size_t> kGatherSizes[] = {{0, 0},    {16, 0},    {0, 24},
+                                                      {16, 100}, {40000, 8}, {40000, (3u << 20) / 2 + 3}};
+
+TEST_P(ProcessGroupTest, GatherSendArrivesAsOnePayloadInOrderPerTagWithItsLengthFromTheWire) {
+  const int world_size = world();
+  constexpr int kRounds = 2;
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) -> std::string {
+    const int next = (group.rank() + 1) % world_size;
+    const int prev = (group.rank() + world_size - 1) % world_size;
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t i = 0; i < std::size(kGatherSizes); ++i) {
+        const auto [head, tail] = kGatherSizes[i];
+        const int seed = group.rank() + static_cast<int>(i) + round;
+        if (!group.send_bytes(next, 4, Blob(seed, head), Blob(seed + 1, tail))) return "gather send";
+        if (!group.send_bytes(next, 5, Blob(seed, i))) return "send";
+      }
+    }
+    // Tag 5 first: a tag's messages come in order whatever the other tag holds.
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t i = 0; i < std::size(kGatherSizes); ++i) {
+        Result<Payload> payload = group.recv_payload(prev, 5);
+        if (!payload) return "recv tag 5: " + payload.error().ToString();
+        const std::vector<std::byte> expected = Blob(prev + static_cast<int>(i) + round, i);
+        if (payload->size() != i || !std::equal(expected.begin(), expected.end(), payload->bytes().begin())) {
+          return "tag 5 #" + std::to_string(i);
+        }
+      }
+    }
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t i = 0; i < std::size(kGatherSizes); ++i) {
+        const auto [head, tail] = kGatherSizes[i];
+        const int seed = prev + static_cast<int>(i) + round;
+        std::vector<std::byte> expected = Blob(seed, head);
+        const std::vector<std::byte> tail_bytes = Blob(seed + 1, tail);
+        expected.insert(expected.end(), tail_bytes.begin(), tail_bytes.end());
+        // The receiver cannot tell a gather from a concatenation: alternate
+        // the view and the copying receive.
+        if (i % 2 == 0) {
+          Result<Payload> payload = group.recv_payload(prev, 4);
+          if (!payload) return "recv_payload: " + payload.error().ToString();
+          if (payload->size() != expected.size() ||
+              !std::equal(expected.begin(), expected.end(), payload->bytes().begin())) {
+            return "gathered #" + std::to_string(i) + " of " + std::to_string(payload->size()) + " bytes";
+          }
+        } else {
+          Result<std::vector<std::byte>> bytes = group.recv_bytes(prev, 4);
+          if (!bytes) return "recv_bytes: " + bytes.error().ToString();
+          if (*bytes != expected) return "gathered #" + std::to_string(i) + " via recv_bytes";
+        }
+      }
+    }
+    return "";
+  });
+  for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
+}
+
+TEST_P(ProcessGroupTest, PayloadStaysValidAfterLaterReceives) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(), [&](ProcessGroup& group) -> std::string {
+    const int next = (group.rank() + 1) % world_size;
+    const int prev = (group.rank() + world_size - 1) % world_size;
+    for (int i = 0; i < 3; ++i) {
+      if (!group.send_bytes(next, 6, Blob(group.rank() + i, 64 + i))) return "send";
+    }
+    std::vector<Payload> kept;
+    for (int i = 0; i < 3; ++i) {
+      Result<Payload> payload = group.recv_payload(prev, 6);
+      if (!payload) return payload.error().ToString();
+      kept.push_back(std::move(*payload));
+    }
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<std::byte> expected = Blob(prev + i, 64 + i);
+      if (kept[i].size() != expected.size() ||
+          !std::equal(expected.begin(), expected.end(), kept[i].bytes().begin())) {
+        return "payload #" + std::to_string(i);
+      }
+    }
+    return "";
+  });
+  for (int rank = 0; rank < world_size; ++rank) EXPECT_EQ(results[rank], "") << "rank " << rank;
+}
+
 TEST_P(ProcessGroupTest, PointToPointThreadsRunWhileCollectivesRun) {
   const int world_size = world();
   constexpr int kThreads = 3;
@@ -507,6 +594,31 @@ TEST_P(ProcessGroupErrorTest, ClosedPeerIsPeerLostOrTimeout) {
     EXPECT_TRUE(results[rank] == ErrorKind::kPeerLost || results[rank] == ErrorKind::kTimeout)
         << "rank " << rank << ": " << ErrorKindName(results[rank]);
   }
+}
+
+TEST_P(ProcessGroupErrorTest, PayloadReceiveAndGatherSendErrorsNameThePeerAndTag) {
+  auto results = RunRanks(Transports(2), [](ProcessGroup& group) -> std::vector<std::string> {
+    if (group.rank() == 1) {
+      group.transport()->Close();
+      return {};
+    }
+    const std::vector<std::byte> bytes(8);
+    std::vector<std::string> errors;
+    Result<Payload> lost = group.recv_payload(1, 9);
+    errors.push_back(lost ? "ok" : lost.error().message);
+    Result<Payload> reserved = group.recv_payload(1, kTagReservedBase);
+    errors.push_back(reserved ? "ok" : reserved.error().ToString());
+    Result<Payload> unknown = group.recv_payload(2, 9);
+    errors.push_back(unknown ? "ok" : ErrorKindName(unknown.error().kind));
+    Status unknown_send = group.send_bytes(-1, 9, bytes, bytes);
+    errors.push_back(unknown_send ? "ok" : ErrorKindName(unknown_send.error().kind));
+    return errors;
+  });
+  ASSERT_EQ(results[0].size(), 4u);
+  EXPECT_EQ(results[0][0].rfind("recv from rank 1 tag 0x00000009: ", 0), 0u) << results[0][0];
+  EXPECT_EQ(results[0][1].rfind("InvalidTag: recv from rank 1 tag 0xfff00000", 0), 0u) << results[0][1];
+  EXPECT_EQ(results[0][2], "UnknownRank");
+  EXPECT_EQ(results[0][3], "UnknownRank");
 }
 
 TEST_P(ProcessGroupErrorTest, AbortEndsWaitsBetweenOtherRanksWithItsReason) {

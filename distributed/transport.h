@@ -58,6 +58,16 @@ class Payload {
   std::span<const std::byte> bytes_;
 };
 
+// A Payload holding a copy of `head` followed by `tail` (for transports that
+// deliver a sent message by copying it into the receiver's queue).
+inline Payload ConcatenatedPayload(std::span<const std::byte> head, std::span<const std::byte> tail) {
+  std::vector<std::byte> bytes;
+  bytes.reserve(head.size() + tail.size());
+  bytes.insert(bytes.end(), head.begin(), head.end());
+  bytes.insert(bytes.end(), tail.begin(), tail.end());
+  return Payload(std::move(bytes));
+}
+
 struct Message {
   FrameKey key;
   Payload payload;
@@ -72,15 +82,23 @@ class Transport {
   // How long one wait may take; callers derive deadlines from it.
   virtual std::chrono::milliseconds timeout() const = 0;
 
-  // Sends `payload` to `peer` (any rank, including this one) under `key`.
-  // Returns once the payload is queued (copied): the caller may modify or
-  // free it at once, and the call never waits on the peer beyond `deadline`,
-  // even when the peer is dead. Between two ranks, messages with the same tag
-  // arrive in the order they were sent.
+  // Sends one message to `peer` (any rank, including this one) under `key`:
+  // the bytes of `head` followed by those of `tail` (a gather: the receiver
+  // sees one payload, and the caller need not concatenate them, e.g. a header
+  // and the buffer it describes; each byte is copied once, into the
+  // transport's own buffers). Returns once the payload is queued (copied):
+  // the caller may modify or free it at once, and the call never waits on the
+  // peer beyond `deadline`, even when the peer is dead. Between two ranks,
+  // messages with the same tag arrive in the order they were sent.
   // Errors: UnknownRank, PeerLost, Timeout (could not queue the bytes by
   // `deadline`), Closed, Transport.
-  virtual Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                      Deadline deadline) = 0;
+  virtual Status Send(int peer, const FrameKey& key, std::span<const std::byte> head,
+                      std::span<const std::byte> tail, Deadline deadline) = 0;
+
+  // Send of `payload` alone.
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload, Deadline deadline) {
+    return Send(peer, key, payload, {}, deadline);
+  }
 
   // Returns the oldest message from `peer` with tag `tag`.
   // Errors: UnknownRank, Timeout (nothing arrived by `deadline`), PeerLost

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include <glog/logging.h>
 
+#include "engine/pipeline_protocol.h"
 #include "engine/tokenizer.h"
 
 namespace inferno {
@@ -45,10 +47,6 @@ class PipelineRun {
     }
     report_.generated.resize(prompts.size());
     classify_.resize(dim_ + vocab_);
-    if (group_.world_size() > 1) {
-      send_buffer_.reserve(kHeaderWords * sizeof(int32_t) +
-                           std::max(stage.max_positions_per_call() * dim_, dim_ + vocab_) * sizeof(float));
-    }
   }
 
   Result<GenerationReport> Run() {
@@ -72,21 +70,11 @@ class PipelineRun {
   }
 
  private:
-  static constexpr size_t kHeaderWords = 4;
-
-  struct Header {
-    MessageKind kind = kHiddenMessage;
-    int sequence = 0;
-    int64_t a = 0;
-    int64_t b = 0;
-  };
-
-  // A received message: its header, and all its bytes (the header's too).
-  struct Message {
-    Header header;
-    std::vector<std::byte> bytes;
-    const std::byte* payload() const { return bytes.data() + kHeaderWords * sizeof(int32_t); }
-    size_t payload_floats() const { return (bytes.size() - kHeaderWords * sizeof(int32_t)) / sizeof(float); }
+  // A received message, decoded: `message.payload` views `bytes`, the
+  // transport's buffer, which lives as long as this does.
+  struct Received {
+    Payload bytes;
+    PipelineMessage message;
   };
 
   int slot(int sequence) const { return stage_.num_slots() == 1 ? 0 : sequence; }
@@ -179,55 +167,50 @@ class PipelineRun {
     return {};
   }
 
-  // Sends a message, `header` then `payload`, to the ring successor.
-  Status Send(const char* label, const Header& header, std::span<const float> payload) {
-    TimedScope scope(timeline_, SpanKind::kSend, label, header.sequence);
+  // Sends `header` and `payload` to the ring successor as one message; the
+  // transport copies both straight from here into its buffers.
+  Status Send(const char* label, const MessageHeader& header, std::span<const float> payload) {
+    TimedScope scope(timeline_, SpanKind::kSend, label, SequenceOf(header));
     const int to = successor();
-    const int32_t words[kHeaderWords] = {header.kind, header.sequence, static_cast<int32_t>(header.a),
-                                         static_cast<int32_t>(header.b)};
-    send_buffer_.resize(sizeof words + payload.size_bytes());
-    std::memcpy(send_buffer_.data(), words, sizeof words);
-    if (!payload.empty())
-      std::memcpy(send_buffer_.data() + sizeof words, payload.data(), payload.size_bytes());
-    if (Status sent = group_.send_bytes(to, kMessageTag, send_buffer_); !sent) {
+    const std::array<std::byte, kMessageHeaderBytes> header_bytes = EncodeMessageHeader(header);
+    if (Status sent = group_.send_bytes(to, kMessageTag, header_bytes, std::as_bytes(payload)); !sent) {
       return Failure(std::string(label) + ": send to", to, sent.error());
     }
     return {};
   }
 
   Status SendHidden(int sequence, int64_t pos, std::span<const float> x) {
-    return Send("send hidden", {kHiddenMessage, sequence, pos, static_cast<int64_t>(x.size()) / dim_}, x);
+    return Send("send hidden",
+                HiddenMessage{sequence, static_cast<int32_t>(pos), static_cast<int32_t>(x.size() / dim_)}, x);
   }
 
-  // Waits for the next message from the ring predecessor; checks its header.
-  Result<Message> Receive() {
+  // Waits for the next message from the ring predecessor; decodes its header
+  // and checks its sequence. The payload is not copied.
+  Result<Received> Receive() {
     const int from = predecessor();
     TimedScope scope(timeline_, SpanKind::kWait, "wait", -1);
-    Result<std::vector<std::byte>> bytes = group_.recv_bytes(from, kMessageTag);
+    Result<Payload> bytes = group_.recv_payload(from, kMessageTag);
     if (!bytes) return Failure("receive from", from, bytes.error());
-    constexpr size_t kHeaderBytes = kHeaderWords * sizeof(int32_t);
-    if (bytes->size() < kHeaderBytes || (bytes->size() - kHeaderBytes) % sizeof(float) != 0) {
-      return Malformed("a message of " + std::to_string(bytes->size()) + " bytes");
+    Result<PipelineMessage> message = DecodePipelineMessage(bytes->bytes());
+    if (!message) return Malformed(message.error().message);
+    const MessageHeader& header = message->header;
+    if (SequenceOf(header) >= static_cast<int>(sequences_.size())) {
+      return Malformed("kind " + std::to_string(static_cast<int32_t>(KindOf(header))) + ", sequence " +
+                       std::to_string(SequenceOf(header)));
     }
-    int32_t h[kHeaderWords];
-    std::memcpy(h, bytes->data(), kHeaderBytes);
-    if (h[0] < kHiddenMessage || h[0] > kClassifyMessage || h[1] < 0 ||
-        h[1] >= static_cast<int>(sequences_.size())) {
-      return Malformed("kind " + std::to_string(h[0]) + ", sequence " + std::to_string(h[1]));
-    }
-    return Message{{static_cast<MessageKind>(h[0]), h[1], h[2], h[3]}, std::move(*bytes)};
+    return Received{std::move(*bytes), std::move(*message)};
   }
 
-  // Copies floats [skip, skip + out.size()) of `message`'s payload into
-  // `out`; the payload must hold exactly skip + out.size() floats.
-  Status TakePayload(const char* label, const Message& message, size_t skip, std::span<float> out) {
-    TimedScope scope(timeline_, SpanKind::kRecv, label, message.header.sequence);
+  // Copies `message`'s payload into `out`, which it must fill exactly: the
+  // one copy of a hop on the receiving side (the stage computes in place).
+  Status TakePayload(const char* label, const PipelineMessage& message, std::span<float> out) {
+    TimedScope scope(timeline_, SpanKind::kRecv, label, SequenceOf(message.header));
     const size_t floats = message.payload_floats();
-    if (floats != skip + out.size()) {
+    if (floats != out.size()) {
       return Malformed(std::string(label) + " of " + std::to_string(floats) + " floats, expected " +
-                       std::to_string(skip + out.size()));
+                       std::to_string(out.size()));
     }
-    std::memcpy(out.data(), message.payload() + skip * sizeof(float), out.size_bytes());
+    if (!out.empty()) std::memcpy(out.data(), message.payload.data(), out.size_bytes());
     return {};
   }
 
@@ -246,65 +229,53 @@ class PipelineRun {
       }
     }
     for (size_t running = sequences_.size(); running > 0;) {
-      Result<Message> message = Receive();
-      if (!message) return message.error();
-      Status handled;
-      switch (message->header.kind) {
-        case kTokenMessage:
-          handled = OnToken(*message, running);
-          break;
-        case kHiddenMessage:
-          handled = OnHidden(*message, running);
-          break;
-        case kClassifyMessage:
-          handled = OnClassify(*message);
-          break;
-      }
+      Result<Received> received = Receive();
+      if (!received) return received.error();
+      const PipelineMessage& message = received->message;
+      Status handled =
+          std::visit([&](const auto& header) { return Handle(header, message, running); }, message.header);
       if (!handled) return handled;
     }
     return {};
   }
 
   // First stage: the next token of a sequence, or its end.
-  Status OnToken(const Message& message, size_t& running) {
-    const Header& header = message.header;
-    if (!stage_.is_first() || header.a >= vocab_ || message.payload_floats() != 0) {
-      return Malformed("token " + std::to_string(header.a) + " with " +
+  Status Handle(const TokenMessage& header, const PipelineMessage& message, size_t& running) {
+    if (!stage_.is_first() || header.token >= vocab_ || message.payload_floats() != 0) {
+      return Malformed("token " + std::to_string(header.token) + " with " +
                        std::to_string(message.payload_floats()) + " floats");
     }
-    if (header.a < 0) {
+    if (header.token < 0) {
       --running;
       return SendHidden(header.sequence, 0, {});
     }
-    const int32_t token = static_cast<int32_t>(header.a);
     const int64_t pos = sequences_[header.sequence].pos;
     return SendHidden(header.sequence, pos,
-                      EmbedAndForward(header.sequence, std::span<const int32_t>(&token, 1)));
+                      EmbedAndForward(header.sequence, std::span<const int32_t>(&header.token, 1)));
   }
 
   // Hidden states from the previous stage; the last stage starts the
   // classifier once a sequence's prompt is in.
-  Status OnHidden(const Message& message, size_t& running) {
-    const Header& header = message.header;
+  Status Handle(const HiddenMessage& header, const PipelineMessage& message, size_t& running) {
     Sequence& s = sequences_[header.sequence];
-    if (stage_.is_first() || (header.b > 0 && header.a != s.pos) || header.b < 0 ||
-        header.b > stage_.max_positions_per_call()) {
+    if (stage_.is_first() || (header.n > 0 && header.pos != s.pos) || header.n < 0 ||
+        header.n > stage_.max_positions_per_call()) {
       return Malformed("hidden states of sequence " + std::to_string(header.sequence) + " at position " +
-                       std::to_string(header.a) + ", " + std::to_string(header.b) + " positions");
+                       std::to_string(header.pos) + ", " + std::to_string(header.n) + " positions");
     }
-    if (header.b == 0) {
+    if (header.n == 0) {
       if (message.payload_floats() != 0) return Malformed("a stop with a payload");
       --running;
       return stage_.is_last() ? Status{} : SendHidden(header.sequence, 0, {});
     }
-    const std::span<float> x = std::span<float>(hidden_).first(header.b * dim_);
-    if (Status taken = TakePayload("recv hidden", message, 0, x); !taken) return taken;
+    const std::span<float> x = std::span<float>(hidden_).first(header.n * dim_);
+    if (Status taken = TakePayload("recv hidden", message, x); !taken) return taken;
     {
       TimedScope scope(timeline_, SpanKind::kCompute, "forward", header.sequence);
-      stage_.Forward(slot(header.sequence), header.a, x);
-      s.pos += header.b;
+      stage_.Forward(slot(header.sequence), header.pos, x);
+      s.pos += header.n;
     }
-    if (!stage_.is_last()) return SendHidden(header.sequence, header.a, x);
+    if (!stage_.is_last()) return SendHidden(header.sequence, header.pos, x);
     if (s.pos < static_cast<int64_t>(s.prompt->size())) return {};
     return StartClassifier(header.sequence, x.last(dim_));
   }
@@ -318,7 +289,7 @@ class PipelineRun {
       TimedScope scope(timeline_, SpanKind::kCompute, "final norm", sequence);
       stage_.FinalNorm(hidden, normed);
     }
-    return Send("send classify", {kClassifyMessage, sequence, 0, 0}, normed);
+    return Send("send classify", ClassifyMessage{sequence, 0}, normed);
   }
 
   // Appends the logits of this rank's rows to a classify message; passes it
@@ -326,15 +297,14 @@ class PipelineRun {
   // the token on. The leader computes its rows only now, not while the others
   // compute theirs: its units of work stay short, so a sequence whose logits
   // are back waits less for the leader.
-  Status OnClassify(const Message& message) {
-    const Header& header = message.header;
+  Status Handle(const ClassifyMessage& header, const PipelineMessage& message, size_t& /*running*/) {
     const RowRange rows = stage_.classifier_rows();
-    if (header.a != rows.begin) {
-      return Malformed("logits of rows [0, " + std::to_string(header.a) + "), expected [0, " +
+    if (header.rows != rows.begin) {
+      return Malformed("logits of rows [0, " + std::to_string(header.rows) + "), expected [0, " +
                        std::to_string(rows.begin) + ")");
     }
     const std::span<float> classify = std::span<float>(classify_).first(dim_ + rows.end);
-    if (Status taken = TakePayload("recv classify", message, 0, classify.first(dim_ + rows.begin)); !taken) {
+    if (Status taken = TakePayload("recv classify", message, classify.first(dim_ + rows.begin)); !taken) {
       return taken;
     }
     {
@@ -342,12 +312,13 @@ class PipelineRun {
       stage_.ClassifierSlice(classify.first(dim_), classify.subspan(dim_ + rows.begin, rows.size()));
     }
     if (!stage_.is_last())
-      return Send("send classify", {kClassifyMessage, header.sequence, rows.end, 0}, classify);
+      return Send("send classify", ClassifyMessage{header.sequence, static_cast<int32_t>(rows.end)},
+                  classify);
     return SendToken(header.sequence, SampleNext(header.sequence, classify.subspan(dim_, vocab_)));
   }
 
   Status SendToken(int sequence, int32_t token) {
-    return Send("send token", {kTokenMessage, sequence, token, 0}, {});
+    return Send("send token", TokenMessage{sequence, token}, {});
   }
 
   ProcessGroup& group_;
@@ -361,7 +332,6 @@ class PipelineRun {
   // (dim + vocab): the final-normed hidden state, then logits (the sampler
   // may overwrite them); with W > 1 a classify message being extended.
   std::vector<float> classify_;
-  std::vector<std::byte> send_buffer_;  // a message being sent: header, then payload
   std::vector<Sequence> sequences_;
   GenerationReport report_;
   Clock::time_point start_;

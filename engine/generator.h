@@ -30,16 +30,9 @@
 // bit for bit those of running it alone, on one rank or on W (each logit is
 // one row's dot product, whichever rank computes it).
 //
-// Wire protocol between ring neighbours: one message per step, under
-// kMessageTag (below kTagReservedBase), in native byte order: a header,
-// i32 [kind, sequence, a, b], then for some kinds an f32 payload:
-//   kHiddenMessage   a = pos, b = n: payload (n, dim), the hidden states of
-//                    positions [pos, pos + n); n = 0 (no payload): the
-//                    sequence stops. Stage to next stage.
-//   kTokenMessage    a = the next token, -1 = stop. Leader to rank W-1.
-//   kClassifyMessage a = rows: payload (dim + rows), the final-normed hidden
-//                    state, then the logits of classifier rows [0, rows).
-//                    Leader to rank W-1, then around the ring to the leader.
+// Wire protocol between ring neighbours: one message per step, a header
+// naming the kind (hidden states, token, classify) and the sequence, then the
+// payload; see pipeline_protocol.h.
 //
 // Thread-safety: Generate is called once per rank, from the rank's thread.
 #pragma once
@@ -56,10 +49,6 @@
 #include "loader/model_config.h"
 
 namespace inferno {
-
-inline constexpr uint32_t kMessageTag = 102;
-
-enum MessageKind : int32_t { kHiddenMessage = 0, kTokenMessage = 1, kClassifyMessage = 2 };
 
 // What the leader's caller sees while generating. Called on the leader only.
 class GenerationObserver {

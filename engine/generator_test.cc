@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "distributed/testing/rank_threads.h"
+#include "engine/pipeline_protocol.h"
 #include "engine/pipeline_split.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
@@ -206,6 +207,10 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
   return errors[0];
 }
 
+constexpr int32_t kHidden = static_cast<int32_t>(MessageKind::kHidden);
+constexpr int32_t kToken = static_cast<int32_t>(MessageKind::kToken);
+constexpr int32_t kClassify = static_cast<int32_t>(MessageKind::kClassify);
+
 std::vector<std::byte> Bytes(std::vector<int32_t> header, size_t floats) {
   std::vector<std::byte> bytes(header.size() * sizeof(int32_t) + floats * sizeof(float));
   std::memcpy(bytes.data(), header.data(), header.size() * sizeof(int32_t));
@@ -213,17 +218,17 @@ std::vector<std::byte> Bytes(std::vector<int32_t> header, size_t floats) {
 }
 
 TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
-  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage}, 0)), "malformed message from rank 1: a message of 4 bytes");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHidden}, 0)), "malformed message from rank 1: a message of 4 bytes");
   EXPECT_EQ(LeaderErrorOn(Bytes({7, 0, 0, 0}, 0)), "malformed message from rank 1: kind 7, sequence 0");
-  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 1, 0, 1}, 32)),
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 1, 0, 1}, 32)),
             "malformed message from rank 1: kind 0, sequence 1");
-  EXPECT_EQ(LeaderErrorOn(Bytes({kTokenMessage, 0, 5, 0}, 0)),
+  EXPECT_EQ(LeaderErrorOn(Bytes({kToken, 0, 5, 0}, 0)),
             "malformed message from rank 1: token 5 with 0 floats");
-  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 2, 1}, 32)),
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 2, 1}, 32)),
             "malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
-  EXPECT_EQ(LeaderErrorOn(Bytes({kHiddenMessage, 0, 0, 3}, 31)),
+  EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 0, 3}, 31)),
             "malformed message from rank 1: recv hidden of 31 floats, expected 96");
-  EXPECT_EQ(LeaderErrorOn(Bytes({kClassifyMessage, 0, 5, 0}, 37)),
+  EXPECT_EQ(LeaderErrorOn(Bytes({kClassify, 0, 5, 0}, 37)),
             "malformed message from rank 1: logits of rows [0, 5), expected [0, 0)");
 }
 

@@ -32,15 +32,15 @@ InProcessTransport::InProcessTransport(std::shared_ptr<InProcessWorld> world, in
 
 InProcessTransport::~InProcessTransport() { Close(); }
 
-Status InProcessTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                                Deadline /*deadline*/) {
+Status InProcessTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> head,
+                                std::span<const std::byte> tail, Deadline /*deadline*/) {
   const std::string where = "send from rank " + std::to_string(rank_) + " to rank " + std::to_string(peer);
   if (peer < 0 || peer >= world_size()) {
     return Error::UnknownRank(where, peer, world_size());
   }
   if (world_->closed_[rank_].load()) return Error::Closed(where);
   if (world_->closed_[peer].load()) return Error::PeerLost(where, peer);
-  Message message{key, Payload(std::vector<std::byte>(payload.begin(), payload.end()))};
+  Message message{key, ConcatenatedPayload(head, tail)};
   world_->mailboxes_[peer]->Deliver(rank_, std::move(message));
   return {};
 }

@@ -45,8 +45,10 @@ class InProcessTransport : public Transport {
   int rank() const override { return rank_; }
   int world_size() const override { return world_->world_size(); }
   std::chrono::milliseconds timeout() const override { return world_->timeout_; }
-  // Copies `payload` into the receiver's mailbox.
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload, Deadline deadline) override;
+  using Transport::Send;
+  // Copies `head` and `tail` into one buffer in the receiver's mailbox.
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
+              Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
   void Abort(const std::string& reason) override;

@@ -27,6 +27,32 @@ namespace {
 // smaller ones into a message ZeroMQ allocates.
 constexpr size_t kPooledChunkBytes = 32 << 10;
 
+// A message's payload as the caller passed it: the bytes of `head` followed by
+// those of `tail`, cut into chunks without concatenating them first.
+struct GatheredBytes {
+  std::span<const std::byte> head;
+  std::span<const std::byte> tail;
+
+  size_t size() const { return head.size() + tail.size(); }
+  // Bytes [offset, offset + length) when they lie within one part.
+  std::optional<std::span<const std::byte>> Contiguous(size_t offset, size_t length) const {
+    if (offset + length <= head.size()) return head.subspan(offset, length);
+    if (offset >= head.size()) return tail.subspan(offset - head.size(), length);
+    return std::nullopt;
+  }
+  // Copies bytes [offset, offset + out.size()) into `out`.
+  void CopyTo(size_t offset, std::span<std::byte> out) const {
+    size_t copied = 0;
+    if (offset < head.size()) {
+      copied = std::min(out.size(), head.size() - offset);
+      std::memcpy(out.data(), head.data() + offset, copied);
+    }
+    if (copied < out.size()) {
+      std::memcpy(out.data() + copied, tail.data() + (offset + copied - head.size()), out.size() - copied);
+    }
+  }
+};
+
 // How many free buffers of kMaxChunkBytes a ChunkPool keeps for reuse.
 constexpr size_t kMaxFreeChunkBuffers = 32;
 
@@ -217,8 +243,8 @@ struct ZmqTransport::Impl {
   Result<Message> ProbeAfterTimeout(int peer, uint32_t tag, Deadline started);
   void SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload);
   void SayFarewell(CollectiveOp op, std::string_view reason);
-  Status SendChunks(Peer& peer_state, const FrameKey& key, std::span<const std::byte> payload,
-                    Deadline deadline, int peer);
+  Status SendChunks(Peer& peer_state, const FrameKey& key, const GatheredBytes& payload, Deadline deadline,
+                    int peer);
   void Shutdown();
 };
 
@@ -318,8 +344,8 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   return {};
 }
 
-Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> payload,
-                          Deadline deadline) {
+Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::byte> head,
+                          std::span<const std::byte> tail, Deadline deadline) {
   Impl& impl = *impl_;
   if (peer < 0 || peer >= impl.options.world_size) {
     return Error::UnknownRank(impl.SendWhere(peer), peer, impl.options.world_size);
@@ -329,18 +355,17 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
     return Error::InvalidArgument(impl.SendWhere(peer) + ": Send before Connect");
   }
   if (peer == impl.options.rank) {
-    impl.mailbox->Deliver(peer,
-                          Message{key, Payload(std::vector<std::byte>(payload.begin(), payload.end()))});
+    impl.mailbox->Deliver(peer, Message{key, ConcatenatedPayload(head, tail)});
     return {};
   }
   Impl::Peer& peer_state = *impl.peers[peer];
   if (peer_state.lost.load()) return Error::PeerLost(impl.SendWhere(peer), peer);
 
-  return impl.SendChunks(peer_state, key, payload, deadline, peer);
+  return impl.SendChunks(peer_state, key, GatheredBytes{head, tail}, deadline, peer);
 }
 
-Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
-                                      std::span<const std::byte> payload, Deadline deadline, int peer) {
+Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key, const GatheredBytes& payload,
+                                      Deadline deadline, int peer) {
   std::lock_guard<std::mutex> lock(peer_state.mutex);
   if (!peer_state.dealer) return Error::Closed(SendWhere(peer));
   FrameHeader header = OwnHeader(key.op, payload.size());
@@ -366,15 +391,19 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key,
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }
-      const std::byte* chunk = payload.data() + offset;
+      const std::optional<std::span<const std::byte>> chunk = payload.Contiguous(offset, length);
       if (length >= kPooledChunkBytes) {
         std::unique_ptr<std::byte[]> buffer = chunk_pool.Take();
-        std::memcpy(buffer.get(), chunk, length);
+        payload.CopyTo(offset, std::span<std::byte>(buffer.get(), length));
         zmq::message_t message(buffer.get(), length, &ReturnChunk, &chunk_pool);
         buffer.release();  // ZeroMQ returns it through ReturnChunk
         peer_state.dealer.send(message, zmq::send_flags::none);
+      } else if (chunk) {
+        peer_state.dealer.send(zmq::const_buffer(chunk->data(), length), zmq::send_flags::none);
       } else {
-        peer_state.dealer.send(zmq::const_buffer(chunk, length), zmq::send_flags::none);
+        zmq::message_t message(length);  // a chunk straddling head and tail
+        payload.CopyTo(offset, std::span<std::byte>(static_cast<std::byte*>(message.data()), length));
+        peer_state.dealer.send(message, zmq::send_flags::none);
       }
       offset += length;
     } while (offset < payload.size());

@@ -97,10 +97,13 @@ class ZmqTransport : public Transport {
   int rank() const override;
   int world_size() const override;
   std::chrono::milliseconds timeout() const override;
-  // Every chunk is copied into a message ZeroMQ owns, never sent zero-copy
-  // from `payload`: ZeroMQ never frees messages queued for a peer that died,
-  // so a zero-copy send could keep reading a caller's buffer forever.
-  Status Send(int peer, const FrameKey& key, std::span<const std::byte> payload, Deadline deadline) override;
+  using Transport::Send;
+  // Every chunk is copied from `head` and `tail` into a message ZeroMQ owns,
+  // never sent zero-copy from them: ZeroMQ never frees messages queued for a
+  // peer that died, so a zero-copy send could keep reading a caller's buffer
+  // forever.
+  Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
+              Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
   void Close() override;
   // The notice is a kAbort frame queued like the goodbye of Close.

@@ -1,0 +1,99 @@
+// The pipeline protocol: the messages the generator's ranks pass along their
+// ring (see generator.h for who sends what to whom and when). One message per
+// step, under kMessageTag (below kTagReservedBase): a 16-byte header of four
+// little-endian i32 words [kind, sequence, a, b], then for some kinds an f32
+// payload (the host's floats as they are; every supported host is
+// little-endian, see the static_assert below):
+//   kind 0, HiddenMessage   a = pos, b = n: payload (n, dim), the hidden
+//                           states of positions [pos, pos + n); n = 0 (no
+//                           payload): the sequence stops. Stage to next stage.
+//   kind 1, TokenMessage    a = the next token, -1 = stop; no payload.
+//                           Leader to rank W-1.
+//   kind 2, ClassifyMessage a = rows: payload (dim + rows), the
+//                           final-normed hidden state, then the logits of
+//                           classifier rows [0, rows). Leader to rank W-1,
+//                           then around the ring to the leader.
+// Where a kind has no b, it is written as 0 and not read.
+//
+//   const std::array<std::byte, kMessageHeaderBytes> header = EncodeMessageHeader(HiddenMessage{0, pos, n});
+//   group.send_bytes(to, kMessageTag, header, std::as_bytes(hidden));
+//
+//   Result<PipelineMessage> message = DecodePipelineMessage(payload.bytes());
+//   if (const auto* hidden = std::get_if<HiddenMessage>(&message->header)) ...
+//
+// Decoding checks what the bytes alone can tell (length, kind, sequence >= 0);
+// what depends on the run (the number of sequences, dim, positions, rows) is
+// the generator's to check.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <variant>
+
+#include "base/error.h"
+
+namespace inferno {
+
+static_assert(std::endian::native == std::endian::little,
+              "pipeline payloads carry the host's floats, which the protocol defines as little-endian");
+
+inline constexpr uint32_t kMessageTag = 102;
+
+// The header's first word.
+enum class MessageKind : int32_t { kHidden = 0, kToken = 1, kClassify = 2 };
+
+// Four i32 words: kind, sequence, a, b.
+inline constexpr size_t kMessageHeaderBytes = 4 * sizeof(int32_t);
+
+// Hidden states (n, dim) of positions [pos, pos + n) of `sequence`, or with
+// n = 0 (and no payload) the end of the sequence.
+struct HiddenMessage {
+  int32_t sequence = 0;
+  int32_t pos = 0;
+  int32_t n = 0;
+};
+
+// The next token of `sequence`, or kStop.
+struct TokenMessage {
+  static constexpr int32_t kStop = -1;
+  int32_t sequence = 0;
+  int32_t token = kStop;
+};
+
+// The final-normed hidden state of `sequence` (dim) and the logits of
+// classifier rows [0, rows).
+struct ClassifyMessage {
+  int32_t sequence = 0;
+  int32_t rows = 0;
+};
+
+using MessageHeader = std::variant<HiddenMessage, TokenMessage, ClassifyMessage>;
+
+// A received message: its header and a view of its payload (f32 values),
+// which lives as long as the bytes it was decoded from.
+struct PipelineMessage {
+  MessageHeader header;
+  std::span<const std::byte> payload;
+
+  size_t payload_floats() const { return payload.size() / sizeof(float); }
+};
+
+// The kind of a message, and the sequence it belongs to.
+MessageKind KindOf(const MessageHeader& header);
+int32_t SequenceOf(const MessageHeader& header);
+
+// The 16 header bytes of `header`, little-endian.
+std::array<std::byte, kMessageHeaderBytes> EncodeMessageHeader(const MessageHeader& header);
+
+// Splits a received message into its header and payload (a view into
+// `bytes`). Errors: Corruption naming what is wrong — "a message of N bytes"
+// (shorter than the header, or a payload that is not whole floats), "kind K,
+// sequence S" (an unknown kind or a negative sequence).
+Result<PipelineMessage> DecodePipelineMessage(std::span<const std::byte> bytes);
+
+}  // namespace inferno
