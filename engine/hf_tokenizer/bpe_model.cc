@@ -25,6 +25,9 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
   model->merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
+    if (left.empty() || right.empty()) {
+      return Error::Corruption("merge " + std::to_string(rank) + " has an empty piece");
+    }
     const std::optional<int32_t> left_id = model->Lookup(left);
     const std::optional<int32_t> right_id = model->Lookup(right);
     const std::optional<int32_t> merged_id = model->Lookup(left + right);
@@ -34,6 +37,11 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
     }
     // The first (best) rank wins when a pair is listed twice.
     model->merges_.try_emplace(PairKey(*left_id, *right_id), Merge{static_cast<int32_t>(rank), *merged_id});
+    size_t last = left.size() - 1;
+    while (last > 0 && !options.byte_symbols && (static_cast<uint8_t>(left[last]) & 0xC0) == 0x80) --last;
+    const size_t first_length = model->SymbolLength(right, 0);
+    model->joinable_.insert(PairKey(model->SymbolValue(left, last, left.size() - last),
+                                    model->SymbolValue(right, 0, first_length)));
   }
   return model;
 }
@@ -42,6 +50,16 @@ std::optional<int32_t> BpeModel::Lookup(std::string_view piece) const {
   auto it = vocab_.find(piece);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
+}
+
+size_t BpeModel::SymbolLength(std::string_view word, size_t pos) const {
+  // A byte that does not start a valid character is a character of its own.
+  return options_.byte_symbols ? 1 : std::max<size_t>(1, Utf8CharLength(word, pos));
+}
+
+uint32_t BpeModel::SymbolValue(std::string_view word, size_t pos, size_t length) const {
+  if (length == 1 || Utf8CharLength(word, pos) != length) return static_cast<uint8_t>(word[pos]);
+  return Utf8Decode(word, pos, length);
 }
 
 void BpeModel::InitialSymbols(std::string_view word, std::vector<int32_t>& symbols) const {
@@ -62,14 +80,12 @@ void BpeModel::InitialSymbols(std::string_view word, std::vector<int32_t>& symbo
   };
 
   for (size_t pos = 0; pos < word.size();) {
-    size_t length = 1;
+    const size_t length = SymbolLength(word, pos);
     int32_t id = -1;
     if (options_.byte_symbols) {
       id = byte_piece_ids_[static_cast<uint8_t>(word[pos])];
-    } else {
-      // A byte that does not start a valid character is a character of its own.
-      length = std::max<size_t>(1, Utf8CharLength(word, pos));
-      if (auto found = Lookup(word.substr(pos, length))) id = *found;
+    } else if (auto found = Lookup(word.substr(pos, length))) {
+      id = *found;
     }
     if (id >= 0) {
       symbols.push_back(id);
@@ -81,13 +97,7 @@ void BpeModel::InitialSymbols(std::string_view word, std::vector<int32_t>& symbo
   }
 }
 
-void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>& ids) const {
-  if (options_.ignore_merges) {
-    if (auto whole = Lookup(word)) {
-      ids.push_back(*whole);
-      return;
-    }
-  }
+void BpeModel::ApplyMerges(std::string_view word, std::vector<int32_t>& ids) const {
   std::vector<int32_t> symbol_ids;
   InitialSymbols(word, symbol_ids);
   const int n = static_cast<int>(symbol_ids.size());
@@ -132,26 +142,59 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>& ids) 
   for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) ids.push_back(symbol_ids[i]);
 }
 
-void BpeModel::Encode(std::string_view word, std::vector<int32_t>& ids) const {
-  if (word.empty()) return;
-  if (word.size() > kMaxCachedWordBytes) {
-    EncodeUncached(word, ids);
+void BpeModel::EncodePiece(std::string_view piece, std::vector<int32_t>& ids) const {
+  if (piece.size() > kMaxCachedWordBytes) {
+    ApplyMerges(piece, ids);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(word);
+    auto it = cache_.find(piece);
     if (it != cache_.end()) {
       ids.insert(ids.end(), it->second.begin(), it->second.end());
       return;
     }
   }
   const size_t first = ids.size();
-  EncodeUncached(word, ids);
+  ApplyMerges(piece, ids);
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (cache_.size() < kMaxCachedWords) {
-    cache_.try_emplace(std::string(word), ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end());
+    cache_.try_emplace(std::string(piece), ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end());
   }
+}
+
+void BpeModel::Encode(std::string_view word, std::vector<int32_t>& ids) const {
+  if (word.empty()) return;
+  if (options_.ignore_merges) {
+    if (auto whole = Lookup(word)) {
+      ids.push_back(*whole);
+      return;
+    }
+  }
+  // Cut between two symbols that no merge joins. Both must be single-symbol
+  // pieces of the vocabulary: an unknown character becomes unk, byte-fallback
+  // tokens or nothing, and then its neighbours are not what joinable_ holds.
+  auto known = [&](size_t pos, size_t length) {
+    return options_.byte_symbols ? byte_piece_ids_[static_cast<uint8_t>(word[pos])] >= 0
+                                 : Lookup(word.substr(pos, length)).has_value();
+  };
+  size_t piece_start = 0;
+  size_t previous_length = SymbolLength(word, 0);
+  uint32_t previous = SymbolValue(word, 0, previous_length);
+  bool previous_known = known(0, previous_length);
+  for (size_t pos = previous_length; pos < word.size();) {
+    const size_t length = SymbolLength(word, pos);
+    const uint32_t current = SymbolValue(word, pos, length);
+    const bool current_known = known(pos, length);
+    if (previous_known && current_known && !joinable_.contains(PairKey(previous, current))) {
+      EncodePiece(word.substr(piece_start, pos - piece_start), ids);
+      piece_start = pos;
+    }
+    previous = current;
+    previous_known = current_known;
+    pos += length;
+  }
+  EncodePiece(word.substr(piece_start), ids);
 }
 
 }  // namespace inferno::hf

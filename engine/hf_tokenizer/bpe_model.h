@@ -8,8 +8,11 @@
 // tokenizer pieces are UTF-8 text (with "▁" for spaces).
 //
 // Encoding a word is O(n log n) in its symbols (a binary heap of candidate
-// merges over a linked list of symbols), and results for words up to
-// kMaxCachedWordBytes are cached.
+// merges over a linked list of symbols). A word is first cut where no merge
+// can ever join the characters on either side (no merge's left piece ends
+// with the one and its right piece starts with the other: "o|▁" in
+// SentencePiece vocabularies, whose normalized text is one long word), which
+// gives the same ids; results for pieces up to kMaxCachedWordBytes are cached.
 //
 // Thread-safety: Encode may be called from several threads at once (the
 // cache is guarded by a mutex).
@@ -24,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -79,14 +83,22 @@ class BpeModel {
   static uint64_t PairKey(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
-  // Ids of the word's initial symbols (characters or bytes, with byte
+  // Length of the character (or byte) at word[pos].
+  size_t SymbolLength(std::string_view word, size_t pos) const;
+  // The character (or byte) at word[pos] as a number, for joinable_.
+  uint32_t SymbolValue(std::string_view word, size_t pos, size_t length) const;
+  // Ids of the piece's initial symbols (characters or bytes, with byte
   // fallback and unk applied).
-  void InitialSymbols(std::string_view word, std::vector<int32_t>& symbols) const;
-  void EncodeUncached(std::string_view word, std::vector<int32_t>& ids) const;
+  void InitialSymbols(std::string_view piece, std::vector<int32_t>& symbols) const;
+  // Encodes a piece no cut point divides, through the cache.
+  void EncodePiece(std::string_view piece, std::vector<int32_t>& ids) const;
+  void ApplyMerges(std::string_view piece, std::vector<int32_t>& ids) const;
 
   PieceIds vocab_;
   BpeOptions options_;
   std::unordered_map<uint64_t, Merge> merges_;
+  // PairKey(last symbol of a merge's left piece, first symbol of its right).
+  std::unordered_set<uint64_t> joinable_;
   std::array<int32_t, 256> byte_piece_ids_;     // id of each single-byte piece, or -1
   std::array<int32_t, 256> byte_fallback_ids_;  // id of "<0xNN>", or -1
 

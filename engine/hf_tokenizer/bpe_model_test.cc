@@ -68,6 +68,18 @@ TEST(BpeModel, MergeOfUnknownPiecesIsCorruptionNamingItsRank) {
   EXPECT_NE(model.error().message.find("merge 0"), std::string::npos);
 }
 
+TEST(BpeModel, WordsCutWhereNoMergeJoinsGiveTheSameIds) {
+  // "▁" only ever joins to what follows it, so "▁ab▁ab" is cut before the
+  // second "▁"; "a" + "b▁" shows a merge across a cut candidate is respected.
+  PieceIds vocab = {{"▁", 0}, {"a", 1}, {"b", 2}, {"▁a", 3}, {"▁ab", 4}, {"b▁", 5}, {"ab▁", 6}};
+  auto model = BpeModel::Create(vocab, {{"▁", "a"}, {"▁a", "b"}}, {});
+  ASSERT_TRUE(model);
+  EXPECT_EQ(EncodeWord(**model, "▁ab▁ab"), (std::vector<int32_t>{4, 4}));
+  auto joining = BpeModel::Create(vocab, {{"b", "▁"}, {"a", "b▁"}, {"▁", "a"}}, {});
+  ASSERT_TRUE(joining);
+  EXPECT_EQ(EncodeWord(**joining, "ab▁a"), (std::vector<int32_t>{6, 1}));
+}
+
 TEST(BpeModel, LongWordsAreEncodedWithoutTheCache) {
   PieceIds vocab = {{"a", 0}, {"aa", 1}};
   auto model = BpeModel::Create(vocab, {{"a", "a"}}, {});
