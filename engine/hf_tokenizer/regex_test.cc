@@ -18,6 +18,14 @@ TEST(Regex, UnicodePropertiesAndWhitespaceAreUnicodeAware) {
   EXPECT_EQ(letters->FindAll("héllo\u3000٣"), (Spans{{0, 6}, {6, 3}, {9, 2}}));
 }
 
+// \s is Unicode's White_Space, as in Oniguruma (Hugging Face tokenizers):
+// U+0085 (NEL) is whitespace, U+FEFF is not (JavaScript's \s differs on both).
+TEST(Regex, WhitespaceIsUnicodeWhiteSpace) {
+  Result<Regex> space = Regex::Compile(R"(\s)", /*literal=*/false);
+  ASSERT_TRUE(space);
+  EXPECT_EQ(space->FindAll("\u0085\uFEFF\u2028"), (Spans{{0, 2}, {5, 3}}));
+}
+
 TEST(Regex, LiteralPatternMatchesItsText) {
   Result<Regex> dots = Regex::Compile("a.", /*literal=*/true);
   ASSERT_TRUE(dots) << dots.error().ToString();
