@@ -10,7 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "distributed/testing/rank_threads.h"
+#include "distributed/inproc/transport.h"
+#include "distributed/run_ranks.h"
 #include "engine/pipeline_protocol.h"
 #include "engine/pipeline_split.h"
 #include "engine/toy_model.h"
@@ -19,6 +20,14 @@
 
 namespace inferno {
 namespace {
+
+// One connected in-process transport per rank of a world of `world` ranks.
+std::vector<std::shared_ptr<Transport>> InProcessTransports(int world) {
+  auto in_process = std::make_shared<InProcessWorld>(world, std::chrono::seconds(30));
+  std::vector<std::shared_ptr<Transport>> transports;
+  for (int rank = 0; rank < world; ++rank) transports.push_back(in_process->transport(rank));
+  return transports;
+}
 
 // Records every logit vector and token the leader reports.
 class RecordingObserver : public GenerationObserver {
@@ -80,22 +89,21 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
   for (const RankShard& shard : plan->ranks) layers_per_stage[shard.stage] = shard.layers.size();
   const std::vector<int64_t> rows_per_stage =
       shape.rows_per_stage.value_or(ComputeBalancedClassifierRows(config, layers_per_stage));
-  std::vector<Outcome> results = RunRanks(
-      MakeTransports(TransportKind::kInProcess, world, std::chrono::seconds(30)), [&](ProcessGroup& group) {
-        ThreadPool pool(1);
-        const RankShard& shard = plan->ranks[group.rank()];
-        auto weights = LoadStageWeights(**checkpoint, shard,
-                                        ClassifierRowsOfStage(rows_per_stage, shard.stage), **checkpoint);
-        CHECK(weights.ok()) << weights.error().message;
-        TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()),
-                               pool);
-        RecordingObserver observer;
-        Timeline timeline(false);
-        auto report = Generate(group, stage, prompts, options, &observer, timeline);
-        CHECK(report.ok()) << report.error().message;
-        return Outcome{observer.logits_, observer.tokens_, observer.done_, report->generated_tokens,
-                       report->timelines.size()};
-      });
+  std::vector<Outcome> results = RunRanks(InProcessTransports(world), [&](ProcessGroup& group) {
+    ThreadPool pool(1);
+    const RankShard& shard = plan->ranks[group.rank()];
+    auto weights = LoadStageWeights(**checkpoint, shard, ClassifierRowsOfStage(rows_per_stage, shard.stage),
+                                    **checkpoint);
+    CHECK(weights.ok()) << weights.error().message;
+    TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()),
+                           pool);
+    RecordingObserver observer;
+    Timeline timeline(false);
+    auto report = Generate(group, stage, prompts, options, &observer, timeline);
+    CHECK(report.ok()) << report.error().message;
+    return Outcome{observer.logits_, observer.tokens_, observer.done_, report->generated_tokens,
+                   report->timelines.size()};
+  });
   return results[0];
 }
 
@@ -188,22 +196,21 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
   const ModelConfig& config = (*checkpoint)->config();
   auto plan = MakeShardPlan(**checkpoint, 2, 1, ComputeBalancedLayersPerStage(config, 2));
   CHECK(plan.ok()) << plan.error().message;
-  std::vector<std::string> errors = RunRanks(
-      MakeTransports(TransportKind::kInProcess, 2, std::chrono::seconds(30)), [&](ProcessGroup& group) {
-        if (group.rank() == 1) {
-          Status sent = group.send_bytes(0, kMessageTag, message);
-          CHECK(sent.ok());
-          return std::string();
-        }
-        ThreadPool pool(1);
-        auto weights =
-            LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
-        CHECK(weights.ok()) << weights.error().message;
-        TransformerStage stage(config, std::move(*weights), 1, pool);
-        Timeline timeline(false);
-        auto report = Generate(group, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
-        return report.ok() ? std::string("no error") : report.error().message;
-      });
+  std::vector<std::string> errors = RunRanks(InProcessTransports(2), [&](ProcessGroup& group) {
+    if (group.rank() == 1) {
+      Status sent = group.send_bytes(0, kMessageTag, message);
+      CHECK(sent.ok());
+      return std::string();
+    }
+    ThreadPool pool(1);
+    auto weights =
+        LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
+    CHECK(weights.ok()) << weights.error().message;
+    TransformerStage stage(config, std::move(*weights), 1, pool);
+    Timeline timeline(false);
+    auto report = Generate(group, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
+    return report.ok() ? std::string("no error") : report.error().message;
+  });
   return errors[0];
 }
 
