@@ -164,6 +164,12 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
     if (token.special) tokenizer->special_ids_.insert(token.id);
     (token.normalized ? normalized_added : raw_added).push_back(std::move(token));
   }
+  // Ids index a table: they must be nearly dense (real files are dense).
+  const size_t entries = tokenizer->ids_.size();
+  if (static_cast<size_t>(max_id) >= 2 * entries + 1024) {
+    return Error::Corruption("largest token id " + std::to_string(max_id) + " is far above the " +
+                             std::to_string(entries) + " tokens of model.vocab and added_tokens");
+  }
   tokenizer->pieces_.resize(static_cast<size_t>(max_id + 1));
   for (const auto& [piece, id] : tokenizer->ids_) tokenizer->pieces_[id] = piece;
   tokenizer->raw_added_ = std::make_unique<hf::AddedTokenMatcher>(std::move(raw_added));

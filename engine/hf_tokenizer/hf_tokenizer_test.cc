@@ -1,6 +1,7 @@
 #include "engine/hf_tokenizer/hf_tokenizer.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -129,6 +130,21 @@ TEST(HfTokenizer, ByteLevelEncodesRawBytesAndDecodesThemBack) {
   EXPECT_EQ(tokenizer->Decode('a', 302), " hi");
 }
 
+TEST(HfTokenizer, EncodesTheSameFromSeveralThreadsAtOnce) {
+  auto tokenizer = MustParse(ByteLevelFile());
+  ASSERT_NE(tokenizer, nullptr);
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "hi a" + std::to_string(i) + " hi\n";
+  const std::vector<int32_t> expected = tokenizer->Encode(text);
+  std::vector<std::vector<int32_t>> results(4);
+  std::vector<std::thread> threads;
+  for (auto& result : results) {
+    threads.emplace_back([&] { result = tokenizer->Encode(text); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const auto& result : results) EXPECT_EQ(result, expected);
+}
+
 TEST(HfTokenizer, MalformedJsonIsOneLineCorruptionNamingTheFile) {
   const std::string text = SentencePieceFile().dump();
   for (size_t length : {size_t{0}, size_t{1}, text.size() / 2, text.size() - 1}) {
@@ -150,6 +166,12 @@ TEST(HfTokenizer, FieldOfTheWrongTypeIsCorruption) {
   file = SentencePieceFile();
   file["model"]["merges"] = {"x y"};
   EXPECT_NE(ParseError(file).find("merge 0"), std::string::npos) << ParseError(file);
+}
+
+TEST(HfTokenizer, SparseIdsAreCorruptionNotAHugeTable) {
+  json file = SentencePieceFile();
+  file["model"]["vocab"]["hi"] = 2000000000;
+  EXPECT_NE(ParseError(file).find("largest token id 2000000000"), std::string::npos) << ParseError(file);
 }
 
 TEST(HfTokenizer, UnsupportedConstructsAreNamed) {
