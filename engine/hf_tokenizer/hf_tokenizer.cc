@@ -1,5 +1,6 @@
 #include "engine/hf_tokenizer/hf_tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -15,19 +16,11 @@ namespace {
 
 using json = nlohmann::json;
 
-bool IsValidUtf8(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t length = hf::Utf8CharLength(text, pos);
-    if (length == 0) return false;
-    pos += length;
-  }
-  return true;
-}
-
 // "a b" or ["a", "b"].
 Result<std::pair<std::string, std::string>> ParseMerge(const json& merge, size_t rank) {
-  if (merge.is_array() && merge.size() == 2)
+  if (merge.is_array() && merge.size() == 2) {
     return std::pair{merge[0].get<std::string>(), merge[1].get<std::string>()};
+  }
   if (merge.is_string()) {
     const std::string text = merge.get<std::string>();
     const size_t space = text.find(' ');
@@ -56,20 +49,17 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& path) 
 }
 
 Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(std::string_view text, const std::string& source) {
-  Result<std::unique_ptr<HfTokenizer>> tokenizer = Error::Corruption("");
   // The one place nlohmann-json's exceptions are caught: a syntax error or a
   // field of the wrong type anywhere below.
   try {
-    tokenizer = Build(json::parse(text));
+    Result<std::unique_ptr<HfTokenizer>> tokenizer = Build(json::parse(text));
+    if (!tokenizer) return tokenizer.error().Prefixed(source + ": ");
+    return tokenizer;
   } catch (const json::exception& e) {
     std::string reason = e.what();
-    for (char& c : reason) {
-      if (c == '\n') c = ' ';
-    }
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
     return Error::Corruption(source + ": " + reason);
   }
-  if (!tokenizer) return tokenizer.error().Prefixed(source + ": ");
-  return tokenizer;
 }
 
 Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
@@ -230,7 +220,7 @@ void HfTokenizer::EncodePlain(std::string_view text, bool starts_input, std::vec
 
 std::vector<int32_t> HfTokenizer::Encode(std::string_view text) const {
   std::string repaired;
-  if (!IsValidUtf8(text)) {
+  if (!hf::IsValidUtf8(text)) {
     repaired = hf::Utf8Lossy(text);
     text = repaired;
   }

@@ -93,6 +93,15 @@ size_t Utf8CompletePrefixLength(std::string_view bytes) {
   return bytes.size();
 }
 
+bool IsValidUtf8(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = Utf8CharLength(text, pos);
+    if (length == 0) return false;
+    pos += length;
+  }
+  return true;
+}
+
 std::string Utf8Lossy(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

@@ -29,6 +29,9 @@ void Utf8Append(char32_t code_point, std::string& out);
 // a character still missing its last bytes. Invalid bytes are not held back.
 size_t Utf8CompletePrefixLength(std::string_view bytes);
 
+// Whether `text` is entirely well-formed UTF-8.
+bool IsValidUtf8(std::string_view text);
+
 // `bytes` with every maximal invalid subsequence replaced by U+FFFD, as
 // Rust's String::from_utf8_lossy and the WHATWG decoder do.
 std::string Utf8Lossy(std::string_view bytes);

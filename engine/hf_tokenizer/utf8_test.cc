@@ -35,6 +35,13 @@ TEST(Utf8, CompletePrefixHoldsBackOnlyAnUnfinishedCharacter) {
             3u);  // cut short: not held back
 }
 
+TEST(Utf8, IsValidUtf8RejectsAnyMalformedByte) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("a\u00e9\u4e2d\U0001F600"));
+  EXPECT_FALSE(IsValidUtf8("a\xFF"));
+  EXPECT_FALSE(IsValidUtf8("\xE4\xB8"));
+}
+
 TEST(Utf8, LossyReplacesEachMaximalInvalidSubsequence) {
   EXPECT_EQ(Utf8Lossy("ok"), "ok");
   EXPECT_EQ(Utf8Lossy("a\xFF"
