@@ -52,6 +52,7 @@ listening_endpoints() {
 timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
   { cat "$WORK/clean.err" >&2; fail "the clean run failed"; }
 
+attack_start_ms=$(now_ms)
 "$LAUNCH" -n "$WORLD" "${LAUNCH_FLAGS[@]}" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" \
   >"$WORK/attacked.out" 2>"$WORK/attacked.err" &
 launch_pid=$!
@@ -84,7 +85,16 @@ else
   kill -0 "$launch_pid" 2>/dev/null || fail "the job ended before the attacks did: they proved nothing"
 fi
 wait "$launch_pid" || fail "the attacked run failed (status $?)"
+attack_seconds=$((($(now_ms) - attack_start_ms) / 1000 + 1))
 cat "$WORK/attacked.err"
+# Warnings about dropped or refused input are rate-limited (drop_log.h): per
+# rank at most 20 lines a second for each of frames and connections, plus a
+# summary line per source (at most 257) every 10 s, plus a few lines of the
+# job's own.
+err_lines=$(wc -l <"$WORK/attacked.err")
+err_bound=$((WORLD * (2 * 20 * attack_seconds + 2 * 257 * (attack_seconds / 10 + 1)) + 50))
+echo "attacked run: $err_lines stderr lines in ${attack_seconds} s (bound $err_bound)"
+[ "$err_lines" -le "$err_bound" ] || fail "the attacks flooded stderr: $err_lines lines (bound $err_bound)"
 
 if [ ! -s "$WORK/clean.ids" ]; then
   fail "the clean run printed no token ids"

@@ -58,6 +58,7 @@ ZapHandler::ZapHandler(zmq::socket_t socket, std::string allowed_key, std::strin
     : socket_(std::move(socket)),
       allowed_key_(std::move(allowed_key)),
       owner_(std::move(owner)),
+      refusals_(owner_, "refused", "connections", [](const std::string& line) { LOG(WARNING) << line; }),
       thread_([this] { Serve(); }) {}
 
 ZapHandler::~ZapHandler() {
@@ -95,10 +96,9 @@ void ZapHandler::Answer() {
                         frame_text(5) == "CURVE" && frame_text(6) == allowed_key_;
   if (!admitted) {
     denied_.fetch_add(1);
-    std::string address = frame_text(3);
-    LOG(WARNING) << owner_ << " refused a connection from "
-                 << (address.empty() ? std::string("a local (ipc) peer") : address)
-                 << ": it does not hold this job's key (" << kJobSecretVariable << ")";
+    const std::string address = frame_text(3).empty() ? std::string("a local (ipc) peer") : frame_text(3);
+    refusals_.Dropped(address, "a connection from " + address + ": it does not hold this job's key (" +
+                                   kJobSecretVariable + ")");
   }
   const std::string reply[] = {
       "1.0", frame_text(1), admitted ? "200" : "400", admitted ? "OK" : "not this job's key", "", ""};

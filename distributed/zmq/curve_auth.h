@@ -31,6 +31,7 @@
 #include "base/error.h"
 #include "distributed/job_secret.h"
 #include "distributed/zmq/curve_keys.h"
+#include "distributed/zmq/drop_log.h"
 
 namespace inferno {
 
@@ -45,7 +46,8 @@ void MakeCurveClient(zmq::socket_t& socket, const CurveKeys& keys);
 // Answers ZeroMQ's authentication requests (ZAP, RFC 27) for every CURVE
 // server socket of one context: a client presenting the job's public key is
 // admitted, any other is refused with one LOG(WARNING) line naming its
-// address. Not movable; destroy it (or let the context shut down) to stop it.
+// address (rate-limited per address: see drop_log.h). Not movable; destroy it (or let the context shut down)
+// to stop it.
 class ZapHandler {
  public:
   // Binds the context's ZAP endpoint and starts answering. Call before any
@@ -75,6 +77,7 @@ class ZapHandler {
   zmq::socket_t socket_;     // used only by thread_ once started
   std::string allowed_key_;  // the job's public key, 32 binary bytes
   std::string owner_;
+  DropLog refusals_;  // "<owner> refused a connection from ..." lines
   std::atomic<bool> stopping_{false};
   std::atomic<int> denied_{0};
   std::thread thread_;

@@ -19,6 +19,7 @@
 #include "distributed/frame_header.h"
 #include "distributed/mailbox.h"
 #include "distributed/zmq/curve_auth.h"
+#include "distributed/zmq/drop_log.h"
 
 namespace inferno {
 namespace {
@@ -176,10 +177,23 @@ struct PartialMessage {
   uint64_t received = 0;
 };
 
+// Where a received message came from, for the drop log: its connection's
+// peer address ("127.0.0.1:53412"; empty over ipc), else "an ipc peer".
+std::string SourceOf(const zmq::message_t& part) {
+  const char* address = zmq_msg_gets(part.handle(), "Peer-Address");
+  return address != nullptr && *address != '\0' ? address : "an ipc peer";
+}
+
 }  // namespace
 
 struct ZmqTransport::Impl {
+  explicit Impl(ZmqTransportOptions transport_options)
+      : options(std::move(transport_options)),
+        drops("rank " + std::to_string(options.rank), "dropped", "frames",
+              [](const std::string& line) { LOG(WARNING) << line; }) {}
+
   ZmqTransportOptions options;
+  DropLog drops;  // every "dropped" warning, rate-limited per source
   KeepFreedChunkMemory keep_freed_chunk_memory;
   ChunkPool chunk_pool;  // declared before context: outlives ZeroMQ's messages
   zmq::context_t context{1};
@@ -251,8 +265,7 @@ struct ZmqTransport::Impl {
 Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptions& options) {
   CHECK(options.rank >= 0 && options.rank < options.world_size)
       << "rank " << options.rank << " of " << options.world_size;
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
+  auto impl = std::make_unique<Impl>(options);
   impl->mailbox = std::make_unique<Mailbox>(options.world_size, options.lost_grace);
   impl->partial_messages.resize(options.world_size);
   if (options.job_secret) {
@@ -597,8 +610,8 @@ bool ZmqTransport::Impl::ReceiveFrame(zmq::recv_flags flags) {
     parts.push_back(std::move(next));
   }
   if (parts.size() != 3) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a message of " << parts.size()
-                 << " parts (expected routing id, header, payload)";
+    drops.Dropped(SourceOf(parts[0]), "a message of " + std::to_string(parts.size()) +
+                                          " parts (expected routing id, header, payload)");
     return true;
   }
   HandleFrame(parts[0], parts[1], std::move(parts[2]));
@@ -616,20 +629,21 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id, const zmq
       std::span<const std::byte>(static_cast<const std::byte*>(header_bytes.data()), header_bytes.size()),
       job_id, options.world_size);
   if (!decoded) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a frame from connection '" << Printable(routing_id)
-                 << "': " << decoded.error().message;
+    drops.Dropped(SourceOf(routing_id),
+                  "a frame from connection '" + Printable(routing_id) + "': " + decoded.error().message);
     return;
   }
   const FrameHeader& header = *decoded;
   const int source = static_cast<int>(header.source_rank);
   if (routing_id.to_string_view() != RoutingId(source)) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a frame claiming rank " << source
-                 << " from connection '" << Printable(routing_id) << "'";
+    drops.Dropped(SourceOf(routing_id), "a frame claiming rank " + std::to_string(source) +
+                                            " from connection '" + Printable(routing_id) + "'");
     return;
   }
   if (payload.size() != header.payload_length) {
-    LOG(WARNING) << "rank " << options.rank << " dropped a frame from rank " << source << ": header says "
-                 << header.payload_length << " payload bytes, got " << payload.size();
+    drops.Dropped(SourceOf(routing_id), "a frame from rank " + std::to_string(source) + ": header says " +
+                                            std::to_string(header.payload_length) + " payload bytes, got " +
+                                            std::to_string(payload.size()));
     return;
   }
   if (header.op == CollectiveOp::kGoodbye || header.op == CollectiveOp::kAbort) {
@@ -663,16 +677,17 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id, const zmq
   PartialMessage& partial = partial_messages[source];
   if (header.chunk_offset == 0) {
     if (partial.bytes) {
-      LOG(WARNING) << "rank " << options.rank << " dropped an unfinished message from rank " << source << " ("
-                   << partial.received << " of " << partial.first.message_length << " bytes)";
+      drops.Dropped(SourceOf(routing_id), "an unfinished message from rank " + std::to_string(source) + " (" +
+                                              std::to_string(partial.received) + " of " +
+                                              std::to_string(partial.first.message_length) + " bytes)");
     }
     partial.first = header;
     partial.bytes = std::make_unique_for_overwrite<std::byte[]>(header.message_length);
     partial.received = 0;
   } else if (!partial.bytes || header.chunk_offset != partial.received ||
              header.message_length != partial.first.message_length || header.tag != partial.first.tag) {
-    LOG(WARNING) << "rank " << options.rank << " dropped an out-of-order chunk from rank " << source
-                 << " at offset " << header.chunk_offset;
+    drops.Dropped(SourceOf(routing_id), "an out-of-order chunk from rank " + std::to_string(source) +
+                                            " at offset " + std::to_string(header.chunk_offset));
     return;
   }
   std::memcpy(partial.bytes.get() + header.chunk_offset, payload.data(), payload.size());
