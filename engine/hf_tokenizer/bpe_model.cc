@@ -23,6 +23,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
     const BpeOptions& options) {
   std::unique_ptr<BpeModel> model(new BpeModel(std::move(vocab), options));
   model->merges_.reserve(merges.size());
+  std::string merged;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
     if (left.empty() || right.empty()) {
@@ -30,7 +31,8 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
     }
     const std::optional<int32_t> left_id = model->Lookup(left);
     const std::optional<int32_t> right_id = model->Lookup(right);
-    const std::optional<int32_t> merged_id = model->Lookup(left + right);
+    merged.assign(left).append(right);
+    const std::optional<int32_t> merged_id = model->Lookup(merged);
     if (!left_id || !right_id || !merged_id) {
       return Error::Corruption("merge " + std::to_string(rank) + " (\"" + left + "\" + \"" + right +
                                "\") names a piece missing from the vocabulary");

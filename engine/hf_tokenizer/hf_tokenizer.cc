@@ -98,9 +98,12 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
   auto to_model_space = [&](const std::string& piece) -> std::optional<std::string> {
     return byte_level ? hf::ByteLevelToBytes(piece) : std::optional<std::string>(piece);
   };
+  const json& vocab = model.at("vocab");
   hf::PieceIds model_vocab;
+  model_vocab.reserve(vocab.size());
+  tokenizer->ids_.reserve(vocab.size() + file.value("added_tokens", json::array()).size());
   int32_t max_id = -1;
-  for (const auto& [piece, id_json] : model.at("vocab").items()) {
+  for (const auto& [piece, id_json] : vocab.items()) {
     const int32_t id = id_json.get<int32_t>();
     if (id < 0)
       return Error::Corruption("model.vocab: \"" + piece + "\" has negative id " + std::to_string(id));
