@@ -145,6 +145,25 @@ TEST(HfTokenizer, EncodesTheSameFromSeveralThreadsAtOnce) {
   for (const auto& result : results) EXPECT_EQ(result, expected);
 }
 
+// Llama 3.x files from Hugging Face: Sequence[ByteLevel, TemplateProcessing].
+TEST(HfTokenizer, PostProcessorSequenceWithTemplateAddsBos) {
+  json file = ByteLevelFile();
+  file["added_tokens"].push_back({{"id", 401}, {"content", "<|begin|>"}, {"special", true}});
+  const json bos = {{"SpecialToken", {{"id", "<|begin|>"}, {"type_id", 0}}}};
+  const json text = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const json template_processing = {
+      {"type", "TemplateProcessing"},
+      {"single", json::array({bos, text})},
+      {"special_tokens", {{"<|begin|>", {{"id", "<|begin|>"}, {"ids", {401}}}}}}};
+  file["post_processor"] = {{"type", "Sequence"},
+                            {"processors", json::array({{{"type", "ByteLevel"}}, template_processing})}};
+  auto tokenizer = MustParse(file);
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->bos_id(), 401);
+  EXPECT_EQ(tokenizer->EncodeWithSpecialTokens("a"), (std::vector<int32_t>{401, 'a'}));
+  EXPECT_EQ(tokenizer->Decode(401, 302), " hi");  // the ByteLevel decoder strips nothing
+}
+
 TEST(HfTokenizer, MalformedJsonIsOneLineCorruptionNamingTheFile) {
   const std::string text = SentencePieceFile().dump();
   for (size_t length : {size_t{0}, size_t{1}, text.size() / 2, text.size() - 1}) {
