@@ -22,6 +22,7 @@ FUZZERS=(
   "//loader:llama2c_header_fuzzer loader/testdata/fuzz/llama2c"
   "//loader:manifest_fuzzer loader/testdata/fuzz/manifest"
   "//engine:tokenizer_fuzzer engine/testdata/fuzz/tokenizer"
+  "//engine/hf_tokenizer:hf_tokenizer_fuzzer engine/hf_tokenizer/testdata/fuzz"
 )
 targets=()
 for entry in "${FUZZERS[@]}"; do targets+=("${entry%% *}"); done
