@@ -142,18 +142,17 @@ Error MissingRanks(const std::string& where, const std::vector<bool>& arrived,
 // naming the first entry that differs; empty when they agree.
 std::string FingerprintDifference(int rank, const std::map<std::string, std::string>& theirs,
                                   const std::map<std::string, std::string>& mine) {
-  for (const auto& [name, value] : mine) {
-    const auto it = theirs.find(name);
-    const std::string other = it == theirs.end() ? "nothing" : "'" + it->second + "'";
-    if (it == theirs.end() || it->second != value) {
-      return "rank " + std::to_string(rank) + " and rank 0 run different things: " + name + " is " + other +
-             " on rank " + std::to_string(rank) + ", '" + value + "' on rank 0";
-    }
-  }
-  for (const auto& [name, value] : theirs) {
-    if (!mine.contains(name)) {
-      return "rank " + std::to_string(rank) + " and rank 0 run different things: " + name + " is '" + value +
-             "' on rank " + std::to_string(rank) + ", nothing on rank 0";
+  const auto shown = [](const std::map<std::string, std::string>& fingerprint, const std::string& name) {
+    const auto it = fingerprint.find(name);
+    return it == fingerprint.end() ? std::string("nothing") : "'" + it->second + "'";
+  };
+  std::map<std::string, std::string> names = mine;
+  names.insert(theirs.begin(), theirs.end());
+  for (const auto& [name, unused] : names) {
+    const std::string here = shown(mine, name), there = shown(theirs, name);
+    if (here != there) {
+      return "rank " + std::to_string(rank) + " and rank 0 run different things: " + name + " is " + there +
+             " on rank " + std::to_string(rank) + ", " + here + " on rank 0";
     }
   }
   return "";

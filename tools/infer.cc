@@ -310,7 +310,8 @@ struct RankModel {
   RankShard shard;
   std::vector<PipelinePart> parts;  // by rank
   // Tells the weights apart where the config cannot: with --shards the
-  // shard folder's manifest, else the embedding's first row.
+  // manifest's fingerprint of the source checkpoint, else the embedding's
+  // first row.
   std::string weights_digest;
 };
 
@@ -335,11 +336,8 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
     if (!opened) return opened.error().Prefixed("--shards: ");
     const ShardPlan& plan = opened->manifest.plan;
     std::vector<PipelinePart> parts = PipelineParts(opened->checkpoint->config(), plan);
-    std::ifstream manifest(options.model + "/manifest.json", std::ios::binary);
-    const std::string manifest_bytes((std::istreambuf_iterator<char>(manifest)),
-                                     std::istreambuf_iterator<char>());
     RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts),
-                    ShortDigest(manifest_bytes)};
+                    ShortDigest(opened->manifest.source_fingerprint)};
     const int head_rank = ShardPlan::RankOf(plan.pp - 1, 0, plan.pp, plan.tp);
     if (rank != head_rank && model.parts[rank].classifier_rows.size() > 0) {
       // The shards hold the classifier whole on the head rank only; its file
