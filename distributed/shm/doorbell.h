@@ -1,0 +1,96 @@
+// Doorbell: a wake-up word that processes sharing a mapping use to wait for a
+// condition on other words of that mapping (a ring's head, a flag) without
+// burning the CPU their peer needs: a bounded spin, then a futex sleep.
+//
+// The protocol, for a condition `ready()` over atomics in shared memory:
+//   waker:  make the condition true (a release store), then Ring();
+//   waiter: WaitUntil(ready, deadline, policy).
+// Ring() costs one atomic increment and, only when someone sleeps (the
+// sleeper count is non-zero), a FUTEX_WAKE system call. A waiter registers as
+// a sleeper and reads the sequence word before its last look at the
+// condition, and FUTEX_WAIT sleeps only while the sequence is unchanged, so a
+// Ring() between that look and the sleep is never lost.
+//
+// Layout: 8 bytes, two 32-bit words; all-zero bytes are a valid doorbell, so
+// a freshly created (zero-filled) shared mapping needs no initialisation.
+// The futex is not process-private: it works across processes that map the
+// same memory, and between threads of one process.
+//
+// Thread-safety: any number of threads and processes may Ring() and
+// WaitUntil() at once.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "base/error.h"
+#include "distributed/transport.h"
+
+namespace inferno {
+
+// How a wait spends its time before the deadline.
+struct WaitPolicy {
+  // How long to poll the condition before sleeping. On a machine with fewer
+  // cores than busy threads, a spinning waiter takes the CPU its peer needs.
+  std::chrono::nanoseconds spin{std::chrono::microseconds(20)};
+  // The longest single sleep; `check` runs at least this often while asleep.
+  std::chrono::milliseconds check_interval{50};
+  // Unset, or called before the first sleep and between sleeps: an error ends
+  // the wait with that error (e.g. PeerLost when the peer process died, so a
+  // dead peer never keeps a waiter asleep until its deadline).
+  std::function<Status()> check;
+};
+
+class Doorbell {
+ public:
+  // Wakes every waiter of this doorbell (in any process).
+  void Ring();
+
+  // Returns true once `ready()` returns true, false if it is still false at
+  // `deadline`, or the error of `policy.check`. `ready` must read what the
+  // waker publishes with acquire (or stronger) loads; it is called often.
+  template <typename Ready>
+  Result<bool> WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy);
+
+ private:
+  // Sleeps until Ring() changes the sequence from `seen`, `until`, or a
+  // spurious wake-up, whichever comes first.
+  void Sleep(uint32_t seen, Deadline until);
+
+  std::atomic<uint32_t> sequence_{0};
+  std::atomic<uint32_t> sleepers_{0};
+};
+
+static_assert(sizeof(Doorbell) == 8 && std::atomic<uint32_t>::is_always_lock_free);
+
+// Spins without hogging the core's shared resources (PAUSE on x86).
+void CpuRelax();
+
+template <typename Ready>
+Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy) {
+  if (ready()) return true;
+  const Deadline spin_until = std::min(Clock::now() + policy.spin, deadline);
+  do {
+    for (int i = 0; i < 32; ++i) CpuRelax();
+    if (ready()) return true;
+  } while (Clock::now() < spin_until);
+  for (;;) {
+    if (policy.check) {
+      Status alive = policy.check();
+      if (!alive) return alive.error();
+    }
+    const Deadline now = Clock::now();
+    if (now >= deadline) return ready();
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = sequence_.load(std::memory_order_seq_cst);
+    const bool ready_before_sleep = ready();
+    if (!ready_before_sleep) Sleep(seen, std::min(deadline, now + policy.check_interval));
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    if (ready_before_sleep || ready()) return true;
+  }
+}
+
+}  // namespace inferno
