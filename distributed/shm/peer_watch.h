@@ -1,0 +1,48 @@
+// PeerWatch: whether a peer process on this host still runs, watched through
+// a pidfd, so that a wait on shared memory ends with PeerLost as soon as the
+// peer dies instead of at its deadline. A pidfd refers to the process, not to
+// its number: once the peer has ended, a new process that reuses the pid is
+// never mistaken for it.
+//
+// What it cannot see: a stopped (SIGSTOP) or hung peer still runs; waits on
+// it end at their deadline with Timeout.
+//
+// Thread-safety: Check may be called from several threads at once; Open and
+// the destructor from one.
+#pragma once
+
+#include <sys/types.h>
+
+#include "base/error.h"
+
+namespace inferno {
+
+class PeerWatch {
+ public:
+  // Starts watching process `pid` (of this pid namespace), rank `rank` of the
+  // job. Errors: PeerLost (no such process: it already ended), Io (pidfd_open
+  // failed otherwise, e.g. the kernel is older than 5.3).
+  static Result<PeerWatch> Open(int rank, pid_t pid);
+
+  PeerWatch(PeerWatch&& other) noexcept;
+  PeerWatch& operator=(PeerWatch&& other) noexcept;
+  PeerWatch(const PeerWatch&) = delete;
+  PeerWatch& operator=(const PeerWatch&) = delete;
+  ~PeerWatch();
+
+  int rank() const { return rank_; }
+  pid_t pid() const { return pid_; }
+
+  // OK while the process runs (or is stopped); PeerLost naming the rank and
+  // pid once it has ended (exited or killed, reaped or not). Never blocks.
+  Status Check() const;
+
+ private:
+  PeerWatch(int rank, pid_t pid, int pidfd) : rank_(rank), pid_(pid), pidfd_(pidfd) {}
+
+  int rank_;
+  pid_t pid_;
+  int pidfd_;
+};
+
+}  // namespace inferno
