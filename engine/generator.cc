@@ -9,7 +9,6 @@
 #include <glog/logging.h>
 
 #include "engine/pipeline_protocol.h"
-#include "engine/tokenizer.h"
 
 namespace inferno {
 namespace {
@@ -125,13 +124,15 @@ class PipelineRun {
       first_token_ = Clock::now();
       report_.time_to_first_token_seconds = Seconds(start_, *first_token_);
     }
-    if (token == kEosId || token == kBosId) return StopSequence(sequence);
+    if (std::find(options_.stop_ids.begin(), options_.stop_ids.end(), token) != options_.stop_ids.end()) {
+      return StopSequence(sequence);
+    }
     ++s.generated;
     ++report_.generated_tokens;
     report_.generated[sequence].push_back(token);
     if (observer_ != nullptr) observer_->OnToken(sequence, s.previous, token);
     s.previous = token;
-    const bool context_full = s.pos >= stage_.config().max_position_embeddings;
+    const bool context_full = s.pos >= stage_.context_length();
     if (!SamplesAnother(sequence) || context_full) return StopSequence(sequence);
     return token;
   }
@@ -340,14 +341,15 @@ class PipelineRun {
 
 }  // namespace
 
-Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config) {
+Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config,
+                       int64_t context_length) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string which = "prompt " + std::to_string(i);
     if (prompts[i].empty()) return Error::InvalidArgument(which + " is empty");
-    if (static_cast<int64_t>(prompts[i].size()) > config.max_position_embeddings) {
+    if (static_cast<int64_t>(prompts[i].size()) > context_length) {
       return Error::InvalidArgument(which + " has " + std::to_string(prompts[i].size()) +
-                                    " tokens, longer than the model's context of " +
-                                    std::to_string(config.max_position_embeddings));
+                                    " tokens, longer than the context of " + std::to_string(context_length) +
+                                    " positions");
     }
     for (int32_t id : prompts[i]) {
       if (id < 0 || id >= config.vocab_size) {
@@ -360,11 +362,20 @@ Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const M
   return {};
 }
 
+int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t max_new_tokens,
+                      int64_t limit) {
+  int64_t longest = 0;
+  for (const std::vector<int32_t>& prompt : prompts) longest = std::max<int64_t>(longest, prompt.size());
+  return std::min(limit, longest + std::max<int64_t>(max_new_tokens, 1));
+}
+
 Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
                                   const std::vector<std::vector<int32_t>>& prompts,
                                   const GenerationOptions& options, GenerationObserver* observer,
                                   Timeline& timeline) {
-  if (Status valid = ValidatePrompts(prompts, stage.config()); !valid) return valid.error();
+  if (Status valid = ValidatePrompts(prompts, stage.config(), stage.context_length()); !valid) {
+    return valid.error();
+  }
   CHECK(group.world_size() == 1 || stage.num_slots() >= static_cast<int>(prompts.size()))
       << "a pipelined stage needs a KV-cache slot per prompt";
   CHECK_EQ(stage.is_first(), group.rank() == group.world_size() - 1);

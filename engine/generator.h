@@ -56,7 +56,7 @@ class GenerationObserver {
   virtual ~GenerationObserver() = default;
   // The logits (vocab) of `sequence` from which its next token is sampled.
   virtual void OnLogits(int sequence, std::span<const float> logits) = 0;
-  // A generated token of `sequence` (never the EOS or BOS that stops it),
+  // A generated token of `sequence` (never the stop token that ends it),
   // following `previous` (the last prompt token for the first one).
   virtual void OnToken(int sequence, int32_t previous, int32_t token) = 0;
   virtual void OnSequenceDone(int sequence) = 0;
@@ -65,6 +65,9 @@ class GenerationObserver {
 struct GenerationOptions {
   int64_t max_new_tokens = 256;
   SamplingOptions sampling;
+  // A sequence ends when it samples one of these (the model's EOS ids; see
+  // engine/stop_tokens.h); it is neither reported nor counted.
+  std::vector<int32_t> stop_ids;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the
@@ -80,11 +83,19 @@ struct GenerationReport {
 };
 
 // Fails, naming the prompt (0-based) and the value, when a prompt is empty,
-// longer than the context, or holds an id outside [0, vocab).
-Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config);
+// longer than `context_length`, or holds an id outside [0, vocab).
+Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config,
+                       int64_t context_length);
+
+// The KV-cache positions a job can use: the longest prompt plus
+// `max_new_tokens`, at most `limit` (the model's max_position_embeddings or
+// a smaller --context).
+int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t max_new_tokens,
+                      int64_t limit);
 
 // Generates a continuation of every prompt: stops a sequence when it samples
-// EOS or BOS, after `max_new_tokens`, or when the context is full. Every rank
+// one of `options.stop_ids`, after `max_new_tokens`, or when its KV cache
+// (stage.context_length() positions) is full. Every rank
 // calls it with the same prompts and options; `stage` must have a slot per
 // prompt (one suffices with one rank) and be this rank's stage of the plan
 // above, holding its classifier rows (all of them with one rank).

@@ -1,5 +1,6 @@
 #include "engine/generator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -96,7 +97,7 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
                                     **checkpoint);
     CHECK(weights.ok()) << weights.error().message;
     TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()),
-                           pool);
+                           (*checkpoint)->config().max_position_embeddings, pool);
     RecordingObserver observer;
     Timeline timeline(false);
     auto report = Generate(group, stage, prompts, options, &observer, timeline);
@@ -138,6 +139,25 @@ TEST_P(GeneratorTest, SeededSamplingEqualsOneRankAndEachSequenceEqualsRunningItA
     EXPECT_EQ(alone.tokens.at(0), together.tokens.at(static_cast<int>(i))) << "prompt " << i;
     EXPECT_EQ(alone.logits.at(0), together.logits.at(static_cast<int>(i))) << "prompt " << i;
   }
+}
+
+// A stop id ends its sequence where it is sampled: the tokens before it are
+// those of the run without stop ids, the stop token itself is not reported,
+// and an id never sampled stops nothing.
+TEST_P(GeneratorTest, SequenceEndsAtTheFirstSampledStopId) {
+  GenerationOptions options;
+  options.max_new_tokens = 8;
+  const Outcome free_run = RunPipeline(GetParam(), kPrompts, options);
+  const std::vector<int32_t>& first = free_run.tokens.at(0);
+  ASSERT_EQ(first.size(), 8u);
+  const int32_t stop = first[3];
+  options.stop_ids = {-5, stop};
+  const Outcome stopped = RunPipeline(GetParam(), kPrompts, options);
+  const auto until_stop = std::find(first.begin(), first.end(), stop);
+  const auto reported = stopped.tokens.find(0);
+  EXPECT_EQ(reported == stopped.tokens.end() ? std::vector<int32_t>() : reported->second,
+            std::vector<int32_t>(first.begin(), until_stop));
+  EXPECT_EQ(stopped.done.at(0), 1);
 }
 
 // Classifier rows split across the stages in ways the balancer would not
@@ -206,7 +226,7 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
     auto weights =
         LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
     CHECK(weights.ok()) << weights.error().message;
-    TransformerStage stage(config, std::move(*weights), 1, pool);
+    TransformerStage stage(config, std::move(*weights), 1, config.max_position_embeddings, pool);
     Timeline timeline(false);
     auto report = Generate(group, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
     return report.ok() ? std::string("no error") : report.error().message;
@@ -240,15 +260,20 @@ TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
 }
 
 TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {
-  ModelConfig config = ToyModelConfig({});
-  config.max_position_embeddings = 4;
-  EXPECT_TRUE(ValidatePrompts({{1, 2, 3, 4}}, config).ok());
-  EXPECT_FALSE(ValidatePrompts({{}}, config).ok());
-  EXPECT_EQ(ValidatePrompts({{1, 2}, {1, 2, 3, 4, 5}}, config).error().message,
-            "prompt 1 has 5 tokens, longer than the model's context of 4");
-  EXPECT_EQ(ValidatePrompts({{1, 259}}, config).error().message,
+  const ModelConfig config = ToyModelConfig({});
+  EXPECT_TRUE(ValidatePrompts({{1, 2, 3, 4}}, config, 4).ok());
+  EXPECT_FALSE(ValidatePrompts({{}}, config, 4).ok());
+  EXPECT_EQ(ValidatePrompts({{1, 2}, {1, 2, 3, 4, 5}}, config, 4).error().message,
+            "prompt 1 has 5 tokens, longer than the context of 4 positions");
+  EXPECT_EQ(ValidatePrompts({{1, 259}}, config, 4).error().message,
             "prompt 0: token id 259 is outside the vocabulary [0, 259)");
-  EXPECT_FALSE(ValidatePrompts({{-1}}, config).ok());
+  EXPECT_FALSE(ValidatePrompts({{-1}}, config, 4).ok());
+}
+
+TEST(ContextLength, IsTheLongestPromptPlusNewTokensCappedByTheLimit) {
+  EXPECT_EQ(ContextLength({{1, 2, 3}, {1}}, 10, 100), 13);
+  EXPECT_EQ(ContextLength({{1, 2, 3}}, 200, 100), 100);
+  EXPECT_EQ(ContextLength({{1, 2, 3}}, 0, 100), 4);
 }
 
 }  // namespace

@@ -122,16 +122,14 @@ void Softmax(std::span<float> x) {
   for (float& v : x) v /= sum;
 }
 
-void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len, int64_t head_dim,
-                    float theta) {
-  const int64_t half = head_dim / 2;
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
+                    std::span<const float> inverse_frequencies) {
+  const int64_t half = static_cast<int64_t>(inverse_frequencies.size());
   CHECK_GE(static_cast<int64_t>(cos_table.size()), seq_len * half);
   CHECK_GE(static_cast<int64_t>(sin_table.size()), seq_len * half);
   for (int64_t pos = 0; pos < seq_len; ++pos) {
     for (int64_t i = 0; i < half; ++i) {
-      const float frequency =
-          1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-      const float angle = static_cast<float>(pos) * frequency;
+      const float angle = static_cast<float>(pos) * inverse_frequencies[i];
       cos_table[pos * half + i] = std::cos(angle);
       sin_table[pos * half + i] = std::sin(angle);
     }

@@ -38,10 +38,10 @@ void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const flo
 void Softmax(std::span<float> x);
 
 // RoPE tables for positions [0, seq_len): cos and sin, each (seq_len,
-// head_dim / 2); pair i of position p turns by p / theta^(2i / head_dim),
-// computed as llama2.c does.
-void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len, int64_t head_dim,
-                    float theta);
+// head_dim / 2) with head_dim / 2 = inverse_frequencies.size(); pair i of
+// position p turns by p * inverse_frequencies[i] (see engine/rope.h).
+void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
+                    std::span<const float> inverse_frequencies);
 
 // In place: rotates adjacent pairs (2i, 2i+1) of every head of `x` (n_heads *
 // head_dim) by the angles of one position, `cos`/`sin` being that position's

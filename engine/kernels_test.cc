@@ -90,7 +90,8 @@ TEST(Softmax, SumsToOneAndKeepsOrder) {
 TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
   const int64_t head_dim = 8, seq_len = 4;
   std::vector<float> cos_table(seq_len * head_dim / 2), sin_table(seq_len * head_dim / 2);
-  FillRopeTables(cos_table, sin_table, seq_len, head_dim, 10000.0f);
+  const std::vector<float> inverse_frequencies = {1.0f, 0.1f, 0.01f, 0.001f};
+  FillRopeTables(cos_table, sin_table, seq_len, inverse_frequencies);
   const std::vector<float> original = RandomVector(2 * head_dim, 8);
   std::vector<float> x = original;
   ApplyRope(x, head_dim, std::span<const float>(cos_table).first(4),

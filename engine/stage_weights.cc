@@ -25,21 +25,30 @@ std::string LayerTensor(int64_t layer, const char* suffix) {
 Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
+  const int64_t q_dim = config.q_dim();
   const int64_t kv_dim = config.kv_dim();
   const int64_t hidden = config.intermediate_size;
   const int64_t head_dim = config.head_dim();
   LayerWeights weights;
-  const std::pair<std::vector<float>*, std::vector<std::pair<const char*, int64_t>>> plan[] = {
+  using Parts = std::vector<std::pair<const char*, int64_t>>;
+  std::vector<std::pair<std::vector<float>*, Parts>> plan = {
       {&weights.attention_norm, {{"input_layernorm.weight", dim}}},
       {&weights.wqkv,
-       {{"self_attn.q_proj.weight", dim * dim},
+       {{"self_attn.q_proj.weight", q_dim * dim},
         {"self_attn.k_proj.weight", kv_dim * dim},
         {"self_attn.v_proj.weight", kv_dim * dim}}},
-      {&weights.wo, {{"self_attn.o_proj.weight", dim * dim}}},
+      {&weights.wo, {{"self_attn.o_proj.weight", dim * q_dim}}},
       {&weights.ffn_norm, {{"post_attention_layernorm.weight", dim}}},
       {&weights.w_gate_up, {{"mlp.gate_proj.weight", hidden * dim}, {"mlp.up_proj.weight", hidden * dim}}},
       {&weights.w_down, {{"mlp.down_proj.weight", dim * hidden}}},
   };
+  if (config.qkv_bias) {
+    plan.push_back({&weights.bqkv,
+                    {{"self_attn.q_proj.bias", q_dim},
+                     {"self_attn.k_proj.bias", kv_dim},
+                     {"self_attn.v_proj.bias", kv_dim}}});
+  }
+  if (config.o_proj_bias) plan.push_back({&weights.bo, {{"self_attn.o_proj.bias", dim}}});
   for (const auto& [out, parts] : plan) {
     int64_t offset = 0;
     for (const auto& [suffix, count] : parts) {
@@ -50,8 +59,13 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
     }
   }
   std::span<float> wqkv(weights.wqkv);
-  HuggingFaceRopeRowsToAdjacent(wqkv.first(dim * dim), head_dim, dim);
-  HuggingFaceRopeRowsToAdjacent(wqkv.subspan(dim * dim, kv_dim * dim), head_dim, dim);
+  HuggingFaceRopeRowsToAdjacent(wqkv.first(q_dim * dim), head_dim, dim);
+  HuggingFaceRopeRowsToAdjacent(wqkv.subspan(q_dim * dim, kv_dim * dim), head_dim, dim);
+  if (config.qkv_bias) {
+    std::span<float> bqkv(weights.bqkv);
+    HuggingFaceRopeRowsToAdjacent(bqkv.first(q_dim), head_dim, 1);
+    HuggingFaceRopeRowsToAdjacent(bqkv.subspan(q_dim, kv_dim), head_dim, 1);
+  }
   return weights;
 }
 

@@ -25,12 +25,15 @@
 
 namespace inferno {
 
-// dim = hidden_size, kv_dim = num_key_value_heads * head_dim,
+// dim = hidden_size, q_dim = num_attention_heads * head_dim (dim unless
+// config.json sets head_dim), kv_dim = num_key_value_heads * head_dim,
 // hidden = intermediate_size.
 struct LayerWeights {
   std::vector<float> attention_norm;  // (dim)
-  std::vector<float> wqkv;            // (dim + 2 * kv_dim, dim): q rows, k rows, v rows
-  std::vector<float> wo;              // (dim, dim)
+  std::vector<float> wqkv;            // (q_dim + 2 * kv_dim, dim): q rows, k rows, v rows
+  std::vector<float> bqkv;            // (q_dim + 2 * kv_dim) when config.qkv_bias, else empty
+  std::vector<float> wo;              // (dim, q_dim)
+  std::vector<float> bo;              // (dim) when config.o_proj_bias, else empty
   std::vector<float> ffn_norm;        // (dim)
   std::vector<float> w_gate_up;       // (2 * hidden, dim): gate rows, then up rows
   std::vector<float> w_down;          // (dim, hidden)
@@ -60,9 +63,10 @@ struct StageWeights {
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
                                       RowRange classifier_rows, const Checkpoint& classifier_source);
 
-// Reorders the rows of a q or k projection (n_heads * head_dim, cols) from
-// Hugging Face RoPE order (row i and i + head_dim/2 of a head form a pair) to
-// adjacent pairs (rows 2i, 2i+1). Exposed for tests and converters.
+// Reorders the rows of a q or k projection (n_heads * head_dim, cols) — or,
+// with cols 1, its bias — from Hugging Face RoPE order (row i and
+// i + head_dim/2 of a head form a pair) to adjacent pairs (rows 2i, 2i+1).
+// Exposed for tests and converters.
 void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols);
 
 }  // namespace inferno

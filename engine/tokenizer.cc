@@ -41,6 +41,11 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Load(const std::string& path
   std::ifstream file(path, std::ios::binary);
   if (!file) return Error::Io("--tokenizer: cannot open '" + path + "'");
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) return Error::Io("--tokenizer: cannot read '" + path + "'");
+  return Parse(bytes, path);
+}
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Parse(std::string_view bytes, const std::string& path) {
   ByteReader reader(std::as_bytes(std::span(bytes)));
   auto truncated = [&](int32_t token) {
     return Error::Corruption(path + ": truncated at byte offset " + std::to_string(reader.offset()) +
@@ -131,7 +136,7 @@ std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
 std::string BpeTokenizer::Decode(int32_t previous, int32_t token) const {
   if (token < 0 || token >= vocab_size()) return "";
   std::string_view piece = pieces_[token];
-  if (previous == kBosId && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+  if (previous == kLlama2cBosId && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
   unsigned int byte = 0;
   if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' &&
       std::sscanf(std::string(piece).c_str(), "<0x%02X>", &byte) == 1) {

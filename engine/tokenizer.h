@@ -1,7 +1,7 @@
 // Tokenizer: text to token ids and back. Two implementations:
 // - ByteTokenizer, for the toy model: id = byte + 3 (ids 3..258, the same ids
 //   llama2.c's vocabulary gives its byte-fallback tokens <0x00>..<0xFF>),
-//   0 = <unk>, 1 = BOS, 2 = EOS.
+//   0 = <unk>, 1 = BOS, 2 = EOS (llama2.c's convention).
 // - BpeTokenizer, llama2.c's tokenizer.bin (a SentencePiece BPE vocabulary
 //   with scores): encodes and decodes exactly as llama2.c's run.c does — a
 //   dummy leading space, UTF-8 code points looked up whole or split into
@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,8 +24,10 @@
 
 namespace inferno {
 
-inline constexpr int32_t kBosId = 1;
-inline constexpr int32_t kEosId = 2;
+// llama2.c's special ids, which its tokenizer.bin and the byte-level
+// vocabulary share: a text starts with BOS; generation stops at EOS or BOS.
+inline constexpr int32_t kLlama2cBosId = 1;
+inline constexpr int32_t kLlama2cEosId = 2;
 
 class Tokenizer {
  public:
@@ -41,6 +44,10 @@ class Tokenizer {
   virtual std::string Decode(int32_t previous, int32_t token) const = 0;
 
   virtual int32_t vocab_size() const = 0;
+
+  // The id a text prompt starts with (BOS), or nullopt when the tokenizer
+  // puts none before the text.
+  virtual std::optional<int32_t> bos_id() const = 0;
 };
 
 class ByteTokenizer final : public Tokenizer {
@@ -51,6 +58,7 @@ class ByteTokenizer final : public Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;
   int32_t vocab_size() const override { return kVocabSize; }
+  std::optional<int32_t> bos_id() const override { return kLlama2cBosId; }
 };
 
 class BpeTokenizer final : public Tokenizer {
@@ -61,10 +69,13 @@ class BpeTokenizer final : public Tokenizer {
   // and naming the file when it has fewer than 259 tokens (Encode's byte
   // fallback uses ids 3..258).
   static Result<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
+  // Parses the contents of a tokenizer.bin; `source` names it in errors.
+  static Result<std::unique_ptr<BpeTokenizer>> Parse(std::string_view bytes, const std::string& source);
 
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
+  std::optional<int32_t> bos_id() const override { return kLlama2cBosId; }
 
  private:
   BpeTokenizer() = default;

@@ -38,6 +38,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                    << "-token vocabulary";
     }
   }
-  for (int32_t id = -1; id <= vocab; ++id) (void)(*tokenizer)->Decode(kBosId, id);
+  for (int32_t id = -1; id <= vocab; ++id) (void)(*tokenizer)->Decode(kLlama2cBosId, id);
   return 0;
 }

@@ -48,10 +48,10 @@ TEST(ByteTokenizer, EncodesBytesAtOffsetThreeAndDecodesBack) {
   const std::vector<int32_t> ids = tokenizer.Encode("Hi!");
   EXPECT_EQ(ids, (std::vector<int32_t>{'H' + 3, 'i' + 3, '!' + 3}));
   std::string text;
-  for (int32_t id : ids) text += tokenizer.Decode(kBosId, id);
+  for (int32_t id : ids) text += tokenizer.Decode(kLlama2cBosId, id);
   EXPECT_EQ(text, "Hi!");
-  EXPECT_EQ(tokenizer.Decode(kBosId, kEosId), "");
-  EXPECT_EQ(tokenizer.Decode(kBosId, 3 + 0x07), "") << "a bell byte is not printable";
+  EXPECT_EQ(tokenizer.Decode(kLlama2cBosId, kLlama2cEosId), "");
+  EXPECT_EQ(tokenizer.Decode(kLlama2cBosId, 3 + 0x07), "") << "a bell byte is not printable";
 }
 
 TEST(BpeTokenizer, MergesHighestScoringPairFirst) {
@@ -74,7 +74,7 @@ TEST(BpeTokenizer, FallsBackToBytesForUnknownCodePoints) {
   EXPECT_EQ((*tokenizer)->Encode("éü"),
             (std::vector<int32_t>{kFirstExtra, kFirstExtra + 1, 0xC3 + 3, 0xBC + 3}));
   EXPECT_EQ((*tokenizer)->Decode(kFirstExtra, 'A' + 3), "A");
-  EXPECT_EQ((*tokenizer)->Decode(kBosId, kFirstExtra), "") << "leading space dropped after BOS";
+  EXPECT_EQ((*tokenizer)->Decode(kLlama2cBosId, kFirstExtra), "") << "leading space dropped after BOS";
   EXPECT_EQ((*tokenizer)->Decode(7, kFirstExtra), " ");
 }
 
@@ -102,7 +102,7 @@ TEST(BpeTokenizer, MatchesLlama2EncodingsOnSharedTokenizer) {
   const std::string text = "Once upon a time, there was a little girl named Lily.";
   const std::vector<int32_t> ids = (*tokenizer)->Encode(text);
   std::string decoded;
-  int32_t previous = kBosId;
+  int32_t previous = kLlama2cBosId;
   for (int32_t id : ids) {
     decoded += (*tokenizer)->Decode(previous, id);
     previous = id;

@@ -6,37 +6,47 @@
 #include <glog/logging.h>
 
 #include "engine/kernels.h"
+#include "engine/rope.h"
 
 namespace inferno {
 
 TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots,
-                                   ThreadPool& pool)
-    : config_(config), weights_(std::move(weights)), num_slots_(num_slots), pool_(pool) {
+                                   int64_t context_length, ThreadPool& pool)
+    : config_(config),
+      weights_(std::move(weights)),
+      num_slots_(num_slots),
+      context_length_(context_length),
+      pool_(pool) {
   CHECK_GE(num_slots, 1);
+  CHECK(context_length >= 1 && context_length <= config_.max_position_embeddings)
+      << "context length " << context_length;
+  CHECK(config_.CheckContextFits(context_length).ok())
+      << config_.CheckContextFits(context_length).error().message;
   const int64_t dim = config_.hidden_size;
+  const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
   const int64_t hidden = config_.intermediate_size;
-  const int64_t seq_len = config_.max_position_embeddings;
+  const int64_t seq_len = context_length_;
   const int64_t head_dim = config_.head_dim();
   const int64_t positions = max_positions_per_call();
   const int64_t cache = num_slots * weights_.layer_range.size() * seq_len * kv_dim;
   state_.key_cache.assign(cache, 0.0f);
   state_.value_cache.assign(cache, 0.0f);
   state_.normed.resize(positions * dim);
-  state_.qkv.resize(positions * (dim + 2 * kv_dim));
-  state_.attention.resize(positions * dim);
+  state_.qkv.resize(positions * (q_dim + 2 * kv_dim));
+  state_.attention.resize(positions * q_dim);
   state_.projected.resize(positions * dim);
   state_.gate_up.resize(positions * 2 * hidden);
   state_.activated.resize(positions * hidden);
   state_.scores.resize(pool_.num_threads() * seq_len);
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
-  FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, head_dim, config_.rope_theta);
+  FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
   CHECK_EQ(static_cast<int64_t>(weights_.classifier.size()), weights_.classifier_rows.size() * dim);
 }
 
 int64_t TransformerStage::max_positions_per_call() const {
-  return std::min(kMaxPositionsPerCall, config_.max_position_embeddings);
+  return std::min(kMaxPositionsPerCall, context_length_);
 }
 
 void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) const {
@@ -51,13 +61,14 @@ void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x
 
 void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
   const int64_t dim = config_.hidden_size;
+  const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
   const int64_t hidden = config_.intermediate_size;
-  const int64_t seq_len = config_.max_position_embeddings;
+  const int64_t seq_len = context_length_;
   const int64_t head_dim = config_.head_dim();
   const int64_t n_heads = config_.num_attention_heads;
   const int64_t heads_per_kv = n_heads / config_.num_key_value_heads;
-  const int64_t qkv_dim = dim + 2 * kv_dim;
+  const int64_t qkv_dim = q_dim + 2 * kv_dim;
   const int64_t half = head_dim / 2;
   const int64_t n = static_cast<int64_t>(x.size()) / dim;
   CHECK_EQ(n * dim, static_cast<int64_t>(x.size()));
@@ -74,8 +85,8 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
     float* keys = state_.key_cache.data() + cache_offset;
     float* values = state_.value_cache.data() + cache_offset;
 
-    // Attention: normed = rmsnorm(x); qkv = normed · wqkvᵀ; RoPE on q and k;
-    // k and v go to the cache at their positions.
+    // Attention: normed = rmsnorm(x); qkv = normed · wqkvᵀ (+ bqkv); RoPE on
+    // q and k; k and v go to the cache at their positions.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.attention_norm, eps);
@@ -84,24 +95,30 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos + t;
       std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
+      if (!layer.bqkv.empty()) {
+        for (int64_t i = 0; i < qkv_dim; ++i) row[i] += layer.bqkv[i];
+      }
       const std::span<const float> cos = std::span<const float>(state_.rope_cos).subspan(p * half, half);
       const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);
-      ApplyRope(row.first(dim), head_dim, cos, sin);
-      ApplyRope(row.subspan(dim, kv_dim), head_dim, cos, sin);
-      std::copy_n(row.data() + dim, kv_dim, keys + p * kv_dim);
-      std::copy_n(row.data() + dim + kv_dim, kv_dim, values + p * kv_dim);
+      ApplyRope(row.first(q_dim), head_dim, cos, sin);
+      ApplyRope(row.subspan(q_dim, kv_dim), head_dim, cos, sin);
+      std::copy_n(row.data() + q_dim, kv_dim, keys + p * kv_dim);
+      std::copy_n(row.data() + q_dim + kv_dim, kv_dim, values + p * kv_dim);
     }
     pool_.ParallelFor(n * n_heads, [&](int64_t begin, int64_t end, int thread) {
       std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t t = i / n_heads;
         const int64_t head = i % n_heads;
-        AttendOneHead(std::span<float>(state_.attention).subspan(t * dim + head * head_dim, head_dim),
+        AttendOneHead(std::span<float>(state_.attention).subspan(t * q_dim + head * head_dim, head_dim),
                       std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
                       keys, values, pos + t, kv_dim, head / heads_per_kv, head_dim, scores);
       }
     });
-    MatMul(state_.projected, state_.attention, layer.wo, n, dim, dim, pool_);
+    MatMul(state_.projected, state_.attention, layer.wo, n, dim, q_dim, pool_);
+    if (!layer.bo.empty()) {
+      for (int64_t i = 0; i < n * dim; ++i) state_.projected[i] += layer.bo[i % dim];
+    }
     for (int64_t i = 0; i < n * dim; ++i) x[i] += state_.projected[i];
 
     // Feed-forward: x += w_down · (silu(w_gate · normed) * (w_up · normed)).

@@ -28,14 +28,15 @@
 
 namespace inferno {
 
-// dim = hidden_size, kv_dim = num_key_value_heads * head_dim,
-// hidden = intermediate_size, L = the stage's layer count.
+// dim = hidden_size, q_dim = num_attention_heads * head_dim,
+// kv_dim = num_key_value_heads * head_dim, hidden = intermediate_size,
+// L = the stage's layer count, seq_len = the stage's context_length.
 struct StageState {
   std::vector<float> key_cache;    // (num_slots, L, seq_len, kv_dim)
   std::vector<float> value_cache;  // (num_slots, L, seq_len, kv_dim)
   std::vector<float> normed;       // (max_positions, dim) RMSNorm output
-  std::vector<float> qkv;          // (max_positions, dim + 2 * kv_dim)
-  std::vector<float> attention;    // (max_positions, dim) attention output, all heads
+  std::vector<float> qkv;          // (max_positions, q_dim + 2 * kv_dim)
+  std::vector<float> attention;    // (max_positions, q_dim) attention output, all heads
   std::vector<float> projected;    // (max_positions, dim) output of wo or w_down
   std::vector<float> gate_up;      // (max_positions, 2 * hidden)
   std::vector<float> activated;    // (max_positions, hidden) SwiGLU output
@@ -49,14 +50,20 @@ class TransformerStage {
   // Positions one Forward call may take; longer prompts go in chunks.
   static constexpr int64_t kMaxPositionsPerCall = 64;
 
-  // `pool` must outlive the stage.
-  TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots, ThreadPool& pool);
+  // Each of the `num_slots` KV caches holds `context_length` positions (what
+  // the job can use: its prompts plus the tokens it generates; see
+  // ContextLength). `pool` must outlive the stage. Preconditions:
+  // 1 <= context_length <= max_position_embeddings, and
+  // config.CheckContextFits(context_length).
+  TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots, int64_t context_length,
+                   ThreadPool& pool);
 
   const ModelConfig& config() const { return config_; }
   const StageWeights& weights() const { return weights_; }
   bool is_first() const { return weights_.is_first; }
   bool is_last() const { return weights_.is_last; }
   int num_slots() const { return num_slots_; }
+  int64_t context_length() const { return context_length_; }
   int64_t max_positions_per_call() const;
 
   // First stage: x (tokens.size(), dim) = the embedding rows of `tokens`.
@@ -66,7 +73,7 @@ class TransformerStage {
   // Runs the stage's layers in place over x (n, dim), the hidden states of
   // positions [pos, pos + n) of the sequence in `slot`; their keys and values
   // enter the slot's cache. Positions before `pos` must have been run.
-  // Preconditions: 1 <= n <= max_positions_per_call(); pos + n <= seq_len;
+  // Preconditions: 1 <= n <= max_positions_per_call(); pos + n <= context_length();
   // x.size() == n * dim.
   void Forward(int slot, int64_t pos, std::span<float> x);
 
@@ -86,6 +93,7 @@ class TransformerStage {
   ModelConfig config_;
   StageWeights weights_;
   int num_slots_;
+  int64_t context_length_;
   ThreadPool& pool_;
   StageState state_;
 };

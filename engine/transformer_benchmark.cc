@@ -47,7 +47,7 @@ void BM_DecodeStep(benchmark::State& state) {
   auto weights = LoadStageWeights(checkpoint, shard, RowRange{0, config.vocab_size}, checkpoint);
   CHECK(weights.ok()) << weights.error().message;
   ThreadPool pool(static_cast<int>(state.range(0)));
-  TransformerStage stage(config, std::move(*weights), 1, pool);
+  TransformerStage stage(config, std::move(*weights), 1, config.max_position_embeddings, pool);
   Sampler sampler({}, static_cast<int32_t>(config.vocab_size));
   std::vector<float> x(config.hidden_size), normed(config.hidden_size), logits(config.vocab_size);
   int32_t token = 1;

@@ -132,7 +132,8 @@ TransformerStage MakeStage(const Checkpoint& checkpoint, const RankShard& shard,
   const RowRange whole = {0, shard.has_head ? checkpoint.config().vocab_size : 0};
   auto weights = LoadStageWeights(checkpoint, shard, rows.value_or(whole), checkpoint);
   EXPECT_TRUE(weights.ok()) << weights.error().message;
-  return TransformerStage(checkpoint.config(), std::move(*weights), 1, pool);
+  return TransformerStage(checkpoint.config(), std::move(*weights), 1,
+                          checkpoint.config().max_position_embeddings, pool);
 }
 
 const std::vector<int32_t> kTokens = {1, 72, 105, 33, 200, 7, 3, 258, 100, 50};

@@ -17,14 +17,28 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr char kConfigFile[] = "config.json";
+constexpr char kGenerationConfigFile[] = "generation_config.json";
 constexpr char kSingleFile[] = "model.safetensors";
 constexpr char kIndexFile[] = "model.safetensors.index.json";
 
+// config.json, with the eos_token_id of generation_config.json when the
+// folder has one.
 Result<ModelConfig> ReadConfig(const fs::path& folder) {
   const std::string path = (folder / kConfigFile).string();
   Result<std::string> text = ReadTextFile(path);
   if (!text) return text.error();
-  return ParseModelConfigJson(*text, path);
+  Result<ModelConfig> config = ParseModelConfigJson(*text, path);
+  if (!config) return config;
+  const fs::path generation = folder / kGenerationConfigFile;
+  std::error_code ec;
+  if (fs::exists(generation, ec)) {
+    Result<std::string> generation_text = ReadTextFile(generation.string());
+    if (!generation_text) return generation_text.error();
+    if (Status s = MergeGenerationConfigJson(*generation_text, generation.string(), *config); !s) {
+      return s.error();
+    }
+  }
+  return config;
 }
 
 // The files a Hugging Face sharded index refers to, checked to lie inside its

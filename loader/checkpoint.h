@@ -41,9 +41,10 @@ class Checkpoint {
   virtual ~Checkpoint() = default;
 
   // Opens a safetensors file, a folder holding model.safetensors or a sharded
-  // model.safetensors.index.json (plus config.json), or a llama2.c .bin file.
-  // Validates headers and the presence and shapes of the tensors the config
-  // requires.
+  // model.safetensors.index.json (plus config.json, and the eos_token_id of
+  // generation_config.json when there is one), or a llama2.c .bin file.
+  // Validates headers, and that the tensors are exactly those the config
+  // requires, with their shapes.
   static Result<std::unique_ptr<Checkpoint>> Open(const std::string& path);
 
   virtual const ModelConfig& config() const = 0;

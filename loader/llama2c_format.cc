@@ -33,6 +33,7 @@ Result<Llama2cLayout> ParseLlama2cFile(std::span<const std::byte> file, const st
   c.rms_norm_eps = kLlama2cRmsNormEps;
   c.rope_theta = kLlama2cRopeTheta;
   c.tie_word_embeddings = header[5] > 0;
+  c.eos_token_ids.assign(std::begin(kLlama2cStopIds), std::end(kLlama2cStopIds));
   if (Status s = c.Validate(source); !s) return s.error();
 
   // Sizes are products of at most three int32 values: 128 bits cannot

@@ -18,7 +18,8 @@
 //     freq_cis_real, freq_cis_imag (seq_len, head_dim/2) each: legacy, skipped
 //     wcls                   (vocab_size, dim)          -> lm_head.weight, only if vocab_size < 0
 //   kv_dim = dim * n_kv_heads / n_heads; without wcls the embedding is shared
-//   (tie_word_embeddings).
+//   (tie_word_embeddings). Generation stops at EOS (2) or BOS (1), as run.c
+//   does: the config's eos_token_ids.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -39,6 +40,7 @@ inline constexpr uint64_t kLlama2cHeaderBytes = 7 * sizeof(int32_t);
 // llama2.c's fixed hyper-parameters, absent from its header.
 inline constexpr float kLlama2cRmsNormEps = 1e-5f;
 inline constexpr float kLlama2cRopeTheta = 10000.0f;
+inline constexpr int64_t kLlama2cStopIds[] = {2, 1};  // EOS, BOS
 
 // One tensor of a llama2.c file under its Hugging Face name.
 struct Llama2cTensor {

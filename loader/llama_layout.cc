@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <map>
+#include <set>
 
 namespace inferno {
 namespace {
@@ -32,7 +33,7 @@ std::string_view LayerTensorSuffix(std::string_view name) {
 }
 
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
-  const int64_t q_dim = c.num_attention_heads * c.head_dim();
+  const int64_t q_dim = c.q_dim();
   const std::vector<int64_t> shapes[] = {
       {c.hidden_size},                       // input_layernorm
       {q_dim, c.hidden_size},                // q_proj
@@ -48,6 +49,12 @@ std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
   for (size_t i = 0; i < std::size(kLayerTensorSuffixes); ++i) {
     specs.push_back({LayerTensorName(layer, kLayerTensorSuffixes[i]), shapes[i]});
   }
+  if (c.qkv_bias) {
+    specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[0]), {q_dim}});
+    specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[1]), {c.kv_dim()}});
+    specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[2]), {c.kv_dim()}});
+  }
+  if (c.o_proj_bias) specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[3]), {c.hidden_size}});
   return specs;
 }
 
@@ -69,7 +76,17 @@ Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const Mod
                                const std::string& source) {
   std::map<std::string_view, const TensorInfo*> by_name;
   for (const TensorInfo& t : tensors) by_name[t.name] = &t;
-  for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
+  const std::vector<TensorSpec> specs = LlamaTensorSpecs(config);
+  std::set<std::string_view> expected;
+  for (const TensorSpec& spec : specs) expected.insert(spec.name);
+  for (const TensorInfo& t : tensors) {
+    if (!expected.contains(t.name) && !t.name.ends_with(".rotary_emb.inv_freq")) {
+      return Error::Unimplemented(source + ": tensor '" + t.name + "' is not part of a " +
+                                  config.architecture +
+                                  " model with this config.json, and inferno would ignore it");
+    }
+  }
+  for (const TensorSpec& spec : specs) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
       return Error::NotFound(source + ": tensor '" + spec.name + "' is missing (the config needs shape " +

@@ -20,11 +20,20 @@ inline constexpr char kEmbedTokensName[] = "model.embed_tokens.weight";
 inline constexpr char kFinalNormName[] = "model.norm.weight";
 inline constexpr char kLmHeadName[] = "lm_head.weight";
 
-// The tensors of layer i are "model.layers.{i}.<suffix>", in this order.
+// The tensors of layer i are "model.layers.{i}.<suffix>", in this order,
+// followed by the biases the config asks for (kLayerBiasSuffixes).
 inline constexpr std::string_view kLayerTensorSuffixes[] = {
     "input_layernorm.weight",  "self_attn.q_proj.weight", "self_attn.k_proj.weight",
     "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
     "mlp.gate_proj.weight",    "mlp.up_proj.weight",      "mlp.down_proj.weight",
+};
+
+// q, k, v biases (config.qkv_bias), then the o_proj bias (config.o_proj_bias).
+inline constexpr std::string_view kLayerBiasSuffixes[] = {
+    "self_attn.q_proj.bias",
+    "self_attn.k_proj.bias",
+    "self_attn.v_proj.bias",
+    "self_attn.o_proj.bias",
 };
 
 struct TensorSpec {
@@ -40,7 +49,8 @@ std::optional<int64_t> LayerIndexOf(std::string_view name);
 // other names.
 std::string_view LayerTensorSuffix(std::string_view name);
 
-// The tensors of layer `layer`, in kLayerTensorSuffixes order.
+// The tensors of layer `layer`: kLayerTensorSuffixes order, then the
+// biases of the config.
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& config, int64_t layer);
 TensorSpec EmbeddingSpec(const ModelConfig& config);  // (vocab_size, hidden_size)
 TensorSpec FinalNormSpec(const ModelConfig& config);  // (hidden_size)
@@ -51,8 +61,11 @@ TensorSpec LmHeadSpec(const ModelConfig& config);     // (vocab_size, hidden_siz
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
 
 // Checks that `tensors` holds every tensor of LlamaTensorSpecs(config) with
-// its shape (extra tensors are allowed). Fails naming `source`, the tensor
-// and the shapes.
+// its shape, and nothing else but RoPE tables some exporters add
+// ("*.rotary_emb.inv_freq", which the engine computes itself): a tensor the
+// model does not use (a bias the config does not declare, say) would
+// otherwise be silently ignored. Fails naming `source`, the tensor and the
+// shapes.
 Status CheckTensorsMatchConfig(const std::vector<TensorInfo>& tensors, const ModelConfig& config,
                                const std::string& source);
 

@@ -64,11 +64,33 @@ TEST(CheckTensorsMatchConfig, TensorOfWrongShapeForTheConfig) {
             "[8, 16]");
 }
 
-TEST(CheckTensorsMatchConfig, ExtraTensorsAndTiedHeadAreAccepted) {
+TEST(CheckTensorsMatchConfig, RopeTablesAndTiedHeadAreAccepted) {
   std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(true)));
   infos.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", DType::kF32, {2}});
   EXPECT_TRUE(CheckTensorsMatchConfig(infos, Config(true), "m.safetensors"));
   EXPECT_FALSE(CheckTensorsMatchConfig(infos, Config(false), "m.safetensors"));
+}
+
+// A Qwen2-style bias in a checkpoint whose config declares none would be
+// ignored: refused, naming it; declared (qkv_bias), it is required.
+TEST(CheckTensorsMatchConfig, BiasesAreRequiredWhenDeclaredAndRefusedWhenNot) {
+  std::vector<TensorInfo> infos = InfosOf(LlamaTensorSpecs(Config(false)));
+  infos.push_back({"model.layers.1.self_attn.q_proj.bias", DType::kF32, {16}});
+  Status s = CheckTensorsMatchConfig(infos, Config(false), "m.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(s.error().message.find("tensor 'model.layers.1.self_attn.q_proj.bias' is not part of"),
+            std::string::npos)
+      << s.error().message;
+  ModelConfig biased = Config(false);
+  biased.qkv_bias = true;
+  const std::vector<TensorSpec> specs = LlamaTensorSpecs(biased);
+  EXPECT_EQ(specs.size(), 1u + 2 * 12 + 2);
+  EXPECT_TRUE(CheckTensorsMatchConfig(InfosOf(specs), biased, "m.safetensors"));
+  Status missing = CheckTensorsMatchConfig(infos, biased, "m.safetensors");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("'model.layers.0.self_attn.q_proj.bias' is missing"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "loader/model_config.h"
 
+#include <algorithm>
+#include <set>
+#include <string_view>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -9,30 +12,172 @@ namespace {
 
 using nlohmann::json;
 
+// config.json fields that do not change what inference computes: the
+// checkpoint's dtype (weights are read by their safetensors dtype), library
+// versions, training-only settings (dropout, initializer, pretraining_tp,
+// which splits the same matrix products) and ids the generator does not use.
+const std::set<std::string_view> kFieldsWithoutEffect = {
+    "_name_or_path",   "torch_dtype",         "transformers_version", "initializer_range",
+    "use_cache",       "attention_dropout",   "pretraining_tp",       "bos_token_id",
+    "pad_token_id",    "output_attentions",   "output_hidden_states", "return_dict",
+    "tokenizer_class", "_attn_implementation"};
+
+// The fields ParseModelConfigJson reads.
+const std::set<std::string_view> kFieldsHonoured = {"architectures",
+                                                    "model_type",
+                                                    "hidden_size",
+                                                    "intermediate_size",
+                                                    "num_hidden_layers",
+                                                    "num_attention_heads",
+                                                    "num_key_value_heads",
+                                                    "vocab_size",
+                                                    "max_position_embeddings",
+                                                    "rms_norm_eps",
+                                                    "rope_theta",
+                                                    "rope_scaling",
+                                                    "tie_word_embeddings",
+                                                    "head_dim",
+                                                    "attention_bias",
+                                                    "mlp_bias",
+                                                    "hidden_act",
+                                                    "sliding_window",
+                                                    "use_sliding_window",
+                                                    "max_window_layers",
+                                                    "eos_token_id"};
+
+// model_type of each supported architecture.
+std::string_view ModelTypeOf(std::string_view architecture) {
+  if (architecture == "MistralForCausalLM") return "mistral";
+  if (architecture == "Qwen2ForCausalLM") return "qwen2";
+  return "llama";
+}
+
+bool Present(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && !it->is_null();
+}
+
 // Reads integer field `key` into `*out`; absent leaves the default when
 // `required` is false.
 Status ReadInt(const json& object, const char* key, bool required, int64_t* out, const std::string& source) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
+  if (!Present(object, key)) {
     if (required) return Error::Corruption(source + ": missing integer field '" + std::string(key) + "'");
     return {};
   }
-  if (!it->is_number_integer()) {
-    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() +
+  const json& value = object.at(key);
+  if (!value.is_number_integer()) {
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
                              " is not an integer");
   }
-  *out = it->get<int64_t>();
+  *out = value.get<int64_t>();
   return {};
 }
 
 Status ReadFloat(const json& object, const char* key, float* out, const std::string& source) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return {};
-  if (!it->is_number()) {
-    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + it->dump() +
+  if (!Present(object, key)) return {};
+  const json& value = object.at(key);
+  if (!value.is_number()) {
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
                              " is not a number");
   }
-  *out = it->get<float>();
+  *out = value.get<float>();
+  return {};
+}
+
+Status ReadBool(const json& object, const char* key, bool* out, const std::string& source) {
+  if (!Present(object, key)) return {};
+  const json& value = object.at(key);
+  if (!value.is_boolean()) {
+    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
+                             " is not a boolean");
+  }
+  *out = value.get<bool>();
+  return {};
+}
+
+// eos_token_id: an int or a list of ints; appended to `ids` without repeats.
+Status ReadTokenIds(const json& object, const char* key, std::vector<int64_t>& ids,
+                    const std::string& source) {
+  if (!Present(object, key)) return {};
+  const json& value = object.at(key);
+  const json list = value.is_array() ? value : json::array({value});
+  for (const json& id : list) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+      return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
+                               " is not a token id or a list of them");
+    }
+    if (std::find(ids.begin(), ids.end(), id.get<int64_t>()) == ids.end()) ids.push_back(id.get<int64_t>());
+  }
+  return {};
+}
+
+Status ReadArchitecture(const json& object, ModelConfig& config, const std::string& source) {
+  if (Present(object, "architectures")) {
+    const json& value = object.at("architectures");
+    if (!value.is_array() || value.size() != 1 || !value[0].is_string()) {
+      return Error::Unimplemented(source + ": field 'architectures' = " + value.dump() +
+                                  " is not one architecture name");
+    }
+    config.architecture = value[0].get<std::string>();
+    const auto& supported = kSupportedArchitectures;
+    if (std::find(std::begin(supported), std::end(supported), config.architecture) == std::end(supported)) {
+      return Error::Unimplemented(
+          source + ": architecture '" + config.architecture +
+          "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+    }
+  }
+  if (Present(object, "model_type")) {
+    const json& value = object.at("model_type");
+    if (!value.is_string() || value.get<std::string>() != ModelTypeOf(config.architecture)) {
+      return Error::Unimplemented(source + ": model_type " + value.dump() + " does not match architecture '" +
+                                  config.architecture + "' (expected \"" +
+                                  std::string(ModelTypeOf(config.architecture)) + "\")");
+    }
+  }
+  return {};
+}
+
+Status ReadRopeScaling(const json& object, RopeScaling& scaling, const std::string& source) {
+  if (!Present(object, "rope_scaling")) return {};
+  const json& value = object.at("rope_scaling");
+  const auto fail = [&](const std::string& what) {
+    return Error::Unimplemented(source + ": rope_scaling " + value.dump() + ": " + what);
+  };
+  if (!value.is_object()) return fail("not an object");
+  // Newer files name the type "rope_type", older ones "type".
+  const char* type_key = value.contains("rope_type") ? "rope_type" : "type";
+  if (!value.contains(type_key) || !value.at(type_key).is_string()) return fail("no type");
+  const std::string type = value.at(type_key).get<std::string>();
+  std::set<std::string_view> allowed = {"type", "rope_type"};
+  if (type == "default") {
+    return {};
+  } else if (type == "linear") {
+    scaling.type = RopeScaling::Type::kLinear;
+    allowed.insert("factor");
+  } else if (type == "llama3") {
+    scaling.type = RopeScaling::Type::kLlama3;
+    allowed.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else {
+    return fail("type '" + type + "' is not supported (linear, llama3)");
+  }
+  for (const auto& [key, unused] : value.items()) {
+    if (!allowed.contains(key)) return fail("field '" + key + "' is not supported for type '" + type + "'");
+  }
+  const std::string where = source + ": rope_scaling";
+  if (!value.contains("factor")) return fail("no factor");
+  if (Status s = ReadFloat(value, "factor", &scaling.factor, where); !s) return s;
+  if (Status s = ReadFloat(value, "low_freq_factor", &scaling.low_freq_factor, where); !s) return s;
+  if (Status s = ReadFloat(value, "high_freq_factor", &scaling.high_freq_factor, where); !s) return s;
+  if (Status s = ReadInt(value, "original_max_position_embeddings", false,
+                         &scaling.original_max_position_embeddings, where);
+      !s) {
+    return s;
+  }
+  if (!(scaling.factor > 0) || !(scaling.low_freq_factor > 0) ||
+      !(scaling.high_freq_factor > scaling.low_freq_factor) ||
+      scaling.original_max_position_embeddings <= 0) {
+    return fail("factors must be positive, high_freq_factor above low_freq_factor");
+  }
   return {};
 }
 
@@ -54,7 +199,8 @@ Status ModelConfig::Validate(const std::string& source) const {
   for (const auto& [name, value] : positive) {
     if (value <= 0) return fail(std::string(name) + " = " + std::to_string(value) + " is not positive");
   }
-  if (hidden_size % num_attention_heads != 0) {
+  if (explicit_head_dim < 0) return fail("head_dim = " + std::to_string(explicit_head_dim) + " is negative");
+  if (explicit_head_dim == 0 && hidden_size % num_attention_heads != 0) {
     return fail("num_attention_heads = " + std::to_string(num_attention_heads) +
                 " does not divide hidden_size = " + std::to_string(hidden_size));
   }
@@ -67,6 +213,28 @@ Status ModelConfig::Validate(const std::string& source) const {
   if (!(rms_norm_eps > 0.0f))
     return fail("rms_norm_eps = " + std::to_string(rms_norm_eps) + " is not positive");
   if (!(rope_theta > 0.0f)) return fail("rope_theta = " + std::to_string(rope_theta) + " is not positive");
+  if (sliding_window < 0) return fail("sliding_window = " + std::to_string(sliding_window) + " is negative");
+  const auto& supported = kSupportedArchitectures;
+  if (std::find(std::begin(supported), std::end(supported), architecture) == std::end(supported)) {
+    return fail("architecture '" + architecture + "' is not supported");
+  }
+  return {};
+}
+
+Status ModelConfig::CheckContextFits(int64_t context_length) const {
+  if (context_length > max_position_embeddings) {
+    return Error::InvalidArgument("a context of " + std::to_string(context_length) +
+                                  " positions exceeds the model's max_position_embeddings " +
+                                  std::to_string(max_position_embeddings));
+  }
+  if (sliding_window > 0 && context_length > sliding_window) {
+    return Error::Unimplemented("the model's attention slides over " + std::to_string(sliding_window) +
+                                " positions (sliding_window), which inferno does not implement, and a "
+                                "sequence here may reach " +
+                                std::to_string(context_length) +
+                                " positions: lower --max-new-tokens or --context to at most " +
+                                std::to_string(sliding_window) + " positions in all");
+  }
   return {};
 }
 
@@ -74,7 +242,14 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   const json object = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return Error::Corruption(source + ": not valid JSON");
   if (!object.is_object()) return Error::Corruption(source + ": not a JSON object");
+  for (const auto& [key, unused] : object.items()) {
+    if (!kFieldsHonoured.contains(key) && !kFieldsWithoutEffect.contains(key)) {
+      return Error::Unimplemented(source + ": field '" + key +
+                                  "' is not supported (inferno does not know its effect on the model)");
+    }
+  }
   ModelConfig config;
+  if (Status s = ReadArchitecture(object, config, source); !s) return s.error();
   config.num_key_value_heads = -1;
   const std::tuple<const char*, bool, int64_t*> ints[] = {
       {"hidden_size", true, &config.hidden_size},
@@ -84,6 +259,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
       {"num_key_value_heads", false, &config.num_key_value_heads},
       {"vocab_size", true, &config.vocab_size},
       {"max_position_embeddings", true, &config.max_position_embeddings},
+      {"head_dim", false, &config.explicit_head_dim},
   };
   for (const auto& [key, required, out] : ints) {
     if (Status s = ReadInt(object, key, required, out, source); !s) return s.error();
@@ -91,21 +267,59 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (config.num_key_value_heads == -1) config.num_key_value_heads = config.num_attention_heads;
   if (Status s = ReadFloat(object, "rms_norm_eps", &config.rms_norm_eps, source); !s) return s.error();
   if (Status s = ReadFloat(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
-  if (auto it = object.find("tie_word_embeddings"); it != object.end() && !it->is_null()) {
-    if (!it->is_boolean()) {
-      return Error::Corruption(source + ": field 'tie_word_embeddings' = " + it->dump() +
-                               " is not a boolean");
-    }
-    config.tie_word_embeddings = it->get<bool>();
+  if (Status s = ReadBool(object, "tie_word_embeddings", &config.tie_word_embeddings, source); !s)
+    return s.error();
+  if (Status s = ReadRopeScaling(object, config.rope_scaling, source); !s) return s.error();
+  if (Status s = ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source); !s) return s.error();
+
+  if (Present(object, "hidden_act") && object.at("hidden_act") != "silu") {
+    return Error::Unimplemented(source + ": hidden_act " + object.at("hidden_act").dump() +
+                                " is not supported (silu)");
   }
+  bool mlp_bias = false;
+  if (Status s = ReadBool(object, "mlp_bias", &mlp_bias, source); !s) return s.error();
+  if (mlp_bias) return Error::Unimplemented(source + ": mlp_bias = true is not supported");
+  bool attention_bias = false;
+  if (Status s = ReadBool(object, "attention_bias", &attention_bias, source); !s) return s.error();
+  if (config.architecture == "Qwen2ForCausalLM") {
+    if (Present(object, "attention_bias")) {
+      return Error::Unimplemented(source +
+                                  ": attention_bias is not a Qwen2 field (its q, k, v biases are fixed)");
+    }
+    config.qkv_bias = true;
+  } else if (attention_bias) {
+    if (config.architecture != "LlamaForCausalLM") {
+      return Error::Unimplemented(source + ": attention_bias = true is supported for LlamaForCausalLM only");
+    }
+    config.qkv_bias = config.o_proj_bias = true;
+  }
+  // Mistral slides whenever sliding_window is set; Qwen2 only with
+  // use_sliding_window (then on layers from max_window_layers on, which the
+  // refusal in CheckContextFits covers by treating every layer alike).
+  bool use_sliding_window = config.architecture != "Qwen2ForCausalLM";
+  if (Status s = ReadBool(object, "use_sliding_window", &use_sliding_window, source); !s) return s.error();
+  int64_t sliding_window = 0;
+  if (Status s = ReadInt(object, "sliding_window", false, &sliding_window, source); !s) return s.error();
+  int64_t max_window_layers = 0;
+  if (Status s = ReadInt(object, "max_window_layers", false, &max_window_layers, source); !s)
+    return s.error();
+  if (use_sliding_window) config.sliding_window = sliding_window;
   if (Status s = config.Validate(source); !s) return s.error();
   return config;
 }
 
+Status MergeGenerationConfigJson(const std::string& json_text, const std::string& source,
+                                 ModelConfig& config) {
+  const json object = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return Error::Corruption(source + ": not valid JSON");
+  if (!object.is_object()) return Error::Corruption(source + ": not a JSON object");
+  return ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source);
+}
+
 std::string ModelConfigToJson(const ModelConfig& config) {
-  const json object = {
-      {"architectures", {"LlamaForCausalLM"}},
-      {"model_type", "llama"},
+  json object = {
+      {"architectures", {config.architecture}},
+      {"model_type", ModelTypeOf(config.architecture)},
       {"hidden_size", config.hidden_size},
       {"intermediate_size", config.intermediate_size},
       {"num_hidden_layers", config.num_hidden_layers},
@@ -116,8 +330,26 @@ std::string ModelConfigToJson(const ModelConfig& config) {
       {"rms_norm_eps", config.rms_norm_eps},
       {"rope_theta", config.rope_theta},
       {"tie_word_embeddings", config.tie_word_embeddings},
+      {"hidden_act", "silu"},
       {"torch_dtype", "float32"},
   };
+  if (config.explicit_head_dim > 0) object["head_dim"] = config.explicit_head_dim;
+  if (config.architecture == "LlamaForCausalLM") object["attention_bias"] = config.o_proj_bias;
+  if (config.sliding_window > 0) {
+    object["sliding_window"] = config.sliding_window;
+    if (config.architecture == "Qwen2ForCausalLM") object["use_sliding_window"] = true;
+  }
+  const RopeScaling& scaling = config.rope_scaling;
+  if (scaling.type == RopeScaling::Type::kLinear) {
+    object["rope_scaling"] = {{"rope_type", "linear"}, {"factor", scaling.factor}};
+  } else if (scaling.type == RopeScaling::Type::kLlama3) {
+    object["rope_scaling"] = {{"rope_type", "llama3"},
+                              {"factor", scaling.factor},
+                              {"low_freq_factor", scaling.low_freq_factor},
+                              {"high_freq_factor", scaling.high_freq_factor},
+                              {"original_max_position_embeddings", scaling.original_max_position_embeddings}};
+  }
+  if (!config.eos_token_ids.empty()) object["eos_token_id"] = config.eos_token_ids;
   return object.dump(2) + "\n";
 }
 

@@ -1,42 +1,101 @@
-// ModelConfig: the hyper-parameters of a Llama-architecture model, with the
-// names of Hugging Face's config.json.
+// ModelConfig: the hyper-parameters of a Llama-family model (Llama, Mistral,
+// Qwen2 layouts), with the names of Hugging Face's config.json.
+//
+// Every config.json field is honoured or refused (ParseModelConfigJson):
+// fields that change the arithmetic are implemented or fail the parse naming
+// the field; fields without effect on inference (dtype, versions, training
+// settings) are listed as such and skipped; any other field is an error, so
+// a model never runs with a setting silently ignored.
 //
 // Thread-safety: a plain value type.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 
 namespace inferno {
 
+// The architectures (config.json "architectures") the engine implements.
+inline constexpr const char* kSupportedArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM",
+                                                          "Qwen2ForCausalLM"};
+
+// RoPE frequency scaling (config.json "rope_scaling").
+struct RopeScaling {
+  enum class Type {
+    kNone,
+    kLinear,  // positions divided by `factor`
+    kLlama3,  // Llama 3.1's per-frequency scaling
+  };
+  Type type = Type::kNone;
+  float factor = 1.0f;
+  // kLlama3 only.
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int64_t original_max_position_embeddings = 8192;
+
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct ModelConfig {
-  int64_t hidden_size = 0;        // dim
-  int64_t intermediate_size = 0;  // hidden dim of the SwiGLU MLP
+  std::string architecture = "LlamaForCausalLM";  // one of kSupportedArchitectures
+  int64_t hidden_size = 0;                        // dim
+  int64_t intermediate_size = 0;                  // hidden dim of the SwiGLU MLP
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;  // <= num_attention_heads, divides it
   int64_t vocab_size = 0;
-  int64_t max_position_embeddings = 0;  // context length (llama2.c seq_len)
+  int64_t max_position_embeddings = 0;  // the model's context limit (llama2.c seq_len)
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  RopeScaling rope_scaling;
   bool tie_word_embeddings = false;  // lm_head shares embed_tokens
+  // config.json "head_dim" when given (it may differ from hidden / heads,
+  // e.g. Qwen3, Gemma); 0 means hidden_size / num_attention_heads.
+  int64_t explicit_head_dim = 0;
+  // q, k and v projections have biases (Qwen2 always; Llama's
+  // "attention_bias" also gives o_proj one).
+  bool qkv_bias = false;
+  bool o_proj_bias = false;
+  // Attention sees only the last `sliding_window` positions (Mistral);
+  // 0 = full attention. Not implemented: runs whose sequences could exceed
+  // it are refused (see CheckContextFits).
+  int64_t sliding_window = 0;
+  // eos_token_id of config.json and generation_config.json (an int or a
+  // list in either); empty when neither names one.
+  std::vector<int64_t> eos_token_ids;
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  int64_t head_dim() const {
+    return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads;
+  }
+  int64_t q_dim() const { return head_dim() * num_attention_heads; }
   int64_t kv_dim() const { return head_dim() * num_key_value_heads; }
 
   // Checks that the fields are positive and consistent (heads divide the
-  // dimension, kv heads divide heads, head_dim even for RoPE). `source` names
-  // the file for the error message.
+  // dimension unless head_dim is explicit, kv heads divide heads, head_dim
+  // even for RoPE, a known architecture). `source` names the file.
   Status Validate(const std::string& source) const;
+
+  // Fails, naming the setting, when a sequence of `context_length` positions
+  // needs something the engine does not implement (a sliding window it
+  // could exceed), or exceeds max_position_embeddings.
+  Status CheckContextFits(int64_t context_length) const;
 };
 
-// Parses a Hugging Face config.json text. Missing optional fields take the
-// defaults above; num_key_value_heads defaults to num_attention_heads.
+// Parses a Hugging Face config.json text (see the field policy above).
+// Missing optional fields take the defaults above; num_key_value_heads
+// defaults to num_attention_heads.
 Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std::string& source);
 
-// Serializes to config.json text (architectures = LlamaForCausalLM).
+// Adds the eos_token_id of a generation_config.json text to
+// `config.eos_token_ids` (other fields are generation defaults, which
+// infer's flags set). Fails naming `source` on malformed JSON or ids.
+Status MergeGenerationConfigJson(const std::string& json_text, const std::string& source,
+                                 ModelConfig& config);
+
+// Serializes to config.json text; ParseModelConfigJson reads back every field.
 std::string ModelConfigToJson(const ModelConfig& config);
 
 }  // namespace inferno

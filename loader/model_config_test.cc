@@ -103,3 +103,122 @@ TEST(ModelConfigValidate, NonPositiveLayerCountFails) {
 
 }  // namespace
 }  // namespace inferno
+
+namespace inferno {
+namespace {
+
+// config.json of a small model of `architecture` plus `extra` fields.
+std::string ConfigJson(const std::string& architecture, const std::string& extra) {
+  return R"({"architectures": [")" + architecture +
+         R"("], "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 64)" +
+         extra + "}";
+}
+
+TEST(ModelConfigJson, NewFieldsRoundTrip) {
+  ModelConfig c;
+  c.architecture = "Qwen2ForCausalLM";
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.vocab_size = 300;
+  c.max_position_embeddings = 128;
+  c.explicit_head_dim = 16;
+  c.qkv_bias = true;
+  c.sliding_window = 64;
+  c.rope_scaling = {.type = RopeScaling::Type::kLlama3,
+                    .factor = 8.0f,
+                    .low_freq_factor = 1.0f,
+                    .high_freq_factor = 4.0f,
+                    .original_max_position_embeddings = 32};
+  c.eos_token_ids = {2, 151645};
+  Result<ModelConfig> parsed = ParseModelConfigJson(ModelConfigToJson(c), "config.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(parsed->head_dim(), 16);
+  EXPECT_EQ(parsed->q_dim(), 64);
+  EXPECT_TRUE(parsed->qkv_bias);
+  EXPECT_FALSE(parsed->o_proj_bias);
+  EXPECT_EQ(parsed->sliding_window, 64);
+  EXPECT_EQ(parsed->rope_scaling, c.rope_scaling);
+  EXPECT_EQ(parsed->eos_token_ids, c.eos_token_ids);
+}
+
+TEST(ModelConfigJson, UnknownArchitectureIsRefusedNamingIt) {
+  Result<ModelConfig> parsed = ParseModelConfigJson(ConfigJson("GemmaForCausalLM", ""), "m/config.json");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(parsed.error().message.find("architecture 'GemmaForCausalLM' is not supported"),
+            std::string::npos)
+      << parsed.error().message;
+}
+
+TEST(ModelConfigJson, UnknownFieldIsRefusedAndFieldsWithoutEffectAreNot) {
+  Result<ModelConfig> unknown =
+      ParseModelConfigJson(ConfigJson("LlamaForCausalLM", R"(, "quantization_config": {})"), "config.json");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(
+      unknown.error().message,
+      "config.json: field 'quantization_config' is not supported (inferno does not know its effect on the "
+      "model)");
+  Result<ModelConfig> harmless = ParseModelConfigJson(
+      ConfigJson("LlamaForCausalLM",
+                 R"(, "torch_dtype": "bfloat16", "transformers_version": "4.40", "bos_token_id": 1,
+                    "attention_dropout": 0.0, "use_cache": true, "hidden_act": "silu", "mlp_bias": false)"),
+      "config.json");
+  EXPECT_TRUE(harmless) << harmless.error().message;
+}
+
+TEST(ModelConfigJson, SettingsThatChangeTheArithmeticAreImplementedOrRefused) {
+  const std::pair<std::string, std::string> refused[] = {
+      {R"(, "hidden_act": "gelu")", "hidden_act \"gelu\" is not supported"},
+      {R"(, "mlp_bias": true)", "mlp_bias = true is not supported"},
+      {R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})", "type 'yarn' is not supported"},
+      {R"(, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "beta": 1})",
+       "field 'beta' is not supported"},
+      {R"(, "model_type": "mistral")", "does not match architecture 'LlamaForCausalLM'"},
+  };
+  for (const auto& [extra, message] : refused) {
+    Result<ModelConfig> parsed = ParseModelConfigJson(ConfigJson("LlamaForCausalLM", extra), "config.json");
+    ASSERT_FALSE(parsed) << extra;
+    EXPECT_NE(parsed.error().message.find(message), std::string::npos) << parsed.error().message;
+  }
+  Result<ModelConfig> biased =
+      ParseModelConfigJson(ConfigJson("LlamaForCausalLM", R"(, "attention_bias": true)"), "config.json");
+  ASSERT_TRUE(biased) << biased.error().message;
+  EXPECT_TRUE(biased->qkv_bias && biased->o_proj_bias);
+  Result<ModelConfig> qwen = ParseModelConfigJson(
+      ConfigJson("Qwen2ForCausalLM", R"(, "sliding_window": 32, "use_sliding_window": false)"),
+      "config.json");
+  ASSERT_TRUE(qwen) << qwen.error().message;
+  EXPECT_TRUE(qwen->qkv_bias);
+  EXPECT_EQ(qwen->sliding_window, 0) << "Qwen2 slides only with use_sliding_window";
+}
+
+TEST(ModelConfigContext, ASlidingWindowRefusesContextsBeyondIt) {
+  Result<ModelConfig> mistral =
+      ParseModelConfigJson(ConfigJson("MistralForCausalLM", R"(, "sliding_window": 16)"), "config.json");
+  ASSERT_TRUE(mistral) << mistral.error().message;
+  EXPECT_TRUE(mistral->CheckContextFits(16).ok());
+  Status beyond = mistral->CheckContextFits(17);
+  ASSERT_FALSE(beyond);
+  EXPECT_EQ(beyond.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_FALSE(mistral->CheckContextFits(65).ok()) << "beyond max_position_embeddings";
+}
+
+TEST(GenerationConfig, EosIdsJoinThoseOfConfigJsonOnce) {
+  Result<ModelConfig> config =
+      ParseModelConfigJson(ConfigJson("LlamaForCausalLM", R"(, "eos_token_id": 7)"), "config.json");
+  ASSERT_TRUE(config) << config.error().message;
+  ASSERT_TRUE(MergeGenerationConfigJson(R"({"eos_token_id": [7, 8, 9], "temperature": 0.6})",
+                                        "generation_config.json", *config));
+  EXPECT_EQ(config->eos_token_ids, (std::vector<int64_t>{7, 8, 9}));
+  Status bad = MergeGenerationConfigJson(R"({"eos_token_id": "x"})", "generation_config.json", *config);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("generation_config.json: field 'eos_token_id'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,6 +1,8 @@
 #include "loader/shard_plan.h"
 
 #include <limits>
+#include <map>
+#include <string_view>
 
 #include "loader/llama_layout.h"
 #include "loader/safetensors_format.h"
@@ -53,23 +55,29 @@ std::vector<int64_t> BalanceBytes(const std::vector<int64_t>& layer_bytes, int p
   return sizes;
 }
 
-// The slices of layer `layer`'s tensors for tensor-parallel index t of tp.
+// The slices of layer `layer`'s tensors for tensor-parallel index t of tp:
+// q, k, v (weights and biases), gate and up split by rows, o_proj and down
+// by columns; norms and the o_proj bias whole.
 std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, int t, int tp) {
   const int64_t q_rows = c.num_attention_heads / tp * c.head_dim();
   const int64_t kv_rows = c.num_key_value_heads / tp * c.head_dim();
   const int64_t mlp_rows = c.intermediate_size / tp;
-  // (split_dim, slice size) per kLayerTensorSuffixes entry.
-  const std::pair<int, int64_t> splits[] = {
-      {-1, 0}, {0, q_rows},   {0, kv_rows},  {0, kv_rows},  {1, q_rows},
-      {-1, 0}, {0, mlp_rows}, {0, mlp_rows}, {1, mlp_rows},
+  // (split_dim, slice size) by tensor suffix; absent: whole.
+  const std::map<std::string_view, std::pair<int, int64_t>> splits = {
+      {"self_attn.q_proj.weight", {0, q_rows}},  {"self_attn.k_proj.weight", {0, kv_rows}},
+      {"self_attn.v_proj.weight", {0, kv_rows}}, {"self_attn.o_proj.weight", {1, q_rows}},
+      {"mlp.gate_proj.weight", {0, mlp_rows}},   {"mlp.up_proj.weight", {0, mlp_rows}},
+      {"mlp.down_proj.weight", {1, mlp_rows}},   {"self_attn.q_proj.bias", {0, q_rows}},
+      {"self_attn.k_proj.bias", {0, kv_rows}},   {"self_attn.v_proj.bias", {0, kv_rows}},
   };
   std::vector<TensorSlice> slices;
-  for (size_t i = 0; i < std::size(kLayerTensorSuffixes); ++i) {
-    TensorSlice slice{LayerTensorName(layer, kLayerTensorSuffixes[i]), -1, 0, 0};
-    if (tp > 1 && splits[i].first >= 0) {
-      slice.split_dim = splits[i].first;
-      slice.begin = t * splits[i].second;
-      slice.end = (t + 1) * splits[i].second;
+  for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) {
+    TensorSlice slice{spec.name, -1, 0, 0};
+    const auto split = splits.find(LayerTensorSuffix(spec.name));
+    if (tp > 1 && split != splits.end()) {
+      slice.split_dim = split->second.first;
+      slice.begin = t * split->second.second;
+      slice.end = (t + 1) * split->second.second;
     }
     slices.push_back(std::move(slice));
   }

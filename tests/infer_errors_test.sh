@@ -45,7 +45,7 @@ expect_error() {
 
 expect_error unknown_flag 2 "unknown flag --bogus" --model "$WORK/toy" --prompt hi --bogus 1
 expect_error missing_prompt 2 "a prompt is required" --model "$WORK/toy"
-expect_error prompt_too_long 2 "prompt 0 has 21 tokens, longer than the model's context of 16" \
+expect_error prompt_too_long 2 "prompt 0 has 21 tokens, longer than the context of 16 positions" \
   --model "$WORK/toy" --prompt "twenty letters long!"
 expect_error id_outside_vocab 2 "token id 300 is outside the vocabulary \[0, 259)" \
   --model "$WORK/toy" --prompt-ids "1 300"
@@ -58,6 +58,37 @@ expect_error endless_prompts_file 2 "--prompts-file '/dev/zero' is longer than -
   --model "$WORK/toy" --prompts-file /dev/zero
 expect_error long_prompt 2 "--prompt is longer than --max-prompt-bytes 4" --model "$WORK/toy" --prompt hello \
   --max-prompt-bytes 4
+
+# Tokenizers and configs (issue 13): a folder without tokenizer.json, a
+# malformed tokenizer.json, a model whose vocabulary needs a tokenizer it was
+# not given, an architecture, a config field and a sliding window the engine
+# does not implement, a context beyond the model's.
+expect_error tokenizer_folder 2 "--tokenizer: the folder '$WORK' holds no tokenizer.json" \
+  --model "$WORK/toy" --prompt hi --tokenizer "$WORK"
+printf '{"model": ' >"$WORK/bad.json"
+expect_error bad_tokenizer_json 2 "Corruption: $WORK/bad.json" --model "$WORK/toy" --prompt hi --tokenizer "$WORK/bad.json"
+"$MAKE_TOY" --out "$WORK/vocab512" --layers 3 --seq-len 16 --vocab 512 >/dev/null || fail "make_toy_model --vocab 512"
+expect_error no_tokenizer 2 "no tokenizer.json beside the model, whose vocabulary has 512 tokens" \
+  --model "$WORK/vocab512" --prompt hi
+# with_config NAME PYTHON: a copy of the toy model whose config.json PYTHON
+# (a statement on the dict c) has changed.
+with_config() {
+  mkdir -p "$WORK/$1" && cp "$WORK/toy/model.safetensors" "$WORK/$1/" &&
+    python3 -c "import json, sys; c = json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[2], 'w'))" \
+      "$WORK/toy/config.json" "$WORK/$1/config.json" || fail "$1: writing config.json"
+}
+with_config gpt2 'c["architectures"] = ["GPT2LMHeadModel"]'
+expect_error unsupported_architecture 2 "Unimplemented: .*architecture 'GPT2LMHeadModel' is not supported" \
+  --model "$WORK/gpt2" --prompt hi
+with_config yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
+expect_error unsupported_rope_scaling 2 "rope_scaling .*type 'yarn' is not supported" --model "$WORK/yarn" --prompt hi
+with_config unknown_field 'c["quantization_config"] = {"bits": 4}'
+expect_error unknown_config_field 2 "field 'quantization_config' is not supported" --model "$WORK/unknown_field" --prompt hi
+with_config sliding 'c["sliding_window"] = 8'
+expect_error sliding_window_exceeded 2 "sliding_window.*lower --max-new-tokens or --context to at most 8" \
+  --model "$WORK/sliding" --prompt hi --max-new-tokens 20
+expect_error context_beyond_model 2 "--context 17 exceeds the model's 16 positions" --model "$WORK/toy" --prompt hi \
+  --context 17
 
 # Ranks that would compute different things (here: another model of the same
 # shape, then another temperature) refuse to start together: every rank

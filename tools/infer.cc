@@ -3,7 +3,7 @@
 // layers and a slice of the classifier's rows; rank 0 samples and prints).
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
-//         [--prompts-file FILE] [--tokenizer FILE] [--max-new-tokens N]
+//         [--prompts-file FILE] [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
 //         [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
@@ -11,10 +11,15 @@
 // --prompt, --prompt-ids and --prompts-file (one text prompt per line) may be
 // combined and repeated; several prompts run micro-batched through the
 // pipeline (--prompt-ids prompts first, then text prompts, each in order).
-// Text prompts get BOS prepended; --prompt-ids are used as given. Without
-// --layers, layers are split evenly; the classifier's rows are then spread
-// to balance the stages' compute (engine/pipeline_split.h).
-// Without --tokenizer the byte-level tokenizer of the toy model is used.
+// Text prompts get the tokenizer's BOS prepended (if it has one);
+// --prompt-ids are used as given. Without --layers, layers are split evenly;
+// the classifier's rows are then spread to balance the stages' compute
+// (engine/pipeline_split.h). Without --tokenizer, the model folder's
+// tokenizer.json is used, or for a model with the byte tokenizer's 259-token
+// vocabulary the byte-level tokenizer; any other model needs --tokenizer for
+// text. Sequences stop at the model's eos_token_id (config.json,
+// generation_config.json; llama2.c files: 2 and 1). The KV cache holds the
+// longest prompt plus --max-new-tokens positions (at most --context).
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
 // (f32, native byte order, prompt by prompt) for exactness tests. Statistics
@@ -22,6 +27,7 @@
 // exit on every rank.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -39,11 +45,13 @@
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
 #include "engine/generator.h"
+#include "engine/hf_tokenizer/utf8.h"
 #include "engine/pipeline_split.h"
 #include "engine/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
 #include "engine/tokenizer.h"
+#include "engine/tokenizer_files.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/llama_layout.h"
@@ -70,8 +78,13 @@ const CommandSpec kSpec{
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
      {"max-prompt-bytes", "N",
       "the longest --prompt, --prompt-ids or --prompts-file accepted (default 1 MiB)"},
-     {"tokenizer", "FILE", "a llama2.c tokenizer.bin (default: the byte-level tokenizer)"},
+     {"tokenizer", "FILE",
+      "a tokenizer.json or a folder holding one, a llama2.c tokenizer.bin, or byte-level (default: the "
+      "model folder's tokenizer.json)"},
      {"max-new-tokens", "N", "tokens to generate per prompt (default 256)"},
+     {"context", "N",
+      "the most positions a sequence may use, prompt included (default: the model's "
+      "max_position_embeddings)"},
      {"temperature", "T", "sampling temperature: 0 (greedy, the default) or in [0.001, 100]"},
      {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
      {"top-p", "P", "nucleus sampling mass (default 1)"},
@@ -89,6 +102,7 @@ struct InferOptions {
   std::vector<std::string> text_prompts;
   std::vector<std::vector<int32_t>> id_prompts;
   GenerationOptions generation;
+  std::optional<int64_t> context;
   int threads = 1;
   std::optional<std::vector<int64_t>> layers_per_stage;
   bool output_ids = false;
@@ -164,6 +178,11 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
                                   std::to_string(kMinTemperature) + "; use 0 for greedy sampling");
   }
   options.generation.max_new_tokens = *max_new;
+  if (flags.Has("context")) {
+    Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
+    if (!context) return context.error();
+    options.context = *context;
+  }
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
                                  static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
   options.threads = static_cast<int>(*threads);
@@ -181,12 +200,13 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   return options;
 }
 
-// The leader's output: streams text for a single prompt, prints each of
-// several prompts' text (or ids) in prompt order once all are done, and
-// keeps the logits for --dump-logits.
+// The leader's output: streams text for a single prompt (never splitting a
+// UTF-8 character across writes), prints each of several prompts' text (or
+// ids) in prompt order once all are done, and keeps the logits for
+// --dump-logits. `tokenizer` may be null with `output_ids`.
 class ConsoleOutput : public GenerationObserver {
  public:
-  ConsoleOutput(const Tokenizer& tokenizer, const std::vector<std::vector<int32_t>>& prompts, bool output_ids,
+  ConsoleOutput(const Tokenizer* tokenizer, const std::vector<std::vector<int32_t>>& prompts, bool output_ids,
                 bool keep_logits)
       : tokenizer_(tokenizer),
         prompts_(prompts),
@@ -194,13 +214,15 @@ class ConsoleOutput : public GenerationObserver {
         keep_logits_(keep_logits),
         text_(prompts.size()),
         logits_(prompts.size()) {
+    CHECK(tokenizer_ != nullptr || output_ids_);
+    if (output_ids_) return;
     // As llama2.c prints it: every prompt token but the first (usually BOS),
     // each decoded after its predecessor.
     for (size_t i = 0; i < prompts.size(); ++i) {
       for (size_t t = 1; t < prompts[i].size(); ++t)
-        text_[i] += tokenizer_.Decode(prompts[i][t - 1], prompts[i][t]);
+        text_[i] += tokenizer_->Decode(prompts[i][t - 1], prompts[i][t]);
     }
-    if (streaming()) Print(text_[0]);
+    if (streaming()) Stream();
   }
 
   void OnLogits(int sequence, std::span<const float> logits) override {
@@ -208,12 +230,9 @@ class ConsoleOutput : public GenerationObserver {
   }
 
   void OnToken(int sequence, int32_t previous, int32_t token) override {
-    const std::string piece = tokenizer_.Decode(previous, token);
-    if (streaming()) {
-      Print(piece);
-    } else {
-      text_[sequence] += piece;
-    }
+    if (output_ids_) return;
+    text_[sequence] += tokenizer_->Decode(previous, token);
+    if (streaming()) Stream();
   }
 
   void OnSequenceDone(int) override {}
@@ -232,7 +251,7 @@ class ConsoleOutput : public GenerationObserver {
         Print(text_[i] + "\n");
       }
     }
-    if (streaming()) Print("\n");
+    if (streaming()) Print(text_[0] + "\n");
   }
 
   Status WriteLogits(const std::string& path) const {
@@ -248,12 +267,19 @@ class ConsoleOutput : public GenerationObserver {
 
  private:
   bool streaming() const { return !output_ids_ && prompts_.size() == 1; }
+  // Prints the complete characters of the streamed text, keeping back the
+  // first bytes of one still missing its last.
+  void Stream() {
+    const size_t complete = hf::Utf8CompletePrefixLength(text_[0]);
+    Print(text_[0].substr(0, complete));
+    text_[0].erase(0, complete);
+  }
   static void Print(const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }
 
-  const Tokenizer& tokenizer_;
+  const Tokenizer* tokenizer_;
   const std::vector<std::vector<int32_t>>& prompts_;
   const bool output_ids_;
   const bool keep_logits_;
@@ -374,13 +400,27 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
                    ShortDigest(row_bytes)};
 }
 
+// The folder whose tokenizer.json is the default --tokenizer: the model
+// folder or the folder of its safetensors file or index, the shard folder;
+// none for a llama2.c file.
+std::string ModelFolder(const InferOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path path(options.model);
+  std::error_code ec;
+  if (options.shards || fs::is_directory(path, ec)) return options.model;
+  if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
+  return "";
+}
+
 // Everything a rank needs before it talks to the others; every input error
 // surfaces here, on every rank, before any networking.
 struct PreparedRank {
   ModelConfig config;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::string tokenizer_digest;  // of the --tokenizer file's bytes, or "byte-level"
-  std::string weights_digest;    // RankModel::weights_digest
+  std::unique_ptr<Tokenizer> tokenizer;  // null when neither prompts nor output are text
+  std::string tokenizer_digest;          // of the tokenizer file's bytes, "byte-level" or "none"
+  std::vector<int32_t> stop_ids;         // GenerationOptions::stop_ids
+  int64_t context_length = 0;            // KV-cache positions per sequence
+  std::string weights_digest;            // RankModel::weights_digest
   std::vector<std::vector<int32_t>> prompts;
   StageWeights weights;
   std::vector<PipelinePart> parts;  // every rank's, by rank
@@ -400,7 +440,9 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
     prompts << "\n";
   }
   const SamplingOptions& sampling = options.generation.sampling;
-  generation << "max_new_tokens=" << options.generation.max_new_tokens
+  generation << "context=" << prepared.context_length << " stop_ids=";
+  for (int32_t id : prepared.stop_ids) generation << id << ",";
+  generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
   return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
@@ -419,29 +461,45 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   prepared.weights_digest = model->weights_digest;
   const ModelConfig& config = prepared.config;
 
-  prepared.tokenizer = std::make_unique<ByteTokenizer>();
-  prepared.tokenizer_digest = "byte-level";
-  if (options.tokenizer) {
-    auto loaded = BpeTokenizer::Load(*options.tokenizer);
-    if (!loaded) return loaded.error();
-    prepared.tokenizer = std::move(*loaded);
-    std::ifstream file(*options.tokenizer, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    prepared.tokenizer_digest = ShortDigest(bytes);
+  Result<std::optional<LoadedTokenizer>> loaded = LoadTokenizer(options.tokenizer, ModelFolder(options));
+  if (!loaded) return loaded.error();
+  const bool needs_text = !options.text_prompts.empty() || !options.output_ids;
+  if (!loaded->has_value() && config.vocab_size == ByteTokenizer::kVocabSize) {
+    loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
+  } else if (!loaded->has_value() && needs_text) {
+    return Error::InvalidArgument("no tokenizer.json beside the model, whose vocabulary has " +
+                                  std::to_string(config.vocab_size) +
+                                  " tokens: pass --tokenizer, or --prompt-ids with --output ids");
+  }
+  LoadedTokenizer tokenizer = loaded->has_value() ? std::move(**loaded) : LoadedTokenizer{};
+  prepared.tokenizer_digest = tokenizer.tokenizer ? tokenizer.sha256.substr(0, 16) : "none";
+  Result<std::vector<int32_t>> stop_ids = StopIds(config, tokenizer);
+  if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
+  prepared.stop_ids = std::move(*stop_ids);
+  prepared.tokenizer = std::move(tokenizer.tokenizer);
+  if (prepared.tokenizer && needs_text && prepared.tokenizer->vocab_size() > config.vocab_size) {
+    return Error::InvalidArgument("the tokenizer " + tokenizer.source + " has " +
+                                  std::to_string(prepared.tokenizer->vocab_size()) +
+                                  " tokens, more than the model's vocabulary of " +
+                                  std::to_string(config.vocab_size) + "; pass the model's own --tokenizer");
   }
   prepared.prompts = options.id_prompts;
-  if (!options.text_prompts.empty() && prepared.tokenizer->vocab_size() > config.vocab_size) {
-    return Error::InvalidArgument("the tokenizer has " + std::to_string(prepared.tokenizer->vocab_size()) +
-                                  " tokens, more than the model's vocabulary of " +
-                                  std::to_string(config.vocab_size) +
-                                  "; use --prompt-ids or a matching --tokenizer");
-  }
   for (const std::string& text : options.text_prompts) {
-    std::vector<int32_t>& prompt = prepared.prompts.emplace_back(1, kBosId);
+    std::vector<int32_t>& prompt = prepared.prompts.emplace_back();
+    if (const std::optional<int32_t> bos = prepared.tokenizer->bos_id()) prompt.push_back(*bos);
     const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
-  if (Status valid = ValidatePrompts(prepared.prompts, config); !valid) return valid.error();
+  const int64_t limit = options.context.value_or(config.max_position_embeddings);
+  if (limit > config.max_position_embeddings) {
+    return Error::InvalidArgument("--context " + std::to_string(limit) + " exceeds the model's " +
+                                  std::to_string(config.max_position_embeddings) + " positions");
+  }
+  prepared.context_length = ContextLength(prepared.prompts, options.generation.max_new_tokens, limit);
+  if (Status fits = config.CheckContextFits(prepared.context_length); !fits) return fits.error();
+  if (Status valid = ValidatePrompts(prepared.prompts, config, prepared.context_length); !valid) {
+    return valid.error();
+  }
 
   const Checkpoint& classifier_source =
       model->classifier_source ? *model->classifier_source : *model->checkpoint;
@@ -456,16 +514,17 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
 Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
   const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prepared.prompts.size());
-  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, pool);
+  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, prepared.context_length, pool);
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
-    output.emplace(*prepared.tokenizer, prepared.prompts, options.output_ids,
+    output.emplace(prepared.tokenizer.get(), prepared.prompts, options.output_ids,
                    options.dump_logits.has_value());
   }
   Timeline timeline(options.trace.has_value());
-  auto report =
-      Generate(group, stage, prepared.prompts, options.generation, output ? &*output : nullptr, timeline);
+  GenerationOptions generation = options.generation;
+  generation.stop_ids = prepared.stop_ids;
+  auto report = Generate(group, stage, prepared.prompts, generation, output ? &*output : nullptr, timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
   output->Finish(*report);

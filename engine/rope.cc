@@ -1,0 +1,41 @@
+#include "engine/rope.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace inferno {
+
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
+  const int64_t head_dim = config.head_dim();
+  const RopeScaling& scaling = config.rope_scaling;
+  std::vector<float> inverse(static_cast<size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float frequency =
+        1.0f / std::pow(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    switch (scaling.type) {
+      case RopeScaling::Type::kNone:
+        inverse[i] = frequency;
+        break;
+      case RopeScaling::Type::kLinear:
+        inverse[i] = frequency / scaling.factor;
+        break;
+      case RopeScaling::Type::kLlama3: {
+        const float original = static_cast<float>(scaling.original_max_position_embeddings);
+        const float wavelength = 2.0f * std::numbers::pi_v<float> / frequency;
+        if (wavelength < original / scaling.high_freq_factor) {
+          inverse[i] = frequency;
+        } else if (wavelength > original / scaling.low_freq_factor) {
+          inverse[i] = frequency / scaling.factor;
+        } else {
+          const float smooth = (original / wavelength - scaling.low_freq_factor) /
+                               (scaling.high_freq_factor - scaling.low_freq_factor);
+          inverse[i] = (1.0f - smooth) * frequency / scaling.factor + smooth * frequency;
+        }
+        break;
+      }
+    }
+  }
+  return inverse;
+}
+
+}  // namespace inferno

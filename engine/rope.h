@@ -1,0 +1,22 @@
+// RoPE frequencies: the inverse frequency of each rotated pair of a head,
+// as Hugging Face computes them, with the scalings of config.json's
+// rope_scaling (linear; Llama 3.1's "llama3").
+//
+// Thread-safety: a pure function.
+#pragma once
+
+#include <vector>
+
+#include "loader/model_config.h"
+
+namespace inferno {
+
+// (head_dim / 2): pair i turns by position * result[i]. Without scaling,
+// 1 / theta^(2i / head_dim) in f32 (as llama2.c). Linear divides every
+// frequency by the factor. Llama 3 keeps the high frequencies (wavelength
+// below original_max_position_embeddings / high_freq_factor), divides the
+// low ones (wavelength above original_max_position_embeddings /
+// low_freq_factor) by the factor, and blends the ones between.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config);
+
+}  // namespace inferno

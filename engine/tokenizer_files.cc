@@ -1,0 +1,96 @@
+#include "engine/tokenizer_files.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
+
+#include "engine/hf_tokenizer/hf_tokenizer.h"
+#include "loader/sha256.h"
+
+namespace inferno {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kTokenizerJson[] = "tokenizer.json";
+
+std::string Sha256Hex(std::string_view bytes) {
+  Sha256 hash;
+  hash.Update(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  return hash.HexDigest();
+}
+
+Result<LoadedTokenizer> LoadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error::NotFound("--tokenizer: cannot open '" + path + "'");
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) return Error::Io("--tokenizer: cannot read '" + path + "'");
+  LoadedTokenizer loaded;
+  loaded.source = path;
+  loaded.sha256 = Sha256Hex(bytes);
+  // A tokenizer.json is a JSON object; a tokenizer.bin starts with a
+  // little-endian int32 (its longest piece), never with '{' and a text.
+  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && bytes[first] == '{') {
+    auto parsed = HfTokenizer::Parse(bytes, path);
+    if (!parsed) return parsed.error();
+    loaded.tokenizer = std::move(*parsed);
+  } else {
+    auto parsed = BpeTokenizer::Parse(bytes, path);
+    if (!parsed) return parsed.error();
+    loaded.tokenizer = std::move(*parsed);
+    loaded.stop_ids = {kLlama2cEosId, kLlama2cBosId};
+  }
+  return loaded;
+}
+
+}  // namespace
+
+Result<std::optional<LoadedTokenizer>> LoadTokenizer(const std::optional<std::string>& flag,
+                                                     const std::string& model_folder) {
+  std::error_code ec;
+  if (!flag) {
+    if (model_folder.empty()) return std::optional<LoadedTokenizer>();
+    const fs::path beside = fs::path(model_folder) / kTokenizerJson;
+    if (!fs::exists(beside, ec)) return std::optional<LoadedTokenizer>();
+    Result<LoadedTokenizer> loaded = LoadFile(beside.string());
+    if (!loaded) return loaded.error();
+    return std::optional<LoadedTokenizer>(std::move(*loaded));
+  }
+  if (*flag == kByteLevelTokenizer) {
+    return std::optional<LoadedTokenizer>(LoadedTokenizer{std::make_unique<ByteTokenizer>(),
+                                                          kByteLevelTokenizer,
+                                                          kByteLevelTokenizer,
+                                                          {kLlama2cEosId, kLlama2cBosId}});
+  }
+  std::string path = *flag;
+  if (fs::is_directory(path, ec)) {
+    path = (fs::path(path) / kTokenizerJson).string();
+    if (!fs::exists(path, ec)) {
+      return Error::NotFound("--tokenizer: the folder '" + *flag + "' holds no " + kTokenizerJson);
+    }
+  }
+  Result<LoadedTokenizer> loaded = LoadFile(path);
+  if (!loaded) return loaded.error();
+  return std::optional<LoadedTokenizer>(std::move(*loaded));
+}
+
+Result<std::vector<int32_t>> StopIds(const ModelConfig& config, const LoadedTokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  for (int64_t id : config.eos_token_ids) {
+    if (id >= config.vocab_size) {
+      return Error::InvalidArgument("eos_token_id " + std::to_string(id) +
+                                    " is outside the model's vocabulary of " +
+                                    std::to_string(config.vocab_size));
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  for (int32_t id : tokenizer.stop_ids) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace inferno
