@@ -1,0 +1,73 @@
+// ChatTemplate: a Hugging Face chat template (the Jinja `chat_template` of
+// tokenizer_config.json), parsed once and rendered for conversations — the
+// text a chat model expects as its prompt.
+//
+//   Result<ChatTemplate> chat = ChatTemplate::Parse(config.chat_template);
+//   if (!chat) return chat.error().Prefixed("tokenizer_config.json: chat_template: ");
+//   ChatRequest request;
+//   request.messages = {{"system", "Be brief."}, {"user", "Hi"}};
+//   request.bos_token = config.bos_token;
+//   request.eos_token = config.eos_token;
+//   Result<std::string> prompt = chat->Render(request);
+//
+// Rendering follows transformers' apply_chat_template (Jinja with
+// trim_blocks and lstrip_blocks): the template sees `messages` (a list of
+// {"role", "content"} dicts), `add_generation_prompt`, `bos_token` and
+// `eos_token` (undefined when absent), `tools` and `documents` (none), and
+// any extra variables of the request. The output is text; tokenize it
+// without adding special tokens again (the template adds its own BOS).
+//
+// The supported Jinja subset is listed in parser.h and builtins.h. Parse
+// refuses anything outside it with a one-line error naming the construct and
+// its line and column (Unimplemented; InvalidArgument for a malformed
+// template), so a template never renders silently wrong. Render fails with
+// InvalidArgument when the template calls raise_exception() (e.g. roles that
+// do not alternate: "line 1, column 200: raise_exception: Conversation roles
+// must alternate ...") or hits a type error.
+//
+// Thread-safety: a ChatTemplate is immutable; Render may be called from
+// several threads at once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/chat_template/ast.h"
+#include "engine/chat_template/value.h"
+
+namespace inferno {
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant", ...
+  std::string content;
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  // Whether to end with the header that opens the assistant's reply.
+  bool add_generation_prompt = true;
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+  // Further variables the template may read (e.g. "enable_thinking" for
+  // Qwen 3, "tools"); these replace the defaults above of the same name.
+  chat::ValueDict extra_variables;
+};
+
+class ChatTemplate {
+ public:
+  // Parses `source`; errors as described above.
+  static Result<ChatTemplate> Parse(std::string_view source);
+
+  Result<std::string> Render(const ChatRequest& request) const;
+
+ private:
+  explicit ChatTemplate(std::shared_ptr<const chat::NodeList> nodes) : nodes_(std::move(nodes)) {}
+
+  std::shared_ptr<const chat::NodeList> nodes_;
+};
+
+}  // namespace inferno

@@ -1,0 +1,98 @@
+#include "engine/chat_template/chat_template.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream in("engine/chat_template/testdata/" + name);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ChatRequest Request(std::vector<ChatMessage> messages) {
+  ChatRequest request;
+  request.messages = std::move(messages);
+  request.bos_token = "<s>";
+  request.eos_token = "</s>";
+  return request;
+}
+
+TEST(ChatTemplate, RendersChatMLWithAndWithoutGenerationPrompt) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(ReadTestdata("chatml.jinja"));
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  ChatRequest request = Request({{"system", "Be brief."}, {"user", "Hi"}});
+  EXPECT_EQ(
+      *chat->Render(request),
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  request.add_generation_prompt = false;
+  EXPECT_EQ(*chat->Render(request),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST(ChatTemplate, SeesTheVariablesTransformersPasses) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(
+      "{{ bos_token is defined }}{{ eos_token }}{{ tools is none }}{{ documents is none }}"
+      "{{ add_generation_prompt }}{{ messages|length }}");
+  ASSERT_TRUE(chat);
+  ChatRequest request;
+  request.messages = {{"user", "a"}, {"assistant", "b"}};
+  request.eos_token = "<|im_end|>";
+  EXPECT_EQ(*chat->Render(request), "False<|im_end|>TrueTrueTrue2");
+}
+
+TEST(ChatTemplate, ExtraVariablesReplaceTheDefaults) {
+  Result<ChatTemplate> chat =
+      ChatTemplate::Parse("{% if enable_thinking is false %}no-think{% endif %}{{ tools | tojson }}");
+  ASSERT_TRUE(chat);
+  ChatRequest request;
+  request.extra_variables = {{"enable_thinking", chat::Value::Bool(false)},
+                             {"tools", chat::Value::List({chat::Value::String("f")})}};
+  EXPECT_EQ(*chat->Render(request), "no-think[\"f\"]");
+}
+
+// Python's '' != False: an empty system message still opens a <<SYS>> block
+// (the JavaScript reference, whose '' == false, renders none; see make_golden.mjs).
+TEST(ChatTemplate, Llama2EmptySystemMessageRendersLikePython) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(ReadTestdata("llama2.jinja"));
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  EXPECT_EQ(*chat->Render(Request({{"system", ""}, {"user", "Hi"}})),
+            "<s>[INST] <<SYS>>\n\n<</SYS>>\n\nHi [/INST]");
+}
+
+TEST(ChatTemplate, RaisedExceptionIsAnErrorNamingTheTemplateLine) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(ReadTestdata("mistral_v2.jinja"));
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  const Result<std::string> text = chat->Render(Request({{"user", "one"}, {"user", "two"}}));
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      text.error().message,
+      "chat template: line 11, column 13: raise_exception: After the optional system message, conversation "
+      "roles must alternate user/assistant/user/assistant/...");
+}
+
+TEST(ChatTemplate, ParseErrorsAreOneLineAndPrefixed) {
+  const Result<ChatTemplate> chat =
+      ChatTemplate::Parse("{% for m in messages %}\n{{ m.content | wordwrap }}");
+  ASSERT_FALSE(chat);
+  EXPECT_EQ(chat.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_EQ(chat.error().message,
+            "chat template: line 2, column 16: unknown or unsupported filter 'wordwrap'");
+  EXPECT_EQ(chat.error().message.find('\n'), std::string::npos);
+}
+
+TEST(ChatTemplate, CopiesShareTheParsedTemplate) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse("{{ messages[0].content }}");
+  ASSERT_TRUE(chat);
+  const ChatTemplate copy = *chat;
+  EXPECT_EQ(*copy.Render(Request({{"user", "x"}})), "x");
+}
+
+}  // namespace
+}  // namespace inferno

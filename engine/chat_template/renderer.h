@@ -1,0 +1,35 @@
+// RenderTemplate: evaluates a parsed chat template (ast.h) with Jinja's
+// semantics (Python's, for values) and returns the text it prints.
+//
+// Scoping as in Jinja: `{% set %}` at the top level or in an if assigns a
+// template-wide variable; inside a for loop it assigns a variable of the
+// current iteration, invisible after it (use a namespace to carry state out
+// of a loop). Each loop iteration sees `loop` with index, index0, revindex,
+// revindex0, first, last and length. Missing variables, keys and attributes
+// are undefined: printing one prints nothing, testing it is false, but
+// arithmetic on it, or an attribute or item of it, is an error.
+//
+// Errors name the line and column of the expression that failed:
+// InvalidArgument for type errors and raise_exception(), Unimplemented for
+// values this interpreter does not model (printing a list, floats). Output
+// longer than kMaxOutputBytes is an error.
+//
+// Thread-safety: a pure function of its arguments (namespaces it creates are
+// its own).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "base/error.h"
+#include "engine/chat_template/ast.h"
+#include "engine/chat_template/value.h"
+
+namespace inferno::chat {
+
+inline constexpr size_t kMaxOutputBytes = 64 << 20;
+
+// Renders `nodes` with `variables` as the template's global variables.
+Result<std::string> RenderTemplate(const NodeList& nodes, const ValueDict& variables);
+
+}  // namespace inferno::chat
