@@ -7,6 +7,7 @@
 #include <map>
 #include <system_error>
 
+#include "loader/llama_layout.h"
 #include "loader/safetensors_writer.h"
 
 namespace inferno {
@@ -43,6 +44,7 @@ ToyTensor MakeTensor(const std::string& name, std::vector<int64_t> shape, uint64
 
 ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   ModelConfig config;
+  config.architecture = shape.architecture;
   config.hidden_size = shape.dim;
   config.intermediate_size = (8 * shape.dim / 3 + 31) / 32 * 32;
   config.num_hidden_layers = shape.layers;
@@ -51,38 +53,34 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   config.vocab_size = shape.vocab;
   config.max_position_embeddings = shape.seq_len;
   config.tie_word_embeddings = shape.tie_embeddings;
+  config.explicit_head_dim = shape.head_dim;
+  config.rope_scaling = shape.rope_scaling;
+  config.qkv_bias = shape.architecture == "Qwen2ForCausalLM" || shape.attention_bias;
+  config.o_proj_bias = shape.attention_bias;
   return config;
 }
 
 std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed) {
-  const int64_t dim = config.hidden_size;
-  const int64_t kv_dim = config.kv_dim();
-  const int64_t hidden = config.intermediate_size;
-  const float in_dim = 1.0f / std::sqrt(static_cast<float>(dim));
-  const float in_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
   std::vector<ToyTensor> tensors;
-  tensors.push_back(MakeTensor("model.embed_tokens.weight", {config.vocab_size, dim}, seed, 0.0f, 1.0f));
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    const std::string prefix = "model.layers." + std::to_string(l) + ".";
-    tensors.push_back(MakeTensor(prefix + "input_layernorm.weight", {dim}, seed, 1.0f, 0.1f));
-    tensors.push_back(MakeTensor(prefix + "self_attn.q_proj.weight", {dim, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "self_attn.k_proj.weight", {kv_dim, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "self_attn.v_proj.weight", {kv_dim, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "self_attn.o_proj.weight", {dim, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "post_attention_layernorm.weight", {dim}, seed, 1.0f, 0.1f));
-    tensors.push_back(MakeTensor(prefix + "mlp.gate_proj.weight", {hidden, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "mlp.up_proj.weight", {hidden, dim}, seed, 0.0f, in_dim));
-    tensors.push_back(MakeTensor(prefix + "mlp.down_proj.weight", {dim, hidden}, seed, 0.0f, in_hidden));
-  }
-  tensors.push_back(MakeTensor("model.norm.weight", {dim}, seed, 1.0f, 0.1f));
-  if (!config.tie_word_embeddings) {
-    tensors.push_back(MakeTensor("lm_head.weight", {config.vocab_size, dim}, seed, 0.0f, in_dim));
+  for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
+    const bool vector = spec.shape.size() == 1;
+    if (spec.name == kEmbedTokensName) {
+      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 0.0f, 1.0f));
+    } else if (vector && spec.name.ends_with("norm.weight")) {
+      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 1.0f, 0.1f));
+    } else if (vector) {  // a bias
+      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 0.0f, 0.1f));
+    } else {  // a projection (rows, cols): values of scale 1 / sqrt(cols)
+      const float scale = 1.0f / std::sqrt(static_cast<float>(spec.shape[1]));
+      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 0.0f, scale));
+    }
   }
   // The classifier rows of the special ids are zero, so their logits are 0
   // while the best byte's is almost surely positive: greedy decoding of the
   // toy model does not stop at once.
+  const int64_t dim = config.hidden_size;
   std::vector<float>& classifier =
-      tensors.back().name == "lm_head.weight" ? tensors.back().data : tensors.front().data;
+      tensors.back().name == kLmHeadName ? tensors.back().data : tensors.front().data;
   std::fill(classifier.begin(),
             classifier.begin() + std::min<int64_t>(kToyModelSpecialIds, config.vocab_size) * dim, 0.0f);
   return tensors;

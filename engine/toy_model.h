@@ -18,8 +18,10 @@
 
 namespace inferno {
 
-// The defaults of make_toy_model: dim 64, 4 layers, 4 heads, 2 KV heads, a
-// byte-level vocabulary of 259 (3 specials + 256 bytes), context 256.
+// The defaults of make_toy_model: a Llama of dim 64, 4 layers, 4 heads, 2 KV
+// heads, a byte-level vocabulary of 259 (3 specials + 256 bytes), context
+// 256. The other fields give the layouts of the other families: Qwen2's q, k,
+// v biases, Llama's attention_bias, an explicit head_dim, RoPE scaling.
 struct ToyModelShape {
   int64_t dim = 64;
   int64_t layers = 4;
@@ -28,6 +30,10 @@ struct ToyModelShape {
   int64_t vocab = 259;
   int64_t seq_len = 256;
   bool tie_embeddings = false;
+  std::string architecture = "LlamaForCausalLM";  // one of kSupportedArchitectures
+  int64_t head_dim = 0;                           // 0: dim / heads
+  bool attention_bias = false;                    // Llama: q, k, v and o_proj biases
+  RopeScaling rope_scaling;
 };
 
 // Hidden size of the MLP: 2/3 of 4 * dim, rounded up to a multiple of 32 (as
@@ -43,7 +49,9 @@ struct ToyTensor {
 // Ids 0, 1, 2 (unk, BOS, EOS) of the byte-level vocabulary.
 inline constexpr int64_t kToyModelSpecialIds = 3;
 
-// Every tensor of the model of `config`, in checkpoint order. The classifier
+// Every tensor of the model of `config` (LlamaTensorSpecs), in checkpoint
+// order: norms around 1, biases around 0, projections of scale
+// 1 / sqrt(columns), the embedding of scale 1. The classifier
 // rows of the special ids are zero (the embedding's, when tied).
 // Precondition: config.Validate(...) succeeds.
 std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed);

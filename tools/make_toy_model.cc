@@ -1,12 +1,19 @@
 // make_toy_model: writes the project's embedded default model — a small,
 // deterministic, randomly initialized Llama checkpoint with a byte-level
-// vocabulary — as DIR/model.safetensors + DIR/config.json.
+// vocabulary — as DIR/model.safetensors + DIR/config.json; or a model of
+// another family's layout (Mistral, Qwen2 with biases, an explicit head_dim,
+// RoPE scaling) for tests against a reference.
 //
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
-//                  [--vocab 259] [--seq-len 256] [--seed 1]
+//                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2]
+//                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
 //
 // The same flags always give the same bytes.
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "base/command_line.h"
 #include "engine/toy_model.h"
@@ -25,7 +32,14 @@ int main(int argc, char** argv) {
        {"kv-heads", "N", "key/value heads (default 2)"},
        {"vocab", "N", "vocabulary size (default 259, the byte tokenizer's)"},
        {"seq-len", "N", "context length (default 256)"},
-       {"seed", "S", "weight seed (default 1)"}}};
+       {"seed", "S", "weight seed (default 1)"},
+       {"architecture", "llama|mistral|qwen2",
+        "the family's layout (default llama; qwen2 has q, k, v biases)"},
+       {"head-dim", "N", "head size, if not dim / heads"},
+       {"attention-bias", "", "llama: q, k, v and o_proj biases"},
+       {"rope-scaling", "linear|llama3",
+        "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
+       {"rope-factor", "F", "the RoPE scaling factor (default 8)"}}};
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
   if (!flags.Has("out")) {
     std::fprintf(stderr, "make_toy_model: --out DIR is required (see make_toy_model --help)\n");
@@ -54,6 +68,39 @@ int main(int argc, char** argv) {
   shape.kv_heads = *values[3];
   shape.vocab = *values[4];
   shape.seq_len = *values[5];
+  const std::string architecture = flags.Last("architecture").value_or("llama");
+  const std::map<std::string, std::string> architectures = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}};
+  if (!architectures.contains(architecture)) {
+    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not llama, mistral or qwen2\n",
+                 architecture.c_str());
+    return 2;
+  }
+  shape.architecture = architectures.at(architecture);
+  shape.attention_bias = flags.Has("attention-bias");
+  Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
+  Result<double> rope_factor = flags.Double("rope-factor", 8.0, 1.0, 1024.0);
+  for (const Error* error :
+       {head_dim ? nullptr : &head_dim.error(), rope_factor ? nullptr : &rope_factor.error()}) {
+    if (error != nullptr) {
+      std::fprintf(stderr, "make_toy_model: %s\n", error->ToString().c_str());
+      return 2;
+    }
+  }
+  shape.head_dim = flags.Has("head-dim") ? *head_dim : 0;
+  if (const std::optional<std::string> scaling = flags.Last("rope-scaling")) {
+    shape.rope_scaling.factor = static_cast<float>(*rope_factor);
+    if (*scaling == "linear") {
+      shape.rope_scaling.type = RopeScaling::Type::kLinear;
+    } else if (*scaling == "llama3") {
+      shape.rope_scaling.type = RopeScaling::Type::kLlama3;
+      shape.rope_scaling.original_max_position_embeddings = std::max<int64_t>(shape.seq_len / 4, 1);
+    } else {
+      std::fprintf(stderr, "make_toy_model: --rope-scaling: '%s' is not linear or llama3\n",
+                   scaling->c_str());
+      return 2;
+    }
+  }
   const ModelConfig config = ToyModelConfig(shape);
   if (Status valid = config.Validate("make_toy_model flags"); !valid) {
     std::fprintf(stderr, "make_toy_model: %s\n", valid.error().ToString().c_str());
