@@ -120,7 +120,8 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
     if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s)
       return s.error();
   }
-  if (classifier_rows.size() > 0) {
+  const bool tied_here = config.tie_word_embeddings && shard.has_embedding;
+  if (classifier_rows.size() > 0 && !tied_here) {
     const std::string name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     weights.classifier.resize(classifier_rows.size() * dim);
     Status status =

@@ -49,8 +49,18 @@ struct StageWeights {
   std::vector<LayerWeights> layers;    // layer_range.size() entries
   std::vector<float> final_norm;       // (dim); when is_last
   // (classifier_rows.size(), dim): those rows of lm_head, or of the token
-  // embedding when tied.
+  // embedding when tied — except on a first stage with tied embeddings,
+  // where they are read from token_embedding and this is empty (the
+  // embedding is held once).
   std::vector<float> classifier;
+
+  // The classifier rows' weights, (classifier_rows.size(), dim), wherever
+  // they are held.
+  std::span<const float> ClassifierMatrix(int64_t dim) const {
+    if (!classifier.empty() || classifier_rows.size() == 0) return classifier;
+    return std::span<const float>(token_embedding)
+        .subspan(classifier_rows.begin * dim, classifier_rows.size() * dim);
+  }
 };
 
 // Reads the tensors of `shard` (its layers, and the embedding / final norm it

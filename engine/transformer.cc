@@ -42,7 +42,8 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
-  CHECK_EQ(static_cast<int64_t>(weights_.classifier.size()), weights_.classifier_rows.size() * dim);
+  CHECK_EQ(static_cast<int64_t>(weights_.ClassifierMatrix(dim).size()),
+           weights_.classifier_rows.size() * dim);
 }
 
 int64_t TransformerStage::max_positions_per_call() const {
@@ -148,7 +149,7 @@ void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<
   const int64_t rows = weights_.classifier_rows.size();
   CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
   CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
-  if (rows > 0) MatMul(logits, normed, weights_.classifier, 1, rows, dim, pool_);
+  if (rows > 0) MatMul(logits, normed, weights_.ClassifierMatrix(dim), 1, rows, dim, pool_);
 }
 
 }  // namespace inferno

@@ -176,6 +176,8 @@ TEST_P(TransformerTest, MatchesDoublePrecisionReferenceInCheckpointLayout) {
   ThreadPool pool(1);
   TransformerStage stage =
       MakeStage(*checkpoint, Shard(0, config.num_hidden_layers, config.num_hidden_layers), pool);
+  // Tied: the embedding is held once, the classifier reads its rows.
+  EXPECT_EQ(stage.weights().classifier.empty(), GetParam());
   ReferenceModel reference(config, kSeed);
   const std::vector<std::vector<float>> logits = RunStages({&stage}, kTokens, 1);
   for (size_t t = 0; t < kTokens.size(); ++t) {
