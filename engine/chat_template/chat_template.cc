@@ -28,9 +28,9 @@ Result<std::string> ChatTemplate::Render(const ChatRequest& request) const {
   };
   if (request.bos_token) variables.emplace_back("bos_token", Value::String(*request.bos_token));
   if (request.eos_token) variables.emplace_back("eos_token", Value::String(*request.eos_token));
-  for (const auto& [name, value] : request.extra_variables) {
-    std::erase_if(variables, [&](const auto& entry) { return entry.first == name; });
-    variables.emplace_back(name, value);
+  for (const auto& extra : request.extra_variables) {
+    std::erase_if(variables, [&](const auto& entry) { return entry.first == extra.first; });
+    variables.push_back(extra);
   }
   Result<std::string> text = chat::RenderTemplate(*nodes_, variables);
   if (!text) return text.error().Prefixed("chat template: ");

@@ -10,12 +10,13 @@ namespace {
 
 // Adds `entries` to `into`, a later duplicate replacing the earlier value in place.
 void MergeEntries(ValueDict entries, ValueDict& into) {
-  for (auto& [key, value] : entries) {
-    auto it = std::find_if(into.begin(), into.end(), [&](const auto& entry) { return entry.first == key; });
+  for (auto& entry : entries) {
+    auto it =
+        std::find_if(into.begin(), into.end(), [&](const auto& old) { return old.first == entry.first; });
     if (it != into.end()) {
-      it->second = std::move(value);
+      it->second = std::move(entry.second);
     } else {
-      into.emplace_back(std::move(key), std::move(value));
+      into.push_back(std::move(entry));
     }
   }
 }
