@@ -14,6 +14,7 @@
 
 #include "loader/atomic_file.h"
 #include "loader/crc32c.h"
+#include "loader/mapped_file.h"
 #include "loader/shard_stream.h"
 
 namespace inferno {
@@ -98,6 +99,26 @@ Manifest WithoutChecksums(Manifest manifest) {
   return manifest;
 }
 
+// Copies the tokenizer files beside the source checkpoint (its folder, or
+// the folder of its file) into `out_dir`, each written atomically, so a job
+// over the shards finds its tokenizer as it would beside the model.
+Status CopyTokenizerFiles(const std::string& source, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path folder = fs::is_directory(source, ec) ? fs::path(source) : fs::path(source).parent_path();
+  for (const char* name : kTokenizerFiles) {
+    const fs::path from = folder / name;
+    if (!fs::exists(from, ec)) continue;
+    Result<std::string> bytes = ReadTextFile(from.string());
+    if (!bytes) return bytes.error();
+    Result<AtomicFile> copy = AtomicFile::Create(out_dir + "/" + name);
+    if (!copy) return copy.error();
+    if (Status s = copy->Write(*bytes); !s) return s.error();
+    if (Status s = copy->Commit(); !s) return s.error();
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
@@ -175,6 +196,7 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
     ++report.files_written;
   }
 
+  if (Status s = CopyTokenizerFiles(source, out_dir); !s) return s.error();
   Result<AtomicFile> manifest_file = AtomicFile::Create(manifest_path);
   if (!manifest_file) return manifest_file.error();
   if (Status s = manifest_file->Write(ManifestToJson(manifest)); !s) return s.error();

@@ -44,9 +44,13 @@ struct ShardJobReport {
   uint64_t bytes_written = 0;
 };
 
+// The tokenizer files a shard folder carries over from its source's folder.
+inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json"};
+
 // Writes the shards of `checkpoint` (opened from `source`) under `plan` into
-// `out_dir` (created if absent). Fails naming the file and the cause (I/O
-// error, full disk, ...), leaving no manifest.
+// `out_dir` (created if absent), and copies the kTokenizerFiles found beside
+// `source`. Fails naming the file and the cause (I/O error, full disk, ...),
+// leaving no manifest.
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
                                    const ShardPlan& plan, const std::string& out_dir,
                                    const ShardProgress& progress);

@@ -14,6 +14,7 @@
 #include "loader/crc32c.h"
 #include "loader/manifest.h"
 #include "loader/mapped_checkpoint.h"
+#include "loader/mapped_file.h"
 #include "loader/sharded_checkpoint.h"
 #include "loader/test_models.h"
 
@@ -100,6 +101,28 @@ TEST(ShardWriter, Stories260KShardsMatchTheOriginal) {
   Result<ShardJobReport> report = Shard(*original, out, 3, 2);
   ASSERT_TRUE(report) << report.error().message;
   ExpectShardsMatchOriginal(out, *original);
+}
+
+// The tokenizer files beside a model folder travel with its shards, byte for
+// byte, so a job over the shards finds the tokenizer as beside the model.
+TEST(ShardWriter, TokenizerFilesBesideTheSourceAreCopied) {
+  const std::string model = TestPath("with_tokenizer", true);
+  ASSERT_TRUE(WriteTestSafetensorsModel(model, TestConfig(2, false)));
+  ASSERT_TRUE(WriteBytes(model + "/tokenizer.json", "{\"model\": {\"type\": \"BPE\"}}\n"));
+  ASSERT_TRUE(WriteBytes(model + "/tokenizer_config.json", "{\"eos_token\": \"</s>\"}"));
+  std::unique_ptr<MappedCheckpoint> checkpoint = Open(model);
+  ASSERT_TRUE(checkpoint);
+  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::nullopt);
+  ASSERT_TRUE(plan) << plan.error().message;
+  const std::string out = TestPath("with_tokenizer_shards", true);
+  Result<ShardJobReport> report = WriteShards(*checkpoint, model, *plan, out, nullptr);
+  ASSERT_TRUE(report) << report.error().message;
+  for (const char* name : kTokenizerFiles) {
+    Result<std::string> original = ReadTextFile(model + "/" + name);
+    Result<std::string> copy = ReadTextFile(out + "/" + name);
+    ASSERT_TRUE(original && copy) << name;
+    EXPECT_EQ(*copy, *original) << name;
+  }
 }
 
 class ShardFolder : public testing::Test {

@@ -461,9 +461,12 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   prepared.weights_digest = model->weights_digest;
   const ModelConfig& config = prepared.config;
 
-  Result<std::optional<LoadedTokenizer>> loaded = LoadTokenizer(options.tokenizer, ModelFolder(options));
-  if (!loaded) return loaded.error();
+  // The tokenizer beside the model is read only when text is needed; one
+  // named by --tokenizer always is.
   const bool needs_text = !options.text_prompts.empty() || !options.output_ids;
+  Result<std::optional<LoadedTokenizer>> loaded =
+      LoadTokenizer(options.tokenizer, needs_text ? ModelFolder(options) : "");
+  if (!loaded) return loaded.error();
   if (!loaded->has_value() && config.vocab_size == ByteTokenizer::kVocabSize) {
     loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
   } else if (!loaded->has_value() && needs_text) {
