@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <map>
 
@@ -294,6 +295,36 @@ Value Rejoin(const Value& operand, ValueList items) {
   return Value::String(std::move(text));
 }
 
+// select(test, args...) / reject(test, args...): the items of a sequence that
+// pass (keep) or fail the test (truthiness without one).
+Result<Value> Select(std::string_view function, const Value& operand, const Arguments& arguments, bool keep) {
+  if (!arguments.keywords.empty())
+    return Error::InvalidArgument(std::string(function) + ": takes no keyword arguments");
+  Result<ValueList> items = Sequence(function, operand);
+  if (!items) return items.error();
+  std::string test;
+  Arguments test_arguments;
+  if (!arguments.positional.empty()) {
+    if (arguments.positional[0].kind() != Value::Kind::kString ||
+        !IsTest(arguments.positional[0].as_string())) {
+      return Error::Unimplemented(std::string(function) + ": the first argument must name a supported test");
+    }
+    test = arguments.positional[0].as_string();
+    test_arguments.positional.assign(arguments.positional.begin() + 1, arguments.positional.end());
+  }
+  ValueList selected;
+  for (const Value& item : *items) {
+    bool passed = item.Truthy();
+    if (!test.empty()) {
+      Result<bool> result = ApplyTest(test, item, test_arguments);
+      if (!result) return result.error();
+      passed = *result;
+    }
+    if (passed == keep) selected.push_back(item);
+  }
+  return Value::List(std::move(selected));
+}
+
 using FilterFunction = std::function<Result<Value>(const Value&, const Arguments&)>;
 
 const std::map<std::string_view, FilterFunction>& Filters() {
@@ -397,6 +428,10 @@ const std::map<std::string_view, FilterFunction>& Filters() {
          return (*bound)[0].is_undefined() ? Value::String("") : (*bound)[0];
        }},
       {"items", [](const Value& operand, const Arguments&) { return Items("items", operand); }},
+      {"select", [](const Value& operand,
+                    const Arguments& arguments) { return Select("select", operand, arguments, true); }},
+      {"reject", [](const Value& operand,
+                    const Arguments& arguments) { return Select("reject", operand, arguments, false); }},
       {"replace",
        [](const Value& operand, const Arguments& arguments) -> Result<Value> {
          Result<std::vector<Value>> bound = Binder("replace", arguments).Bind({"old", "new", "count"}, 2);
@@ -435,7 +470,7 @@ const std::map<std::string_view, TestFunction>& Tests() {
   using Kind = Value::Kind;
   static const auto* tests = new std::map<std::string_view, TestFunction>{
       {"defined", KindTest({Kind::kNone, Kind::kBool, Kind::kInt, Kind::kString, Kind::kList, Kind::kDict,
-                            Kind::kNamespace})},
+                            Kind::kNamespace, Kind::kFunction})},
       {"undefined", KindTest({Kind::kUndefined})},
       {"none", KindTest({Kind::kNone})},
       {"string", KindTest({Kind::kString})},
@@ -536,7 +571,7 @@ const std::map<std::string_view, MethodFunction>& Methods() {
 bool IsFilter(std::string_view name) { return Filters().count(name) > 0; }
 bool IsTest(std::string_view name) { return Tests().count(name) > 0; }
 bool IsFunction(std::string_view name) {
-  return name == "raise_exception" || name == "namespace" || name == "range";
+  return name == "raise_exception" || name == "namespace" || name == "range" || name == "strftime_now";
 }
 bool IsMethod(std::string_view name) { return Methods().count(name) > 0; }
 
@@ -583,6 +618,20 @@ Result<Value> CallFunction(std::string_view name, const Arguments& arguments) {
     ValueList items;
     for (int64_t i = start; i < stop; ++i) items.push_back(Value::Int(i));
     return Value::List(std::move(items));
+  }
+  if (name == "strftime_now") {
+    Result<std::vector<Value>> bound = Binder(name, arguments).Bind({"format"}, 1);
+    if (!bound) return bound.error();
+    if ((*bound)[0].kind() != Value::Kind::kString) return WrongKind(name, "a format string", (*bound)[0]);
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char text[256];
+    const size_t length = std::strftime(text, sizeof(text), (*bound)[0].as_string().c_str(), &local);
+    if (length == 0 && !(*bound)[0].as_string().empty()) {
+      return Error::InvalidArgument("strftime_now: the format gives no text or more than 255 bytes");
+    }
+    return Value::String(std::string(text, length));
   }
   return Error::Unimplemented("unknown function '" + std::string(name) + "'");
 }

@@ -2,11 +2,12 @@
 // with Jinja's (Python's) semantics:
 //   filters    trim, length/count, tojson(indent=), string, upper, lower,
 //              capitalize, first, last, join(sep), default/d(value, boolean),
-//              items, list, reverse, replace(old, new);
+//              items, list, reverse, replace(old, new), select/reject([test, args...]);
 //   tests      defined, undefined, none, string, number, integer, boolean,
 //              true, false, mapping, sequence, iterable, odd, even,
 //              eq/equalto(x), ne(x);
-//   functions  raise_exception(message), namespace(name=value, ...), range(stop | start, stop);
+//   functions  raise_exception(message), namespace(name=value, ...), range(stop | start, stop),
+//              strftime_now(format) (the local time, as transformers gives it);
 //   methods    on strings strip/lstrip/rstrip([chars]), startswith/endswith(prefix or
 //              list of prefixes), split([sep[, maxsplit]]), upper, lower, replace(old, new),
 //              capitalize, title; on dicts items(), keys(), values(), get(key[, default]).

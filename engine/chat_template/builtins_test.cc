@@ -1,5 +1,7 @@
 #include "engine/chat_template/builtins.h"
 
+#include <ctime>
+
 #include <gtest/gtest.h>
 
 namespace inferno::chat {
@@ -97,6 +99,29 @@ TEST(Builtins, DefaultReplacesUndefinedOrFalsyWithBoolean) {
   EXPECT_EQ(Filter("default", S(""), Positional({S("x"), Value::Bool(true)})), S("x"));
 }
 
+TEST(Builtins, SelectAndRejectFilterByATestOrTruth) {
+  const Value list = Value::List({S("a"), S(""), S("code_interpreter"), Value::Int(3)});
+  EXPECT_EQ(Filter("reject", list, Positional({S("equalto"), S("code_interpreter")})),
+            Value::List({S("a"), S(""), Value::Int(3)}));
+  EXPECT_EQ(Filter("select", list, Positional({S("string")})),
+            Value::List({S("a"), S(""), S("code_interpreter")}));
+  EXPECT_EQ(Filter("select", list), Value::List({S("a"), S("code_interpreter"), Value::Int(3)}));
+  const Result<Value> unknown = ApplyFilter("select", list, Positional({S("prime")}));
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().kind, ErrorKind::kUnimplemented);
+}
+
+TEST(Builtins, StrftimeNowFormatsTheLocalTime) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  const Result<Value> year = CallFunction("strftime_now", Positional({S("%Y")}));
+  ASSERT_TRUE(year) << year.error().ToString();
+  EXPECT_EQ(*year, S(std::to_string(local.tm_year + 1900)));
+  EXPECT_FALSE(CallFunction("strftime_now", Positional({Value::Int(1)})));
+  EXPECT_FALSE(CallFunction("strftime_now", {}));
+}
+
 TEST(Builtins, DictMethods) {
   const Value dict = Value::Dict({{"a", Value::Int(1)}, {"b", Value::Int(2)}});
   EXPECT_EQ(Method(dict, "items"),
@@ -169,7 +194,7 @@ TEST(Builtins, NamesAreKnown) {
   EXPECT_TRUE(IsTest("defined"));
   EXPECT_FALSE(IsTest("divisibleby"));
   EXPECT_TRUE(IsFunction("raise_exception"));
-  EXPECT_FALSE(IsFunction("strftime_now"));
+  EXPECT_FALSE(IsFunction("lipsum"));
   EXPECT_TRUE(IsMethod("startswith"));
   EXPECT_FALSE(IsMethod("append"));
 }

@@ -13,9 +13,17 @@
 // Rendering follows transformers' apply_chat_template (Jinja with
 // trim_blocks and lstrip_blocks): the template sees `messages` (a list of
 // {"role", "content"} dicts), `add_generation_prompt`, `bos_token` and
-// `eos_token` (undefined when absent), `tools` and `documents` (none), and
-// any extra variables of the request. The output is text; tokenize it
-// without adding special tokens again (the template adds its own BOS).
+// `eos_token` (undefined when absent), `tools` and `documents` (none), the
+// global functions raise_exception, namespace, range and strftime_now (local
+// time, so Llama 3.2's template prints today's date unless the request gives
+// `date_string`), and any extra variables of the request. The output is
+// text; tokenize it without adding special tokens again (the template adds
+// its own BOS when it wants one).
+//
+// Checked against an independent implementation (golden_test) on the
+// templates of Llama 2, Llama 3 (base), Llama 3.1/3.2 Instruct (with
+// tools), Qwen 3 (with tools, enable_thinking), ChatML, Mistral Instruct
+// v0.1/v0.2 and Zephyr/TinyLlama.
 //
 // The supported Jinja subset is listed in parser.h and builtins.h. Parse
 // refuses anything outside it with a one-line error naming the construct and

@@ -1,5 +1,6 @@
 #include "engine/chat_template/chat_template.h"
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -63,6 +64,23 @@ TEST(ChatTemplate, Llama2EmptySystemMessageRendersLikePython) {
   ASSERT_TRUE(chat) << chat.error().ToString();
   EXPECT_EQ(*chat->Render(Request({{"system", ""}, {"user", "Hi"}})),
             "<s>[INST] <<SYS>>\n\n<</SYS>>\n\nHi [/INST]");
+}
+
+// Llama 3.2's template prints today's date (strftime_now) unless given date_string.
+TEST(ChatTemplate, Llama32PrintsTodaysDateUnlessGivenOne) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(ReadTestdata("llama3_2.jinja"));
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  ChatRequest request = Request({{"user", "Hi"}});
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char today[64];
+  std::strftime(today, sizeof(today), "Today Date: %d %b %Y\n", &local);
+  Result<std::string> text = chat->Render(request);
+  ASSERT_TRUE(text) << text.error().ToString();
+  EXPECT_NE(text->find(today), std::string::npos) << *text;
+  request.extra_variables = {{"date_string", chat::Value::String("01 Jan 2030")}};
+  EXPECT_NE(chat->Render(request)->find("Today Date: 01 Jan 2030\n"), std::string::npos);
 }
 
 TEST(ChatTemplate, RaisedExceptionIsAnErrorNamingTheTemplateLine) {

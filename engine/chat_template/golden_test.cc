@@ -1,8 +1,8 @@
 // ChatTemplate against golden renderings from an independent implementation
 // (testdata/*_golden.json, written by make_golden.mjs with @huggingface/jinja):
-// the public templates in testdata/*.jinja, and the chat templates of the real
-// Llama 3 and Qwen 3 tokenizer_config.json files that tools/fetch_tokenizers.sh
-// caches (those cases skip when the files are absent).
+// the public templates in testdata/*.jinja (with tools for Llama 3.1 and 3.2), and the chat templates of the
+// real Llama 3 and Qwen 3 tokenizer_config.json files that tools/fetch_tokenizers.sh caches (those cases skip
+// when the files are absent).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,16 +33,27 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-std::optional<std::string> OptionalString(const nlohmann::json& value) {
+std::optional<std::string> OptionalString(const nlohmann::ordered_json& value) {
   if (value.is_null()) return std::nullopt;
   return value.get<std::string>();
 }
 
-chat::Value ToValue(const nlohmann::json& json) {
+chat::Value ToValue(const nlohmann::ordered_json& json) {
+  if (json.is_null()) return chat::Value::None();
   if (json.is_boolean()) return chat::Value::Bool(json.get<bool>());
   if (json.is_number_integer()) return chat::Value::Int(json.get<int64_t>());
   if (json.is_string()) return chat::Value::String(json.get<std::string>());
-  ADD_FAILURE() << "unexpected extra variable " << json.dump();
+  if (json.is_array()) {
+    chat::ValueList items;
+    for (const nlohmann::ordered_json& item : json) items.push_back(ToValue(item));
+    return chat::Value::List(std::move(items));
+  }
+  if (json.is_object()) {
+    chat::ValueDict entries;
+    for (const auto& [key, value] : json.items()) entries.emplace_back(key, ToValue(value));
+    return chat::Value::Dict(std::move(entries));
+  }
+  ADD_FAILURE() << "unexpected value " << json.dump();
   return chat::Value();
 }
 
@@ -51,7 +62,7 @@ class GoldenTest : public testing::TestWithParam<std::string> {
   void SetUp() override {
     std::ifstream in(kTestdata + GetParam() + "_golden.json");
     ASSERT_TRUE(in) << "golden file for " << GetParam();
-    golden_ = nlohmann::json::parse(in);
+    golden_ = nlohmann::ordered_json::parse(in);
   }
 
   // The template's source: testdata/<name>.jinja, or the chat_template of
@@ -70,7 +81,7 @@ class GoldenTest : public testing::TestWithParam<std::string> {
     return config->chat_template;
   }
 
-  nlohmann::json golden_;
+  nlohmann::ordered_json golden_;
 };
 
 TEST_P(GoldenTest, RendersLikeTheReference) {
@@ -81,9 +92,9 @@ TEST_P(GoldenTest, RendersLikeTheReference) {
   Result<ChatTemplate> chat = ChatTemplate::Parse(*source);
   ASSERT_TRUE(chat) << chat.error().ToString();
   int matched = 0;
-  for (const nlohmann::json& c : golden_.at("cases")) {
+  for (const nlohmann::ordered_json& c : golden_.at("cases")) {
     ChatRequest request;
-    for (const nlohmann::json& m : c.at("messages")) {
+    for (const nlohmann::ordered_json& m : c.at("messages")) {
       request.messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
     }
     request.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
@@ -114,8 +125,8 @@ TEST_P(GoldenTest, RendersLikeTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, GoldenTest,
-                         testing::Values("chatml", "llama2", "mistral_v1", "mistral_v2", "zephyr", "llama3",
-                                         "qwen3"),
+                         testing::Values("chatml", "llama2", "llama3_1", "llama3_2", "mistral_v1",
+                                         "mistral_v2", "zephyr", "llama3", "qwen3"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The Mistral 7B v0.1 tokenizer_config.json has no chat template.

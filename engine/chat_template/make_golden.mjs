@@ -7,7 +7,8 @@
 //       ~/.cache/inferno/tokenizers engine/chat_template/testdata
 //
 // Templates: every <out>/*.jinja (well-known public templates: Llama 2
-// [INST], ChatML, Mistral Instruct v0.1 and v0.2, Zephyr/TinyLlama), rendered
+// [INST], Llama 3.1 and 3.2 Instruct, ChatML, Mistral Instruct v0.1 and
+// v0.2, Zephyr/TinyLlama), rendered
 // with bos_token "<s>" and eos_token "</s>"; and the chat_template of each
 // real tokenizer_config.json in <dir>/<name>/models/ (llama3, qwen3; the
 // Mistral file has none), with its own bos_token and eos_token. For each it
@@ -15,6 +16,7 @@
 //   {"template": name, "bos_token", "eos_token",
 //    "cases": [{"name", "messages", "add_generation_prompt", "extra",
 //               "rendered" | "error"}]}
+// where "extra" holds further variables (enable_thinking, tools, date_string ...)
 // where "error" means the reference raised (raise_exception).
 //
 // Variables are those transformers passes: messages, add_generation_prompt,
@@ -81,8 +83,30 @@ const kDepartures = {
   llama2: ["empty_system"],
 };
 
-const extras = {
-  qwen3: [{ enable_thinking: false }],
+const kTools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Weather in a city, with \"quotes\", a back\\slash and ünïcode.",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string", description: "City name" }, days: { type: "integer", minimum: 1 } },
+        required: ["city"],
+      },
+    },
+  },
+  { type: "function", function: { name: "now", description: "", parameters: { type: "object", properties: {} } } },
+];
+
+// The variable sets each conversation is rendered with (default: none extra).
+// Llama 3.2's template prints today's date (strftime_now) unless given
+// date_string, so its cases always give one.
+const kFixedDate = { date_string: "26 Jul 2024" };
+const kExtras = {
+  qwen3: [{}, { enable_thinking: false }, { tools: kTools }],
+  llama3_1: [{}, { tools: kTools }, { tools: kTools, tools_in_user_message: false }],
+  llama3_2: [kFixedDate, { ...kFixedDate, tools: kTools }, { ...kFixedDate, tools: kTools, tools_in_user_message: false }],
 };
 
 function render(template, variables) {
@@ -96,11 +120,10 @@ function render(template, variables) {
 function writeGolden(name, source, bos_token, eos_token) {
   const template = new Template(source);
   const cases = [];
-  const extraSets = [{}, ...(extras[name] ?? [])];
   for (const [conversation, messages] of Object.entries(conversations)) {
     if ((kDepartures[name] ?? []).includes(conversation)) continue;
     for (const add_generation_prompt of [true, false]) {
-      for (const extra of extraSets) {
+      for (const extra of kExtras[name] ?? [{}]) {
         const variables = { messages, add_generation_prompt, tools: null, documents: null, ...extra };
         if (bos_token !== null) variables.bos_token = bos_token;
         if (eos_token !== null) variables.eos_token = eos_token;

@@ -194,7 +194,7 @@ class Renderer {
       const auto it = scope->find(name);
       if (it != scope->end()) return it->second;
     }
-    return Value();
+    return IsFunction(name) ? Value::Function(name) : Value();
   }
 
   Result<Arguments> EvaluateArguments(const Expr& call) {

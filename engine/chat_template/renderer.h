@@ -5,7 +5,9 @@
 // template-wide variable; inside a for loop it assigns a variable of the
 // current iteration, invisible after it (use a namespace to carry state out
 // of a loop). Each loop iteration sees `loop` with index, index0, revindex,
-// revindex0, first, last and length. Missing variables, keys and attributes
+// revindex0, first, last and length. A global function's name that no
+// variable shadows is a function value (so `strftime_now is defined`).
+// Missing variables, keys and attributes
 // are undefined: printing one prints nothing, testing it is false, but
 // arithmetic on it, or an attribute or item of it, is an error.
 //

@@ -124,6 +124,13 @@ TEST(Renderer, TestsWithNot) {
             "FalseTrueTrueTrueTrue");
 }
 
+TEST(Renderer, GlobalFunctionsAreDefinedUnlessShadowed) {
+  EXPECT_EQ(Render("{{ strftime_now is defined }}{{ raise_exception is defined }}{{ lipsum is defined }}"),
+            "TrueTrueFalse");
+  EXPECT_EQ(Render("{% set strftime_now = none %}{{ strftime_now is none }}"), "True");
+  EXPECT_EQ(RenderError("{{ range }}").kind, ErrorKind::kUnimplemented);
+}
+
 TEST(Renderer, FiltersAndMethodsChain) {
   EXPECT_EQ(
       Render("{{ '  Hi  ' | trim | upper }}{{ messages | length - 1 }}{{ name.upper() if false else 'x' }}"),

@@ -69,6 +69,7 @@ Status AppendJson(const Value& value, int indent, int depth, std::string& out) {
   switch (value.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNamespace:
+    case Value::Kind::kFunction:
       return Error::InvalidArgument(std::string("tojson: a ") + KindName(value.kind()) +
                                     " value is not JSON serializable");
     case Value::Kind::kNone:
@@ -133,6 +134,8 @@ Value Value::Namespace(ValueDict attributes) {
   return Value(Storage(std::move(attrs)));
 }
 
+Value Value::Function(std::string name) { return Value(Storage(FunctionName{std::move(name)})); }
+
 Value::Kind Value::kind() const { return static_cast<Kind>(storage_.index()); }
 
 bool Value::as_bool() const {
@@ -144,6 +147,7 @@ int64_t Value::as_int() const {
   return std::get<int64_t>(storage_);
 }
 const std::string& Value::as_string() const {
+  if (kind() == Kind::kFunction) return std::get<FunctionName>(storage_).name;
   CHECK(kind() == Kind::kString);
   return std::get<std::string>(storage_);
 }
@@ -188,6 +192,7 @@ bool Value::Truthy() const {
     case Kind::kDict:
       return !as_dict().empty();
     case Kind::kNamespace:
+    case Kind::kFunction:
       return true;
   }
   return false;
@@ -207,6 +212,7 @@ bool operator==(const Value& a, const Value& b) {
     case Value::Kind::kNone:
       return true;
     case Value::Kind::kString:
+    case Value::Kind::kFunction:
       return a.as_string() == b.as_string();
     case Value::Kind::kList:
       return a.as_list() == b.as_list();
@@ -245,6 +251,8 @@ const char* KindName(Value::Kind kind) {
       return "dict";
     case Value::Kind::kNamespace:
       return "namespace";
+    case Value::Kind::kFunction:
+      return "function";
   }
   return "?";
 }
@@ -264,6 +272,7 @@ Result<std::string> ToText(const Value& value) {
     case Value::Kind::kList:
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
+    case Value::Kind::kFunction:
       break;
   }
   return Error::Unimplemented(std::string("printing a ") + KindName(value.kind()) +

@@ -59,6 +59,17 @@ TEST(Value, NamespaceAttributesAreSharedByCopies) {
   EXPECT_FALSE(ns == Value::Namespace({{"found", Value::Bool(true)}, {"index", Value::Int(4)}}));
 }
 
+TEST(Value, FunctionsAreTrueEqualByNameAndNeitherPrintedNorSerialized) {
+  const Value function = Value::Function("strftime_now");
+  EXPECT_EQ(function.kind(), Value::Kind::kFunction);
+  EXPECT_TRUE(function.Truthy());
+  EXPECT_EQ(function, Value::Function("strftime_now"));
+  EXPECT_FALSE(function == Value::Function("range"));
+  EXPECT_FALSE(function == Value::String("strftime_now"));
+  EXPECT_EQ(ToText(function).error().kind, ErrorKind::kUnimplemented);
+  EXPECT_FALSE(ToJson(function, 0));
+}
+
 TEST(Value, ToTextPrintsLikePythonStr) {
   EXPECT_EQ(*ToText(Value()), "");
   EXPECT_EQ(*ToText(Value::None()), "None");
