@@ -15,6 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kTokenizerJson[] = "tokenizer.json";
+constexpr char kTokenizerConfigJson[] = "tokenizer_config.json";
 
 std::string Sha256Hex(std::string_view bytes) {
   Sha256 hash;
@@ -36,6 +37,21 @@ Result<LoadedTokenizer> LoadFile(const std::string& path) {
   if (first != std::string::npos && bytes[first] == '{') {
     auto parsed = HfTokenizer::Parse(bytes, path);
     if (!parsed) return parsed.error();
+    const fs::path config_path = fs::path(path).parent_path() / kTokenizerConfigJson;
+    std::error_code ec;
+    if (fs::exists(config_path, ec)) {
+      Result<TokenizerChatConfig> config = ReadTokenizerChatConfig(config_path.string());
+      if (!config) return config.error();
+      if (config->eos_token) {
+        const std::optional<int32_t> eos = (*parsed)->TokenId(*config->eos_token);
+        if (!eos) {
+          return Error::Corruption(config_path.string() + ": eos_token '" + *config->eos_token +
+                                   "' is not a token of " + path);
+        }
+        loaded.stop_ids.push_back(*eos);
+      }
+      loaded.chat_config = std::move(*config);
+    }
     loaded.tokenizer = std::move(*parsed);
   } else {
     auto parsed = BpeTokenizer::Parse(bytes, path);

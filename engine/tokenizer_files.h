@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/chat_template/tokenizer_config.h"
 #include "engine/tokenizer.h"
 #include "loader/model_config.h"
 
@@ -21,9 +22,12 @@ struct LoadedTokenizer {
   std::string source;  // the file read, or "byte-level"
   std::string sha256;  // of the file's bytes (hex), or "byte-level"
   // Ids that end a sequence by the tokenizer's own convention: llama2.c's
-  // EOS and BOS for tokenizer.bin and the byte-level tokenizer; none for a
-  // tokenizer.json (whose model's config names them).
+  // EOS and BOS for tokenizer.bin and the byte-level tokenizer; for a
+  // tokenizer.json, the eos_token of the tokenizer_config.json beside it.
   std::vector<int32_t> stop_ids;
+  // The tokenizer_config.json beside a tokenizer.json (chat template, BOS
+  // and EOS strings), when there is one.
+  std::optional<TokenizerChatConfig> chat_config;
 };
 
 // The value of --tokenizer that selects the byte-level tokenizer.
@@ -32,7 +36,8 @@ inline constexpr char kByteLevelTokenizer[] = "byte-level";
 // `flag` (--tokenizer): kByteLevelTokenizer, a tokenizer.json, a folder
 // holding one, or a llama2.c tokenizer.bin (told apart by content: a JSON
 // object or not). Without it: `model_folder`'s tokenizer.json when there is
-// one, else nullopt (`model_folder` may be empty). Errors name the file:
+// one, else nullopt (`model_folder` may be empty). A tokenizer.json's
+// tokenizer_config.json is read from the same folder. Errors name the file:
 // NotFound (no file, a folder without tokenizer.json), Corruption and
 // Unimplemented (see HfTokenizer and BpeTokenizer), Io.
 Result<std::optional<LoadedTokenizer>> LoadTokenizer(const std::optional<std::string>& flag,

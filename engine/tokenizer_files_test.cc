@@ -104,6 +104,29 @@ TEST(LoadTokenizer, WithoutFlagTheModelFoldersTokenizerJsonIsUsed) {
   EXPECT_EQ((*by_folder)->sha256, (*loaded)->sha256);
 }
 
+// tokenizer_config.json beside a tokenizer.json gives its eos_token as a
+// stop id and its chat template.
+TEST(LoadTokenizer, TheTokenizerConfigBesideGivesEosAndChatTemplate) {
+  const std::optional<std::string> real = hf::FindRealTokenizer("llama3");
+  if (!real)
+    GTEST_SKIP() << "no llama3 tokenizer in " << hf::RealTokenizersDir() << " (tools/fetch_tokenizers.sh)";
+  const std::string model = TempFolder("llama3_with_config");
+  fs::copy_file(*real, model + "/tokenizer.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(*real).parent_path() / "tokenizer_config.json", model + "/tokenizer_config.json",
+                fs::copy_options::overwrite_existing);
+  auto loaded = LoadTokenizer(std::nullopt, model);
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->stop_ids, std::vector<int32_t>{128001}) << "<|end_of_text|>";
+  ASSERT_TRUE((*loaded)->chat_config.has_value());
+  EXPECT_EQ((*loaded)->chat_config->bos_token, "<|begin_of_text|>");
+  WriteFile(model + "/tokenizer_config.json", R"({"eos_token": "<|no_such_token|>"})");
+  auto bad = LoadTokenizer(std::nullopt, model);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("eos_token '<|no_such_token|>' is not a token of"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(StopIds, AreTheModelsEosIdsThenTheTokenizersOwnEachOnce) {
   ModelConfig config;
   config.vocab_size = 300;

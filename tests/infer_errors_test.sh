@@ -87,6 +87,13 @@ expect_error unknown_config_field 2 "field 'quantization_config' is not supporte
 with_config sliding 'c["sliding_window"] = 8'
 expect_error sliding_window_exceeded 2 "sliding_window.*lower --max-new-tokens or --context to at most 8" \
   --model "$WORK/sliding" --prompt hi --max-new-tokens 20
+expect_error chat_without_template 2 "--chat: byte-level has no tokenizer_config.json with a chat_template" \
+  --model "$WORK/toy" --chat hi
+printf '{%% for m in messages %%}{{ m.content | frobnicate }}{%% endfor %%}' >"$WORK/bad.jinja"
+expect_error chat_template_unknown_filter 2 "$WORK/bad.jinja: .*frobnicate" --model "$WORK/toy" --chat hi \
+  --chat-template "$WORK/bad.jinja"
+expect_error system_without_chat 2 "--system and --chat-template apply to --chat messages" --model "$WORK/toy" \
+  --prompt hi --system "Be brief."
 expect_error context_beyond_model 2 "--context 17 exceeds the model's 16 positions" --model "$WORK/toy" --prompt hi \
   --context 17
 

