@@ -105,6 +105,37 @@ TEST(ChatTemplate, ParseErrorsAreOneLineAndPrefixed) {
   EXPECT_EQ(chat.error().message.find('\n'), std::string::npos);
 }
 
+// Malformed templates are errors, never crashes: every prefix of the test
+// templates, and each with single bytes replaced by template syntax, either
+// fails with a one-line error or parses and renders (or fails to render)
+// cleanly.
+TEST(ChatTemplate, TruncatedAndMutatedTemplatesFailCleanly) {
+  const ChatRequest request = Request({{"system", "s"}, {"user", "u"}, {"assistant", "a"}, {"user", "v"}});
+  const auto check = [&](const std::string& source) {
+    Result<ChatTemplate> chat = ChatTemplate::Parse(source);
+    if (!chat) {
+      EXPECT_EQ(chat.error().message.find('\n'), std::string::npos) << chat.error().message;
+      return;
+    }
+    Result<std::string> text = chat->Render(request);
+    if (!text) {
+      EXPECT_EQ(text.error().message.find('\n'), std::string::npos) << text.error().message;
+    }
+  };
+  for (const char* name : {"llama2.jinja", "mistral_v2.jinja", "zephyr.jinja"}) {
+    const std::string source = ReadTestdata(name);
+    ASSERT_FALSE(source.empty()) << name;
+    for (size_t length = 0; length <= source.size(); ++length) check(source.substr(0, length));
+    for (size_t i = 0; i < source.size(); i += 5) {
+      for (const char replacement : {'{', '}', '%', '-', '\'', '(', ']', '|', '.', '\\'}) {
+        std::string mutated = source;
+        mutated[i] = replacement;
+        check(mutated);
+      }
+    }
+  }
+}
+
 TEST(ChatTemplate, CopiesShareTheParsedTemplate) {
   Result<ChatTemplate> chat = ChatTemplate::Parse("{{ messages[0].content }}");
   ASSERT_TRUE(chat);

@@ -286,8 +286,8 @@ class Lexer {
 
 Result<std::vector<Token>> Lex(std::string_view source) { return Lexer(source).Run(); }
 
-std::string Where(const Token& token) {
-  return "line " + std::to_string(token.line) + ", column " + std::to_string(token.column);
+std::string Where(int line, int column) {
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
 }  // namespace inferno::chat

@@ -47,7 +47,9 @@ struct Token {
 // Unimplemented for float literals.
 Result<std::vector<Token>> Lex(std::string_view source);
 
-// "line L, column C" of a token, for error messages.
-std::string Where(const Token& token);
+// "line L, column C", for error messages; the one place that spells a
+// template position.
+std::string Where(int line, int column);
+inline std::string Where(const Token& token) { return Where(token.line, token.column); }
 
 }  // namespace inferno::chat

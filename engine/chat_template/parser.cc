@@ -612,13 +612,9 @@ class Parser {
   static Error Unexpected(const Token& token) {
     return Error::InvalidArgument(Where(token) + ": unexpected " + Describe(token));
   }
-  static std::string Where(const Expr& expr) {
-    return Where(Token{TokenKind::kName, "", expr.line, expr.column});
-  }
+  static std::string Where(const Expr& expr) { return chat::Where(expr.line, expr.column); }
   static std::string Where(const Token& token) { return chat::Where(token); }
-  static std::string Where(const Node& node) {
-    return Where(Token{TokenKind::kName, "", node.line, node.column});
-  }
+  static std::string Where(const Node& node) { return chat::Where(node.line, node.column); }
   Error TooDeep() const {
     return Error::InvalidArgument(Where(Peek()) + ": the template nests deeper than " +
                                   std::to_string(kMaxDepth) + " levels");

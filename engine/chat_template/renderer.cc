@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "engine/chat_template/builtins.h"
+#include "engine/chat_template/lexer.h"
 
 namespace inferno::chat {
 namespace {
 
-std::string Where(int line, int column) {
-  return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": ";
-}
+// "line L, column C: ", to put in front of an error message.
+std::string Prefix(int line, int column) { return Where(line, column) + ": "; }
+std::string Prefix(const Expr& expr) { return Prefix(expr.line, expr.column); }
 
 bool IsNumber(const Value& value) {
   return value.kind() == Value::Kind::kInt || value.kind() == Value::Kind::kBool;
@@ -83,7 +84,7 @@ class Renderer {
     for (const Node& node : nodes) {
       if (Status status = RenderNode(node); !status) return status;
       if (out_.size() > kMaxOutputBytes) {
-        return Error::InvalidArgument(Where(node.line, node.column) + "the output exceeds " +
+        return Error::InvalidArgument(Prefix(node.line, node.column) + "the output exceeds " +
                                       std::to_string(kMaxOutputBytes) + " bytes");
       }
     }
@@ -99,7 +100,7 @@ class Renderer {
         Result<Value> value = Evaluate(*node.expr);
         if (!value) return value.error();
         Result<std::string> text = ToText(*value);
-        if (!text) return text.error().Prefixed(Where(node.expr->line, node.expr->column));
+        if (!text) return text.error().Prefixed(Prefix(node.expr->line, node.expr->column));
         out_ += *text;
         return {};
       }
@@ -125,7 +126,7 @@ class Renderer {
         }
         const Value target = Lookup(node.targets[0]);
         if (target.kind() != Value::Kind::kNamespace) {
-          return Error::InvalidArgument(Where(node.line, node.column) + "cannot set an attribute of '" +
+          return Error::InvalidArgument(Prefix(node.line, node.column) + "cannot set an attribute of '" +
                                         node.targets[0] + "', a " + KindName(target.kind()) +
                                         " (only namespace() objects have settable attributes)");
         }
@@ -154,7 +155,7 @@ class Renderer {
         break;
       }
       default:
-        return Error::InvalidArgument(Where(node.expr->line, node.expr->column) + "cannot loop over a " +
+        return Error::InvalidArgument(Prefix(node.expr->line, node.expr->column) + "cannot loop over a " +
                                       KindName(iterable->kind()));
     }
     if (items.empty()) return RenderNodes(node.else_body);
@@ -166,7 +167,7 @@ class Renderer {
         scope[node.targets[0]] = item;
       } else {
         if (item.kind() != Value::Kind::kList || item.as_list().size() != node.targets.size()) {
-          return Error::InvalidArgument(Where(node.line, node.column) + "cannot unpack a " +
+          return Error::InvalidArgument(Prefix(node.line, node.column) + "cannot unpack a " +
                                         KindName(item.kind()) + " into " +
                                         std::to_string(node.targets.size()) + " loop variables");
         }
@@ -212,7 +213,6 @@ class Renderer {
   }
 
   Result<Value> Evaluate(const Expr& expr) {
-    const std::string where = Where(expr.line, expr.column);
     switch (expr.kind) {
       case Expr::Kind::kLiteral:
         return expr.value;
@@ -233,7 +233,7 @@ class Renderer {
           Result<Value> key = Evaluate(*expr.children[i]);
           if (!key) return key;
           if (key->kind() != Value::Kind::kString) {
-            return Error::Unimplemented(where + "dict keys other than strings are not supported");
+            return Error::Unimplemented(Prefix(expr) + "dict keys other than strings are not supported");
           }
           Result<Value> value = Evaluate(*expr.children[i + 1]);
           if (!value) return value;
@@ -245,7 +245,7 @@ class Renderer {
         Result<Value> object = Evaluate(*expr.children[0]);
         if (!object) return object;
         if (object->is_undefined())
-          return Error::InvalidArgument(where + "attribute '" + expr.name + "' of an undefined value");
+          return Error::InvalidArgument(Prefix(expr) + "attribute '" + expr.name + "' of an undefined value");
         return object->Get(expr.name);
       }
       case Expr::Kind::kSubscript: {
@@ -253,15 +253,15 @@ class Renderer {
         if (!object) return object;
         Result<Value> key = Evaluate(*expr.children[1]);
         if (!key) return key;
-        return Subscript(*object, *key, where);
+        return Subscript(*object, *key, expr);
       }
       case Expr::Kind::kSlice:
-        return Slice(expr, where);
+        return Slice(expr);
       case Expr::Kind::kCall:
       case Expr::Kind::kMethodCall:
       case Expr::Kind::kFilter:
       case Expr::Kind::kTest:
-        return EvaluateCall(expr, where);
+        return EvaluateCall(expr);
       case Expr::Kind::kNot: {
         Result<Value> operand = Evaluate(*expr.children[0]);
         if (!operand) return operand;
@@ -271,7 +271,8 @@ class Renderer {
         Result<Value> operand = Evaluate(*expr.children[0]);
         if (!operand) return operand;
         if (!IsNumber(*operand) || Number(*operand) == INT64_MIN) {
-          return Error::InvalidArgument(where + "cannot negate a " + std::string(KindName(operand->kind())));
+          return Error::InvalidArgument(Prefix(expr) + "cannot negate a " +
+                                        std::string(KindName(operand->kind())));
         }
         return Value::Int(-Number(*operand));
       }
@@ -295,41 +296,41 @@ class Renderer {
         Result<Value> right = Evaluate(*expr.children[1]);
         if (!right) return right;
         Result<Value> result = Binary(expr.name, *left, *right);
-        if (!result) return result.error().Prefixed(where);
+        if (!result) return result.error().Prefixed(Prefix(expr));
         return result;
       }
     }
     return Value();
   }
 
-  Result<Value> EvaluateCall(const Expr& expr, const std::string& where) {
+  Result<Value> EvaluateCall(const Expr& expr) {
     Result<Arguments> arguments = EvaluateArguments(expr);
     if (!arguments) return arguments.error();
     if (expr.kind == Expr::Kind::kCall) {
       Result<Value> result = CallFunction(expr.name, *arguments);
-      if (!result) return result.error().Prefixed(where);
+      if (!result) return result.error().Prefixed(Prefix(expr));
       return result;
     }
     Result<Value> operand = Evaluate(*expr.children[0]);
     if (!operand) return operand;
     if (expr.kind == Expr::Kind::kTest) {
       Result<bool> passed = ApplyTest(expr.name, *operand, *arguments);
-      if (!passed) return passed.error().Prefixed(where);
+      if (!passed) return passed.error().Prefixed(Prefix(expr));
       return Value::Bool(*passed != expr.negated);
     }
     if (expr.kind == Expr::Kind::kMethodCall && operand->is_undefined()) {
-      return Error::InvalidArgument(where + "calling '" + expr.name + "' on an undefined value");
+      return Error::InvalidArgument(Prefix(expr) + "calling '" + expr.name + "' on an undefined value");
     }
     Result<Value> result = expr.kind == Expr::Kind::kFilter ? ApplyFilter(expr.name, *operand, *arguments)
                                                             : CallMethod(*operand, expr.name, *arguments);
-    if (!result) return result.error().Prefixed(where);
+    if (!result) return result.error().Prefixed(Prefix(expr));
     return result;
   }
 
-  static Result<Value> Subscript(const Value& object, const Value& key, const std::string& where) {
+  static Result<Value> Subscript(const Value& object, const Value& key, const Expr& expr) {
     switch (object.kind()) {
       case Value::Kind::kUndefined:
-        return Error::InvalidArgument(where + "subscript of an undefined value");
+        return Error::InvalidArgument(Prefix(expr) + "subscript of an undefined value");
       case Value::Kind::kDict:
       case Value::Kind::kNamespace:
         return key.kind() == Value::Kind::kString ? object.Get(key.as_string()) : Value();
@@ -351,7 +352,7 @@ class Renderer {
     }
   }
 
-  Result<Value> Slice(const Expr& expr, const std::string& where) {
+  Result<Value> Slice(const Expr& expr) {
     Value parts[4];
     for (size_t i = 0; i < 4; ++i) {
       if (expr.children[i] == nullptr) continue;
@@ -363,7 +364,7 @@ class Renderer {
     if (object.kind() == Value::Kind::kList) {
       Result<std::vector<size_t>> positions =
           SlicePositions(parts[1], parts[2], parts[3], object.as_list().size());
-      if (!positions) return positions.error().Prefixed(where);
+      if (!positions) return positions.error().Prefixed(Prefix(expr));
       ValueList items;
       for (size_t p : *positions) items.push_back(object.as_list()[p]);
       return Value::List(std::move(items));
@@ -372,7 +373,7 @@ class Renderer {
       const std::string& text = object.as_string();
       const std::vector<size_t> offsets = CodePointOffsets(text);
       Result<std::vector<size_t>> positions = SlicePositions(parts[1], parts[2], parts[3], offsets.size());
-      if (!positions) return positions.error().Prefixed(where);
+      if (!positions) return positions.error().Prefixed(Prefix(expr));
       std::string out;
       for (size_t p : *positions) {
         const size_t end = p + 1 < offsets.size() ? offsets[p + 1] : text.size();
@@ -380,7 +381,7 @@ class Renderer {
       }
       return Value::String(std::move(out));
     }
-    return Error::InvalidArgument(where + "cannot slice a " + std::string(KindName(object.kind())));
+    return Error::InvalidArgument(Prefix(expr) + "cannot slice a " + std::string(KindName(object.kind())));
   }
 
   static Result<Value> Binary(const std::string& op, const Value& left, const Value& right) {
