@@ -1,6 +1,9 @@
 #include "engine/stage_weights.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -9,10 +12,24 @@
 namespace inferno {
 namespace {
 
-// Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed.
+// Sizes `out` to `count` floats at once, asking for transparent huge pages
+// first: a weight matrix is then faulted in 2 MiB pages rather than 4 KiB
+// ones, which was most of the loading time (the zeroing and the copy touch
+// every page; on this machine's VM a 4 KiB fault costs more than its copy).
+void AllocateWeights(std::vector<float>& out, size_t count) {
+  out.reserve(count);
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(out.data()) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(out.data() + count)) & ~(kHugePage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: may fail
+  out.resize(count);
+}
+
+// Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed
+// (callers size it first when they read several tensors into it).
 Status ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
                 int64_t offset, int64_t count) {
-  if (offset + count > static_cast<int64_t>(out.size())) out.resize(offset + count);
+  if (offset + count > static_cast<int64_t>(out.size())) AllocateWeights(out, offset + count);
   Status status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
   if (!status) return status.error().Prefixed("loading stage weights: ");
   return {};
@@ -50,6 +67,9 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
   }
   if (config.o_proj_bias) plan.push_back({&weights.bo, {{"self_attn.o_proj.bias", dim}}});
   for (const auto& [out, parts] : plan) {
+    int64_t total = 0;
+    for (const auto& [suffix, count] : parts) total += count;
+    AllocateWeights(*out, total);
     int64_t offset = 0;
     for (const auto& [suffix, count] : parts) {
       if (Status s = ReadInto(checkpoint, LayerTensor(layer, suffix), *out, offset, count); !s) {
@@ -86,7 +106,8 @@ void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int6
 }
 
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
-                                      RowRange classifier_rows, const Checkpoint& classifier_source) {
+                                      RowRange classifier_rows, const Checkpoint& classifier_source,
+                                      const LoadProgress& progress) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t vocab = config.vocab_size;
@@ -115,6 +136,7 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
     Result<LayerWeights> loaded = LoadLayer(checkpoint, layer);
     if (!loaded) return loaded.error();
     weights.layers.push_back(std::move(*loaded));
+    if (progress) progress(layer + 1 - shard.layers.begin, shard.layers.size());
   }
   if (shard.has_head) {
     if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s)

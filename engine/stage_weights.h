@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -70,8 +71,12 @@ struct StageWeights {
 // classifier (a shard of another rank) — into the engine layout. Fails,
 // naming the tensor, when a tensor is missing or does not match the config.
 // Precondition: classifier_rows lies within [0, vocab).
+// `progress` (may be empty) is called after each layer with the layers
+// loaded so far and the stage's layer count.
+using LoadProgress = std::function<void(int64_t layers_done, int64_t layers_total)>;
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
-                                      RowRange classifier_rows, const Checkpoint& classifier_source);
+                                      RowRange classifier_rows, const Checkpoint& classifier_source,
+                                      const LoadProgress& progress = {});
 
 // Reorders the rows of a q or k projection (n_heads * head_dim, cols) — or,
 // with cols 1, its bias — from Hugging Face RoPE order (row i and

@@ -571,8 +571,19 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
 
   const Checkpoint& classifier_source =
       model->classifier_source ? *model->classifier_source : *model->checkpoint;
+  // A line on stderr every 2 s while loading takes longer than that.
+  const Clock::time_point load_start = Clock::now();
+  Clock::time_point next_report = load_start + std::chrono::seconds(2);
+  const LoadProgress progress = [&](int64_t done, int64_t total) {
+    const Clock::time_point now = Clock::now();
+    if (now < next_report || done == total) return;
+    next_report = now + std::chrono::seconds(2);
+    std::fprintf(stderr, "infer: rank %d: loading weights: %lld of %lld layers (%.1f s)\n", rank,
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 std::chrono::duration<double>(now - load_start).count());
+  };
   auto weights = LoadStageWeights(*model->checkpoint, model->shard, model->parts[rank].classifier_rows,
-                                  classifier_source);
+                                  classifier_source, progress);
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
   prepared.parts = std::move(model->parts);
