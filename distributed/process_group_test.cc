@@ -465,7 +465,7 @@ std::string ParamName(const testing::TestParamInfo<std::tuple<TransportKind, int
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupTest,
                          testing::Combine(testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
-                                                          TransportKind::kZmqIpc),
+                                                          TransportKind::kZmqIpc, TransportKind::kShm),
                                           testing::Range(1, 9)),
                          ParamName);
 
@@ -653,7 +653,7 @@ TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) 
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupErrorTest,
                          testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
-                                         TransportKind::kZmqIpc),
+                                         TransportKind::kZmqIpc, TransportKind::kShm),
                          [](const auto& info) { return TransportKindName(info.param); });
 
 }  // namespace

@@ -137,6 +137,14 @@ Status RingWriter::Put(std::span<const std::byte> source, bool& started, Deadlin
   return {};
 }
 
+bool RingWriter::Fits(size_t payload_bytes) {
+  const uint64_t capacity = mask_ + 1;
+  const uint64_t needed = sizeof(RecordHeader) + payload_bytes;
+  if (capacity - (head_ - tail_cached_) >= needed) return true;
+  tail_cached_ = layout_->tail.load(std::memory_order_acquire);
+  return capacity - (head_ - tail_cached_) >= needed;
+}
+
 Status RingWriter::Fail(Error error, bool started) {
   if (started) CloseSide(*layout_, layout_->writer_state, RingSideState::kAbandoned);
   return error;

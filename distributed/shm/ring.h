@@ -112,6 +112,10 @@ class RingWriter {
   Status Write(const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
                Deadline deadline);
 
+  // Whether a message of `payload_bytes` fits in the free room now, so that
+  // Write would not wait. The room only grows until the next Write.
+  bool Fits(size_t payload_bytes);
+
   // Marks the writer closed: the reader gets the messages already written,
   // then PeerLost. Wakes both sides' waiters. Idempotent.
   void Close();

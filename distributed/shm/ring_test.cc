@@ -177,7 +177,9 @@ TEST(Ring, WriteTimesOutCleanlyWhenTheRingIsFull) {
   RingWriter writer = ring.Writer();
   RingReader reader = ring.Reader();
   const std::vector<std::byte> fills(256 - sizeof(RecordHeader), std::byte{7});
+  EXPECT_TRUE(writer.Fits(fills.size()));
   ASSERT_TRUE(writer.Write(MessageKey(0), fills, {}, Clock::now() + seconds(10)).ok());
+  EXPECT_FALSE(writer.Fits(0));
 
   Status blocked = writer.Write(MessageKey(1), fills, {}, Clock::now() + milliseconds(20));
   ASSERT_FALSE(blocked.ok());
@@ -187,6 +189,7 @@ TEST(Ring, WriteTimesOutCleanlyWhenTheRingIsFull) {
   Result<Message> first = reader.Read(Clock::now() + seconds(10));
   ASSERT_TRUE(first.ok()) << first.error().ToString();
   EXPECT_EQ(first->payload.size(), fills.size());
+  EXPECT_TRUE(writer.Fits(fills.size()));
   ASSERT_TRUE(writer.Write(MessageKey(2), fills, {}, Clock::now() + seconds(10)).ok());
   Result<Message> second = reader.Read(Clock::now() + seconds(10));
   ASSERT_TRUE(second.ok()) << second.error().ToString();

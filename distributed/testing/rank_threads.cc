@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 
 #include <glog/logging.h>
 
 #include "distributed/inproc/transport.h"
+#include "distributed/shm/transport.h"
 #include "distributed/testing/zmq_world.h"
 #include "distributed/zmq/transport.h"
 
@@ -39,6 +41,34 @@ std::vector<std::shared_ptr<Transport>> MakeZmqTransports(bool ipc, int world_si
   return {zmq_transports.begin(), zmq_transports.end()};
 }
 
+// Shared-memory transports; each connects on its own thread, since Connect
+// waits for every peer's hello.
+std::vector<std::shared_ptr<Transport>> MakeShmTransports(int world_size, std::chrono::milliseconds timeout) {
+  std::vector<std::shared_ptr<ShmTransport>> shm_transports;
+  std::vector<SegmentAddress> inboxes;
+  for (int rank = 0; rank < world_size; ++rank) {
+    ShmTransportOptions options;
+    options.rank = rank;
+    options.world_size = world_size;
+    options.timeout = timeout;
+    options.ring_capacity = size_t{1} << 16;
+    Result<std::shared_ptr<ShmTransport>> transport = ShmTransport::Create(options);
+    CHECK(transport.ok()) << transport.error().ToString();
+    inboxes.push_back((*transport)->inbox());
+    shm_transports.push_back(*transport);
+  }
+  const Deadline deadline = Clock::now() + timeout;
+  std::vector<std::thread> connecting;
+  for (const std::shared_ptr<ShmTransport>& transport : shm_transports) {
+    connecting.emplace_back([&inboxes, deadline, transport] {
+      Status connected = transport->Connect(inboxes, deadline);
+      CHECK(connected.ok()) << connected.error().ToString();
+    });
+  }
+  for (std::thread& thread : connecting) thread.join();
+  return {shm_transports.begin(), shm_transports.end()};
+}
+
 }  // namespace
 
 std::string TransportKindName(TransportKind kind) {
@@ -49,6 +79,8 @@ std::string TransportKindName(TransportKind kind) {
       return "ZmqTcp";
     case TransportKind::kZmqIpc:
       return "ZmqIpc";
+    case TransportKind::kShm:
+      return "Shm";
   }
   return "Unknown";
 }
@@ -66,6 +98,8 @@ std::vector<std::shared_ptr<Transport>> MakeTransports(TransportKind kind, int w
       return MakeZmqTransports(/*ipc=*/false, world_size, timeout);
     case TransportKind::kZmqIpc:
       return MakeZmqTransports(/*ipc=*/true, world_size, timeout);
+    case TransportKind::kShm:
+      return MakeShmTransports(world_size, timeout);
   }
   LOG(FATAL) << "unknown transport kind " << static_cast<int>(kind);
 }

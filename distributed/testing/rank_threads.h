@@ -1,5 +1,5 @@
 // Test support: builds one connected Transport per rank (in-process or real
-// ZeroMQ over tcp:// or ipc://), for RunRanks (distributed/run_ranks.h, which
+// ZeroMQ over tcp:// or ipc://, or shared memory), for RunRanks (distributed/run_ranks.h, which
 // this header brings along) to run every rank's body on its own thread.
 //
 // Thread-safety: MakeTransports is called from one test thread.
@@ -15,9 +15,9 @@
 
 namespace inferno {
 
-enum class TransportKind { kInProcess, kZmqTcp, kZmqIpc };
+enum class TransportKind { kInProcess, kZmqTcp, kZmqIpc, kShm };
 
-// "InProcess", "ZmqTcp", "ZmqIpc" (usable in gtest parameter names).
+// "InProcess", "ZmqTcp", "ZmqIpc", "Shm" (usable in gtest parameter names).
 std::string TransportKindName(TransportKind kind);
 
 // One transport per rank, all connected; rank i's transport is element i.
