@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/launcher_lifeline.h"
+#include "distributed/shm/host_identity.h"
+#include "distributed/shm/transport.h"
 #include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
 
@@ -38,12 +40,17 @@ struct RankEndpoints {
   std::string tcp;
   std::string ipc;                                 // empty when the rank offers no ipc endpoint
   std::map<std::string, std::string> fingerprint;  // RendezvousOptions::fingerprint
+  // With RendezvousOptions::shared_memory: the rank's inbox (a
+  // SegmentAddress) and HostIdentity(); else empty.
+  std::string shm;
+  std::string host_identity;
 };
 
 Json ToJson(const RankEndpoints& entry) {
   return Json{{"rank", entry.rank}, {"world_size", entry.world_size},
               {"host", entry.host}, {"tcp", entry.tcp},
-              {"ipc", entry.ipc},   {"fingerprint", entry.fingerprint}};
+              {"ipc", entry.ipc},   {"fingerprint", entry.fingerprint},
+              {"shm", entry.shm},   {"host_identity", entry.host_identity}};
 }
 
 // nullopt when `json` is not a well-formed entry (a stranger's bytes).
@@ -56,6 +63,8 @@ std::optional<RankEndpoints> EntryFromJson(const Json& json) {
     entry.tcp = json.at("tcp").get<std::string>();
     entry.ipc = json.at("ipc").get<std::string>();
     entry.fingerprint = json.at("fingerprint").get<std::map<std::string, std::string>>();
+    entry.shm = json.value("shm", std::string());
+    entry.host_identity = json.value("host_identity", std::string());
     return entry;
   } catch (const Json::exception&) {
     return std::nullopt;
@@ -315,6 +324,13 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!parsed) return std::move(parsed).error();
     config.rendezvous_timeout = std::chrono::milliseconds(*parsed);
   }
+  if (const char* transport = getenv("INFERNO_TRANSPORT")) {
+    if (std::string(transport) != "zmq" && std::string(transport) != "shm") {
+      return Error::InvalidArgument("INFERNO_TRANSPORT: expected zmq or shm, got '" + std::string(transport) +
+                                    "'");
+    }
+    config.shared_memory = std::string(transport) == "shm";
+  }
   if (const char* secret = getenv(kJobSecretVariable)) {
     Result<JobSecret> parsed = ParseJobSecret(secret);
     if (!parsed) return std::move(parsed).error();
@@ -361,6 +377,18 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   mine.fingerprint = options.fingerprint;
   mine.tcp = (*transport)->endpoints()[0];
   if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
+  std::shared_ptr<ShmTransport> shm_transport;
+  if (config.shared_memory.value_or(options.shared_memory)) {
+    ShmTransportOptions shm_options;
+    shm_options.rank = config.rank;
+    shm_options.world_size = config.world_size;
+    shm_options.timeout = config.op_timeout;
+    Result<std::shared_ptr<ShmTransport>> created = ShmTransport::Create(shm_options);
+    if (!created) return std::move(created).error();
+    shm_transport = *created;
+    mine.shm = shm_transport->inbox().ToString();
+    mine.host_identity = HostIdentity();
+  }
 
   RendezvousOptions waits = options;
   waits.timeout = config.rendezvous_timeout.value_or(options.timeout);
@@ -368,6 +396,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   if (!table) return std::move(table).error();
 
   std::vector<std::string> endpoints;
+  std::vector<SegmentAddress> inboxes;
   uint64_t job_id = 0;
   bool well_formed = table->contains("job_id") && table->at("job_id").is_number_unsigned() &&
                      table->contains("ranks") && table->at("ranks").is_array();
@@ -381,6 +410,15 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
       }
       const bool same_host = entry->host == mine.host && !entry->ipc.empty();
       endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc : entry->tcp);
+      if (shm_transport) {
+        Result<SegmentAddress> inbox = SegmentAddress::Parse(entry->shm);
+        if (!inbox || entry->host_identity != mine.host_identity) {
+          return Error::InvalidArgument("rendezvous: INFERNO_TRANSPORT=shm, but rank " +
+                                        std::to_string(entry->rank) +
+                                        " is not on this host or does not use shared memory");
+        }
+        inboxes.push_back(*inbox);
+      }
     }
   }
   if (!well_formed) {
@@ -391,10 +429,15 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
     return Error::LengthMismatch("rendezvous table", config.world_size,
                                  static_cast<int64_t>(endpoints.size()));
   }
-  Status connected = (*transport)->Connect(endpoints, job_id);
-  if (!connected) return std::move(connected).error();
+  if (shm_transport) {
+    Status connected = shm_transport->Connect(inboxes, Clock::now() + waits.timeout);
+    if (!connected) return std::move(connected).error();
+  } else {
+    Status connected = (*transport)->Connect(endpoints, job_id);
+    if (!connected) return std::move(connected).error();
+  }
 
-  ProcessGroup group(*transport);
+  ProcessGroup group(shm_transport ? std::shared_ptr<Transport>(shm_transport) : *transport);
   Status ready = group.barrier();
   if (!ready) {
     Error error = std::move(ready).error();

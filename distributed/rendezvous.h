@@ -40,6 +40,11 @@ struct RendezvousOptions {
   std::chrono::milliseconds op_timeout{60000};
   // Connect to peers on the same host over ipc:// instead of tcp://.
   bool prefer_ipc_on_same_host = true;
+  // Every rank talks to every other over shared memory (distributed/shm)
+  // instead of ZeroMQ; every rank must then be on this host (the same
+  // HostIdentity), else Join fails with InvalidArgument. The environment
+  // variable INFERNO_TRANSPORT (zmq or shm) overrides it.
+  bool shared_memory = false;
   // Called on rank 0 once it listens, with the bound port (useful when
   // MASTER_PORT is 0, as in tests that run ranks as threads).
   std::function<void(int port)> on_master_listening;
@@ -61,16 +66,20 @@ struct RendezvousConfig {
   std::optional<std::chrono::milliseconds> rendezvous_timeout;
   // INFERNO_JOB_SECRET if set: the job is secured with it.
   std::optional<JobSecret> job_secret;
+  // INFERNO_TRANSPORT if set: true for shm, false for zmq; replaces
+  // RendezvousOptions::shared_memory.
+  std::optional<bool> shared_memory;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
 // SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS,
-// INFERNO_RENDEZVOUS_TIMEOUT_MS and INFERNO_JOB_SECRET through `getenv`
+// INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET and INFERNO_TRANSPORT through `getenv`
 // (nullptr: unset). With no rank
 // variables set: rank 0 of a 1-rank world. Errors (InvalidArgument naming the
 // variable and value, but never the secret's): a non-numeric or out-of-range
 // value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed
-// INFERNO_JOB_SECRET (set but empty included).
+// INFERNO_JOB_SECRET (set but empty included), an INFERNO_TRANSPORT other than
+// zmq or shm.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 

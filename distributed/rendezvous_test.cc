@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed/shm/transport.h"
 #include "distributed/testing/secret_filled_with.h"
 
 namespace inferno {
@@ -74,6 +75,21 @@ TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
   config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_RENDEZVOUS_TIMEOUT_MS", "0"}}));
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().message, "INFERNO_RENDEZVOUS_TIMEOUT_MS='0' is not an integer in [1, 1073741824]");
+}
+
+TEST(ReadRendezvousConfig, ReadsTheTransport) {
+  Result<RendezvousConfig> shm = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "shm"}}));
+  ASSERT_TRUE(shm.ok()) << shm.error().ToString();
+  EXPECT_EQ(shm->shared_memory, true);
+  Result<RendezvousConfig> zmq = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "zmq"}}));
+  ASSERT_TRUE(zmq.ok()) << zmq.error().ToString();
+  EXPECT_EQ(zmq->shared_memory, false);
+  Result<RendezvousConfig> unset = ReadRendezvousConfig(FakeEnvironment({}));
+  ASSERT_TRUE(unset.ok()) << unset.error().ToString();
+  EXPECT_FALSE(unset->shared_memory.has_value());
+  Result<RendezvousConfig> other = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "rdma"}}));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().message, "INFERNO_TRANSPORT: expected zmq or shm, got 'rdma'");
 }
 
 TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {
@@ -172,6 +188,15 @@ TEST(Join, RanksAsThreadsFormAGroupOverTcp) {
   RendezvousOptions options;
   options.prefer_ipc_on_same_host = false;
   const auto results = JoinAsThreads(3, options, SumOfRanks);
+  EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
+}
+
+TEST(Join, RanksAsThreadsFormAGroupOverSharedMemory) {
+  RendezvousOptions options;
+  options.shared_memory = true;
+  const auto results = JoinAsThreads(3, options, [](ProcessGroup& group) {
+    return dynamic_cast<ShmTransport*>(group.transport().get()) != nullptr ? SumOfRanks(group) : "not shm";
+  });
   EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
 }
 

@@ -4,10 +4,12 @@
 //   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
 // Results are checked; any wrong element or failed call exits non-zero.
 //
-//   launch -n 4 -- collective_bench [--transport tcp|ipc] [--ops LIST] [--sizes LIST] [--iters N]
+//   launch -n 4 -- collective_bench [--transport tcp|ipc|shm] [--ops LIST] [--sizes LIST] [--iters N]
 //
 // --transport tcp makes ranks on one host talk over tcp:// (as across hosts);
-// ipc (the library's default) uses ipc:// between ranks on the same host.
+// ipc (the library's default) uses ipc:// between ranks on the same host;
+// shm uses shared memory (distributed/shm) between all ranks, which must
+// then share one host.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -75,12 +77,15 @@ int main(int argc, char** argv) {
       "Runs the collective benchmark protocol over ProcessGroup; prints one line per op\n"
       "and size on rank 0.",
       inferno::BenchFlagSpecs()};
-  spec.flags.push_back({"transport", "T", "ranks on one host use tcp or ipc (default ipc)"});
+  spec.flags.push_back(
+      {"transport", "T",
+       "ranks on one host use tcp, ipc or shm (shared memory; every rank on one host) (default ipc)"});
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
   const std::string transport = flags.Last("transport").value_or("ipc");
   auto config = inferno::ReadBenchConfig(flags);
-  if (config && transport != "tcp" && transport != "ipc") {
-    config = inferno::Error::InvalidArgument("--transport: expected tcp or ipc, got '" + transport + "'");
+  if (config && transport != "tcp" && transport != "ipc" && transport != "shm") {
+    config =
+        inferno::Error::InvalidArgument("--transport: expected tcp, ipc or shm, got '" + transport + "'");
   }
   if (!config) {
     std::fprintf(stderr, "collective_bench: %s\n", config.error().message.c_str());
@@ -88,6 +93,7 @@ int main(int argc, char** argv) {
   }
   inferno::RendezvousOptions options;
   options.prefer_ipc_on_same_host = transport == "ipc";
+  options.shared_memory = transport == "shm";
   auto group = inferno::JoinFromEnvironment(options);
   if (!group) {
     std::fprintf(stderr, "collective_bench: rendezvous: %s\n", group.error().ToString().c_str());
