@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -161,6 +162,10 @@ class Renderer {
     if (items.empty()) return RenderNodes(node.else_body);
     const int64_t length = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < length; ++i) {
+      if (++iterations_ > kMaxLoopIterations) {
+        return Error::InvalidArgument(Prefix(node.line, node.column) + "the template loops more than " +
+                                      std::to_string(kMaxLoopIterations) + " times");
+      }
       std::map<std::string, Value> scope;
       const Value& item = items[static_cast<size_t>(i)];
       if (node.targets.size() == 1) {
@@ -212,7 +217,22 @@ class Renderer {
     return arguments;
   }
 
+  // Evaluates `expr`, refusing strings and lists beyond the limits.
   Result<Value> Evaluate(const Expr& expr) {
+    Result<Value> value = EvaluateUnbounded(expr);
+    if (!value) return value;
+    if (value->kind() == Value::Kind::kString && value->as_string().size() > kMaxOutputBytes) {
+      return Error::InvalidArgument(Prefix(expr) + "a string longer than " + std::to_string(kMaxOutputBytes) +
+                                    " bytes");
+    }
+    if (value->kind() == Value::Kind::kList && value->as_list().size() > kMaxListItems) {
+      return Error::InvalidArgument(Prefix(expr) + "a list longer than " + std::to_string(kMaxListItems) +
+                                    " items");
+    }
+    return value;
+  }
+
+  Result<Value> EvaluateUnbounded(const Expr& expr) {
     switch (expr.kind) {
       case Expr::Kind::kLiteral:
         return expr.value;
@@ -384,6 +404,17 @@ class Renderer {
     return Error::InvalidArgument(Prefix(expr) + "cannot slice a " + std::string(KindName(object.kind())));
   }
 
+  // a + b, refused before it is built when longer than kMaxOutputBytes.
+  static Result<Value> Concatenate(std::string_view a, std::string_view b) {
+    if (a.size() + b.size() > kMaxOutputBytes) {
+      return Error::InvalidArgument("a string longer than " + std::to_string(kMaxOutputBytes) + " bytes");
+    }
+    std::string joined;
+    joined.reserve(a.size() + b.size());
+    joined.append(a).append(b);
+    return Value::String(std::move(joined));
+  }
+
   static Result<Value> Binary(const std::string& op, const Value& left, const Value& right) {
     const auto mismatch = [&]() {
       return Error::InvalidArgument("unsupported operand kinds for '" + op + "': " + KindName(left.kind()) +
@@ -396,7 +427,7 @@ class Renderer {
       if (!a) return a.error();
       Result<std::string> b = ToText(right);
       if (!b) return b.error();
-      return Value::String(*a + *b);
+      return Concatenate(*a, *b);
     }
     if (op == "in") {
       switch (right.kind()) {
@@ -433,9 +464,12 @@ class Renderer {
     }
     if (op == "+") {
       if (left.kind() == Value::Kind::kString && right.kind() == Value::Kind::kString) {
-        return Value::String(left.as_string() + right.as_string());
+        return Concatenate(left.as_string(), right.as_string());
       }
       if (left.kind() == Value::Kind::kList && right.kind() == Value::Kind::kList) {
+        if (left.as_list().size() + right.as_list().size() > kMaxListItems) {
+          return Error::InvalidArgument("a list longer than " + std::to_string(kMaxListItems) + " items");
+        }
         ValueList items = left.as_list();
         items.insert(items.end(), right.as_list().begin(), right.as_list().end());
         return Value::List(std::move(items));
@@ -472,6 +506,7 @@ class Renderer {
 
   std::vector<std::map<std::string, Value>> scopes_;
   std::string out_;
+  int64_t iterations_ = 0;  // of all loops so far
 };
 
 }  // namespace

@@ -14,13 +14,16 @@
 // Errors name the line and column of the expression that failed:
 // InvalidArgument for type errors and raise_exception(), Unimplemented for
 // values this interpreter does not model (printing a list, floats). Output
-// longer than kMaxOutputBytes is an error.
+// or a string longer than kMaxOutputBytes, a list longer than kMaxListItems
+// and more than kMaxLoopIterations loop iterations in all are errors, so a
+// runaway template stops (memory is bounded only through these).
 //
 // Thread-safety: a pure function of its arguments (namespaces it creates are
 // its own).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "base/error.h"
@@ -30,6 +33,8 @@
 namespace inferno::chat {
 
 inline constexpr size_t kMaxOutputBytes = 64 << 20;
+inline constexpr size_t kMaxListItems = 1 << 20;
+inline constexpr int64_t kMaxLoopIterations = 100'000;
 
 // Renders `nodes` with `variables` as the template's global variables.
 Result<std::string> RenderTemplate(const NodeList& nodes, const ValueDict& variables);

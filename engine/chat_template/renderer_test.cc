@@ -159,6 +159,20 @@ TEST(Renderer, ErrorsNameTheirPosition) {
   EXPECT_EQ(RenderError("{{ {1: 2} }}").kind, ErrorKind::kUnimplemented);
 }
 
+TEST(Renderer, RunawayTemplatesStop) {
+  EXPECT_NE(RenderError("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}"
+                        "{% endfor %}")
+                .message.find("a string longer than"),
+            std::string::npos);
+  EXPECT_NE(RenderError("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
+                        "{% endfor %}")
+                .message.find("a list longer than"),
+            std::string::npos);
+  EXPECT_EQ(
+      RenderError("{% for a in range(1000) %}{% for b in range(1000) %}{% endfor %}{% endfor %}").message,
+      "line 1, column 27: the template loops more than 100000 times");
+}
+
 TEST(Renderer, OutputIsBounded) {
   Result<NodeList> nodes = ParseTemplate("{% for i in range(100) %}{{ megabyte }}{% endfor %}");
   ASSERT_TRUE(nodes);

@@ -119,7 +119,9 @@ Status AppendJson(const Value& value, int indent, int depth, std::string& out) {
 Value Value::None() { return Value(Storage(nullptr)); }
 Value Value::Bool(bool value) { return Value(Storage(value)); }
 Value Value::Int(int64_t value) { return Value(Storage(value)); }
-Value Value::String(std::string value) { return Value(Storage(std::move(value))); }
+Value Value::String(std::string value) {
+  return Value(Storage(std::shared_ptr<const std::string>(std::make_shared<std::string>(std::move(value)))));
+}
 Value Value::List(ValueList items) {
   return Value(Storage(std::shared_ptr<const ValueList>(std::make_shared<ValueList>(std::move(items)))));
 }
@@ -149,7 +151,7 @@ int64_t Value::as_int() const {
 const std::string& Value::as_string() const {
   if (kind() == Kind::kFunction) return std::get<FunctionName>(storage_).name;
   CHECK(kind() == Kind::kString);
-  return std::get<std::string>(storage_);
+  return *std::get<std::shared_ptr<const std::string>>(storage_);
 }
 const ValueList& Value::as_list() const {
   CHECK(kind() == Kind::kList);

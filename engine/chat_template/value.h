@@ -10,7 +10,7 @@
 //   Value messages = Value::List({message});
 //   if (messages.Truthy()) ...
 //
-// Thread-safety: lists and dicts are immutable and shared between copies, so
+// Thread-safety: strings, lists and dicts are immutable and shared between copies, so
 // copies are cheap and may be read from any thread. A namespace's attributes
 // are shared by every copy of it and change through SetAttribute: a value that
 // holds a namespace needs external synchronization.
@@ -78,9 +78,9 @@ class Value {
     std::string name;
   };
   // Alternatives in the order of Kind.
-  using Storage = std::variant<std::monostate, std::nullptr_t, bool, int64_t, std::string,
-                               std::shared_ptr<const ValueList>, std::shared_ptr<const ValueDict>,
-                               std::shared_ptr<ValueDict>, FunctionName>;
+  using Storage = std::variant<std::monostate, std::nullptr_t, bool, int64_t,
+                               std::shared_ptr<const std::string>, std::shared_ptr<const ValueList>,
+                               std::shared_ptr<const ValueDict>, std::shared_ptr<ValueDict>, FunctionName>;
   explicit Value(Storage storage) : storage_(std::move(storage)) {}
 
   Storage storage_;
