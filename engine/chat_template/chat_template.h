@@ -2,12 +2,15 @@
 // tokenizer_config.json), parsed once and rendered for conversations — the
 // text a chat model expects as its prompt.
 //
-//   Result<ChatTemplate> chat = ChatTemplate::Parse(config.chat_template);
-//   if (!chat) return chat.error().Prefixed("tokenizer_config.json: chat_template: ");
+//   Result<TokenizerChatConfig> config = ReadTokenizerChatConfig(dir + "/tokenizer_config.json");
+//   if (!config) return config.error();
+//   if (!config->chat_template) ...  // e.g. Mistral 7B v0.1 base: none; ask for --chat-template FILE
+//   Result<ChatTemplate> chat = ChatTemplate::Parse(*config->chat_template);
+//   if (!chat) return chat.error();  // "chat template: line 3, column 9: unknown or unsupported filter 'x'"
 //   ChatRequest request;
 //   request.messages = {{"system", "Be brief."}, {"user", "Hi"}};
-//   request.bos_token = config.bos_token;
-//   request.eos_token = config.eos_token;
+//   request.bos_token = config->bos_token;
+//   request.eos_token = config->eos_token;
 //   Result<std::string> prompt = chat->Render(request);
 //
 // Rendering follows transformers' apply_chat_template (Jinja with
@@ -30,8 +33,10 @@
 // its line and column (Unimplemented; InvalidArgument for a malformed
 // template), so a template never renders silently wrong. Render fails with
 // InvalidArgument when the template calls raise_exception() (e.g. roles that
-// do not alternate: "line 1, column 200: raise_exception: Conversation roles
-// must alternate ...") or hits a type error.
+// do not alternate: "chat template: line 11, column 13: raise_exception:
+// After the optional system message, conversation roles must alternate ...")
+// or hits a type error. Every message of Parse and Render starts with
+// "chat template: ".
 //
 // Thread-safety: a ChatTemplate is immutable; Render may be called from
 // several threads at once.
