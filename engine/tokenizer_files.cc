@@ -76,10 +76,11 @@ Result<std::optional<LoadedTokenizer>> LoadTokenizer(const std::optional<std::st
     return std::optional<LoadedTokenizer>(std::move(*loaded));
   }
   if (*flag == kByteLevelTokenizer) {
-    return std::optional<LoadedTokenizer>(LoadedTokenizer{std::make_unique<ByteTokenizer>(),
-                                                          kByteLevelTokenizer,
-                                                          kByteLevelTokenizer,
-                                                          {kLlama2cEosId, kLlama2cBosId}});
+    LoadedTokenizer bytes;
+    bytes.tokenizer = std::make_unique<ByteTokenizer>();
+    bytes.source = bytes.sha256 = kByteLevelTokenizer;
+    bytes.stop_ids = {kLlama2cEosId, kLlama2cBosId};
+    return std::optional<LoadedTokenizer>(std::move(bytes));
   }
   std::string path = *flag;
   if (fs::is_directory(path, ec)) {
