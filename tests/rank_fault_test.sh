@@ -21,6 +21,9 @@ LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_fault.XXXXXX")"
 TIMEOUT_MS=2000
 SLACK_MS=2000
+PROMPT_LINE="Once upon a time"
+PROMPT="$PROMPT_LINE
+"
 
 # A generation of several seconds even on an idle machine (dim 384: a 1000-token
 # run of the default dim-64 model ends in under a second), so that the fault
@@ -46,7 +49,7 @@ run_case() {
   (
     trap '' TERM
     INFERNO_TIMEOUT_MS=$TIMEOUT_MS exec "$LAUNCH" -n "$WORLD" --tag-output --timeout 60 --grace "$grace" -- \
-      "$INFER" --model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids
+      "$INFER" --model "$WORK/toy" --prompt "$PROMPT" --max-new-tokens 1000
   ) >"$out" 2>&1 &
   local launch_pid=$!
 
@@ -63,7 +66,19 @@ run_case() {
     return
   fi
 
-  # The fault: at a random point between 0.3 s and 1.3 s into the job.
+  # The leader prints the prompt (one line: it ends with a newline) once the
+  # group is formed and generation starts; a fault before that would land in
+  # loading or the rendezvous, whose deadline is another matter (under a
+  # sanitizer on a busy machine, loading alone can take seconds).
+  while ! grep -q "^\[0\] $PROMPT_LINE\$" "$out" && [ "$(now_ms)" -lt $((deadline + 60000)) ]; do sleep 0.02; done
+  if ! grep -q "^\[0\] $PROMPT_LINE\$" "$out"; then
+    fail "$name: generation did not start within 60 s"
+    kill -KILL "$launch_pid" "${pid_of[@]}" 2>/dev/null
+    wait "$launch_pid"
+    cat "$out" >&2
+    return
+  fi
+  # The fault: at a random point between 0.3 s and 1.3 s into the generation.
   sleep "$(printf '0.%03d' $((300 + RANDOM % 700)))"
   local fault_at
   fault_at=$(now_ms)
