@@ -4,6 +4,7 @@
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -73,25 +74,18 @@ Status ReadInt(const json& object, const char* key, bool required, int64_t* out,
   return {};
 }
 
-Status ReadFloat(const json& object, const char* key, float* out, const std::string& source) {
+// Reads float or bool field `key` into `*out`; absent leaves the default.
+template <typename T>
+Status ReadScalar(const json& object, const char* key, T* out, const std::string& source) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bool>);
   if (!Present(object, key)) return {};
   const json& value = object.at(key);
-  if (!value.is_number()) {
+  constexpr bool kBool = std::is_same_v<T, bool>;
+  if (kBool ? !value.is_boolean() : !value.is_number()) {
     return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
-                             " is not a number");
+                             (kBool ? " is not a boolean" : " is not a number"));
   }
-  *out = value.get<float>();
-  return {};
-}
-
-Status ReadBool(const json& object, const char* key, bool* out, const std::string& source) {
-  if (!Present(object, key)) return {};
-  const json& value = object.at(key);
-  if (!value.is_boolean()) {
-    return Error::Corruption(source + ": field '" + std::string(key) + "' = " + value.dump() +
-                             " is not a boolean");
-  }
-  *out = value.get<bool>();
+  *out = value.get<T>();
   return {};
 }
 
@@ -165,9 +159,9 @@ Status ReadRopeScaling(const json& object, RopeScaling& scaling, const std::stri
   }
   const std::string where = source + ": rope_scaling";
   if (!value.contains("factor")) return fail("no factor");
-  if (Status s = ReadFloat(value, "factor", &scaling.factor, where); !s) return s;
-  if (Status s = ReadFloat(value, "low_freq_factor", &scaling.low_freq_factor, where); !s) return s;
-  if (Status s = ReadFloat(value, "high_freq_factor", &scaling.high_freq_factor, where); !s) return s;
+  if (Status s = ReadScalar(value, "factor", &scaling.factor, where); !s) return s;
+  if (Status s = ReadScalar(value, "low_freq_factor", &scaling.low_freq_factor, where); !s) return s;
+  if (Status s = ReadScalar(value, "high_freq_factor", &scaling.high_freq_factor, where); !s) return s;
   if (Status s = ReadInt(value, "original_max_position_embeddings", false,
                          &scaling.original_max_position_embeddings, where);
       !s) {
@@ -265,9 +259,9 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
     if (Status s = ReadInt(object, key, required, out, source); !s) return s.error();
   }
   if (config.num_key_value_heads == -1) config.num_key_value_heads = config.num_attention_heads;
-  if (Status s = ReadFloat(object, "rms_norm_eps", &config.rms_norm_eps, source); !s) return s.error();
-  if (Status s = ReadFloat(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
-  if (Status s = ReadBool(object, "tie_word_embeddings", &config.tie_word_embeddings, source); !s)
+  if (Status s = ReadScalar(object, "rms_norm_eps", &config.rms_norm_eps, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "rope_theta", &config.rope_theta, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "tie_word_embeddings", &config.tie_word_embeddings, source); !s)
     return s.error();
   if (Status s = ReadRopeScaling(object, config.rope_scaling, source); !s) return s.error();
   if (Status s = ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source); !s) return s.error();
@@ -277,10 +271,10 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
                                 " is not supported (silu)");
   }
   bool mlp_bias = false;
-  if (Status s = ReadBool(object, "mlp_bias", &mlp_bias, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "mlp_bias", &mlp_bias, source); !s) return s.error();
   if (mlp_bias) return Error::Unimplemented(source + ": mlp_bias = true is not supported");
   bool attention_bias = false;
-  if (Status s = ReadBool(object, "attention_bias", &attention_bias, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "attention_bias", &attention_bias, source); !s) return s.error();
   if (config.architecture == "Qwen2ForCausalLM") {
     if (Present(object, "attention_bias")) {
       return Error::Unimplemented(source +
@@ -297,7 +291,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   // use_sliding_window (then on layers from max_window_layers on, which the
   // refusal in CheckContextFits covers by treating every layer alike).
   bool use_sliding_window = config.architecture != "Qwen2ForCausalLM";
-  if (Status s = ReadBool(object, "use_sliding_window", &use_sliding_window, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "use_sliding_window", &use_sliding_window, source); !s) return s.error();
   int64_t sliding_window = 0;
   if (Status s = ReadInt(object, "sliding_window", false, &sliding_window, source); !s) return s.error();
   int64_t max_window_layers = 0;

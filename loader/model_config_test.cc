@@ -116,15 +116,8 @@ std::string ConfigJson(const std::string& architecture, const std::string& extra
 }
 
 TEST(ModelConfigJson, NewFieldsRoundTrip) {
-  ModelConfig c;
+  ModelConfig c = SmallConfig();
   c.architecture = "Qwen2ForCausalLM";
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.vocab_size = 300;
-  c.max_position_embeddings = 128;
   c.explicit_head_dim = 16;
   c.qkv_bias = true;
   c.sliding_window = 64;
@@ -138,7 +131,7 @@ TEST(ModelConfigJson, NewFieldsRoundTrip) {
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->architecture, "Qwen2ForCausalLM");
   EXPECT_EQ(parsed->head_dim(), 16);
-  EXPECT_EQ(parsed->q_dim(), 64);
+  EXPECT_EQ(parsed->q_dim(), 128);
   EXPECT_TRUE(parsed->qkv_bias);
   EXPECT_FALSE(parsed->o_proj_bias);
   EXPECT_EQ(parsed->sliding_window, 64);
