@@ -19,7 +19,7 @@ Error IoError(const std::string& what) { return Error::Io(what + ": " + std::str
 
 // Maps `fd` (of `bytes` bytes) shared, read-write.
 Result<std::byte*> MapShared(int fd, size_t bytes, const std::string& what) {
-  void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (data == MAP_FAILED) return IoError("mmap of " + what);
   return static_cast<std::byte*>(data);
 }

@@ -4,7 +4,10 @@
 // The memory is a memfd (memfd_create): it has no name in /dev/shm or any
 // other file system, so however a job ends (SIGKILL included) nothing of it
 // is left behind; the kernel frees it when the last process that maps it or
-// holds a descriptor of it is gone. Its mode is 0600.
+// holds a descriptor of it is gone. Its mode is 0600. Every mapping is
+// populated when made (MAP_POPULATE), so the first pass of a ring through
+// its memory takes no page faults: they made the first 4 KiB all_reduces of
+// a job four times slower (docs/collectives.md).
 //
 // How a peer gets it: the creator publishes its SegmentAddress (pid,
 // descriptor number, size; e.g. over the rendezvous, which is authenticated
