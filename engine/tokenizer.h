@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,10 +43,6 @@ class Tokenizer {
   virtual std::string Decode(int32_t previous, int32_t token) const = 0;
 
   virtual int32_t vocab_size() const = 0;
-
-  // The id a text prompt starts with (BOS), or nullopt when the tokenizer
-  // puts none before the text.
-  virtual std::optional<int32_t> bos_id() const = 0;
 };
 
 class ByteTokenizer final : public Tokenizer {
@@ -58,7 +53,6 @@ class ByteTokenizer final : public Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;
   int32_t vocab_size() const override { return kVocabSize; }
-  std::optional<int32_t> bos_id() const override { return kLlama2cBosId; }
 };
 
 class BpeTokenizer final : public Tokenizer {
@@ -75,7 +69,6 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
-  std::optional<int32_t> bos_id() const override { return kLlama2cBosId; }
 
  private:
   BpeTokenizer() = default;

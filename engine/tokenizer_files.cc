@@ -50,13 +50,27 @@ Result<LoadedTokenizer> LoadFile(const std::string& path) {
         }
         loaded.stop_ids.push_back(*eos);
       }
+      loaded.bos_id = (*parsed)->bos_id();
+      if (config->add_bos_token == false) loaded.bos_id.reset();
+      if (config->add_bos_token == true && !loaded.bos_id) {
+        const std::optional<int32_t> bos =
+            config->bos_token ? (*parsed)->TokenId(*config->bos_token) : std::nullopt;
+        if (!bos) {
+          return Error::Corruption(config_path.string() +
+                                   ": add_bos_token is true but bos_token is not a token of " + path);
+        }
+        loaded.bos_id = bos;
+      }
       loaded.chat_config = std::move(*config);
+    } else {
+      loaded.bos_id = (*parsed)->bos_id();
     }
     loaded.tokenizer = std::move(*parsed);
   } else {
     auto parsed = BpeTokenizer::Parse(bytes, path);
     if (!parsed) return parsed.error();
     loaded.tokenizer = std::move(*parsed);
+    loaded.bos_id = kLlama2cBosId;
     loaded.stop_ids = {kLlama2cEosId, kLlama2cBosId};
   }
   return loaded;
@@ -79,6 +93,7 @@ Result<std::optional<LoadedTokenizer>> LoadTokenizer(const std::optional<std::st
     LoadedTokenizer bytes;
     bytes.tokenizer = std::make_unique<ByteTokenizer>();
     bytes.source = bytes.sha256 = kByteLevelTokenizer;
+    bytes.bos_id = kLlama2cBosId;
     bytes.stop_ids = {kLlama2cEosId, kLlama2cBosId};
     return std::optional<LoadedTokenizer>(std::move(bytes));
   }

@@ -28,6 +28,10 @@ struct LoadedTokenizer {
   // The tokenizer_config.json beside a tokenizer.json (chat template, BOS
   // and EOS strings), when there is one.
   std::optional<TokenizerChatConfig> chat_config;
+  // The id a text prompt starts with: the tokenizer's (its post-processor's
+  // for a tokenizer.json), unless tokenizer_config.json's add_bos_token says
+  // otherwise (false: none; true: its bos_token).
+  std::optional<int32_t> bos_id;
 };
 
 // The value of --tokenizer that selects the byte-level tokenizer.

@@ -72,7 +72,7 @@ TEST(LoadTokenizer, ALlama2cFileIsReadByContentWhateverItsName) {
   auto loaded = LoadTokenizer(path, "");
   ASSERT_TRUE(loaded) << loaded.error().ToString();
   EXPECT_EQ((*loaded)->tokenizer->vocab_size(), 259);
-  EXPECT_EQ((*loaded)->tokenizer->bos_id(), kLlama2cBosId);
+  EXPECT_EQ((*loaded)->bos_id, kLlama2cBosId);
   EXPECT_EQ((*loaded)->sha256.size(), 64u);
 }
 
@@ -96,7 +96,7 @@ TEST(LoadTokenizer, WithoutFlagTheModelFoldersTokenizerJsonIsUsed) {
   ASSERT_TRUE(loaded->has_value());
   EXPECT_EQ((*loaded)->source, model + "/tokenizer.json");
   EXPECT_EQ((*loaded)->tokenizer->vocab_size(), 128256);
-  EXPECT_EQ((*loaded)->tokenizer->bos_id(), std::nullopt) << "this file's post-processor is ByteLevel alone";
+  EXPECT_EQ((*loaded)->bos_id, std::nullopt) << "this file's post-processor is ByteLevel alone";
   EXPECT_TRUE((*loaded)->stop_ids.empty());
   // And as a folder flag.
   auto by_folder = LoadTokenizer(model, "");
@@ -120,6 +120,12 @@ TEST(LoadTokenizer, TheTokenizerConfigBesideGivesEosAndChatTemplate) {
   EXPECT_EQ((*loaded)->stop_ids, std::vector<int32_t>{128001}) << "<|end_of_text|>";
   ASSERT_TRUE((*loaded)->chat_config.has_value());
   EXPECT_EQ((*loaded)->chat_config->bos_token, "<|begin_of_text|>");
+  EXPECT_EQ((*loaded)->bos_id, std::nullopt)
+      << "no add_bos_token: the post-processor, which adds none, decides";
+  WriteFile(model + "/tokenizer_config.json", R"({"bos_token": "<|begin_of_text|>", "add_bos_token": true})");
+  auto with_bos = LoadTokenizer(std::nullopt, model);
+  ASSERT_TRUE(with_bos) << with_bos.error().ToString();
+  EXPECT_EQ((*with_bos)->bos_id, 128000) << "add_bos_token: true adds bos_token";
   WriteFile(model + "/tokenizer_config.json", R"({"eos_token": "<|no_such_token|>"})");
   auto bad = LoadTokenizer(std::nullopt, model);
   ASSERT_FALSE(bad);

@@ -549,7 +549,7 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   prepared.prompts = options.id_prompts;
   for (const std::string& text : options.text_prompts) {
     std::vector<int32_t>& prompt = prepared.prompts.emplace_back();
-    if (const std::optional<int32_t> bos = prepared.tokenizer->bos_id()) prompt.push_back(*bos);
+    if (tokenizer.bos_id) prompt.push_back(*tokenizer.bos_id);
     const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }

@@ -57,6 +57,10 @@ Result<TokenizerChatConfig> ParseTokenizerChatConfig(std::string_view json) {
   Result<std::optional<std::string>> eos = TokenField(config, "eos_token");
   if (!eos) return eos.error();
   out.eos_token = std::move(*eos);
+  if (const auto add_bos = config.find("add_bos_token"); add_bos != config.end() && !add_bos->is_null()) {
+    if (!add_bos->is_boolean()) return Error::Corruption("add_bos_token is not a boolean");
+    out.add_bos_token = add_bos->get<bool>();
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
-// TokenizerChatConfig: what chat formatting needs from a Hugging Face
-// tokenizer_config.json — the chat template and the BOS and EOS token strings.
+// TokenizerChatConfig: what chat formatting and prompt encoding need from a
+// Hugging Face tokenizer_config.json — the chat template, the BOS and EOS
+// token strings, and whether a prompt starts with BOS.
 //
 //   Result<TokenizerChatConfig> config = ReadTokenizerChatConfig(dir + "/tokenizer_config.json");
 //
@@ -22,6 +23,10 @@ struct TokenizerChatConfig {
   // {"content": ...}; absent when missing or null.
   std::optional<std::string> bos_token;
   std::optional<std::string> eos_token;
+  // "add_bos_token": whether encoding a text puts bos_token first (transformers'
+  // Llama tokenizers follow it over tokenizer.json's post-processor); absent
+  // when the file does not say.
+  std::optional<bool> add_bos_token;
 };
 
 // Parses the text of a tokenizer_config.json. Corruption for text that is not

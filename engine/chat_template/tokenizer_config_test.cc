@@ -12,6 +12,14 @@ TEST(TokenizerChatConfig, ReadsStringTemplateAndTokens) {
   EXPECT_EQ(config->chat_template, "{{ x }}");
   EXPECT_EQ(config->bos_token, "<s>");
   EXPECT_EQ(config->eos_token, "</s>");
+  EXPECT_FALSE(config->add_bos_token.has_value());
+}
+
+TEST(TokenizerChatConfig, ReadsAddBosToken) {
+  EXPECT_EQ(ParseTokenizerChatConfig(R"({"add_bos_token": false})")->add_bos_token, false);
+  EXPECT_EQ(ParseTokenizerChatConfig(R"({"add_bos_token": true})")->add_bos_token, true);
+  EXPECT_EQ(ParseTokenizerChatConfig(R"({"add_bos_token": "yes"})").error().message,
+            "add_bos_token is not a boolean");
 }
 
 TEST(TokenizerChatConfig, TokensMayBeAddedTokenObjectsOrNull) {

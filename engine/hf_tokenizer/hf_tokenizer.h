@@ -76,7 +76,7 @@ class HfTokenizer final : public Tokenizer {
   // BOS of TemplateProcessing's "single" template. Llama 3 files whose
   // post-processor is ByteLevel alone add none.
   bool adds_bos() const { return !prefix_ids_.empty(); }
-  std::optional<int32_t> bos_id() const override {
+  std::optional<int32_t> bos_id() const {
     return prefix_ids_.empty() ? std::nullopt : std::optional<int32_t>(prefix_ids_.front());
   }
   // Ids the post-processor puts before / after the text.
