@@ -57,10 +57,11 @@ fi
 "$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 MASTER_PORT=$((20000 + RANDOM % 20000))  # free: nothing else runs in these namespaces
 
-# start_job NAME MAX_NEW_TOKENS: starts one launch per namespace in the
-# background; leaves their pids in LAUNCH_PIDS.
+# start_job NAME MAX_NEW_TOKENS INFER_ARGS...: starts one launch per namespace
+# in the background; leaves their pids in LAUNCH_PIDS.
 start_job() {
   local name="$1" tokens="$2"
+  shift 2
   LAUNCH_PIDS=()
   MASTER_PORT=$((MASTER_PORT + 1))
   for ((r = 0; r < WORLD; r++)); do
@@ -68,7 +69,7 @@ start_job() {
       trap '' TERM
       INFERNO_TIMEOUT_MS=$TIMEOUT_MS exec ip netns exec "${ID}r$r" "$LAUNCH" -n 1 --nnodes $WORLD --node-rank $r \
         --master-addr "$SUBNET.1" --master-port $MASTER_PORT --timeout 60 --grace 2 -- \
-        "$INFER" --model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens "$tokens" --output ids
+        "$INFER" --model "$WORK/toy" --max-new-tokens "$tokens" "$@"
     ) >"$WORK/$name.$r.out" 2>"$WORK/$name.$r.err" &
     LAUNCH_PIDS+=($!)
   done
@@ -76,7 +77,7 @@ start_job() {
 
 # 1. Clean run across the namespaces vs one rank.
 "$INFER" --model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 64 --output ids >"$WORK/alone.ids" 2>/dev/null
-start_job clean 64
+start_job clean 64 --prompt "Once upon a time" --output ids
 for ((r = 0; r < WORLD; r++)); do
   wait "${LAUNCH_PIDS[$r]}" || { fail "clean run: node $r exited $?"; cat "$WORK/clean.$r.err" >&2; }
 done
@@ -84,9 +85,17 @@ if [ ! -s "$WORK/alone.ids" ] || ! cmp -s "$WORK/alone.ids" "$WORK/clean.0.out";
   fail "clean run over the namespaces printed '$(cat "$WORK/clean.0.out")', one rank printed '$(cat "$WORK/alone.ids")'"
 fi
 
-# 2. Cut rank 1's link mid-generation.
-start_job cut 1000
-sleep "$(printf '1.%03d' $((RANDOM % 500)))"
+# 2. Cut rank 1's link mid-generation: once the leader has printed the prompt
+# (a line of its own: generation has started; under a sanitizer on a busy
+# machine, loading alone can take seconds), at a random point 0.3-0.8 s later.
+start_job cut 1000 --prompt "Once upon a time
+"
+started=$(now_ms)
+while ! grep -qx "Once upon a time" "$WORK/cut.0.out" 2>/dev/null && [ "$(now_ms)" -lt $((started + 60000)) ]; do
+  sleep 0.02
+done
+grep -qx "Once upon a time" "$WORK/cut.0.out" || fail "generation did not start within 60 s"
+sleep "$(printf '0.%03d' $((300 + RANDOM % 500)))"
 for ((r = 0; r < WORLD; r++)); do
   kill -0 "${LAUNCH_PIDS[$r]}" 2>/dev/null || fail "node $r ended before the cut"
 done
