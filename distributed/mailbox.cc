@@ -15,6 +15,12 @@ std::string RecvWhat(int source, uint32_t tag) {
   return text;
 }
 
+Error AbortedError(const std::string& what, const std::pair<int, std::string>& aborted_by) {
+  const auto& [aborter, reason] = aborted_by;
+  return Error::PeerLost(what + " (rank " + std::to_string(aborter) + " gave up on the job: " + reason + ")",
+                         aborter);
+}
+
 }  // namespace
 
 Mailbox::Mailbox(int world_size, std::chrono::milliseconds lost_grace) : lost_grace_(lost_grace) {
@@ -87,6 +93,13 @@ void Mailbox::WakeAll() {
   }
 }
 
+Status Mailbox::JobAborted() {
+  SourceQueues& queues = *sources_[0];
+  std::lock_guard<std::mutex> lock(queues.mutex);
+  if (queues.aborted_by) return AbortedError("wait", *queues.aborted_by);
+  return {};
+}
+
 Result<Message> Mailbox::Take(int source, uint32_t tag, Deadline deadline) {
   const Deadline started = Clock::now();
   while (true) {
@@ -106,12 +119,7 @@ Result<std::optional<Message>> Mailbox::TakeUntil(int source, uint32_t tag, Dead
   const uint64_t wakeups = queues.wakeups;
   while (true) {
     if (queues.closed) return Error::Closed(RecvWhat(source, tag));
-    if (queues.aborted_by) {
-      const auto& [aborter, reason] = *queues.aborted_by;
-      return Error::PeerLost(RecvWhat(source, tag) + " (rank " + std::to_string(aborter) +
-                                 " gave up on the job: " + reason + ")",
-                             aborter);
-    }
+    if (queues.aborted_by) return AbortedError(RecvWhat(source, tag), *queues.aborted_by);
     auto it = queues.by_tag.find(tag);
     if (it != queues.by_tag.end() && !it->second.empty()) {
       Message message = std::move(it->second.front());

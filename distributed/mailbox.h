@@ -45,6 +45,12 @@ class Mailbox {
   // a neighbour that stopped answering because of it.
   void MarkJobAborted(int source, const std::string& reason);
 
+  // OK until an abort notice has been recorded (MarkJobAborted); then
+  // PeerLost naming the rank that gave up and quoting its reason, as a Take
+  // would fail. For waits outside the mailbox that must end on a notice too
+  // (RoutedTransport's waits on its other transport).
+  Status JobAborted();
+
   // Wakes every waiter; pending and later Take calls fail with Closed.
   void Close();
 

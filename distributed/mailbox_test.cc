@@ -74,6 +74,20 @@ TEST(Mailbox, DepartedPeerDeliversQueuedMessagesThenFailsWithoutTheGrace) {
   EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
+TEST(Mailbox, JobAbortedIsOkUntilANoticeThenPeerLostQuotingIt) {
+  Mailbox mailbox(3, milliseconds(60000));
+  EXPECT_TRUE(mailbox.JobAborted().ok());
+  mailbox.MarkPeerLost(1);
+  EXPECT_TRUE(mailbox.JobAborted().ok());
+  mailbox.MarkJobAborted(2, "all_reduce #3 timed out");
+  const Status aborted = mailbox.JobAborted();
+  ASSERT_FALSE(aborted.ok());
+  EXPECT_EQ(aborted.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(aborted.error().message.find("rank 2 gave up on the job: all_reduce #3 timed out"),
+            std::string::npos)
+      << aborted.error().message;
+}
+
 TEST(Mailbox, AbortedJobFailsWaitersOnEverySourceAtOnceQuotingTheReason) {
   Mailbox mailbox(3, milliseconds(60000));
   mailbox.Deliver(1, MessageWithTag(5, std::byte{1}));

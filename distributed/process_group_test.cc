@@ -465,7 +465,8 @@ std::string ParamName(const testing::TestParamInfo<std::tuple<TransportKind, int
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupTest,
                          testing::Combine(testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
-                                                          TransportKind::kZmqIpc, TransportKind::kShm),
+                                                          TransportKind::kZmqIpc, TransportKind::kShm,
+                                                          TransportKind::kMixed),
                                           testing::Range(1, 9)),
                          ParamName);
 
@@ -653,7 +654,7 @@ TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) 
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupErrorTest,
                          testing::Values(TransportKind::kInProcess, TransportKind::kZmqTcp,
-                                         TransportKind::kZmqIpc, TransportKind::kShm),
+                                         TransportKind::kZmqIpc, TransportKind::kShm, TransportKind::kMixed),
                          [](const auto& info) { return TransportKindName(info.param); });
 
 }  // namespace

@@ -396,7 +396,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   if (!table) return std::move(table).error();
 
   std::vector<std::string> endpoints;
-  std::vector<SegmentAddress> inboxes;
+  std::vector<std::optional<SegmentAddress>> inboxes;
   uint64_t job_id = 0;
   bool well_formed = table->contains("job_id") && table->at("job_id").is_number_unsigned() &&
                      table->contains("ranks") && table->at("ranks").is_array();

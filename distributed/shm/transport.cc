@@ -107,7 +107,8 @@ struct ShmTransport::Impl {
     WaitPolicy wait = options.wait;
     wait.check = [this, peer]() -> Status {
       if (TakeAbortNotices()) return Error{ErrorKind::kPeerLost, "an abort notice arrived"};
-      return peers[peer]->watch->Check();
+      if (Status alive = peers[peer]->watch->Check(); !alive) return alive;
+      return options.also_check ? options.also_check() : Status();
     };
     return wait;
   }
@@ -132,6 +133,11 @@ struct ShmTransport::Impl {
       }
       target.out_changed.notify_all();
     }
+  }
+
+  // Send or Recv naming a peer that Connect left out (or before Connect).
+  static Error NotConnected(const std::string& where, int peer) {
+    return Error::InvalidArgument(where + ": " + RankText(peer) + " is not connected over shared memory");
   }
 
   Result<std::optional<Message>> Queued(int peer, uint32_t tag, Deadline started, Deadline deadline) {
@@ -223,7 +229,7 @@ int ShmTransport::world_size() const { return impl_->options.world_size; }
 
 std::chrono::milliseconds ShmTransport::timeout() const { return impl_->options.timeout; }
 
-Status ShmTransport::Connect(const std::vector<SegmentAddress>& inboxes, Deadline deadline) {
+Status ShmTransport::Connect(const std::vector<std::optional<SegmentAddress>>& inboxes, Deadline deadline) {
   Impl& impl = *impl_;
   const int me = impl.options.rank;
   if (static_cast<int>(inboxes.size()) != impl.options.world_size) {
@@ -231,14 +237,15 @@ Status ShmTransport::Connect(const std::vector<SegmentAddress>& inboxes, Deadlin
                                   " inboxes for a world of " + std::to_string(impl.options.world_size));
   }
   if (impl.connected.exchange(true)) return Error::InvalidArgument("shared-memory connect called twice");
+  const auto connected = [&](int peer) { return peer != me && inboxes[peer].has_value(); };
   for (int peer = 0; peer < impl.options.world_size; ++peer) {
-    if (peer == me) continue;
+    if (!connected(peer)) continue;
     Impl::Peer& state = *impl.peers[peer];
     const std::string where = "shared-memory connect of " + RankText(me) + " to " + RankText(peer) + ": ";
-    Result<PeerWatch> watch = PeerWatch::Open(peer, inboxes[peer].pid);
+    Result<PeerWatch> watch = PeerWatch::Open(peer, inboxes[peer]->pid);
     if (!watch) return watch.error().Prefixed(where);
     state.watch.emplace(std::move(*watch));
-    Result<SharedSegment> their_inbox = SharedSegment::Open(inboxes[peer]);
+    Result<SharedSegment> their_inbox = SharedSegment::Open(*inboxes[peer]);
     if (!their_inbox) return their_inbox.error().Prefixed(where);
     state.inbox.emplace(std::move(*their_inbox));
     Result<RingWriter> writer =
@@ -252,12 +259,12 @@ Status ShmTransport::Connect(const std::vector<SegmentAddress>& inboxes, Deadlin
   }
   const FrameKey hello{0, CollectiveOp::kPing, 0, 0};
   for (int peer = 0; peer < impl.options.world_size; ++peer) {
-    if (peer == me) continue;
+    if (!connected(peer)) continue;
     Status said = impl.peers[peer]->writer->Write(hello, {}, {}, deadline);
     if (!said) return said.error().Prefixed("shared-memory hello to " + RankText(peer) + ": ");
   }
   for (int peer = 0; peer < impl.options.world_size; ++peer) {
-    if (peer == me) continue;
+    if (!connected(peer)) continue;
     Result<Message> heard = impl.peers[peer]->reader->Read(deadline);
     if (!heard) return heard.error().Prefixed("shared-memory hello from " + RankText(peer) + ": ");
     if (heard->key.op != CollectiveOp::kPing) {
@@ -267,7 +274,7 @@ Status ShmTransport::Connect(const std::vector<SegmentAddress>& inboxes, Deadlin
   }
   impl.inbox.StopSharing();
   for (int peer = 0; peer < impl.options.world_size; ++peer) {
-    if (peer != me) impl.peers[peer]->drainer = std::thread([&impl, peer] { impl.Drain(peer); });
+    if (connected(peer)) impl.peers[peer]->drainer = std::thread([&impl, peer] { impl.Drain(peer); });
   }
   return {};
 }
@@ -285,6 +292,7 @@ Status ShmTransport::Send(int peer, const FrameKey& key, std::span<const std::by
     return {};
   }
   Impl::Peer& target = *impl.peers[peer];
+  if (!target.writer) return impl.NotConnected("send from " + RankText(me), peer);
   std::lock_guard<std::mutex> lock(target.out_mutex);
   if (target.drain_error) return *target.drain_error;
   // Write at once when nothing is queued and the message fits (the write
@@ -306,6 +314,7 @@ Result<Message> ShmTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   }
   if (peer == impl.options.rank) return impl.mailbox.Take(peer, tag, deadline);
   Impl::Peer& source = *impl.peers[peer];
+  if (!source.reader) return impl.NotConnected("recv on " + RankText(impl.options.rank), peer);
   const Deadline started = Clock::now();
   for (;;) {
     impl.TakeAbortNotices();

@@ -28,7 +28,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,10 @@ struct ShmTransportOptions {
   size_t ring_capacity = size_t{1} << 20;
   // Spin and sleep slices of every wait (its `check` is the transport's own).
   WaitPolicy wait;
+  // Unset, or run between the sleeps of every wait, after this transport's
+  // own checks: an error ends the wait with it. RoutedTransport passes in
+  // the abort notices of its ZeroMQ control plane this way.
+  std::function<Status()> also_check;
 };
 
 class ShmTransport : public Transport {
@@ -61,13 +67,16 @@ class ShmTransport : public Transport {
   // Where peers find this rank's inbox (give it to every peer's Connect).
   SegmentAddress inbox() const;
 
-  // Opens every peer's inbox (`inboxes[i]` is rank i's; this rank's entry is
-  // ignored), says hello on every ring and waits for every peer's hello, then
-  // stops sharing this rank's inbox. Every rank must call it by `deadline`.
+  // Opens the inbox of every peer that has one (`inboxes[i]` is rank i's;
+  // this rank's entry is ignored; a peer without one is not reachable over
+  // this transport: Send and Recv naming it fail with InvalidArgument, and
+  // it must leave this rank out likewise), says hello on every such ring and
+  // waits for every such peer's hello, then stops sharing this rank's inbox.
+  // Every rank connected here must call it by `deadline`.
   // Errors: InvalidArgument (wrong table size, called twice), PeerLost or Io
   // naming the rank whose inbox could not be opened, Timeout naming a rank
   // that did not say hello.
-  Status Connect(const std::vector<SegmentAddress>& inboxes, Deadline deadline);
+  Status Connect(const std::vector<std::optional<SegmentAddress>>& inboxes, Deadline deadline);
 
   int rank() const override;
   int world_size() const override;

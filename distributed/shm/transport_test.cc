@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -129,7 +130,7 @@ class ProcessJob {
     if (!transport) return 10;
     WriteAll(up, (*transport)->inbox().ToString() + "\n");
     const Deadline deadline = Clock::now() + seconds(30);
-    std::vector<SegmentAddress> inboxes;
+    std::vector<std::optional<SegmentAddress>> inboxes;
     for (int peer = 0; peer < world_size; ++peer) {
       Result<SegmentAddress> address = SegmentAddress::Parse(ReadLine(down, deadline));
       if (!address) return 11;

@@ -502,6 +502,21 @@ void ZmqTransport::Abort(const std::string& reason) {
   Close();
 }
 
+Status ZmqTransport::CheckAbortNotices() {
+  Impl& impl = *impl_;
+  if (impl.connected.load() && !impl.stopping.load()) {
+    std::unique_lock<std::mutex> reading(impl.router_mutex, std::try_to_lock);
+    if (reading.owns_lock()) {
+      try {
+        impl.DrainRouter();
+      } catch (const zmq::error_t& error) {
+        LOG(WARNING) << "rank " << impl.options.rank << ": receiving failed: " << error.what();
+      }
+    }
+  }
+  return impl.mailbox->JobAborted();
+}
+
 void ZmqTransport::Impl::Shutdown() {
   stopping.store(true);
   mailbox->Close();

@@ -109,6 +109,13 @@ class ZmqTransport : public Transport {
   // The notice is a kAbort frame queued like the goodbye of Close.
   void Abort(const std::string& reason) override;
 
+  // Reads the frames that have already arrived, without waiting (skipped
+  // while another thread reads them: that thread does it), and returns
+  // PeerLost naming the rank and quoting its reason once a peer's abort
+  // notice is among what arrived; OK otherwise. For waits on another
+  // transport that must end on a notice sent over this one (RoutedTransport).
+  Status CheckAbortNotices();
+
  private:
   struct Impl;
   explicit ZmqTransport(std::unique_ptr<Impl> impl);

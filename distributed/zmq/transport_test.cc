@@ -172,6 +172,27 @@ TEST(ZmqTransport, AbortFailsThePeersWaitOnAnyRankWithTheReason) {
   EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
+TEST(ZmqTransport, CheckAbortNoticesIsOkUntilAPeerAbortsThenQuotesIt) {
+  auto transports = ConnectedPair(milliseconds(30000));
+  auto results =
+      RunRanks({transports[0], transports[1]}, [](ProcessGroup& group) { return group.barrier().ok(); });
+  ASSERT_TRUE(results[0] && results[1]);
+  EXPECT_TRUE(transports[1]->CheckAbortNotices().ok());
+  transports[0]->Abort("all_reduce #2 lost rank 5");
+  // Nobody else reads rank 1's sockets: the check itself must take the notice.
+  const Deadline give_up = Clock::now() + milliseconds(10000);
+  Status checked = transports[1]->CheckAbortNotices();
+  while (checked.ok() && Clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(5));
+    checked = transports[1]->CheckAbortNotices();
+  }
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(checked.error().message.find("rank 0 gave up on the job: all_reduce #2 lost rank 5"),
+            std::string::npos)
+      << checked.error().message;
+}
+
 TEST(ZmqTransport, SendToSelfIsDelivered) {
   auto transports = ConnectedPair(milliseconds(10000));
   const std::vector<std::byte> bytes = {std::byte{1}, std::byte{2}};
