@@ -30,10 +30,14 @@ struct Sequence {
 // One rank's part of one Generate call.
 class PipelineRun {
  public:
-  PipelineRun(ProcessGroup& group, TransformerStage& stage, const std::vector<std::vector<int32_t>>& prompts,
-              const GenerationOptions& options, GenerationObserver* observer, Timeline& timeline)
+  PipelineRun(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+              const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options,
+              GenerationObserver* observer, Timeline& timeline)
       : group_(group),
+        plan_(plan),
         stage_(stage),
+        tensor_parallel_(stage.tensor_parallel()),
+        ring_rows_(plan.TpClassifierRows(stage.part().tp_index)),
         options_(options),
         observer_(observer),
         timeline_(timeline),
@@ -45,12 +49,18 @@ class PipelineRun {
           {&prompt, 0, prompt.back(), 0, Sampler(options.sampling, static_cast<int32_t>(vocab_))});
     }
     report_.generated.resize(prompts.size());
-    classify_.resize(dim_ + vocab_);
+    classify_.resize(dim_ + ring_rows_.size());
+    if (tensor_parallel_) {
+      // Every ring's rows, padded to the longest (index 0's), for all_gather.
+      gathered_width_ = plan_.TpClassifierRows(0).size();
+      classify_padded_.resize(gathered_width_);
+      logits_.resize(vocab_);
+    }
   }
 
   Result<GenerationReport> Run() {
     start_ = Clock::now();
-    Status status = group_.world_size() == 1 ? RunAlone() : RunPipelined();
+    Status status = plan_.pp == 1 ? RunAlone() : RunPipelined();
     if (!status) return status.error();
     const Clock::time_point end = Clock::now();
     if (group_.is_leader()) {
@@ -77,9 +87,16 @@ class PipelineRun {
   };
 
   int slot(int sequence) const { return stage_.num_slots() == 1 ? 0 : sequence; }
-  // The ring: rank r sends to r-1, the leader to the first stage, rank W-1.
-  int successor() const { return group_.rank() == 0 ? group_.world_size() - 1 : group_.rank() - 1; }
-  int predecessor() const { return group_.rank() == group_.world_size() - 1 ? 0 : group_.rank() + 1; }
+  // The ring of this rank's tensor-parallel index: each stage sends to the
+  // next, the last stage to the first.
+  int successor() const {
+    const RankShard& part = stage_.part();
+    return plan_.RankOf((part.stage + 1) % plan_.pp, part.tp_index);
+  }
+  int predecessor() const {
+    const RankShard& part = stage_.part();
+    return plan_.RankOf((part.stage + plan_.pp - 1) % plan_.pp, part.tp_index);
+  }
 
   Error Failure(const std::string& op, int peer, const Error& error) const {
     return error.Prefixed(op + " rank " + std::to_string(peer) + ": ");
@@ -88,15 +105,21 @@ class PipelineRun {
     return Error::Corruption("malformed message from rank " + std::to_string(predecessor()) + ": " + what);
   }
 
+  // Runs the stage's layers over positions x (n, dim) of `sequence`.
+  Status Forward(int sequence, std::span<float> x) {
+    TimedScope scope(timeline_, SpanKind::kCompute, "forward", sequence);
+    Sequence& s = sequences_[sequence];
+    if (Status done = stage_.Forward(slot(sequence), s.pos, x); !done) return done;
+    s.pos += static_cast<int64_t>(x.size()) / dim_;
+    return {};
+  }
+
   // Embeds `tokens` (first stage) into the hidden buffer and runs the
   // stage's layers; returns the hidden states (n, dim).
-  std::span<float> EmbedAndForward(int sequence, std::span<const int32_t> tokens) {
-    TimedScope scope(timeline_, SpanKind::kCompute, "forward", sequence);
+  Result<std::span<float>> EmbedAndForward(int sequence, std::span<const int32_t> tokens) {
     std::span<float> x = std::span<float>(hidden_).first(tokens.size() * dim_);
     stage_.Embed(tokens, x);
-    Sequence& s = sequences_[sequence];
-    stage_.Forward(slot(sequence), s.pos, x);
-    s.pos += static_cast<int64_t>(tokens.size());
+    if (Status done = Forward(sequence, x); !done) return done.error();
     return x;
   }
 
@@ -109,16 +132,30 @@ class PipelineRun {
     return -1;
   }
 
-  // Leader: samples the next token of `sequence` from its logits (vocab),
-  // which it may overwrite, reports it, and returns it, or -1 when the
-  // sequence stops. Precondition: SamplesAnother(sequence).
-  int32_t SampleNext(int sequence, std::span<float> logits) {
+  // Last stage: the next token of `sequence` from the logits of the ring's
+  // rows (classify_ after dim), which it may overwrite; reports it, and
+  // returns it, or -1 when the sequence stops. Under tensor parallelism every
+  // rank of the last stage calls it and gets the same token: greedy without
+  // reported logits exchanges each rank's best (value, id), otherwise every
+  // rank gathers the whole vector and samples it with the same sampler.
+  // Precondition: SamplesAnother(sequence).
+  Result<int32_t> SampleNext(int sequence) {
     Sequence& s = sequences_[sequence];
+    const std::span<float> ring_logits = std::span<float>(classify_).subspan(dim_, ring_rows_.size());
     int32_t token;
-    {
+    if (!tensor_parallel_) {
       TimedScope scope(timeline_, SpanKind::kCompute, "sample", sequence);
-      if (observer_ != nullptr) observer_->OnLogits(sequence, logits);
-      token = s.sampler.Sample(logits);
+      if (observer_ != nullptr && options_.report_logits) observer_->OnLogits(sequence, ring_logits);
+      token = s.sampler.Sample(ring_logits);
+    } else if (options_.sampling.temperature == 0.0f && !options_.report_logits) {
+      Result<int32_t> best = GroupArgMax(sequence, ring_logits);
+      if (!best) return best.error();
+      token = *best;
+    } else {
+      if (Status gathered = GatherLogits(sequence, ring_logits); !gathered) return gathered.error();
+      TimedScope scope(timeline_, SpanKind::kCompute, "sample", sequence);
+      if (observer_ != nullptr && options_.report_logits) observer_->OnLogits(sequence, logits_);
+      token = s.sampler.Sample(logits_);
     }
     if (!first_token_) {
       first_token_ = Clock::now();
@@ -137,14 +174,51 @@ class PipelineRun {
     return token;
   }
 
+  // The first id of the largest logit over the whole vocabulary, from each
+  // tensor-parallel rank's best of `ring_logits`: the greedy token, as
+  // Sampler picks it, without moving the logits.
+  Result<int32_t> GroupArgMax(int sequence, std::span<const float> ring_logits) {
+    float best[2];
+    {
+      TimedScope scope(timeline_, SpanKind::kCompute, "sample", sequence);
+      const auto top = std::max_element(ring_logits.begin(), ring_logits.end());
+      best[0] = *top;
+      // Exact: ids are below 2^24 (checked in Generate).
+      best[1] = static_cast<float>(ring_rows_.begin + (top - ring_logits.begin()));
+    }
+    TimedScope scope(timeline_, SpanKind::kWait, "gather best", sequence);
+    Result<std::vector<float>> all = tensor_parallel_->all_gather(best);
+    if (!all) return all.error().Prefixed("tensor-parallel all_gather of the best logits: ");
+    // Ranks hold increasing ids, so the first largest value is the first id.
+    size_t winner = 0;
+    for (size_t i = 2; i < all->size(); i += 2) {
+      if ((*all)[i] > (*all)[winner]) winner = i;
+    }
+    return static_cast<int32_t>((*all)[winner + 1]);
+  }
+
+  // logits_ (vocab) = every tensor-parallel rank's `ring_logits`.
+  Status GatherLogits(int sequence, std::span<const float> ring_logits) {
+    TimedScope scope(timeline_, SpanKind::kWait, "gather logits", sequence);
+    std::copy(ring_logits.begin(), ring_logits.end(), classify_padded_.begin());
+    Result<std::vector<float>> all = tensor_parallel_->all_gather(classify_padded_);
+    if (!all) return all.error().Prefixed("tensor-parallel all_gather of the logits: ");
+    for (int t = 0; t < plan_.tp; ++t) {
+      const RowRange rows = plan_.TpClassifierRows(t);
+      std::copy_n(all->data() + t * gathered_width_, rows.size(), logits_.data() + rows.begin);
+    }
+    return {};
+  }
+
   Status RunAlone() {
     for (size_t sequence = 0; sequence < sequences_.size(); ++sequence) {
       const int id = static_cast<int>(sequence);
       const std::vector<int32_t>& prompt = *sequences_[sequence].prompt;
-      std::span<float> x;
+      Result<std::span<float>> x = std::span<float>();
       for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
         const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
         x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
+        if (!x) return x.error();
       }
       if (!SamplesAnother(id)) {
         StopSequence(id);
@@ -153,16 +227,18 @@ class PipelineRun {
       // The classifier writes the logits straight into classify_, which the
       // sampler may overwrite: no per-token copy.
       const std::span<float> normed = std::span<float>(classify_).first(dim_);
-      const std::span<float> logits = std::span<float>(classify_).subspan(dim_, vocab_);
+      const std::span<float> logits = std::span<float>(classify_).subspan(dim_, ring_rows_.size());
       while (true) {
         {
           TimedScope scope(timeline_, SpanKind::kCompute, "classifier", id);
-          stage_.FinalNorm(x.last(dim_), normed);
+          stage_.FinalNorm(x->last(dim_), normed);
           stage_.ClassifierSlice(normed, logits);
         }
-        const int32_t token = SampleNext(id, logits);
-        if (token < 0) break;
-        x = EmbedAndForward(id, std::span<const int32_t>(&token, 1));
+        const Result<int32_t> token = SampleNext(id);
+        if (!token) return token.error();
+        if (*token < 0) break;
+        x = EmbedAndForward(id, std::span<const int32_t>(&*token, 1));
+        if (!x) return x.error();
       }
     }
     return {};
@@ -224,8 +300,10 @@ class PipelineRun {
         const std::vector<int32_t>& prompt = *sequences_[sequence].prompt;
         for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
           const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
-          std::span<float> x = EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
-          if (Status sent = SendHidden(id, static_cast<int64_t>(begin), x); !sent) return sent;
+          Result<std::span<float>> x =
+              EmbedAndForward(id, std::span<const int32_t>(prompt).subspan(begin, n));
+          if (!x) return x.error();
+          if (Status sent = SendHidden(id, static_cast<int64_t>(begin), *x); !sent) return sent;
         }
       }
     }
@@ -251,8 +329,9 @@ class PipelineRun {
       return SendHidden(header.sequence, 0, {});
     }
     const int64_t pos = sequences_[header.sequence].pos;
-    return SendHidden(header.sequence, pos,
-                      EmbedAndForward(header.sequence, std::span<const int32_t>(&header.token, 1)));
+    Result<std::span<float>> x = EmbedAndForward(header.sequence, std::span<const int32_t>(&header.token, 1));
+    if (!x) return x.error();
+    return SendHidden(header.sequence, pos, *x);
   }
 
   // Hidden states from the previous stage; the last stage starts the
@@ -271,18 +350,14 @@ class PipelineRun {
     }
     const std::span<float> x = std::span<float>(hidden_).first(header.n * dim_);
     if (Status taken = TakePayload("recv hidden", message, x); !taken) return taken;
-    {
-      TimedScope scope(timeline_, SpanKind::kCompute, "forward", header.sequence);
-      stage_.Forward(slot(header.sequence), header.pos, x);
-      s.pos += header.n;
-    }
+    if (Status done = Forward(header.sequence, x); !done) return done;
     if (!stage_.is_last()) return SendHidden(header.sequence, header.pos, x);
     if (s.pos < static_cast<int64_t>(s.prompt->size())) return {};
     return StartClassifier(header.sequence, x.last(dim_));
   }
 
-  // Leader: sends the final-normed `hidden` (dim) of `sequence` around the
-  // ring — or, when the sequence samples no more, stops it.
+  // Last stage: sends the final-normed `hidden` (dim) of `sequence` around
+  // the ring — or, when the sequence samples no more, stops it.
   Status StartClassifier(int sequence, std::span<const float> hidden) {
     if (!SamplesAnother(sequence)) return SendToken(sequence, StopSequence(sequence));
     const std::span<float> normed = std::span<float>(classify_).first(dim_);
@@ -294,15 +369,17 @@ class PipelineRun {
   }
 
   // Appends the logits of this rank's rows to a classify message; passes it
-  // on, or on the leader, where they complete the vector, samples and sends
-  // the token on. The leader computes its rows only now, not while the others
-  // compute theirs: its units of work stay short, so a sequence whose logits
-  // are back waits less for the leader.
+  // on, or on the last stage, where they complete the ring's rows, samples
+  // and sends the token on. The last stage computes its rows only now, not
+  // while the others compute theirs: its units of work stay short, so a
+  // sequence whose logits are back waits less for it.
   Status Handle(const ClassifyMessage& header, const PipelineMessage& message, size_t& /*running*/) {
-    const RowRange rows = stage_.classifier_rows();
+    // Rows relative to the ring's first.
+    const RowRange rows{stage_.classifier_rows().begin - ring_rows_.begin,
+                        stage_.classifier_rows().end - ring_rows_.begin};
     if (header.rows != rows.begin) {
-      return Malformed("logits of rows [0, " + std::to_string(header.rows) + "), expected [0, " +
-                       std::to_string(rows.begin) + ")");
+      return Malformed("logits of " + std::to_string(header.rows) + " rows, expected " +
+                       std::to_string(rows.begin));
     }
     const std::span<float> classify = std::span<float>(classify_).first(dim_ + rows.end);
     if (Status taken = TakePayload("recv classify", message, classify.first(dim_ + rows.begin)); !taken) {
@@ -315,7 +392,9 @@ class PipelineRun {
     if (!stage_.is_last())
       return Send("send classify", ClassifyMessage{header.sequence, static_cast<int32_t>(rows.end)},
                   classify);
-    return SendToken(header.sequence, SampleNext(header.sequence, classify.subspan(dim_, vocab_)));
+    const Result<int32_t> token = SampleNext(header.sequence);
+    if (!token) return token.error();
+    return SendToken(header.sequence, *token);
   }
 
   Status SendToken(int sequence, int32_t token) {
@@ -323,16 +402,23 @@ class PipelineRun {
   }
 
   ProcessGroup& group_;
+  const ShardPlan& plan_;
   TransformerStage& stage_;
+  std::optional<ProcessGroup> tensor_parallel_;  // the stage's group when tp > 1
+  const RowRange ring_rows_;                     // the classifier rows of this rank's ring
   const GenerationOptions& options_;
   GenerationObserver* observer_;
   Timeline& timeline_;
   const int64_t dim_;
   const int64_t vocab_;
   std::vector<float> hidden_;  // (max_positions_per_call, dim)
-  // (dim + vocab): the final-normed hidden state, then logits (the sampler
-  // may overwrite them); with W > 1 a classify message being extended.
+  // (dim + ring_rows_.size()): the final-normed hidden state, then the
+  // logits of the ring's rows (the sampler may overwrite them); with more
+  // than one stage a classify message being extended.
   std::vector<float> classify_;
+  int64_t gathered_width_ = 0;          // tp > 1: the longest ring's rows
+  std::vector<float> classify_padded_;  // (gathered_width_) tp > 1: the ring's logits, padded
+  std::vector<float> logits_;           // (vocab) tp > 1: the gathered logits
   std::vector<Sequence> sequences_;
   GenerationReport report_;
   Clock::time_point start_;
@@ -369,23 +455,40 @@ int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t 
   return std::min(limit, longest + std::max<int64_t>(max_new_tokens, 1));
 }
 
-Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
+Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan) {
+  CHECK_EQ(group.world_size(), plan.world_size());
+  if (plan.tp == 1) return std::optional<ProcessGroup>();
+  const int own_stage = plan.ranks[static_cast<size_t>(group.rank())].stage;
+  std::optional<ProcessGroup> own;
+  // Split is a collective of the whole group: every rank makes every
+  // stage's group, in stage order, and keeps its own.
+  for (int stage = 0; stage < plan.pp; ++stage) {
+    std::vector<int> members;
+    for (int t = 0; t < plan.tp; ++t) members.push_back(plan.RankOf(stage, t));
+    Result<ProcessGroup> split = group.Split(members);
+    if (stage != own_stage) continue;
+    if (!split)
+      return split.error().Prefixed("making the tensor-parallel group of stage " + std::to_string(stage) +
+                                    ": ");
+    own = std::move(*split);
+  }
+  return own;
+}
+
+Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
                                   const std::vector<std::vector<int32_t>>& prompts,
                                   const GenerationOptions& options, GenerationObserver* observer,
                                   Timeline& timeline) {
   if (Status valid = ValidatePrompts(prompts, stage.config(), stage.context_length()); !valid) {
     return valid.error();
   }
-  CHECK(group.world_size() == 1 || stage.num_slots() >= static_cast<int>(prompts.size()))
+  CHECK(plan.pp == 1 || stage.num_slots() >= static_cast<int>(prompts.size()))
       << "a pipelined stage needs a KV-cache slot per prompt";
-  CHECK_EQ(stage.is_first(), group.rank() == group.world_size() - 1);
-  CHECK_EQ(stage.is_last(), group.rank() == 0);
-  // Classifier rows in stage order: the first stage holds the first, the
-  // leader the last (the ranks between are checked as messages pass).
-  CHECK(!stage.is_first() || stage.classifier_rows().begin == 0) << "the first stage's rows start at 0";
-  CHECK(!stage.is_last() || stage.classifier_rows().end == stage.config().vocab_size)
-      << "the last stage's rows end at the vocabulary size";
-  PipelineRun run(group, stage, prompts, options, observer, timeline);
+  CHECK_EQ(group.world_size(), plan.world_size());
+  CHECK(stage.part() == plan.ranks[static_cast<size_t>(group.rank())]) << "rank " << group.rank();
+  CHECK_EQ(stage.tensor_parallel().has_value(), plan.tp > 1);
+  CHECK_LT(stage.config().vocab_size, 1 << 24) << "ids must be exact in a float";
+  PipelineRun run(group, plan, stage, prompts, options, observer, timeline);
   return run.Run();
 }
 

@@ -1,24 +1,33 @@
-// Generator: the generator loop — prefill, then decode — run pipeline-parallel
-// by every rank of a ProcessGroup, each rank driving the TransformerStage of
-// its own layers (with their KV caches) and its slice of the classifier.
+// Generator: the generator loop — prefill, then decode — run by every rank of
+// a ProcessGroup over the plan's pp × tp grid (loader/shard_plan.h), each
+// rank driving the TransformerStage of its part: its layers (or, under
+// tensor parallelism, its heads and hidden units of them) with their KV
+// caches, and its slice of the classifier.
 //
-// Pipeline layout (the loader's ShardPlan with tp = 1): rank r runs stage
-// W-1-r, so hidden states flow from rank W-1 (the first stage, which embeds
-// tokens) down to rank 0 (the leader: last layers, final norm, sampling).
-// The classifier's rows are split across all ranks in stage order (rank W-1
-// holds the first rows, the leader the last; see pipeline_split.h), so the
-// classifier, the biggest matrix of a small model, does not weigh on the
-// leader alone.
+// Layout: hidden states flow from the first stage (which embeds tokens) to
+// the last (final norm, sampling); rank 0, the leader, is the last stage's
+// tensor-parallel index 0 and prints. The classifier's rows are split across
+// all ranks (see shard_plan.h), so the classifier, the biggest matrix of a
+// small model, does not weigh on the last stage alone.
 //
-// The ranks form a ring, r -> r-1 and 0 -> W-1, and every message travels
-// along it, so each rank receives from one peer only, handles messages in
-// the order they arrive, and blocks only when it has nothing to do:
-// - layer work: hidden states go stage to stage, rank r -> r-1;
-// - classifier: the leader sends the final-normed hidden state of a sequence
-//   to rank W-1; each rank appends the logits of its rows and passes it on;
-//   back at the leader, the logits of the leader's own rows complete the
-//   vector, and the leader samples;
-// - the sampled token goes from the leader to rank W-1.
+// The ranks of tensor-parallel index t, one per stage, form a ring (stage s
+// -> s+1, the last -> the first), and every pipeline message travels along
+// it, so each rank receives from one peer only, handles messages in the
+// order they arrive, and blocks only when it has nothing to do:
+// - layer work: hidden states go stage to stage;
+// - classifier: the last stage sends the final-normed hidden state of a
+//   sequence to the first; each rank appends the logits of its rows and
+//   passes it on; back at the last stage, its own rows complete the ring's
+//   rows, and it samples;
+// - the sampled token goes from the last stage to the first.
+// With tp > 1 the tp rings run side by side: every rank of a stage receives
+// the same messages in the same order from its ring, so the collectives of
+// the stage's group (two all_reduces per layer, see transformer.h; the
+// sampling exchange) come in the same order on all of them. The last
+// stage's ranks agree on each token: greedy sampling exchanges each rank's
+// best (value, id) — only that crosses the group — and other sampling, or
+// reporting logits, gathers the whole vector on each of them, where the same
+// Sampler draws the same token.
 // Handling a message only sends (sends never wait for the peer), and each
 // sequence has one message in flight at a time (plus its prompt chunks), so
 // there is no deadlock and the queues stay small.
@@ -27,8 +36,10 @@
 // on every stage and its own Sampler, and all sequences are in flight at
 // once, so while one sequence is in one rank's layers, another is in the
 // next rank's, a third in the classifier. A sequence's tokens and logits are
-// bit for bit those of running it alone, on one rank or on W (each logit is
-// one row's dot product, whichever rank computes it).
+// bit for bit those of running it alone, on one rank or on a pipeline of W
+// (each logit is one row's dot product, whichever rank computes it); with
+// tp > 1 the sums of the all_reduces are ordered differently, so logits
+// match within rounding.
 //
 // Wire protocol between ring neighbours: one message per step, a header
 // naming the kind (hidden states, token, classify) and the sequence, then the
@@ -38,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -47,6 +59,7 @@
 #include "engine/timeline.h"
 #include "engine/transformer.h"
 #include "loader/model_config.h"
+#include "loader/shard_plan.h"
 
 namespace inferno {
 
@@ -68,6 +81,9 @@ struct GenerationOptions {
   // A sequence ends when it samples one of these (the model's EOS ids; see
   // engine/stop_tokens.h); it is neither reported nor counted.
   std::vector<int32_t> stop_ids;
+  // Whether the observer's OnLogits is called. Under tensor parallelism,
+  // greedy sampling moves only each rank's best logit when it is not.
+  bool report_logits = true;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the
@@ -93,17 +109,23 @@ Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const M
 int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t max_new_tokens,
                       int64_t limit);
 
+// This rank's tensor-parallel group: the ranks of its stage, in
+// tensor-parallel index order (for TransformerStage); none when plan.tp is
+// 1. A collective of `group`: every rank calls it. Precondition:
+// group.world_size() == plan.world_size().
+Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan);
+
 // Generates a continuation of every prompt: stops a sequence when it samples
 // one of `options.stop_ids`, after `max_new_tokens`, or when its KV cache
 // (stage.context_length() positions) is full. Every rank
-// calls it with the same prompts and options; `stage` must have a slot per
-// prompt (one suffices with one rank) and be this rank's stage of the plan
-// above, holding its classifier rows (all of them with one rank).
+// calls it with the same plan, prompts and options; `stage` must have a slot
+// per prompt (one suffices with one stage) and be rank group.rank()'s part of
+// `plan`, with its tensor-parallel group when plan.tp > 1.
 // `observer` (may be null) is used on the leader only; `timeline` records
 // this rank's time; every rank's timeline is gathered on the leader. Errors:
 // invalid prompts (on every rank), malformed messages and communication
 // failures naming the peer and op (callers add their own rank).
-Result<GenerationReport> Generate(ProcessGroup& group, TransformerStage& stage,
+Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
                                   const std::vector<std::vector<int32_t>>& prompts,
                                   const GenerationOptions& options, GenerationObserver* observer,
                                   Timeline& timeline);

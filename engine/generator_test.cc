@@ -14,7 +14,6 @@
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
 #include "engine/pipeline_protocol.h"
-#include "engine/pipeline_split.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
@@ -74,9 +73,26 @@ const std::string& ToyModelPath(bool tied) {
 
 struct PipelineShape {
   bool tied = false;
-  // Classifier rows per stage; by default balanced against the layers.
+  int tp = 1;  // the grid is (world / tp) x tp
+  // Classifier rows per stage (tp 1); by default the plan's.
   std::optional<std::vector<int64_t>> rows_per_stage;
 };
+
+// Gives the stages of a tp = 1 plan `rows_per_stage` classifier rows each,
+// in stage order, instead of the plan's.
+void SetClassifierRows(ShardPlan& plan, const ModelConfig& config,
+                       const std::vector<int64_t>& rows_per_stage) {
+  const bool tied = config.tie_word_embeddings;
+  const std::string name = tied ? "model.embed_tokens.weight" : "lm_head.weight";
+  for (RankShard& shard : plan.ranks) {
+    shard.classifier_rows = ClassifierRowsOfStage(rows_per_stage, shard.stage);
+    const bool in_embedding = tied && shard.has_embedding;
+    std::erase_if(shard.tensors, [&](const TensorSlice& s) { return s.name == name && !in_embedding; });
+    if (shard.classifier_rows.size() > 0 && !in_embedding) {
+      shard.tensors.push_back({name, 0, shard.classifier_rows.begin, shard.classifier_rows.end});
+    }
+  }
+}
 
 // Runs Generate on `world` in-process ranks; returns the leader's outcome.
 Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
@@ -84,23 +100,20 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
   auto checkpoint = Checkpoint::Open(ToyModelPath(shape.tied));
   CHECK(checkpoint.ok()) << checkpoint.error().message;
   const ModelConfig& config = (*checkpoint)->config();
-  auto plan = MakeShardPlan(**checkpoint, world, 1, ComputeBalancedLayersPerStage(config, world));
+  auto plan = MakeShardPlan(config, world / shape.tp, shape.tp, std::nullopt);
   CHECK(plan.ok()) << plan.error().message;
-  std::vector<int64_t> layers_per_stage(world);
-  for (const RankShard& shard : plan->ranks) layers_per_stage[shard.stage] = shard.layers.size();
-  const std::vector<int64_t> rows_per_stage =
-      shape.rows_per_stage.value_or(ComputeBalancedClassifierRows(config, layers_per_stage));
+  if (shape.rows_per_stage) SetClassifierRows(*plan, config, *shape.rows_per_stage);
   std::vector<Outcome> results = RunRanks(InProcessTransports(world), [&](ProcessGroup& group) {
     ThreadPool pool(1);
-    const RankShard& shard = plan->ranks[group.rank()];
-    auto weights = LoadStageWeights(**checkpoint, shard, ClassifierRowsOfStage(rows_per_stage, shard.stage),
-                                    **checkpoint);
+    auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
     CHECK(weights.ok()) << weights.error().message;
-    TransformerStage stage((*checkpoint)->config(), std::move(*weights), static_cast<int>(prompts.size()),
-                           (*checkpoint)->config().max_position_embeddings, pool);
+    auto tensor_parallel = MakeTensorParallelGroup(group, *plan);
+    CHECK(tensor_parallel.ok()) << tensor_parallel.error().message;
+    TransformerStage stage(config, std::move(*weights), static_cast<int>(prompts.size()),
+                           config.max_position_embeddings, pool, std::move(*tensor_parallel));
     RecordingObserver observer;
     Timeline timeline(false);
-    auto report = Generate(group, stage, prompts, options, &observer, timeline);
+    auto report = Generate(group, *plan, stage, prompts, options, &observer, timeline);
     CHECK(report.ok()) << report.error().message;
     return Outcome{observer.logits_, observer.tokens_, observer.done_, report->generated_tokens,
                    report->timelines.size()};
@@ -192,6 +205,41 @@ TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GeneratorTest, ::testing::Values(1, 2, 3, 4, 5));
 
+// The largest |a - b| over the largest |a|, over every logit of every sequence.
+float RelativeDifference(const std::map<int, std::vector<float>>& a,
+                         const std::map<int, std::vector<float>>& b) {
+  float largest = 0, difference = 0;
+  for (const auto& [sequence, logits] : a) {
+    const std::vector<float>& other = b.at(sequence);
+    CHECK_EQ(logits.size(), other.size());
+    for (size_t i = 0; i < logits.size(); ++i) {
+      largest = std::max(largest, std::abs(logits[i]));
+      difference = std::max(difference, std::abs(logits[i] - other[i]));
+    }
+  }
+  return difference / largest;
+}
+
+// Grids of pp x tp with micro-batched prompts: greedy tokens equal one rank's
+// (exchanging only each rank's best logit, and gathering the logits to
+// report them), and the logits match within 1e-5.
+TEST(Generator, TensorParallelGridsMatchOneRank) {
+  GenerationOptions options;
+  options.max_new_tokens = 8;
+  const Outcome alone = RunPipeline(1, kPrompts, options);
+  for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{1, 2}, {1, 3}, {2, 2}, {1, 4}}) {
+    const Outcome grid = RunPipeline(pp * tp, kPrompts, options, {.tp = tp});
+    EXPECT_EQ(grid.tokens, alone.tokens) << pp << "x" << tp;
+    EXPECT_LE(RelativeDifference(alone.logits, grid.logits), 1e-5f) << pp << "x" << tp;
+    EXPECT_EQ(grid.timelines, static_cast<size_t>(pp * tp));
+    GenerationOptions best_only = options;
+    best_only.report_logits = false;
+    const Outcome exchanged = RunPipeline(pp * tp, kPrompts, best_only, {.tp = tp});
+    EXPECT_EQ(exchanged.tokens, alone.tokens) << pp << "x" << tp << " without logits";
+    EXPECT_TRUE(exchanged.logits.empty());
+  }
+}
+
 TEST(Generator, StopsAtMaxNewTokensAndAtContextEnd) {
   GenerationOptions options;
   options.max_new_tokens = 3;
@@ -214,8 +262,9 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
   auto checkpoint = Checkpoint::Open(ToyModelPath(false));
   CHECK(checkpoint.ok()) << checkpoint.error().message;
   const ModelConfig& config = (*checkpoint)->config();
-  auto plan = MakeShardPlan(**checkpoint, 2, 1, ComputeBalancedLayersPerStage(config, 2));
+  auto plan = MakeShardPlan(config, 2, 1, std::nullopt);
   CHECK(plan.ok()) << plan.error().message;
+  SetClassifierRows(*plan, config, {0, config.vocab_size});
   std::vector<std::string> errors = RunRanks(InProcessTransports(2), [&](ProcessGroup& group) {
     if (group.rank() == 1) {
       Status sent = group.send_bytes(0, kMessageTag, message);
@@ -223,12 +272,11 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
       return std::string();
     }
     ThreadPool pool(1);
-    auto weights =
-        LoadStageWeights(**checkpoint, plan->ranks[0], RowRange{0, config.vocab_size}, **checkpoint);
+    auto weights = LoadStageWeights(**checkpoint, plan->ranks[0]);
     CHECK(weights.ok()) << weights.error().message;
     TransformerStage stage(config, std::move(*weights), 1, config.max_position_embeddings, pool);
     Timeline timeline(false);
-    auto report = Generate(group, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
+    auto report = Generate(group, *plan, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
     return report.ok() ? std::string("no error") : report.error().message;
   });
   return errors[0];
@@ -256,7 +304,7 @@ TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 0, 3}, 31)),
             "malformed message from rank 1: recv hidden of 31 floats, expected 96");
   EXPECT_EQ(LeaderErrorOn(Bytes({kClassify, 0, 5, 0}, 37)),
-            "malformed message from rank 1: logits of rows [0, 5), expected [0, 0)");
+            "malformed message from rank 1: logits of 5 rows, expected 0");
 }
 
 TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {

@@ -9,6 +9,8 @@
 
 #include <glog/logging.h>
 
+#include "loader/llama_layout.h"
+
 namespace inferno {
 namespace {
 
@@ -25,27 +27,60 @@ void AllocateWeights(std::vector<float>& out, size_t count) {
   out.resize(count);
 }
 
-// Reads tensor `name` (count elements) into out[offset, offset + count), growing `out` as needed
-// (callers size it first when they read several tensors into it).
-Status ReadInto(const Checkpoint& checkpoint, const std::string& name, std::vector<float>& out,
-                int64_t offset, int64_t count) {
+// Reads `slice` of its tensor (count elements) into out[offset, offset +
+// count), growing `out` as needed (callers size it first when they read
+// several tensors into it). The checkpoint holds the whole tensor, or — a
+// rank's shard — just the slice.
+Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, std::vector<float>& out,
+                     int64_t offset, int64_t count) {
   if (offset + count > static_cast<int64_t>(out.size())) AllocateWeights(out, offset + count);
-  Status status = checkpoint.ReadF32(name, std::span<float>(out).subspan(offset, count));
+  const std::span<float> into = std::span<float>(out).subspan(offset, count);
+  Result<TensorInfo> info = checkpoint.Find(slice.name);
+  if (!info) return info.error().Prefixed("loading stage weights: ");
+  Status status;
+  if (info->num_elements() == count) {
+    status = checkpoint.ReadF32(slice.name, into);
+  } else if (slice.split_dim == 0) {
+    status = checkpoint.ReadRowsF32(slice.name, slice.begin, slice.end, into);
+  } else if (slice.split_dim == 1 && info->shape.size() == 2 &&
+             info->shape[0] * (slice.end - slice.begin) == count) {
+    // Columns [begin, end) of a (rows, cols) matrix: read whole, keep those.
+    const int64_t rows = info->shape[0];
+    const int64_t cols = info->shape[1];
+    const int64_t width = slice.end - slice.begin;
+    std::vector<float> whole(static_cast<size_t>(rows * cols));
+    status = checkpoint.ReadF32(slice.name, whole);
+    for (int64_t r = 0; status && r < rows; ++r) {
+      std::copy_n(whole.data() + r * cols + slice.begin, width, into.data() + r * width);
+    }
+  } else {
+    return Error::Corruption("loading stage weights: tensor '" + slice.name + "' has shape " +
+                             ShapeToString(info->shape) + ", which holds neither the plan's slice of " +
+                             std::to_string(count) + " elements nor the whole tensor");
+  }
   if (!status) return status.error().Prefixed("loading stage weights: ");
   return {};
+}
+
+// The plan's slice of `name` for `part`. Precondition: the plan lists it.
+const TensorSlice& SliceNamed(const RankShard& part, const std::string& name) {
+  for (const TensorSlice& slice : part.tensors) {
+    if (slice.name == name) return slice;
+  }
+  LOG(FATAL) << "rank " << part.rank << "'s plan has no tensor " << name;
 }
 
 std::string LayerTensor(int64_t layer, const char* suffix) {
   return "model.layers." + std::to_string(layer) + "." + suffix;
 }
 
-Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
+Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
-  const int64_t q_dim = config.q_dim();
-  const int64_t kv_dim = config.kv_dim();
-  const int64_t hidden = config.intermediate_size;
   const int64_t head_dim = config.head_dim();
+  const int64_t q_dim = part.heads.size() * head_dim;
+  const int64_t kv_dim = part.kv_heads.size() * head_dim;
+  const int64_t hidden = part.hidden_units.size();
   LayerWeights weights;
   using Parts = std::vector<std::pair<const char*, int64_t>>;
   std::vector<std::pair<std::vector<float>*, Parts>> plan = {
@@ -72,9 +107,8 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t layer) {
     AllocateWeights(*out, total);
     int64_t offset = 0;
     for (const auto& [suffix, count] : parts) {
-      if (Status s = ReadInto(checkpoint, LayerTensor(layer, suffix), *out, offset, count); !s) {
-        return s.error();
-      }
+      const TensorSlice& slice = SliceNamed(part, LayerTensor(layer, suffix));
+      if (Status s = ReadSliceInto(checkpoint, slice, *out, offset, count); !s) return s.error();
       offset += count;
     }
   }
@@ -105,50 +139,49 @@ void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int6
   }
 }
 
-Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& shard,
-                                      RowRange classifier_rows, const Checkpoint& classifier_source,
+Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& part,
                                       const LoadProgress& progress) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t vocab = config.vocab_size;
-  CHECK(classifier_rows.begin >= 0 && classifier_rows.begin <= classifier_rows.end &&
-        classifier_rows.end <= vocab)
-      << "classifier rows [" << classifier_rows.begin << ", " << classifier_rows.end << ")";
-  if (shard.layers.begin < 0 || shard.layers.end > config.num_hidden_layers ||
-      shard.layers.begin >= shard.layers.end) {
-    return Error::InvalidArgument("rank " + std::to_string(shard.rank) + ": layer range [" +
-                                  std::to_string(shard.layers.begin) + ", " +
-                                  std::to_string(shard.layers.end) + ") does not fit the model's " +
-                                  std::to_string(config.num_hidden_layers) + " layers");
+  const RowRange rows = part.classifier_rows;
+  CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= vocab)
+      << "classifier rows [" << rows.begin << ", " << rows.end << ")";
+  if (part.layers.begin < 0 || part.layers.end > config.num_hidden_layers ||
+      part.layers.begin >= part.layers.end) {
+    return Error::InvalidArgument("rank " + std::to_string(part.rank) + ": layer range [" +
+                                  std::to_string(part.layers.begin) + ", " + std::to_string(part.layers.end) +
+                                  ") does not fit the model's " + std::to_string(config.num_hidden_layers) +
+                                  " layers");
   }
   StageWeights weights;
-  weights.layer_range = shard.layers;
-  weights.is_first = shard.has_embedding;
-  weights.is_last = shard.has_head;
-  weights.classifier_rows = classifier_rows;
-  if (shard.has_embedding) {
-    if (Status s = ReadInto(checkpoint, "model.embed_tokens.weight", weights.token_embedding, 0, vocab * dim);
+  weights.part = part;
+  if (part.has_embedding) {
+    if (Status s = ReadSliceInto(checkpoint, SliceNamed(part, kEmbedTokensName), weights.token_embedding, 0,
+                                 vocab * dim);
         !s) {
       return s.error();
     }
   }
-  for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
-    Result<LayerWeights> loaded = LoadLayer(checkpoint, layer);
+  for (int64_t layer = part.layers.begin; layer < part.layers.end; ++layer) {
+    Result<LayerWeights> loaded = LoadLayer(checkpoint, part, layer);
     if (!loaded) return loaded.error();
     weights.layers.push_back(std::move(*loaded));
-    if (progress) progress(layer + 1 - shard.layers.begin, shard.layers.size());
+    if (progress) progress(layer + 1 - part.layers.begin, part.layers.size());
   }
-  if (shard.has_head) {
-    if (Status s = ReadInto(checkpoint, "model.norm.weight", weights.final_norm, 0, dim); !s)
+  if (part.has_final_norm) {
+    if (Status s = ReadSliceInto(checkpoint, SliceNamed(part, kFinalNormName), weights.final_norm, 0, dim);
+        !s)
       return s.error();
   }
-  const bool tied_here = config.tie_word_embeddings && shard.has_embedding;
-  if (classifier_rows.size() > 0 && !tied_here) {
-    const std::string name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    weights.classifier.resize(classifier_rows.size() * dim);
-    Status status =
-        classifier_source.ReadRowsF32(name, classifier_rows.begin, classifier_rows.end, weights.classifier);
-    if (!status) return status.error().Prefixed("loading classifier rows: ");
+  const bool rows_in_embedding = config.tie_word_embeddings && part.has_embedding;
+  if (rows.size() > 0 && !rows_in_embedding) {
+    const char* name = config.tie_word_embeddings ? kEmbedTokensName : kLmHeadName;
+    if (Status s =
+            ReadSliceInto(checkpoint, SliceNamed(part, name), weights.classifier, 0, rows.size() * dim);
+        !s) {
+      return s.error().Prefixed("loading classifier rows: ");
+    }
   }
   return weights;
 }

@@ -11,25 +11,33 @@
 namespace inferno {
 
 TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots,
-                                   int64_t context_length, ThreadPool& pool)
+                                   int64_t context_length, ThreadPool& pool,
+                                   std::optional<ProcessGroup> tensor_parallel)
     : config_(config),
       weights_(std::move(weights)),
       num_slots_(num_slots),
       context_length_(context_length),
-      pool_(pool) {
+      pool_(pool),
+      tensor_parallel_(std::move(tensor_parallel)) {
   CHECK_GE(num_slots, 1);
   CHECK(context_length >= 1 && context_length <= config_.max_position_embeddings)
       << "context length " << context_length;
   CHECK(config_.CheckContextFits(context_length).ok())
       << config_.CheckContextFits(context_length).error().message;
+  const RankShard& part = weights_.part;
+  const bool whole = part.heads == RowRange{0, config_.num_attention_heads} &&
+                     part.hidden_units == RowRange{0, config_.intermediate_size};
+  CHECK(whole || tensor_parallel_) << "a tensor-parallel part needs its group";
+  CHECK(!tensor_parallel_ || tensor_parallel_->rank() == part.tp_index)
+      << "tensor-parallel rank " << tensor_parallel_->rank() << " holds index " << part.tp_index;
   const int64_t dim = config_.hidden_size;
-  const int64_t q_dim = config_.q_dim();
-  const int64_t kv_dim = config_.kv_dim();
-  const int64_t hidden = config_.intermediate_size;
-  const int64_t seq_len = context_length_;
   const int64_t head_dim = config_.head_dim();
+  const int64_t q_dim = part.heads.size() * head_dim;
+  const int64_t kv_dim = part.kv_heads.size() * head_dim;
+  const int64_t hidden = part.hidden_units.size();
+  const int64_t seq_len = context_length_;
   const int64_t positions = max_positions_per_call();
-  const int64_t cache = num_slots * weights_.layer_range.size() * seq_len * kv_dim;
+  const int64_t cache = num_slots * part.layers.size() * seq_len * kv_dim;
   state_.key_cache.assign(cache, 0.0f);
   state_.value_cache.assign(cache, 0.0f);
   state_.normed.resize(positions * dim);
@@ -42,8 +50,7 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
-  CHECK_EQ(static_cast<int64_t>(weights_.ClassifierMatrix(dim).size()),
-           weights_.classifier_rows.size() * dim);
+  CHECK_EQ(static_cast<int64_t>(weights_.ClassifierMatrix(dim).size()), part.classifier_rows.size() * dim);
 }
 
 int64_t TransformerStage::max_positions_per_call() const {
@@ -60,15 +67,16 @@ void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x
   }
 }
 
-void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
+Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
+  const RankShard& part = weights_.part;
   const int64_t dim = config_.hidden_size;
-  const int64_t q_dim = config_.q_dim();
-  const int64_t kv_dim = config_.kv_dim();
-  const int64_t hidden = config_.intermediate_size;
-  const int64_t seq_len = context_length_;
   const int64_t head_dim = config_.head_dim();
-  const int64_t n_heads = config_.num_attention_heads;
-  const int64_t heads_per_kv = n_heads / config_.num_key_value_heads;
+  const int64_t q_dim = part.heads.size() * head_dim;
+  const int64_t kv_dim = part.kv_heads.size() * head_dim;
+  const int64_t hidden = part.hidden_units.size();
+  const int64_t seq_len = context_length_;
+  const int64_t n_heads = part.heads.size();
+  const int64_t heads_per_kv = config_.num_attention_heads / config_.num_key_value_heads;
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
   const int64_t half = head_dim / 2;
   const int64_t n = static_cast<int64_t>(x.size()) / dim;
@@ -79,10 +87,19 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
   const float eps = config_.rms_norm_eps;
   const std::span<const float> x_const(x);
 
-  for (int64_t l = 0; l < weights_.layer_range.size(); ++l) {
+  const std::span<float> projected = std::span<float>(state_.projected).first(n * dim);
+  // Under tensor parallelism: projected = the sum of every rank's projected.
+  const auto sum_over_group = [&](int64_t l, const char* what) -> Status {
+    if (!tensor_parallel_) return {};
+    if (Status s = tensor_parallel_->all_reduce(projected, ReduceKind::kSum); !s) {
+      return s.error().Prefixed("tensor-parallel all_reduce of layer " +
+                                std::to_string(part.layers.begin + l) + "'s " + what + ": ");
+    }
+    return {};
+  };
+  for (int64_t l = 0; l < part.layers.size(); ++l) {
     const LayerWeights& layer = weights_.layers[l];
-    const int64_t cache_offset =
-        (static_cast<int64_t>(slot) * weights_.layer_range.size() + l) * seq_len * kv_dim;
+    const int64_t cache_offset = (static_cast<int64_t>(slot) * part.layers.size() + l) * seq_len * kv_dim;
     float* keys = state_.key_cache.data() + cache_offset;
     float* values = state_.value_cache.data() + cache_offset;
 
@@ -110,17 +127,19 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
       std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t t = i / n_heads;
-        const int64_t head = i % n_heads;
+        const int64_t head = i % n_heads;  // of the part's heads
+        const int64_t kv_head = (part.heads.begin + head) / heads_per_kv - part.kv_heads.begin;
         AttendOneHead(std::span<float>(state_.attention).subspan(t * q_dim + head * head_dim, head_dim),
                       std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
-                      keys, values, pos + t, kv_dim, head / heads_per_kv, head_dim, scores);
+                      keys, values, pos + t, kv_dim, kv_head, head_dim, scores);
       }
     });
-    MatMul(state_.projected, state_.attention, layer.wo, n, dim, q_dim, pool_);
+    MatMul(projected, state_.attention, layer.wo, n, dim, q_dim, pool_);
+    if (Status s = sum_over_group(l, "attention output"); !s) return s;
     if (!layer.bo.empty()) {
-      for (int64_t i = 0; i < n * dim; ++i) state_.projected[i] += layer.bo[i % dim];
+      for (int64_t i = 0; i < n * dim; ++i) projected[i] += layer.bo[i % dim];
     }
-    for (int64_t i = 0; i < n * dim; ++i) x[i] += state_.projected[i];
+    for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
 
     // Feed-forward: x += w_down · (silu(w_gate · normed) * (w_up · normed)).
     for (int64_t t = 0; t < n; ++t) {
@@ -132,9 +151,11 @@ void TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
       SwiGlu(std::span<float>(state_.activated).subspan(t * hidden, hidden),
              std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden));
     }
-    MatMul(state_.projected, state_.activated, layer.w_down, n, dim, hidden, pool_);
-    for (int64_t i = 0; i < n * dim; ++i) x[i] += state_.projected[i];
+    MatMul(projected, state_.activated, layer.w_down, n, dim, hidden, pool_);
+    if (Status s = sum_over_group(l, "MLP output"); !s) return s;
+    for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
   }
+  return {};
 }
 
 void TransformerStage::FinalNorm(std::span<const float> hidden, std::span<float> normed) const {
@@ -146,7 +167,7 @@ void TransformerStage::FinalNorm(std::span<const float> hidden, std::span<float>
 
 void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<float> logits) {
   const int64_t dim = config_.hidden_size;
-  const int64_t rows = weights_.classifier_rows.size();
+  const int64_t rows = classifier_rows().size();
   CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
   CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
   if (rows > 0) MatMul(logits, normed, weights_.ClassifierMatrix(dim), 1, rows, dim, pool_);

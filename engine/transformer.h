@@ -1,7 +1,15 @@
-// Transformer: one pipeline stage of a Llama-architecture model in f32 — a
-// contiguous range of layers with their KV caches, a slice of the
-// classifier's rows (any stage), plus the token embedding on the first stage
-// and the final norm on the last.
+// Transformer: one rank's part of a Llama-architecture model in f32, as the
+// plan (loader/shard_plan.h) gives it — a contiguous range of layers with
+// their KV caches (under tensor parallelism: the rank's heads and MLP hidden
+// units of those layers), a slice of the classifier's rows, plus the token
+// embedding on the first stage and the final norm on the last.
+//
+// Tensor parallelism (Megatron): the ranks of a stage each compute q, k, v
+// for their heads and attention over them, then their columns of o_proj;
+// one all_reduce (sum) over the stage's group gives every rank the whole
+// projection, to which the o_proj bias is added once. The MLP likewise: gate
+// and up for the rank's hidden units, its columns of down, one all_reduce.
+// Every rank of the group ends each layer with the same bits (see Forward).
 //
 // The three parts are kept apart: the config (ModelConfig, the model's
 // hyper-parameters), the weights (StageWeights, immutable) and the run state
@@ -19,25 +27,29 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "base/error.h"
+#include "distributed/process_group.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
 #include "loader/model_config.h"
 
 namespace inferno {
 
-// dim = hidden_size, q_dim = num_attention_heads * head_dim,
-// kv_dim = num_key_value_heads * head_dim, hidden = intermediate_size,
-// L = the stage's layer count, seq_len = the stage's context_length.
+// dim = hidden_size; for the rank's part: q_dim = its heads * head_dim,
+// kv_dim = its KV heads * head_dim, hidden = its MLP hidden units (the
+// model's without tensor parallelism); L = its layer count, seq_len = the
+// stage's context_length.
 struct StageState {
   std::vector<float> key_cache;    // (num_slots, L, seq_len, kv_dim)
   std::vector<float> value_cache;  // (num_slots, L, seq_len, kv_dim)
   std::vector<float> normed;       // (max_positions, dim) RMSNorm output
   std::vector<float> qkv;          // (max_positions, q_dim + 2 * kv_dim)
-  std::vector<float> attention;    // (max_positions, q_dim) attention output, all heads
-  std::vector<float> projected;    // (max_positions, dim) output of wo or w_down
+  std::vector<float> attention;    // (max_positions, q_dim) attention output, the part's heads
+  std::vector<float> projected;    // (max_positions, dim) output of wo or w_down (summed over the group)
   std::vector<float> gate_up;      // (max_positions, 2 * hidden)
   std::vector<float> activated;    // (max_positions, hidden) SwiGLU output
   std::vector<float> scores;       // (threads, seq_len) attention scratch per thread
@@ -52,16 +64,21 @@ class TransformerStage {
 
   // Each of the `num_slots` KV caches holds `context_length` positions (what
   // the job can use: its prompts plus the tokens it generates; see
-  // ContextLength). `pool` must outlive the stage. Preconditions:
-  // 1 <= context_length <= max_position_embeddings, and
-  // config.CheckContextFits(context_length).
+  // ContextLength). `pool` must outlive the stage. `tensor_parallel` is the
+  // group of the stage's ranks in tensor-parallel index order (rank t of it
+  // is weights.part.tp_index t), sharing the job's transport; null when the
+  // plan's tp is 1. Preconditions: 1 <= context_length <=
+  // max_position_embeddings, and config.CheckContextFits(context_length).
   TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots, int64_t context_length,
-                   ThreadPool& pool);
+                   ThreadPool& pool, std::optional<ProcessGroup> tensor_parallel = std::nullopt);
 
   const ModelConfig& config() const { return config_; }
   const StageWeights& weights() const { return weights_; }
-  bool is_first() const { return weights_.is_first; }
-  bool is_last() const { return weights_.is_last; }
+  const RankShard& part() const { return weights_.part; }
+  // The stage's tensor-parallel group; none when the plan's tp is 1.
+  const std::optional<ProcessGroup>& tensor_parallel() const { return tensor_parallel_; }
+  bool is_first() const { return weights_.part.has_embedding; }
+  bool is_last() const { return weights_.part.has_final_norm; }
   int num_slots() const { return num_slots_; }
   int64_t context_length() const { return context_length_; }
   int64_t max_positions_per_call() const;
@@ -74,8 +91,12 @@ class TransformerStage {
   // positions [pos, pos + n) of the sequence in `slot`; their keys and values
   // enter the slot's cache. Positions before `pos` must have been run.
   // Preconditions: 1 <= n <= max_positions_per_call(); pos + n <= context_length();
-  // x.size() == n * dim.
-  void Forward(int slot, int64_t pos, std::span<float> x);
+  // x.size() == n * dim. Under tensor parallelism every rank of the group
+  // calls it with the same arguments and x, and two all_reduces per layer
+  // make every rank's x the same bits on return (ProcessGroup::all_reduce
+  // combines the ranks' vectors in one order for all, sums being
+  // commutative); fails, naming the layer, when a collective fails.
+  Status Forward(int slot, int64_t pos, std::span<float> x);
 
   // Last stage: normed (dim) = the final RMSNorm of one hidden state (dim).
   // `normed` may alias `hidden`.
@@ -87,7 +108,7 @@ class TransformerStage {
   void ClassifierSlice(std::span<const float> normed, std::span<float> logits);
 
   // The vocabulary ids whose logits ClassifierSlice computes.
-  RowRange classifier_rows() const { return weights_.classifier_rows; }
+  RowRange classifier_rows() const { return weights_.part.classifier_rows; }
 
  private:
   ModelConfig config_;
@@ -95,6 +116,7 @@ class TransformerStage {
   int num_slots_;
   int64_t context_length_;
   ThreadPool& pool_;
+  std::optional<ProcessGroup> tensor_parallel_;
   StageState state_;
 };
 

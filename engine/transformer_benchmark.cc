@@ -14,6 +14,7 @@
 #include "engine/toy_model.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
+#include "loader/shard_plan.h"
 
 namespace inferno {
 namespace {
@@ -41,10 +42,9 @@ const Checkpoint& Stories15MShapedModel() {
 void BM_DecodeStep(benchmark::State& state) {
   const Checkpoint& checkpoint = Stories15MShapedModel();
   const ModelConfig& config = checkpoint.config();
-  RankShard shard;
-  shard.layers = {0, config.num_hidden_layers};
-  shard.has_embedding = shard.has_head = true;
-  auto weights = LoadStageWeights(checkpoint, shard, RowRange{0, config.vocab_size}, checkpoint);
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 1, std::nullopt);
+  CHECK(plan.ok()) << plan.error().message;
+  auto weights = LoadStageWeights(checkpoint, plan->ranks[0]);
   CHECK(weights.ok()) << weights.error().message;
   ThreadPool pool(static_cast<int>(state.range(0)));
   TransformerStage stage(config, std::move(*weights), 1, config.max_position_embeddings, pool);
@@ -54,7 +54,7 @@ void BM_DecodeStep(benchmark::State& state) {
   int64_t pos = 0;
   for (auto _ : state) {
     stage.Embed(std::span<const int32_t>(&token, 1), x);
-    stage.Forward(0, pos, x);
+    CHECK(stage.Forward(0, pos, x).ok());
     stage.FinalNorm(x, normed);
     stage.ClassifierSlice(normed, logits);
     token = sampler.Sample(logits);

@@ -35,8 +35,12 @@ json RankToJson(const RankShard& shard) {
           {"stage", shard.stage},
           {"tp_index", shard.tp_index},
           {"layers", {shard.layers.begin, shard.layers.end}},
+          {"heads", {shard.heads.begin, shard.heads.end}},
+          {"kv_heads", {shard.kv_heads.begin, shard.kv_heads.end}},
+          {"hidden_units", {shard.hidden_units.begin, shard.hidden_units.end}},
+          {"classifier_rows", {shard.classifier_rows.begin, shard.classifier_rows.end}},
           {"has_embedding", shard.has_embedding},
-          {"has_head", shard.has_head},
+          {"has_final_norm", shard.has_final_norm},
           {"tensors", tensors}};
 }
 
@@ -53,9 +57,17 @@ RankShard RankFromJson(const json& j) {
   shard.rank = j.at("rank").get<int>();
   shard.stage = j.at("stage").get<int>();
   shard.tp_index = j.at("tp_index").get<int>();
-  shard.layers = {j.at("layers").at(0).get<int64_t>(), j.at("layers").at(1).get<int64_t>()};
+  const auto range = [&](const char* key) {
+    return RowRange{j.at(key).at(0).get<int64_t>(), j.at(key).at(1).get<int64_t>()};
+  };
+  const RowRange layers = range("layers");
+  shard.layers = {layers.begin, layers.end};
+  shard.heads = range("heads");
+  shard.kv_heads = range("kv_heads");
+  shard.hidden_units = range("hidden_units");
+  shard.classifier_rows = range("classifier_rows");
   shard.has_embedding = j.at("has_embedding").get<bool>();
-  shard.has_head = j.at("has_head").get<bool>();
+  shard.has_final_norm = j.at("has_final_norm").get<bool>();
   for (const json& t : j.at("tensors")) {
     TensorSlice slice{t.at("name").get<std::string>(), -1, 0, 0};
     if (t.contains("split_dim")) {
@@ -101,8 +113,7 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
     const json& r = ranks[static_cast<size_t>(rank)];
     RankShard shard = RankFromJson(r);
     if (shard.rank != rank || shard.stage < 0 || shard.stage >= m.plan.pp || shard.tp_index < 0 ||
-        shard.tp_index >= m.plan.tp ||
-        ShardPlan::RankOf(shard.stage, shard.tp_index, m.plan.pp, m.plan.tp) != rank) {
+        shard.tp_index >= m.plan.tp || m.plan.RankOf(shard.stage, shard.tp_index) != rank) {
       return Error::Corruption(source + ": entry " + std::to_string(rank) + " (rank " +
                                std::to_string(shard.rank) + ", stage " + std::to_string(shard.stage) +
                                ", tp_index " + std::to_string(shard.tp_index) +

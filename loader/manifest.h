@@ -24,7 +24,9 @@ namespace inferno {
 
 inline constexpr char kManifestFileName[] = "manifest.json";
 inline constexpr char kManifestFormat[] = "inferno-shards";
-inline constexpr int kManifestFormatVersion = 1;
+// 2: the plan records each rank's heads, KV heads, hidden units and
+// classifier rows (issue 12).
+inline constexpr int kManifestFormatVersion = 2;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.

@@ -16,7 +16,7 @@ Manifest TestManifest() {
   m.source = folder;
   m.source_fingerprint = "f00d";
   m.config = checkpoint->config();
-  m.plan = *MakeShardPlan(*checkpoint, 2, 2, std::vector<int64_t>{1, 3});
+  m.plan = *MakeShardPlan(checkpoint->config(), 2, 2, std::vector<int64_t>{1, 3});
   for (int rank = 0; rank < 4; ++rank) {
     m.files.push_back(
         {rank, ShardFileName(rank, 4), 1000u + static_cast<uint64_t>(rank), "ab" + std::to_string(rank)});
@@ -65,9 +65,9 @@ TEST(Manifest, MissingFieldIsMalformed) {
 
 TEST(Manifest, HandEditedPlanFailsItsDigest) {
   std::string text = ManifestToJson(TestManifest());
-  const size_t at = text.find("\"has_head\": true");
+  const size_t at = text.find("\"has_final_norm\": true");
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 16, "\"has_head\": false");
+  text.replace(at, 22, "\"has_final_norm\": false");
   EXPECT_NE(ParseFails(text).find("does not match its plan"), std::string::npos);
 }
 

@@ -1,90 +1,92 @@
 #include "loader/shard_plan.h"
 
-#include <limits>
 #include <map>
 #include <string_view>
 
+#include <glog/logging.h>
+
 #include "loader/llama_layout.h"
-#include "loader/safetensors_format.h"
 
 namespace inferno {
 namespace {
 
-// Bytes of `name` in the checkpoint; 0 if absent (the checkpoint was checked
-// against its config on open).
-int64_t BytesOf(const Checkpoint& checkpoint, const std::string& name) {
-  Result<TensorInfo> info = checkpoint.Find(name);
-  return info ? static_cast<int64_t>(TensorByteSize(*info)) : 0;
+// A slice of `name` on `split_dim` covering `range` of `full` items; whole
+// when the range covers them all.
+TensorSlice SliceOf(std::string name, int split_dim, RowRange range, int64_t full) {
+  if (range.begin == 0 && range.end == full) return {std::move(name), -1, 0, 0};
+  return {std::move(name), split_dim, range.begin, range.end};
 }
 
-// Splits `layer_bytes` into `pp` contiguous non-empty stages minimizing the
-// largest stage, counting `first_extra` bytes on stage 0 and `last_extra` on
-// the last. Returns the layer count of each stage.
-std::vector<int64_t> BalanceBytes(const std::vector<int64_t>& layer_bytes, int pp, int64_t first_extra,
-                                  int64_t last_extra) {
-  const int n = static_cast<int>(layer_bytes.size());
-  std::vector<int64_t> prefix(n + 1, 0);
-  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + layer_bytes[i];
-  auto stage_cost = [&](int stage, int begin, int end) {
-    return prefix[end] - prefix[begin] + (stage == 0 ? first_extra : 0) + (stage == pp - 1 ? last_extra : 0);
+// The slices of layer `layer`'s tensors held by `shard` (heads and hidden
+// units set): q, k, v (weights and biases), gate and up by rows, o_proj and
+// down by columns; norms and the o_proj bias whole.
+std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const RankShard& shard) {
+  const int64_t head_dim = c.head_dim();
+  const RowRange q{shard.heads.begin * head_dim, shard.heads.end * head_dim};
+  const RowRange kv{shard.kv_heads.begin * head_dim, shard.kv_heads.end * head_dim};
+  const RowRange& units = shard.hidden_units;
+  // (split_dim, range, full size) by tensor suffix; absent: whole.
+  struct Split {
+    int dim;
+    RowRange range;
+    int64_t full;
   };
-  constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
-  // best[s][e]: the smallest largest-stage cost of layers [0, e) on stages [0, s].
-  std::vector<std::vector<int64_t>> best(pp, std::vector<int64_t>(n + 1, kInfinity));
-  std::vector<std::vector<int>> split(pp, std::vector<int>(n + 1, 0));
-  for (int e = 1; e <= n; ++e) best[0][e] = stage_cost(0, 0, e);
-  for (int s = 1; s < pp; ++s) {
-    for (int e = s + 1; e <= n; ++e) {
-      for (int b = s; b < e; ++b) {
-        if (best[s - 1][b] == kInfinity) continue;
-        const int64_t cost = std::max(best[s - 1][b], stage_cost(s, b, e));
-        if (cost < best[s][e]) {
-          best[s][e] = cost;
-          split[s][e] = b;
-        }
-      }
-    }
-  }
-  std::vector<int64_t> sizes(pp);
-  int end = n;
-  for (int s = pp - 1; s > 0; --s) {
-    sizes[s] = end - split[s][end];
-    end = split[s][end];
-  }
-  sizes[0] = end;
-  return sizes;
-}
-
-// The slices of layer `layer`'s tensors for tensor-parallel index t of tp:
-// q, k, v (weights and biases), gate and up split by rows, o_proj and down
-// by columns; norms and the o_proj bias whole.
-std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, int t, int tp) {
-  const int64_t q_rows = c.num_attention_heads / tp * c.head_dim();
-  const int64_t kv_rows = c.num_key_value_heads / tp * c.head_dim();
-  const int64_t mlp_rows = c.intermediate_size / tp;
-  // (split_dim, slice size) by tensor suffix; absent: whole.
-  const std::map<std::string_view, std::pair<int, int64_t>> splits = {
-      {"self_attn.q_proj.weight", {0, q_rows}},  {"self_attn.k_proj.weight", {0, kv_rows}},
-      {"self_attn.v_proj.weight", {0, kv_rows}}, {"self_attn.o_proj.weight", {1, q_rows}},
-      {"mlp.gate_proj.weight", {0, mlp_rows}},   {"mlp.up_proj.weight", {0, mlp_rows}},
-      {"mlp.down_proj.weight", {1, mlp_rows}},   {"self_attn.q_proj.bias", {0, q_rows}},
-      {"self_attn.k_proj.bias", {0, kv_rows}},   {"self_attn.v_proj.bias", {0, kv_rows}},
+  const std::map<std::string_view, Split> splits = {
+      {"self_attn.q_proj.weight", {0, q, c.q_dim()}},
+      {"self_attn.k_proj.weight", {0, kv, c.kv_dim()}},
+      {"self_attn.v_proj.weight", {0, kv, c.kv_dim()}},
+      {"self_attn.o_proj.weight", {1, q, c.q_dim()}},
+      {"mlp.gate_proj.weight", {0, units, c.intermediate_size}},
+      {"mlp.up_proj.weight", {0, units, c.intermediate_size}},
+      {"mlp.down_proj.weight", {1, units, c.intermediate_size}},
+      {"self_attn.q_proj.bias", {0, q, c.q_dim()}},
+      {"self_attn.k_proj.bias", {0, kv, c.kv_dim()}},
+      {"self_attn.v_proj.bias", {0, kv, c.kv_dim()}},
   };
   std::vector<TensorSlice> slices;
   for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) {
-    TensorSlice slice{spec.name, -1, 0, 0};
     const auto split = splits.find(LayerTensorSuffix(spec.name));
-    if (tp > 1 && split != splits.end()) {
-      slice.split_dim = split->second.first;
-      slice.begin = t * split->second.second;
-      slice.end = (t + 1) * split->second.second;
+    if (split == splits.end()) {
+      slices.push_back({spec.name, -1, 0, 0});
+    } else {
+      slices.push_back(SliceOf(spec.name, split->second.dim, split->second.range, split->second.full));
     }
-    slices.push_back(std::move(slice));
   }
   return slices;
 }
 
+Status CheckLayers(const std::vector<int64_t>& sizes, int pp, int64_t n_layers) {
+  if (static_cast<int>(sizes.size()) != pp) {
+    return Error::InvalidArgument("--layers has " + std::to_string(sizes.size()) + " entries but --pp is " +
+                                  std::to_string(pp));
+  }
+  int64_t total = 0;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    if (sizes[s] < 1) {
+      return Error::InvalidArgument("--layers entry " + std::to_string(s) + " = " + std::to_string(sizes[s]) +
+                                    " must be at least 1");
+    }
+    total += sizes[s];
+  }
+  if (total != n_layers) {
+    return Error::InvalidArgument("--layers sums to " + std::to_string(total) + " but the model has " +
+                                  std::to_string(n_layers) + " layers");
+  }
+  return {};
+}
+
 }  // namespace
+
+RowRange ShardPlan::TpClassifierRows(int tp_index) const {
+  RowRange rows{INT64_MAX, 0};
+  for (const RankShard& shard : ranks) {
+    if (shard.tp_index != tp_index) continue;
+    rows.begin = std::min(rows.begin, shard.classifier_rows.begin);
+    rows.end = std::max(rows.end, shard.classifier_rows.end);
+  }
+  CHECK_LE(rows.begin, rows.end) << "no rank of tensor-parallel index " << tp_index;
+  return rows;
+}
 
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice) {
   std::vector<int64_t> result = shape;
@@ -92,84 +94,77 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
   return result;
 }
 
-Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
+RowRange EvenPart(int64_t total, int parts, int index) {
+  CHECK(index >= 0 && index < parts) << "part " << index << " of " << parts;
+  const int64_t base = total / parts;
+  const int64_t extra = total % parts;
+  const int64_t begin = index * base + std::min<int64_t>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
                                 const std::optional<std::vector<int64_t>>& layers_per_stage) {
-  const ModelConfig& c = checkpoint.config();
   const int64_t n_layers = c.num_hidden_layers;
-  if (pp < 1) return Error::InvalidArgument("pp=" + std::to_string(pp) + " must be at least 1");
-  if (tp < 1) return Error::InvalidArgument("tp=" + std::to_string(tp) + " must be at least 1");
+  if (pp < 1) return Error::InvalidArgument("--pp " + std::to_string(pp) + " must be at least 1");
+  if (tp < 1) return Error::InvalidArgument("--tp " + std::to_string(tp) + " must be at least 1");
   if (pp > n_layers) {
-    return Error::InvalidArgument("pp=" + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) +
+    return Error::InvalidArgument("--pp " + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) +
                                   " layers of the model");
   }
-  const std::pair<const char*, int64_t> divisible[] = {{"num_attention_heads", c.num_attention_heads},
-                                                       {"num_key_value_heads", c.num_key_value_heads},
-                                                       {"intermediate_size", c.intermediate_size}};
-  for (const auto& [name, value] : divisible) {
-    if (value % tp != 0) {
-      return Error::InvalidArgument("tp=" + std::to_string(tp) + " does not divide " + name + " = " +
-                                    std::to_string(value));
+  const std::pair<const char*, int64_t> limits[] = {{"attention heads", c.num_attention_heads},
+                                                    {"MLP hidden units", c.intermediate_size},
+                                                    {"vocabulary rows", c.vocab_size}};
+  for (const auto& [what, count] : limits) {
+    if (tp > count) {
+      return Error::InvalidArgument("--tp " + std::to_string(tp) + " exceeds the " + std::to_string(count) +
+                                    " " + what + " of the model");
     }
   }
-
   std::vector<int64_t> sizes;
   if (layers_per_stage) {
+    if (Status valid = CheckLayers(*layers_per_stage, pp, n_layers); !valid) return valid.error();
     sizes = *layers_per_stage;
-    if (static_cast<int>(sizes.size()) != pp) {
-      return Error::InvalidArgument("--layers has " + std::to_string(sizes.size()) +
-                                    " entries but pp=" + std::to_string(pp));
-    }
-    int64_t total = 0;
-    for (size_t s = 0; s < sizes.size(); ++s) {
-      if (sizes[s] < 1) {
-        return Error::InvalidArgument("--layers entry " + std::to_string(s) + " = " +
-                                      std::to_string(sizes[s]) + " must be at least 1");
-      }
-      total += sizes[s];
-    }
-    if (total != n_layers) {
-      return Error::InvalidArgument("--layers sums to " + std::to_string(total) + " but the model has " +
-                                    std::to_string(n_layers) + " layers");
-    }
   } else {
-    std::vector<int64_t> layer_bytes;
-    for (int64_t layer = 0; layer < n_layers; ++layer) {
-      int64_t bytes = 0;
-      for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) bytes += BytesOf(checkpoint, spec.name);
-      layer_bytes.push_back(bytes);
-    }
-    const int64_t head_bytes = BytesOf(checkpoint, kFinalNormName) +
-                               BytesOf(checkpoint, c.tie_word_embeddings ? kEmbedTokensName : kLmHeadName);
-    sizes = BalanceBytes(layer_bytes, pp, BytesOf(checkpoint, kEmbedTokensName), head_bytes);
+    sizes = ComputeBalancedLayersPerStage(c, pp);
   }
 
+  const bool tied = c.tie_word_embeddings;
+  const int64_t heads_per_kv = c.num_attention_heads / c.num_key_value_heads;
   ShardPlan plan;
   plan.pp = pp;
   plan.tp = tp;
   plan.ranks.resize(static_cast<size_t>(pp * tp));
-  int64_t first_layer = 0;
-  for (int stage = 0; stage < pp; ++stage) {
-    const LayerRange layers{first_layer, first_layer + sizes[static_cast<size_t>(stage)]};
-    first_layer = layers.end;
-    for (int t = 0; t < tp; ++t) {
-      RankShard& shard = plan.ranks[static_cast<size_t>(ShardPlan::RankOf(stage, t, pp, tp))];
-      shard.rank = ShardPlan::RankOf(stage, t, pp, tp);
+  for (int t = 0; t < tp; ++t) {
+    const RowRange part = EvenPart(c.vocab_size, tp, t);
+    const std::vector<int64_t> rows = ComputeBalancedClassifierRows(c, sizes, part.size(), tp);
+    int64_t first_layer = 0;
+    for (int stage = 0; stage < pp; ++stage) {
+      RankShard& shard = plan.ranks[static_cast<size_t>(plan.RankOf(stage, t))];
+      shard.rank = plan.RankOf(stage, t);
       shard.stage = stage;
       shard.tp_index = t;
-      shard.layers = layers;
+      shard.layers = {first_layer, first_layer + sizes[static_cast<size_t>(stage)]};
+      first_layer = shard.layers.end;
+      shard.heads = EvenPart(c.num_attention_heads, tp, t);
+      shard.kv_heads = {shard.heads.begin / heads_per_kv,
+                        (shard.heads.end + heads_per_kv - 1) / heads_per_kv};
+      shard.hidden_units = EvenPart(c.intermediate_size, tp, t);
+      const RowRange in_part = ClassifierRowsOfStage(rows, stage);
+      shard.classifier_rows = {part.begin + in_part.begin, part.begin + in_part.end};
       shard.has_embedding = stage == 0;
-      shard.has_head = stage == pp - 1;
+      shard.has_final_norm = stage == pp - 1;
+
       if (shard.has_embedding) shard.tensors.push_back({kEmbedTokensName, -1, 0, 0});
-      for (int64_t layer = layers.begin; layer < layers.end; ++layer) {
-        for (TensorSlice& slice : LayerSlices(c, layer, t, tp)) shard.tensors.push_back(std::move(slice));
+      for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
+        for (TensorSlice& slice : LayerSlices(c, layer, shard)) shard.tensors.push_back(std::move(slice));
       }
-      if (shard.has_head) {
-        shard.tensors.push_back({kFinalNormName, -1, 0, 0});
-        if (!c.tie_word_embeddings) {
-          shard.tensors.push_back({kLmHeadName, -1, 0, 0});
-        } else if (!shard.has_embedding) {
-          shard.tensors.push_back({kEmbedTokensName, -1, 0, 0});
-        }
+      if (shard.has_final_norm) shard.tensors.push_back({kFinalNormName, -1, 0, 0});
+      // With tied embeddings a rank holding the whole embedding reads its
+      // classifier rows from it.
+      const bool rows_in_embedding = tied && shard.has_embedding;
+      if (shard.classifier_rows.size() > 0 && !rows_in_embedding) {
+        shard.tensors.push_back(
+            SliceOf(tied ? kEmbedTokensName : kLmHeadName, 0, shard.classifier_rows, c.vocab_size));
       }
     }
   }

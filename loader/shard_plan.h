@@ -1,13 +1,34 @@
-// ShardPlan: which weights every rank of a pipeline-parallel (× tensor-
-// parallel) job owns.
+// ShardPlan: the one plan of a job — which part of the model every rank of a
+// pipeline-parallel × tensor-parallel grid computes and holds. It is computed
+// once (MakeShardPlan), written into a shard folder's manifest by `shard`,
+// and carried unchanged through loading (engine/stage_weights.h) and
+// generation (engine/generator.h); nothing else decides who owns what.
 //
-// Pipeline stage s (s = 0 holds the token embedding, s = pp-1 the final norm
-// and lm_head) runs on the ranks of pipeline position s. Ranks are laid out
-// stage-major in reverse: stage s, tensor-parallel index t is rank
-// (pp - 1 - s) * tp + t, so rank 0 — the leader — holds the last layers, the
-// final norm and lm_head, samples, and sends the token id to the first stage.
+// The grid: W = pp × tp ranks; pipeline stage s (s = 0 embeds tokens,
+// s = pp-1 holds the final norm) is a tensor-parallel group of tp ranks.
+// Stage s, tensor-parallel index t is rank RankOf(s, t) = (pp - 1 - s) * tp + t,
+// so rank 0 — the leader — is the last stage's index 0: it samples and
+// prints.
 //
-// Thread-safety: a plain value type.
+// Inside a stage (Megatron-style), tensor-parallel index t computes
+// - query heads `heads` (divided as evenly as possible, earlier indices
+//   taking the remainder), and the key/value heads those read, `kv_heads`
+//   (a KV head is held by every rank whose query heads use it, so any tp up
+//   to the head count works, with fewer KV heads than ranks too);
+// - MLP hidden units `hidden_units` (divided the same way);
+// so q/k/v/gate/up are split by output rows and o_proj/down by input
+// columns; norms and the o_proj bias are whole on every rank.
+//
+// The classifier (vocab × dim) is split by rows over the whole grid: the
+// vocabulary is divided evenly into tp parts, part t going to the ranks of
+// index t, and each part is spread over the stages to balance their compute
+// (pipeline_split.h). So the ranks of index t — one per stage, the ring the
+// pipeline messages of index t travel — hold the contiguous rows
+// `TpClassifierRows(t)`, stage 0 the first of them.
+//
+// The embedding is whole on every rank of stage 0.
+//
+// Thread-safety: a plain value type and pure functions.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +37,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/checkpoint.h"
 #include "loader/model_config.h"
+#include "loader/pipeline_split.h"
 
 namespace inferno {
 
@@ -26,26 +47,37 @@ struct LayerRange {
   int64_t begin = 0;
   int64_t end = 0;
   int64_t size() const { return end - begin; }
+  bool operator==(const LayerRange&) const = default;
 };
 
-// A slice of one checkpoint tensor owned by a rank: rows [row_begin, row_end)
-// of dimension `split_dim` (0 = output rows, 1 = input columns), or the whole
+// A slice of one checkpoint tensor owned by a rank: rows [begin, end) of
+// dimension `split_dim` (0 = output rows, 1 = input columns), or the whole
 // tensor when not split.
 struct TensorSlice {
   std::string name;
   int split_dim = -1;  // -1: whole tensor
   int64_t begin = 0;
   int64_t end = 0;
+  bool operator==(const TensorSlice&) const = default;
 };
 
 struct RankShard {
   int rank = 0;
   int stage = 0;     // pipeline position, 0 = first (embedding)
-  int tp_index = 0;  // index within the tensor-parallel group
+  int tp_index = 0;  // index within the stage's tensor-parallel group
   LayerRange layers;
-  bool has_embedding = false;
-  bool has_head = false;  // final norm + lm_head (or tied embedding)
+  RowRange heads;               // query heads
+  RowRange kv_heads;            // key/value heads (those `heads` read)
+  RowRange hidden_units;        // MLP hidden units (of intermediate_size)
+  RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
+  bool has_embedding = false;   // the whole token embedding (stage 0)
+  bool has_final_norm = false;  // the final norm (stage pp-1)
+  // Every tensor (or slice) the rank holds, in checkpoint order; the
+  // classifier rows are a row slice of lm_head.weight (of
+  // model.embed_tokens.weight when tied and the rank does not hold the
+  // whole embedding).
   std::vector<TensorSlice> tensors;
+  bool operator==(const RankShard&) const = default;
 };
 
 struct ShardPlan {
@@ -54,22 +86,26 @@ struct ShardPlan {
   std::vector<RankShard> ranks;  // indexed by rank
 
   int world_size() const { return pp * tp; }
-  static int RankOf(int stage, int tp_index, int pp, int tp) { return (pp - 1 - stage) * tp + tp_index; }
+  int RankOf(int stage, int tp_index) const { return (pp - 1 - stage) * tp + tp_index; }
+  // Rows of the classifier held by the ranks of tensor-parallel index t
+  // (contiguous; see above).
+  RowRange TpClassifierRows(int tp_index) const;
+  bool operator==(const ShardPlan&) const = default;
 };
 
-// The shape of `slice` of a tensor of shape `shape`: `shape` with dimension
-// split_dim narrowed to end - begin (or `shape` when not split).
+// The part of a tensor `shape` a slice covers.
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice);
 
-// Computes the plan. Under tensor parallelism (tp > 1) each layer is split
-// Megatron-style: q/k/v/gate/up by output rows (whole heads of q and k/v), o
-// and down by input columns; norms, the embedding and lm_head are whole on
-// every rank of their stage. tp must divide the attention heads, the kv heads
-// and the intermediate size. With tied embeddings the last stage holds
-// model.embed_tokens.weight as its head. `layers_per_stage`, if given, has pp entries summing to
-// the layer count (each >= 1); otherwise layers are split to balance bytes.
-// Fails with a one-line error (e.g. "pp=7 exceeds the 5 layers of the model").
-Result<ShardPlan> MakeShardPlan(const Checkpoint& checkpoint, int pp, int tp,
+// Part `index` of `total` items divided into `parts` as evenly as possible,
+// earlier parts taking the remainder. Precondition: 0 <= index < parts.
+RowRange EvenPart(int64_t total, int parts, int index);
+
+// Computes the plan of a pp × tp grid for a model of `config`.
+// `layers_per_stage`, if given, has pp entries summing to the layer count
+// (each >= 1); otherwise layers are split evenly (pipeline_split.h). Fails
+// with a one-line error naming the flag's value, e.g. "--pp 7 exceeds the 5
+// layers of the model", "--tp 5 exceeds the 4 attention heads of the model".
+Result<ShardPlan> MakeShardPlan(const ModelConfig& config, int pp, int tp,
                                 const std::optional<std::vector<int64_t>>& layers_per_stage);
 
 }  // namespace inferno

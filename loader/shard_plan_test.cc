@@ -6,105 +6,96 @@
 #include <gtest/gtest.h>
 
 #include "loader/llama_layout.h"
-#include "loader/safetensors_format.h"
 #include "loader/test_models.h"
 
 namespace inferno {
 namespace {
 
-std::unique_ptr<Checkpoint> OpenTestModel(const std::string& name, int64_t layers, bool tied) {
-  const std::string folder = TestPath(name, true);
-  EXPECT_TRUE(WriteTestSafetensorsModel(folder, TestConfig(layers, tied)));
-  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
-  EXPECT_TRUE(checkpoint) << checkpoint.error().message;
-  return std::move(*checkpoint);
+TEST(EvenPart, EarlierPartsTakeTheRemainderAndPartsTileTheWhole) {
+  EXPECT_EQ(EvenPart(10, 3, 0), (RowRange{0, 4}));
+  EXPECT_EQ(EvenPart(10, 3, 1), (RowRange{4, 7}));
+  EXPECT_EQ(EvenPart(10, 3, 2), (RowRange{7, 10}));
+  EXPECT_EQ(EvenPart(2, 2, 1), (RowRange{1, 2}));
 }
 
-int64_t StageBytes(const Checkpoint& checkpoint, const RankShard& shard) {
-  int64_t bytes = 0;
-  for (const TensorSlice& slice : shard.tensors)
-    bytes += static_cast<int64_t>(TensorByteSize(*checkpoint.Find(slice.name)));
-  return bytes;
-}
-
-TEST(MakeShardPlan, UnevenSplitOfFiveLayersOverThreeStagesMinimizesTheLargestStage) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("five", 5, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::nullopt);
-  ASSERT_TRUE(plan) << plan.error().message;
-  ASSERT_EQ(plan->ranks.size(), 3u);
-  int64_t largest = 0;
-  for (const RankShard& shard : plan->ranks) largest = std::max(largest, StageBytes(*checkpoint, shard));
-
-  // Brute force over every split (a, b, 5 - a - b), each >= 1.
-  int64_t best = INT64_MAX;
-  for (int64_t a = 1; a <= 3; ++a) {
-    for (int64_t b = 1; a + b <= 4; ++b) {
-      Result<ShardPlan> other = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{a, b, 5 - a - b});
-      ASSERT_TRUE(other);
-      int64_t worst = 0;
-      for (const RankShard& shard : other->ranks) worst = std::max(worst, StageBytes(*checkpoint, shard));
-      best = std::min(best, worst);
-    }
-  }
-  EXPECT_EQ(largest, best);
-}
-
-TEST(MakeShardPlan, EmbeddingOnFirstStageHeadOnLastStageWhichIsRankZero) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("layout", 5, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{1, 2, 2});
+TEST(MakeShardPlan, EmbeddingOnFirstStageFinalNormOnLastStageWhichIsRankZero) {
+  Result<ShardPlan> plan = MakeShardPlan(TestConfig(5, false), 3, 1, std::vector<int64_t>{1, 2, 2});
   ASSERT_TRUE(plan) << plan.error().message;
   const RankShard& last = plan->ranks[0];
   EXPECT_EQ(last.stage, 2);
-  EXPECT_TRUE(last.has_head);
+  EXPECT_TRUE(last.has_final_norm);
   EXPECT_FALSE(last.has_embedding);
-  EXPECT_EQ(last.layers.begin, 3);
-  EXPECT_EQ(last.layers.end, 5);
-  EXPECT_EQ(last.tensors.back().name, "lm_head.weight");
-  EXPECT_EQ(last.tensors[last.tensors.size() - 2].name, "model.norm.weight");
+  EXPECT_EQ(last.layers, (LayerRange{3, 5}));
   const RankShard& first = plan->ranks[2];
   EXPECT_EQ(first.stage, 0);
   EXPECT_TRUE(first.has_embedding);
-  EXPECT_FALSE(first.has_head);
+  EXPECT_FALSE(first.has_final_norm);
   EXPECT_EQ(first.layers.size(), 1);
   EXPECT_EQ(first.tensors.front().name, "model.embed_tokens.weight");
-  EXPECT_EQ(plan->ranks[1].layers.begin, 1);
-  EXPECT_EQ(plan->ranks[1].layers.end, 3);
+  EXPECT_EQ(plan->ranks[1].layers, (LayerRange{1, 3}));
 }
 
-TEST(MakeShardPlan, EveryTensorHasExactlyOneOwnerWithoutTensorParallelism) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("owners", 4, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 4, 1, std::nullopt);
+TEST(MakeShardPlan, LayersAreEvenWithoutAnExplicitSplit) {
+  Result<ShardPlan> plan = MakeShardPlan(TestConfig(5, false), 3, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
-  std::multiset<std::string> owned;
-  for (const RankShard& shard : plan->ranks) {
-    EXPECT_EQ(shard.layers.size(), 1);
-    for (const TensorSlice& slice : shard.tensors) {
-      EXPECT_EQ(slice.split_dim, -1);
-      owned.insert(slice.name);
+  EXPECT_EQ(plan->ranks[2].layers, (LayerRange{0, 2}));
+  EXPECT_EQ(plan->ranks[1].layers, (LayerRange{2, 4}));
+  EXPECT_EQ(plan->ranks[0].layers, (LayerRange{4, 5}));
+}
+
+// Every (row, tensor) of the model is held by exactly the ranks the grid
+// says: each classifier row once, each layer's q/k/v/gate/up rows and
+// o/down columns once per stage (KV heads possibly more than once).
+TEST(MakeShardPlan, ClassifierRowsTileTheVocabularyOncePerGridAndRingsHoldContiguousRows) {
+  for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{1, 1}, {1, 3}, {2, 2}, {3, 1}, {2, 4}}) {
+    const ModelConfig config = TestConfig(4, false);
+    Result<ShardPlan> plan = MakeShardPlan(config, pp, tp, std::nullopt);
+    ASSERT_TRUE(plan) << plan.error().message;
+    std::vector<int> holders(static_cast<size_t>(config.vocab_size), 0);
+    for (const RankShard& shard : plan->ranks) {
+      for (int64_t row = shard.classifier_rows.begin; row < shard.classifier_rows.end; ++row) ++holders[row];
     }
+    for (int count : holders) EXPECT_EQ(count, 1) << pp << "x" << tp;
+    int64_t next = 0;
+    for (int t = 0; t < tp; ++t) {
+      const RowRange ring = plan->TpClassifierRows(t);
+      EXPECT_EQ(ring.begin, next);
+      next = ring.end;
+      int64_t row = ring.begin;
+      for (int stage = 0; stage < pp; ++stage) {
+        const RankShard& shard = plan->ranks[static_cast<size_t>(plan->RankOf(stage, t))];
+        EXPECT_EQ(shard.classifier_rows.begin, row) << "stage order within a ring";
+        row = shard.classifier_rows.end;
+      }
+      EXPECT_EQ(row, ring.end);
+    }
+    EXPECT_EQ(next, config.vocab_size);
   }
-  std::multiset<std::string> expected;
-  for (const TensorInfo& info : checkpoint->tensors()) expected.insert(info.name);
-  EXPECT_EQ(owned, expected);
 }
 
-TEST(MakeShardPlan, TiedEmbeddingsGiveTheLastStageTheEmbeddingAsItsHead) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("tied", 2, true);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::nullopt);
+TEST(MakeShardPlan, UnevenTensorParallelSplitsCoverHeadsAndUnitsAndReplicateKvHeads) {
+  // 4 heads over 3 ranks: 2, 1, 1; 2 KV heads (2 heads each): rank 0 reads
+  // KV head 0, rank 1 KV head 1, rank 2 KV head 1 too.
+  const ModelConfig config = TestConfig(2, false);
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 3, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(plan->ranks[0].tensors.back().name, "model.embed_tokens.weight");
-  EXPECT_EQ(plan->ranks[1].tensors.front().name, "model.embed_tokens.weight");
-  Result<ShardPlan> single = MakeShardPlan(*checkpoint, 1, 1, std::nullopt);
-  ASSERT_TRUE(single);
-  int embeddings = 0;
-  for (const TensorSlice& slice : single->ranks[0].tensors)
-    embeddings += slice.name == "model.embed_tokens.weight";
-  EXPECT_EQ(embeddings, 1);
+  EXPECT_EQ(plan->ranks[0].heads, (RowRange{0, 2}));
+  EXPECT_EQ(plan->ranks[1].heads, (RowRange{2, 3}));
+  EXPECT_EQ(plan->ranks[2].heads, (RowRange{3, 4}));
+  EXPECT_EQ(plan->ranks[0].kv_heads, (RowRange{0, 1}));
+  EXPECT_EQ(plan->ranks[1].kv_heads, (RowRange{1, 2}));
+  EXPECT_EQ(plan->ranks[2].kv_heads, (RowRange{1, 2}));
+  EXPECT_EQ(plan->ranks[0].hidden_units, (RowRange{0, 14}));
+  EXPECT_EQ(plan->ranks[1].hidden_units, (RowRange{14, 27}));
+  EXPECT_EQ(plan->ranks[2].hidden_units, (RowRange{27, 40}));
+  // 4 ranks, 2 KV heads: each KV head on two ranks.
+  Result<ShardPlan> four = MakeShardPlan(config, 1, 4, std::nullopt);
+  ASSERT_TRUE(four) << four.error().message;
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(four->ranks[t].kv_heads, (RowRange{t / 2, t / 2 + 1}));
 }
 
 TEST(MakeShardPlan, TensorParallelSlicesSplitOutputsAndInputsMegatronStyle) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("tp", 2, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 2, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(TestConfig(2, false), 2, 2, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->world_size(), 4);
   // Stage 1 (last) is ranks 0 and 1; stage 0 is ranks 2 and 3.
@@ -140,30 +131,63 @@ TEST(MakeShardPlan, TensorParallelSlicesSplitOutputsAndInputsMegatronStyle) {
   EXPECT_EQ(SliceShape({16, 40}, by_name.at(LayerTensorName(0, "mlp.down_proj.weight"))[1]),
             (std::vector<int64_t>{16, 20}));
   EXPECT_EQ(by_name.at("model.embed_tokens.weight").size(), 2u);
+  // Each rank's classifier rows are its own slice of lm_head.
+  for (const RankShard& shard : plan->ranks) {
+    if (shard.classifier_rows.size() == 0) continue;
+    EXPECT_EQ(shard.tensors.back(),
+              (TensorSlice{"lm_head.weight", 0, shard.classifier_rows.begin, shard.classifier_rows.end}));
+  }
+}
+
+TEST(MakeShardPlan, WithoutParallelismEveryTensorIsWholeOnOneRank) {
+  const ModelConfig config = TestConfig(4, false);
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 1, std::nullopt);
+  ASSERT_TRUE(plan) << plan.error().message;
+  std::multiset<std::string> owned;
+  for (const TensorSlice& slice : plan->ranks[0].tensors) {
+    EXPECT_EQ(slice.split_dim, -1) << slice.name;
+    owned.insert(slice.name);
+  }
+  std::multiset<std::string> expected;
+  for (const TensorSpec& spec : LlamaTensorSpecs(config)) expected.insert(spec.name);
+  EXPECT_EQ(owned, expected);
+}
+
+TEST(MakeShardPlan, TiedEmbeddingsGiveOtherStagesRowsOfTheEmbedding) {
+  Result<ShardPlan> plan = MakeShardPlan(TestConfig(2, true), 2, 1, std::nullopt);
+  ASSERT_TRUE(plan) << plan.error().message;
+  const RankShard& last = plan->ranks[0];
+  ASSERT_GT(last.classifier_rows.size(), 0);
+  EXPECT_EQ(last.tensors.back(), (TensorSlice{"model.embed_tokens.weight", 0, last.classifier_rows.begin,
+                                              last.classifier_rows.end}));
+  int embeddings = 0;
+  for (const TensorSlice& slice : plan->ranks[1].tensors)
+    embeddings += slice.name == "model.embed_tokens.weight";
+  EXPECT_EQ(embeddings, 1) << "the first stage reads its rows from its whole embedding";
 }
 
 TEST(MakeShardPlan, MoreStagesThanLayers) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("too_many", 5, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 7, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(TestConfig(5, false), 7, 1, std::nullopt);
   ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.error().message, "pp=7 exceeds the 5 layers of the model");
+  EXPECT_EQ(plan.error().message, "--pp 7 exceeds the 5 layers of the model");
 }
 
 TEST(MakeShardPlan, ExplicitLayersNotSummingToTheModel) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("bad_layers", 5, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::vector<int64_t>{2, 2});
+  const ModelConfig config = TestConfig(5, false);
+  Result<ShardPlan> plan = MakeShardPlan(config, 2, 1, std::vector<int64_t>{2, 2});
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().message, "--layers sums to 4 but the model has 5 layers");
-  EXPECT_FALSE(MakeShardPlan(*checkpoint, 2, 1, std::vector<int64_t>{5, 0}));
-  EXPECT_FALSE(MakeShardPlan(*checkpoint, 3, 1, std::vector<int64_t>{2, 3}));
+  EXPECT_FALSE(MakeShardPlan(config, 2, 1, std::vector<int64_t>{5, 0}));
+  EXPECT_FALSE(MakeShardPlan(config, 3, 1, std::vector<int64_t>{2, 3}));
 }
 
-TEST(MakeShardPlan, TensorParallelDegreeNotDividingHeads) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenTestModel("bad_tp", 2, false);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 1, 4, std::nullopt);
+TEST(MakeShardPlan, TensorParallelDegreeAboveTheHeadCount) {
+  const ModelConfig config = TestConfig(2, false);
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 5, std::nullopt);
   ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.error().message, "tp=4 does not divide num_key_value_heads = 2");
-  EXPECT_FALSE(MakeShardPlan(*checkpoint, 0, 1, std::nullopt));
+  EXPECT_EQ(plan.error().message, "--tp 5 exceeds the 4 attention heads of the model");
+  EXPECT_FALSE(MakeShardPlan(config, 0, 1, std::nullopt));
+  EXPECT_FALSE(MakeShardPlan(config, 1, 0, std::nullopt));
 }
 
 }  // namespace

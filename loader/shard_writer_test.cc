@@ -51,7 +51,7 @@ void ExpectShardsMatchOriginal(const std::string& folder, const Checkpoint& orig
 
 Result<ShardJobReport> Shard(const MappedCheckpoint& checkpoint, const std::string& out, int pp, int tp,
                              std::optional<std::vector<int64_t>> layers = std::nullopt) {
-  Result<ShardPlan> plan = MakeShardPlan(checkpoint, pp, tp, layers);
+  Result<ShardPlan> plan = MakeShardPlan(checkpoint.config(), pp, tp, layers);
   if (!plan) return plan.error();
   return WriteShards(checkpoint, "model", *plan, out, nullptr);
 }
@@ -112,7 +112,7 @@ TEST(ShardWriter, TokenizerFilesBesideTheSourceAreCopied) {
   ASSERT_TRUE(WriteBytes(model + "/tokenizer_config.json", "{\"eos_token\": \"</s>\"}"));
   std::unique_ptr<MappedCheckpoint> checkpoint = Open(model);
   ASSERT_TRUE(checkpoint);
-  Result<ShardPlan> plan = MakeShardPlan(*checkpoint, 2, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(checkpoint->config(), 2, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   const std::string out = TestPath("with_tokenizer_shards", true);
   Result<ShardJobReport> report = WriteShards(*checkpoint, model, *plan, out, nullptr);

@@ -24,6 +24,16 @@ Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::stri
   if (job.rank < 0 || job.rank >= plan.world_size()) {
     return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
   }
+  // The plan must be the one MakeShardPlan computes for this grid and these
+  // stages: the engine relies on it (ring order, classifier rows).
+  std::vector<int64_t> layers(static_cast<size_t>(plan.pp));
+  for (const RankShard& shard : plan.ranks) layers[static_cast<size_t>(shard.stage)] = shard.layers.size();
+  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers);
+  if (!expected) return expected.error().Prefixed(folder + ": the manifest's plan: ");
+  if (*expected != plan) {
+    return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan.pp, plan.tp) +
+                             " is not the plan this version computes for that grid; re-run shard");
+  }
   return {};
 }
 

@@ -43,7 +43,8 @@ struct RankShardCheckpoint {
 // message on: a missing or malformed manifest; a world that differs from the
 // job ("these shards were made for pp=3 tp=1 (3 ranks); this job has 2
 // ranks"); a file whose size or checksum differs from the manifest; a file
-// made for another rank or plan (its metadata); tensors that differ from the
+// made for another rank or plan (its metadata); a plan that is not
+// MakeShardPlan's for its grid and layers; tensors that differ from the
 // rank's plan.
 Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job);
 

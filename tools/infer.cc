@@ -1,12 +1,14 @@
-// infer: generates text with a Llama-architecture model, alone or
-// pipeline-parallel under `launch -n W` (each rank runs a contiguous range of
-// layers and a slice of the classifier's rows; rank 0 samples and prints).
+// infer: generates text with a Llama-architecture model, alone or under
+// `launch -n W` on a grid of --pp pipeline stages × --tp tensor-parallel
+// ranks (each rank runs its part of the plan, loader/shard_plan.h: a range of
+// layers, or its heads and hidden units of them, and a slice of the
+// classifier's rows; rank 0 samples and prints).
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--layers a,b,...] [--output text|ids] [--trace FILE]
+//         [--tp T] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
@@ -16,9 +18,11 @@
 // message, if given), formatted with the chat template of the tokenizer's
 // tokenizer_config.json (or --chat-template FILE) and its generation prompt.
 // Text prompts get the tokenizer's BOS prepended (if it has one);
-// --prompt-ids are used as given. Without --layers, layers are split evenly;
-// the classifier's rows are then spread to balance the stages' compute
-// (engine/pipeline_split.h). Without --tokenizer, the model folder's
+// --prompt-ids are used as given. --pp defaults to W / --tp. Without
+// --layers, layers are split evenly; the classifier's rows are then spread
+// to balance the ranks' compute (loader/pipeline_split.h). With --shards the
+// grid is the shards' (--tp and --pp, when given, must match it). Without
+// --tokenizer, the model folder's
 // tokenizer.json is used, or for a model with the byte tokenizer's 259-token
 // vocabulary the byte-level tokenizer; any other model needs --tokenizer for
 // text. Sequences stop at the model's eos_token_id (config.json,
@@ -51,7 +55,6 @@
 #include "engine/chat_template/chat_template.h"
 #include "engine/generator.h"
 #include "engine/hf_tokenizer/utf8.h"
-#include "engine/pipeline_split.h"
 #include "engine/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
@@ -60,6 +63,7 @@
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/llama_layout.h"
+#include "loader/manifest.h"
 #include "loader/model_config.h"
 #include "loader/sha256.h"
 #include "loader/shard_plan.h"
@@ -74,8 +78,9 @@ constexpr int64_t kDefaultMaxPromptBytes = int64_t{1} << 20;
 const CommandSpec kSpec{
     "infer",
     "(--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids IDS | --prompts-file FILE) [flags]",
-    "Generates a continuation of every prompt, pipeline-parallel over the ranks of the job (alone, under\n"
-    "launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on every rank.",
+    "Generates a continuation of every prompt, over a grid of pipeline stages x tensor-parallel ranks\n"
+    "(alone, under launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on\n"
+    "every rank.",
     {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
@@ -98,6 +103,8 @@ const CommandSpec kSpec{
      {"top-p", "P", "nucleus sampling mass (default 1)"},
      {"seed", "S", "sampling seed (default 42)"},
      {"threads", "N", "compute threads per rank (default 1)"},
+     {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"trace", "FILE", "write a Chrome trace of every rank's time"},
@@ -115,6 +122,8 @@ struct InferOptions {
   GenerationOptions generation;
   std::optional<int64_t> context;
   int threads = 1;
+  std::optional<int> tp;
+  std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
   bool output_ids = false;
   std::optional<std::string> trace;
@@ -206,6 +215,12 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
                                  static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
   options.threads = static_cast<int>(*threads);
+  for (const auto& [name, out] : {std::pair{"tp", &options.tp}, std::pair{"pp", &options.pp}}) {
+    if (!flags.Has(name)) continue;
+    Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
+    if (!value) return value.error();
+    *out = static_cast<int>(*value);
+  }
   if (const std::optional<std::string> layers = flags.Last("layers")) {
     Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
     if (!counts) return counts.error();
@@ -307,13 +322,7 @@ class ConsoleOutput : public GenerationObserver {
   std::vector<std::vector<float>> logits_;
 };
 
-// A rank's part of the pipeline: its layers and classifier rows.
-struct PipelinePart {
-  LayerRange layers;
-  RowRange classifier_rows;
-};
-
-void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>& parts) {
+void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   const int64_t decoded = report.generated_tokens - static_cast<int64_t>(report.generated.size());
   std::fprintf(
       stderr,
@@ -325,11 +334,12 @@ void PrintStats(const GenerationReport& report, const std::vector<PipelinePart>&
       report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
-    const PipelinePart& part = parts[rank];
+    const RankShard& part = plan.ranks[rank];
     std::fprintf(stderr,
-                 "rank %zu (layers [%lld, %lld), classifier rows [%lld, %lld)): compute %.3f s, send %.3f s, "
-                 "recv %.3f s, wait %.3f s\n",
+                 "rank %zu (layers [%lld, %lld), heads [%lld, %lld), classifier rows [%lld, %lld)): compute "
+                 "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
                  rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
+                 static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end),
                  static_cast<long long>(part.classifier_rows.begin),
                  static_cast<long long>(part.classifier_rows.end), t.seconds(SpanKind::kCompute),
                  t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv), t.seconds(SpanKind::kWait));
@@ -344,32 +354,32 @@ std::string ShortDigest(std::string_view text) {
   return hash.HexDigest().substr(0, 16);
 }
 
-// This rank's view of the model: its checkpoint, its part of the plan, and
-// every rank's layers and classifier rows (balanced against the plan's
-// layers, pipeline_split.h).
+// This rank's view of the model: its checkpoint (the whole model, or its
+// shard) and the job's plan.
 struct RankModel {
   std::unique_ptr<Checkpoint> checkpoint;
-  // --shards, on a rank that holds classifier rows but not the head: the
-  // shard of the rank that holds the whole classifier, which the rows are
-  // read from.
-  std::unique_ptr<Checkpoint> classifier_source;
-  RankShard shard;
-  std::vector<PipelinePart> parts;  // by rank
+  ShardPlan plan;
   // Tells the weights apart where the config cannot: with --shards the
   // manifest's fingerprint of the source checkpoint, else the embedding's
   // first row.
   std::string weights_digest;
 };
 
-std::vector<PipelinePart> PipelineParts(const ModelConfig& config, const ShardPlan& plan) {
-  std::vector<int64_t> layers_per_stage(plan.pp);
-  for (const RankShard& shard : plan.ranks) layers_per_stage[shard.stage] = shard.layers.size();
-  const std::vector<int64_t> rows_per_stage = ComputeBalancedClassifierRows(config, layers_per_stage);
-  std::vector<PipelinePart> parts;
-  for (const RankShard& shard : plan.ranks) {
-    parts.push_back({shard.layers, ClassifierRowsOfStage(rows_per_stage, shard.stage)});
+// The grid of a job of `world_size` ranks: --tp (default 1) and --pp
+// (default world_size / tp), which must multiply to world_size.
+Result<std::pair<int, int>> JobGrid(const InferOptions& options, int world_size) {
+  const int tp = options.tp.value_or(1);
+  if (world_size % tp != 0) {
+    return Error::InvalidArgument("--tp " + std::to_string(tp) + " does not divide the job's " +
+                                  std::to_string(world_size) + " ranks");
   }
-  return parts;
+  const int pp = options.pp.value_or(world_size / tp);
+  if (pp * tp != world_size) {
+    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x --tp " + std::to_string(tp) + " is " +
+                                  std::to_string(pp * tp) + " ranks, but the job has " +
+                                  std::to_string(world_size));
+  }
+  return std::pair{pp, tp};
 }
 
 Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
@@ -377,38 +387,19 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
     ShardJob job;
     job.rank = rank;
     job.world_size = world_size;
-    job.tp = 1;
+    job.tp = options.tp;
+    job.pp = options.pp;
     auto opened = OpenRankShard(options.model, job);
     if (!opened) return opened.error().Prefixed("--shards: ");
-    const ShardPlan& plan = opened->manifest.plan;
-    std::vector<PipelinePart> parts = PipelineParts(opened->checkpoint->config(), plan);
-    RankModel model{std::move(opened->checkpoint), nullptr, opened->shard(rank), std::move(parts),
-                    ShortDigest(opened->manifest.source_fingerprint)};
-    const int head_rank = ShardPlan::RankOf(plan.pp - 1, 0, plan.pp, plan.tp);
-    if (rank != head_rank && model.parts[rank].classifier_rows.size() > 0) {
-      // The shards hold the classifier whole on the head rank only; its file
-      // is checked by that rank, so it is not hashed again here.
-      ShardJob head_job = job;
-      head_job.rank = head_rank;
-      head_job.verify_checksum = false;
-      auto head = OpenRankShard(options.model, head_job);
-      if (!head)
-        return head.error().Prefixed("--shards: the classifier rows in rank " + std::to_string(head_rank) +
-                                     "'s shard: ");
-      model.classifier_source = std::move(head->checkpoint);
-    }
-    return model;
+    return RankModel{std::move(opened->checkpoint), std::move(opened->manifest.plan),
+                     ShortDigest(opened->manifest.source_fingerprint)};
   }
+  Result<std::pair<int, int>> grid = JobGrid(options, world_size);
+  if (!grid) return grid.error();
   auto checkpoint = Checkpoint::Open(options.model);
   if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
-  // Without --layers, stages are balanced by compute (a world larger than the
-  // layer count is left to MakeShardPlan to report).
-  std::optional<std::vector<int64_t>> layers_per_stage = options.layers_per_stage;
   const ModelConfig& config = (*checkpoint)->config();
-  if (!layers_per_stage && world_size <= config.num_hidden_layers) {
-    layers_per_stage = ComputeBalancedLayersPerStage(config, world_size);
-  }
-  auto plan = MakeShardPlan(**checkpoint, world_size, 1, layers_per_stage);
+  auto plan = MakeShardPlan(config, grid->first, grid->second, options.layers_per_stage);
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
   std::vector<float> first_row(static_cast<size_t>(config.hidden_size));
   if (Status read = (*checkpoint)->ReadRowsF32(kEmbedTokensName, 0, 1, first_row); !read) {
@@ -416,8 +407,7 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
   }
   const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
                                    first_row.size() * sizeof(float));
-  return RankModel{std::move(*checkpoint), nullptr, plan->ranks[rank], PipelineParts(config, *plan),
-                   ShortDigest(row_bytes)};
+  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
 }
 
 // The folder whose tokenizer.json is the default --tokenizer: the model
@@ -483,18 +473,14 @@ struct PreparedRank {
   std::string weights_digest;            // RankModel::weights_digest
   std::vector<std::vector<int32_t>> prompts;
   StageWeights weights;
-  std::vector<PipelinePart> parts;  // every rank's, by rank
+  ShardPlan plan;
 };
 
 // What this rank computes, for the rendezvous to compare across ranks (see
 // RendezvousOptions::fingerprint): ranks that disagree would print mixed or
 // wrong output, so the job refuses to start, naming the entry that differs.
 std::map<std::string, std::string> RunFingerprint(const InferOptions& options, const PreparedRank& prepared) {
-  std::ostringstream plan, prompts, generation;
-  for (const PipelinePart& part : prepared.parts) {
-    plan << part.layers.begin << "-" << part.layers.end << ":" << part.classifier_rows.begin << "-"
-         << part.classifier_rows.end << ";";
-  }
+  std::ostringstream prompts, generation;
   for (const std::vector<int32_t>& prompt : prepared.prompts) {
     for (int32_t id : prompt) prompts << id << " ";
     prompts << "\n";
@@ -507,7 +493,7 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
   return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
           {"weights", prepared.weights_digest},
-          {"plan", ShortDigest(plan.str())},
+          {"plan", PlanDigest(prepared.plan).substr(0, 16)},
           {"tokenizer", prepared.tokenizer_digest},
           {"prompts", ShortDigest(prompts.str())},
           {"generation", generation.str()}};
@@ -569,8 +555,6 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
     return valid.error();
   }
 
-  const Checkpoint& classifier_source =
-      model->classifier_source ? *model->classifier_source : *model->checkpoint;
   // A line on stderr every 2 s while loading takes longer than that.
   const Clock::time_point load_start = Clock::now();
   Clock::time_point next_report = load_start + std::chrono::seconds(2);
@@ -582,18 +566,20 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
                  static_cast<long long>(done), static_cast<long long>(total),
                  std::chrono::duration<double>(now - load_start).count());
   };
-  auto weights = LoadStageWeights(*model->checkpoint, model->shard, model->parts[rank].classifier_rows,
-                                  classifier_source, progress);
+  auto weights = LoadStageWeights(*model->checkpoint, model->plan.ranks[static_cast<size_t>(rank)], progress);
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
-  prepared.parts = std::move(model->parts);
+  prepared.plan = std::move(model->plan);
   return prepared;
 }
 
 Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
-  const int slots = group.world_size() == 1 ? 1 : static_cast<int>(prepared.prompts.size());
-  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, prepared.context_length, pool);
+  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(group, prepared.plan);
+  if (!tensor_parallel) return tensor_parallel.error();
+  const int slots = prepared.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
+  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, prepared.context_length, pool,
+                         std::move(*tensor_parallel));
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
@@ -603,11 +589,13 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   Timeline timeline(options.trace.has_value());
   GenerationOptions generation = options.generation;
   generation.stop_ids = prepared.stop_ids;
-  auto report = Generate(group, stage, prepared.prompts, generation, output ? &*output : nullptr, timeline);
+  generation.report_logits = options.dump_logits.has_value();
+  auto report = Generate(group, prepared.plan, stage, prepared.prompts, generation,
+                         output ? &*output : nullptr, timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
   output->Finish(*report);
-  PrintStats(*report, prepared.parts);
+  PrintStats(*report, prepared.plan);
   if (options.dump_logits) {
     if (Status written = output->WriteLogits(*options.dump_logits); !written) return written;
   }

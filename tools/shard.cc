@@ -58,7 +58,8 @@ int Run(int argc, char** argv) {
 
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
   if (!checkpoint) return Fail(checkpoint.error());
-  Result<ShardPlan> plan = MakeShardPlan(**checkpoint, static_cast<int>(*pp), static_cast<int>(*tp), layers);
+  Result<ShardPlan> plan =
+      MakeShardPlan((*checkpoint)->config(), static_cast<int>(*pp), static_cast<int>(*tp), layers);
   if (!plan) return Fail(plan.error());
 
   ShardProgressDisplay display(stderr, ::isatty(STDERR_FILENO) == 1);
@@ -77,10 +78,14 @@ int Run(int argc, char** argv) {
                WorldLayoutText(plan->pp, plan->tp).c_str(), report->files_written,
                static_cast<unsigned long long>(report->bytes_written), report->files_verified, seconds);
   for (const RankShard& shard : plan->ranks) {
-    std::fprintf(stderr, "shard:   rank %d: stage %d tp %d, layers [%lld, %lld)%s%s -> %s\n", shard.rank,
-                 shard.stage, shard.tp_index, static_cast<long long>(shard.layers.begin),
-                 static_cast<long long>(shard.layers.end), shard.has_embedding ? ", embedding" : "",
-                 shard.has_head ? ", head" : "",
+    std::fprintf(stderr,
+                 "shard:   rank %d: stage %d tp %d, layers [%lld, %lld), heads [%lld, %lld), classifier rows "
+                 "[%lld, %lld)%s%s -> %s\n",
+                 shard.rank, shard.stage, shard.tp_index, static_cast<long long>(shard.layers.begin),
+                 static_cast<long long>(shard.layers.end), static_cast<long long>(shard.heads.begin),
+                 static_cast<long long>(shard.heads.end), static_cast<long long>(shard.classifier_rows.begin),
+                 static_cast<long long>(shard.classifier_rows.end), shard.has_embedding ? ", embedding" : "",
+                 shard.has_final_norm ? ", final norm" : "",
                  report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
   }
   return 0;

@@ -29,7 +29,7 @@ grep -q "1 files written .* 2 verified and kept" "$WORK/third.log" || fail "dama
 
 # Bad flags: exit 1, one line naming the problem.
 if "$SHARD" --model "$WORK/model" --pp 9 --out "$WORK/bad" 2> "$WORK/bad.log"; then fail "--pp 9 accepted"; fi
-[[ "$(cat "$WORK/bad.log")" == "shard: InvalidArgument: pp=9 exceeds the 5 layers of the model" ]] || fail "bad --pp message: $(cat "$WORK/bad.log")"
+[[ "$(cat "$WORK/bad.log")" == "shard: InvalidArgument: --pp 9 exceeds the 5 layers of the model" ]] || fail "bad --pp message: $(cat "$WORK/bad.log")"
 if "$SHARD" --model "$WORK/nowhere" --pp 1 --out "$WORK/bad" 2> "$WORK/bad.log"; then fail "missing model accepted"; fi
 [[ $(wc -l < "$WORK/bad.log") -eq 1 ]] || fail "multi-line error: $(cat "$WORK/bad.log")"
 [[ ! -e "$WORK/bad/manifest.json" ]] || fail "manifest written after a failure"

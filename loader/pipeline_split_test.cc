@@ -1,17 +1,26 @@
-#include "engine/pipeline_split.h"
+#include "loader/pipeline_split.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include <gtest/gtest.h>
 
-#include "engine/toy_model.h"
-
 namespace inferno {
 namespace {
 
 ModelConfig Config(int64_t dim, int64_t layers, int64_t vocab) {
-  return ToyModelConfig({.dim = dim, .layers = layers, .heads = 4, .kv_heads = 4, .vocab = vocab});
+  ModelConfig config;
+  config.hidden_size = dim;
+  config.num_hidden_layers = layers;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 4;
+  config.intermediate_size = (8 * dim / 3 + 31) / 32 * 32;
+  config.vocab_size = vocab;
+  return config;
+}
+
+std::vector<int64_t> Rows(const ModelConfig& config, const std::vector<int64_t>& layers) {
+  return ComputeBalancedClassifierRows(config, layers, config.vocab_size, 1);
 }
 
 // Multiply-adds per token of each stage: its layers plus its classifier rows.
@@ -42,15 +51,12 @@ TEST(ComputeBalancedLayersPerStage, EveryStageGetsALayerAndAllLayersAreUsed) {
 }
 
 TEST(ComputeBalancedClassifierRows, OneStageHoldsTheWholeVocabulary) {
-  EXPECT_EQ(ComputeBalancedClassifierRows(Config(288, 6, 32000), std::vector<int64_t>{6}),
-            (std::vector<int64_t>{32000}));
+  EXPECT_EQ(Rows(Config(288, 6, 32000), std::vector<int64_t>{6}), (std::vector<int64_t>{32000}));
 }
 
 TEST(ComputeBalancedClassifierRows, EqualLayersGetEqualRowsAndTheEarlierStageTheOddRow) {
-  EXPECT_EQ(ComputeBalancedClassifierRows(Config(288, 6, 32000), std::vector<int64_t>{3, 3}),
-            (std::vector<int64_t>{16000, 16000}));
-  EXPECT_EQ(ComputeBalancedClassifierRows(Config(64, 4, 259), std::vector<int64_t>{2, 2}),
-            (std::vector<int64_t>{130, 129}));
+  EXPECT_EQ(Rows(Config(288, 6, 32000), std::vector<int64_t>{3, 3}), (std::vector<int64_t>{16000, 16000}));
+  EXPECT_EQ(Rows(Config(64, 4, 259), std::vector<int64_t>{2, 2}), (std::vector<int64_t>{130, 129}));
 }
 
 TEST(ComputeBalancedClassifierRows, UnevenLayersAreEvenedOutByRows) {
@@ -58,7 +64,7 @@ TEST(ComputeBalancedClassifierRows, UnevenLayersAreEvenedOutByRows) {
   // the two stages end within one row's cost of each other.
   const ModelConfig config = Config(288, 6, 32000);
   const std::vector<int64_t> layers = {5, 1};
-  const std::vector<int64_t> rows = ComputeBalancedClassifierRows(config, layers);
+  const std::vector<int64_t> rows = Rows(config, layers);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0] + rows[1], 32000);
   EXPECT_GT(rows[1], rows[0]);
@@ -71,7 +77,7 @@ TEST(ComputeBalancedClassifierRows, AStageWhoseLayersAloneCostMoreThanAShareGets
   // none and the two 1-layer stages share them.
   const ModelConfig config = Config(64, 4, 259);
   const std::vector<int64_t> layers = {2, 1, 1};
-  const std::vector<int64_t> rows = ComputeBalancedClassifierRows(config, layers);
+  const std::vector<int64_t> rows = Rows(config, layers);
   EXPECT_EQ(rows, (std::vector<int64_t>{0, 130, 129}));
   const std::vector<int64_t> costs = StageCosts(config, layers, rows);
   EXPECT_EQ(*std::max_element(costs.begin(), costs.end()), costs[0]);
@@ -82,7 +88,7 @@ TEST(ComputeBalancedClassifierRows, RowsSumToTheVocabularyForManyShapes) {
     for (int stages = 1; stages <= 4; ++stages) {
       const ModelConfig config = Config(32, 4, vocab);
       const std::vector<int64_t> layers = ComputeBalancedLayersPerStage(config, stages);
-      const std::vector<int64_t> rows = ComputeBalancedClassifierRows(config, layers);
+      const std::vector<int64_t> rows = Rows(config, layers);
       ASSERT_EQ(rows.size(), static_cast<size_t>(stages));
       EXPECT_EQ(std::accumulate(rows.begin(), rows.end(), int64_t{0}), vocab) << stages << " stages";
       for (int64_t r : rows) EXPECT_GE(r, 0);

@@ -1,6 +1,6 @@
 // PipelineSplit: how much of the model each pipeline stage computes per token
-// so that the stages take about equal time — the compute-balanced
-// alternative to the loader's byte-balanced default.
+// so that the stages take about equal time; ShardPlan (shard_plan.h) is built
+// from it.
 //
 // A stage runs a contiguous range of layers and the logits of a contiguous
 // slice of the classifier's rows (vocabulary ids): the classifier (vocab ×
@@ -37,14 +37,16 @@ struct RowRange {
 // the most expensive stage. Precondition: 1 <= stages <= num_hidden_layers.
 std::vector<int64_t> ComputeBalancedLayersPerStage(const ModelConfig& config, int stages);
 
-// Classifier rows per stage, in stage order, summing to the vocabulary size,
-// for stages running `layers_per_stage` layers: fills the cheapest stages
-// first, so that every stage with rows ends at about the same cost and no
-// stage with rows costs more than one without (a stage whose layers alone
-// cost more than an even share gets none). Ties in rounding go to the
-// earlier stage. Precondition: every entry >= 0.
+// Classifier rows per stage, in stage order, summing to `rows`, for stages
+// running `layers_per_stage` layers each split over `tp` tensor-parallel
+// ranks (a rank computes 1/tp of each of its layers): fills the cheapest
+// stages first, so that every stage with rows ends at about the same cost
+// and no stage with rows costs more than one without (a stage whose layers
+// alone cost more than an even share gets none). Ties in rounding go to the
+// earlier stage. Preconditions: every entry >= 0; rows >= 0; tp >= 1.
 std::vector<int64_t> ComputeBalancedClassifierRows(const ModelConfig& config,
-                                                   std::span<const int64_t> layers_per_stage);
+                                                   std::span<const int64_t> layers_per_stage, int64_t rows,
+                                                   int tp);
 
 // The row range of `stage` when the stages hold `rows_per_stage` rows each,
 // in stage order. Precondition: 0 <= stage < rows_per_stage.size().

@@ -1,4 +1,4 @@
-#include "engine/pipeline_split.h"
+#include "loader/pipeline_split.h"
 
 #include <algorithm>
 #include <numeric>
@@ -25,11 +25,16 @@ std::vector<int64_t> ComputeBalancedLayersPerStage(const ModelConfig& config, in
 }
 
 std::vector<int64_t> ComputeBalancedClassifierRows(const ModelConfig& config,
-                                                   std::span<const int64_t> layers_per_stage) {
+                                                   std::span<const int64_t> layers_per_stage,
+                                                   int64_t rows_total, int tp) {
   const int stages = static_cast<int>(layers_per_stage.size());
   CHECK_GE(stages, 1);
-  const int64_t row_cost = config.hidden_size;
-  const int64_t vocab = config.vocab_size;
+  CHECK_GE(tp, 1);
+  CHECK_GE(rows_total, 0);
+  // Costs in units of 1/tp multiply-adds: a layer costs LayerCost / tp on
+  // each rank, a row `dim`.
+  const int64_t row_cost = config.hidden_size * tp;
+  const int64_t vocab = rows_total;
   std::vector<int64_t> cost(stages);
   for (int s = 0; s < stages; ++s) {
     CHECK_GE(layers_per_stage[s], 0);
