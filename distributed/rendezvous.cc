@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/launcher_lifeline.h"
+#include "distributed/routed/transport.h"
 #include "distributed/shm/host_identity.h"
 #include "distributed/shm/transport.h"
 #include "distributed/zmq/rendezvous_channel.h"
@@ -40,7 +42,7 @@ struct RankEndpoints {
   std::string tcp;
   std::string ipc;                                 // empty when the rank offers no ipc endpoint
   std::map<std::string, std::string> fingerprint;  // RendezvousOptions::fingerprint
-  // With RendezvousOptions::shared_memory: the rank's inbox (a
+  // Unless the rank uses ZeroMQ only: its shared-memory inbox (a
   // SegmentAddress) and HostIdentity(); else empty.
   std::string shm;
   std::string host_identity;
@@ -278,6 +280,27 @@ Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions&
   return *table;
 }
 
+// This rank's shared-memory transport, its abort checks joined to the
+// ZeroMQ control plane's; null (ZeroMQ only) when `choice` says so or, under
+// kAuto, when it cannot be created (logged).
+Result<std::shared_ptr<ShmTransport>> CreateShmTransport(const RendezvousConfig& config,
+                                                         TransportChoice choice,
+                                                         const std::shared_ptr<ZmqTransport>& control) {
+  if (choice == TransportChoice::kZmq) return std::shared_ptr<ShmTransport>();
+  ShmTransportOptions options;
+  options.rank = config.rank;
+  options.world_size = config.world_size;
+  options.timeout = config.op_timeout;
+  options.also_check = [control] { return control->CheckAbortNotices(); };
+  Result<std::shared_ptr<ShmTransport>> created = ShmTransport::Create(options);
+  if (!created && choice == TransportChoice::kAuto) {
+    LOG(WARNING) << "rank " << config.rank
+                 << ": no shared memory, using ZeroMQ to every peer: " << created.error().ToString();
+    return std::shared_ptr<ShmTransport>();
+  }
+  return created;
+}
+
 }  // namespace
 
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
@@ -324,12 +347,10 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!parsed) return std::move(parsed).error();
     config.rendezvous_timeout = std::chrono::milliseconds(*parsed);
   }
-  if (const char* transport = getenv("INFERNO_TRANSPORT")) {
-    if (std::string(transport) != "zmq" && std::string(transport) != "shm") {
-      return Error::InvalidArgument("INFERNO_TRANSPORT: expected zmq or shm, got '" + std::string(transport) +
-                                    "'");
-    }
-    config.shared_memory = std::string(transport) == "shm";
+  if (const char* transport = getenv(kTransportVariable)) {
+    Result<TransportChoice> choice = ParseTransportChoice(kTransportVariable, transport);
+    if (!choice) return std::move(choice).error();
+    config.transport = *choice;
   }
   if (const char* secret = getenv(kJobSecretVariable)) {
     Result<JobSecret> parsed = ParseJobSecret(secret);
@@ -377,16 +398,11 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   mine.fingerprint = options.fingerprint;
   mine.tcp = (*transport)->endpoints()[0];
   if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
-  std::shared_ptr<ShmTransport> shm_transport;
-  if (config.shared_memory.value_or(options.shared_memory)) {
-    ShmTransportOptions shm_options;
-    shm_options.rank = config.rank;
-    shm_options.world_size = config.world_size;
-    shm_options.timeout = config.op_timeout;
-    Result<std::shared_ptr<ShmTransport>> created = ShmTransport::Create(shm_options);
-    if (!created) return std::move(created).error();
-    shm_transport = *created;
-    mine.shm = shm_transport->inbox().ToString();
+  const TransportChoice choice = config.transport.value_or(options.transport);
+  Result<std::shared_ptr<ShmTransport>> shm_transport = CreateShmTransport(config, choice, *transport);
+  if (!shm_transport) return std::move(shm_transport).error();
+  if (*shm_transport) {
+    mine.shm = (*shm_transport)->inbox().ToString();
     mine.host_identity = HostIdentity();
   }
 
@@ -396,7 +412,9 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   if (!table) return std::move(table).error();
 
   std::vector<std::string> endpoints;
+  // Rank i's inbox when it is reached over shared memory.
   std::vector<std::optional<SegmentAddress>> inboxes;
+  std::vector<bool> local_peers;
   uint64_t job_id = 0;
   bool well_formed = table->contains("job_id") && table->at("job_id").is_number_unsigned() &&
                      table->contains("ranks") && table->at("ranks").is_array();
@@ -410,15 +428,16 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
       }
       const bool same_host = entry->host == mine.host && !entry->ipc.empty();
       endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc : entry->tcp);
-      if (shm_transport) {
-        Result<SegmentAddress> inbox = SegmentAddress::Parse(entry->shm);
-        if (!inbox || entry->host_identity != mine.host_identity) {
-          return Error::InvalidArgument("rendezvous: INFERNO_TRANSPORT=shm, but rank " +
-                                        std::to_string(entry->rank) +
-                                        " is not on this host or does not use shared memory");
-        }
-        inboxes.push_back(*inbox);
+      Result<SegmentAddress> inbox = SegmentAddress::Parse(entry->shm);
+      const bool local =
+          *shm_transport && entry->rank != config.rank && inbox && entry->host_identity == mine.host_identity;
+      if (choice == TransportChoice::kShm && entry->rank != config.rank && !local) {
+        return Error::InvalidArgument("rendezvous: INFERNO_TRANSPORT=shm, but rank " +
+                                      std::to_string(entry->rank) +
+                                      " is not on this host or does not use shared memory");
       }
+      inboxes.push_back(local ? std::optional<SegmentAddress>(*inbox) : std::nullopt);
+      local_peers.push_back(local);
     }
   }
   if (!well_formed) {
@@ -429,15 +448,16 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
     return Error::LengthMismatch("rendezvous table", config.world_size,
                                  static_cast<int64_t>(endpoints.size()));
   }
-  if (shm_transport) {
-    Status connected = shm_transport->Connect(inboxes, Clock::now() + waits.timeout);
-    if (!connected) return std::move(connected).error();
-  } else {
-    Status connected = (*transport)->Connect(endpoints, job_id);
-    if (!connected) return std::move(connected).error();
+  Status connected = (*transport)->Connect(endpoints, job_id);
+  if (!connected) return std::move(connected).error();
+  std::shared_ptr<Transport> routed = *transport;
+  if (std::find(local_peers.begin(), local_peers.end(), true) != local_peers.end()) {
+    Status shm_connected = (*shm_transport)->Connect(inboxes, Clock::now() + waits.timeout);
+    if (!shm_connected) return std::move(shm_connected).error();
+    routed = std::make_shared<RoutedTransport>(*transport, *shm_transport, local_peers);
   }
 
-  ProcessGroup group(shm_transport ? std::shared_ptr<Transport>(shm_transport) : *transport);
+  ProcessGroup group(routed);
   Status ready = group.barrier();
   if (!ready) {
     Error error = std::move(ready).error();

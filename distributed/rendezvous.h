@@ -1,12 +1,16 @@
 // Rendezvous: how the ranks of a job find each other and become one
-// ProcessGroup over ZeroMQ.
+// ProcessGroup.
 //
-// Every rank binds its own endpoint (tcp on port 0, plus an ipc:// path under
-// a temporary directory, used by peers on the same host) and reports it to
-// rank 0, which listens at MASTER_ADDR:MASTER_PORT and sends every rank the
-// table of endpoints and a job id. Ranks then connect to each other, run a
-// barrier, and return. With a job secret (INFERNO_JOB_SECRET), the rendezvous
-// and every connection after it admit only processes holding the secret (see
+// Every rank binds its own ZeroMQ endpoint (tcp on port 0, plus an ipc://
+// path under a temporary directory, used by peers on the same host) and,
+// unless told to use ZeroMQ only, creates a shared-memory inbox
+// (distributed/shm), and reports both with its HostIdentity to rank 0, which
+// listens at MASTER_ADDR:MASTER_PORT and sends every rank the table of
+// endpoints and a job id. Ranks then connect to each other, run a barrier,
+// and return. Which peers talk over shared memory is decided from the table
+// (see TransportChoice), so both ranks of a pair decide alike; ZeroMQ always
+// connects every pair, as the control plane (see distributed/routed). With a job secret (INFERNO_JOB_SECRET),
+// the rendezvous and every connection after it admit only processes holding the secret (see
 // distributed/zmq/curve_auth.h). Rank 0 listens only on MASTER_ADDR (resolved
 // if a name), each rank only on its address toward it and an abstract ipc://
 // name: on one host, loopback.
@@ -27,6 +31,7 @@
 #include "base/error.h"
 #include "distributed/job_secret.h"
 #include "distributed/process_group.h"
+#include "distributed/transport_choice.h"
 
 namespace inferno {
 
@@ -40,11 +45,10 @@ struct RendezvousOptions {
   std::chrono::milliseconds op_timeout{60000};
   // Connect to peers on the same host over ipc:// instead of tcp://.
   bool prefer_ipc_on_same_host = true;
-  // Every rank talks to every other over shared memory (distributed/shm)
-  // instead of ZeroMQ; every rank must then be on this host (the same
-  // HostIdentity), else Join fails with InvalidArgument. The environment
-  // variable INFERNO_TRANSPORT (zmq or shm) overrides it.
-  bool shared_memory = false;
+  // What carries the data between ranks; with kShm every rank must be on
+  // this host, else Join fails with InvalidArgument. The environment
+  // variable INFERNO_TRANSPORT (auto, zmq or shm) overrides it.
+  TransportChoice transport = TransportChoice::kAuto;
   // Called on rank 0 once it listens, with the bound port (useful when
   // MASTER_PORT is 0, as in tests that run ranks as threads).
   std::function<void(int port)> on_master_listening;
@@ -66,9 +70,8 @@ struct RendezvousConfig {
   std::optional<std::chrono::milliseconds> rendezvous_timeout;
   // INFERNO_JOB_SECRET if set: the job is secured with it.
   std::optional<JobSecret> job_secret;
-  // INFERNO_TRANSPORT if set: true for shm, false for zmq; replaces
-  // RendezvousOptions::shared_memory.
-  std::optional<bool> shared_memory;
+  // INFERNO_TRANSPORT if set: replaces RendezvousOptions::transport.
+  std::optional<TransportChoice> transport;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
@@ -79,7 +82,7 @@ struct RendezvousConfig {
 // variable and value, but never the secret's): a non-numeric or out-of-range
 // value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed
 // INFERNO_JOB_SECRET (set but empty included), an INFERNO_TRANSPORT other than
-// zmq or shm.
+// auto, zmq or shm.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 

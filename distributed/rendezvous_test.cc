@@ -14,8 +14,9 @@
 
 #include <gtest/gtest.h>
 
-#include "distributed/shm/transport.h"
+#include "distributed/routed/transport.h"
 #include "distributed/testing/secret_filled_with.h"
+#include "distributed/zmq/transport.h"
 
 namespace inferno {
 namespace {
@@ -78,18 +79,18 @@ TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
 }
 
 TEST(ReadRendezvousConfig, ReadsTheTransport) {
-  Result<RendezvousConfig> shm = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "shm"}}));
-  ASSERT_TRUE(shm.ok()) << shm.error().ToString();
-  EXPECT_EQ(shm->shared_memory, true);
-  Result<RendezvousConfig> zmq = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "zmq"}}));
-  ASSERT_TRUE(zmq.ok()) << zmq.error().ToString();
-  EXPECT_EQ(zmq->shared_memory, false);
+  for (TransportChoice choice : {TransportChoice::kAuto, TransportChoice::kZmq, TransportChoice::kShm}) {
+    Result<RendezvousConfig> config =
+        ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", TransportChoiceName(choice)}}));
+    ASSERT_TRUE(config.ok()) << config.error().ToString();
+    EXPECT_EQ(config->transport, choice) << TransportChoiceName(choice);
+  }
   Result<RendezvousConfig> unset = ReadRendezvousConfig(FakeEnvironment({}));
   ASSERT_TRUE(unset.ok()) << unset.error().ToString();
-  EXPECT_FALSE(unset->shared_memory.has_value());
+  EXPECT_FALSE(unset->transport.has_value());
   Result<RendezvousConfig> other = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "rdma"}}));
   ASSERT_FALSE(other.ok());
-  EXPECT_EQ(other.error().message, "INFERNO_TRANSPORT: expected zmq or shm, got 'rdma'");
+  EXPECT_EQ(other.error().message, "INFERNO_TRANSPORT: expected auto, zmq or shm, got 'rdma'");
 }
 
 TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {
@@ -140,7 +141,7 @@ TEST(JoinFromEnvironment, WithNoVariablesGivesOneRankGroup) {
 template <typename Body>
 std::vector<std::string> JoinAsThreads(
     int world, RendezvousOptions options, Body body, std::vector<int> absent = {},
-    std::function<std::optional<JobSecret>(int rank)> secret_of = nullptr) {
+    std::function<void(int rank, RendezvousConfig& config)> configure = nullptr) {
   std::promise<int> port_promise;
   std::shared_future<int> port = port_promise.get_future().share();
   std::vector<std::string> results(world, "absent");
@@ -153,7 +154,7 @@ std::vector<std::string> JoinAsThreads(
       config.rank = rank;
       config.world_size = world;
       config.op_timeout = milliseconds(10000);
-      if (secret_of) config.job_secret = secret_of(rank);
+      if (configure) configure(rank, config);
       if (rank == 0) {
         mine.on_master_listening = [&](int bound) { port_promise.set_value(bound); };
       } else {
@@ -179,13 +180,31 @@ std::string SumOfRanks(ProcessGroup& group) {
   return data == std::vector<float>(3, expected) ? "ok" : "wrong sum";
 }
 
+// The group's transport: "zmq" alone, or "routed" and which peers it reaches
+// over shared memory.
+std::string Routes(ProcessGroup& group) {
+  if (dynamic_cast<ZmqTransport*>(group.transport().get()) != nullptr) return "zmq";
+  auto* routed = dynamic_cast<RoutedTransport*>(group.transport().get());
+  if (routed == nullptr) return "other";
+  std::string routes = "routed, local:";
+  for (int peer = 0; peer < group.world_size(); ++peer) {
+    if (routed->IsLocal(peer)) routes += " " + std::to_string(peer);
+  }
+  return routes;
+}
+
 TEST(Join, RanksAsThreadsFormAGroupOverIpc) {
-  const auto results = JoinAsThreads(4, RendezvousOptions{}, SumOfRanks);
+  RendezvousOptions options;
+  options.transport = TransportChoice::kZmq;
+  const auto results = JoinAsThreads(4, options, [](ProcessGroup& group) {
+    return Routes(group) == "zmq" ? SumOfRanks(group) : Routes(group);
+  });
   EXPECT_EQ(results, std::vector<std::string>(4, "ok"));
 }
 
 TEST(Join, RanksAsThreadsFormAGroupOverTcp) {
   RendezvousOptions options;
+  options.transport = TransportChoice::kZmq;
   options.prefer_ipc_on_same_host = false;
   const auto results = JoinAsThreads(3, options, SumOfRanks);
   EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
@@ -193,10 +212,41 @@ TEST(Join, RanksAsThreadsFormAGroupOverTcp) {
 
 TEST(Join, RanksAsThreadsFormAGroupOverSharedMemory) {
   RendezvousOptions options;
-  options.shared_memory = true;
+  options.transport = TransportChoice::kShm;
   const auto results = JoinAsThreads(3, options, [](ProcessGroup& group) {
-    return dynamic_cast<ShmTransport*>(group.transport().get()) != nullptr ? SumOfRanks(group) : "not shm";
+    const std::string want = group.rank() == 0   ? "routed, local: 1 2"
+                             : group.rank() == 1 ? "routed, local: 0 2"
+                                                 : "routed, local: 0 1";
+    return Routes(group) == want ? SumOfRanks(group) : Routes(group);
   });
+  EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
+}
+
+// By default, ranks on one host (here: threads of one process) use shared
+// memory between each other.
+TEST(Join, AutoUsesSharedMemoryBetweenRanksOnThisHost) {
+  const auto results = JoinAsThreads(2, RendezvousOptions{}, [](ProcessGroup& group) {
+    const std::string want = "routed, local: " + std::to_string(1 - group.rank());
+    return Routes(group) == want ? SumOfRanks(group) : Routes(group);
+  });
+  EXPECT_EQ(results, std::vector<std::string>(2, "ok"));
+}
+
+// A rank that uses ZeroMQ only offers no inbox: its peers reach it over
+// ZeroMQ and each other over shared memory.
+TEST(Join, RankWithoutSharedMemoryIsReachedOverZeroMq) {
+  const auto results = JoinAsThreads(
+      3, RendezvousOptions{},
+      [](ProcessGroup& group) {
+        const std::string want = group.rank() == 0   ? "routed, local: 1"
+                                 : group.rank() == 1 ? "routed, local: 0"
+                                                     : "zmq";
+        return Routes(group) == want ? SumOfRanks(group) : Routes(group);
+      },
+      {},
+      [](int rank, RendezvousConfig& config) {
+        if (rank == 2) config.transport = TransportChoice::kZmq;
+      });
   EXPECT_EQ(results, std::vector<std::string>(3, "ok"));
 }
 
@@ -215,7 +265,9 @@ TEST(Join, RanksHoldingOneSecretFormAGroupOverIpcAndTcp) {
   for (const bool ipc : {true, false}) {
     RendezvousOptions options;
     options.prefer_ipc_on_same_host = ipc;
-    const auto results = JoinAsThreads(3, options, SumOfRanks, {}, [](int) { return SecretFilledWith(9); });
+    const auto results = JoinAsThreads(3, options, SumOfRanks, {}, [](int, RendezvousConfig& config) {
+      config.job_secret = SecretFilledWith(9);
+    });
     EXPECT_EQ(results, std::vector<std::string>(3, "ok")) << (ipc ? "ipc" : "tcp");
   }
 }
@@ -229,7 +281,9 @@ TEST_P(JoinWithAStranger, IsRefusedAtOnceAndListedAsMissing) {
   const Clock::time_point started = Clock::now();
   const auto results = JoinAsThreads(
       3, options, [](ProcessGroup&) { return std::string("joined"); }, {},
-      [](int rank) { return rank == 2 ? GetParam() : SecretFilledWith(9); });
+      [](int rank, RendezvousConfig& config) {
+        config.job_secret = rank == 2 ? GetParam() : SecretFilledWith(9);
+      });
   EXPECT_NE(results[0].find("ranks 2 of 3 did not arrive"), std::string::npos) << results[0];
   EXPECT_NE(results[1].find("did not arrive"), std::string::npos) << results[1];
   EXPECT_EQ(results[2].rfind("Transport: rendezvous: rank 0 at 127.0.0.1:", 0), 0u) << results[2];

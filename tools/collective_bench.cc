@@ -4,12 +4,15 @@
 //   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
 // Results are checked; any wrong element or failed call exits non-zero.
 //
-//   launch -n 4 -- collective_bench [--transport tcp|ipc|shm] [--ops LIST] [--sizes LIST] [--iters N]
+//   launch -n 4 -- collective_bench [--transport auto|shm|ipc|tcp] [--ops LIST] [--sizes LIST] [--iters N]
 //
-// --transport tcp makes ranks on one host talk over tcp:// (as across hosts);
-// ipc (the library's default) uses ipc:// between ranks on the same host;
-// shm uses shared memory (distributed/shm) between all ranks, which must
-// then share one host.
+// --transport auto (the library's default) uses shared memory
+// (distributed/shm) between ranks on the same host and ZeroMQ between the
+// others; shm uses shared memory between all ranks, which must then share one
+// host; ipc uses ZeroMQ only, over ipc:// between ranks on the same host; tcp
+// uses ZeroMQ over tcp:// between every pair (as across hosts). The
+// environment variable INFERNO_TRANSPORT, when set, overrides the choice
+// between auto, shm and ZeroMQ (see distributed/rendezvous.h).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -79,13 +82,14 @@ int main(int argc, char** argv) {
       inferno::BenchFlagSpecs()};
   spec.flags.push_back(
       {"transport", "T",
-       "ranks on one host use tcp, ipc or shm (shared memory; every rank on one host) (default ipc)"});
+       "auto (shared memory on one host, else ZeroMQ), shm (every rank on one host), ipc or tcp (ZeroMQ "
+       "only) (default auto)"});
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
-  const std::string transport = flags.Last("transport").value_or("ipc");
+  const std::string transport = flags.Last("transport").value_or("auto");
   auto config = inferno::ReadBenchConfig(flags);
-  if (config && transport != "tcp" && transport != "ipc" && transport != "shm") {
-    config =
-        inferno::Error::InvalidArgument("--transport: expected tcp, ipc or shm, got '" + transport + "'");
+  if (config && transport != "auto" && transport != "shm" && transport != "ipc" && transport != "tcp") {
+    config = inferno::Error::InvalidArgument("--transport: expected auto, shm, ipc or tcp, got '" +
+                                             transport + "'");
   }
   if (!config) {
     std::fprintf(stderr, "collective_bench: %s\n", config.error().message.c_str());
@@ -93,7 +97,9 @@ int main(int argc, char** argv) {
   }
   inferno::RendezvousOptions options;
   options.prefer_ipc_on_same_host = transport == "ipc";
-  options.shared_memory = transport == "shm";
+  options.transport = transport == "auto"  ? inferno::TransportChoice::kAuto
+                      : transport == "shm" ? inferno::TransportChoice::kShm
+                                           : inferno::TransportChoice::kZmq;
   auto group = inferno::JoinFromEnvironment(options);
   if (!group) {
     std::fprintf(stderr, "collective_bench: rendezvous: %s\n", group.error().ToString().c_str());

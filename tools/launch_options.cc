@@ -54,6 +54,9 @@ const CommandSpec& LaunchCommandSpec() {
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
        {"secure", "",
         "encrypt the job's traffic, admit only its ranks (INFERNO_JOB_SECRET: launch's if set, else new)"},
+       {"transport", "T",
+        "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
+        "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
        {"nnodes", "N", "nodes in the job (default 1)"},
        {"node-rank", "R", "this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1"},
        {"master-addr", "ADDR", "host of rank 0 (default 127.0.0.1)"},
@@ -89,6 +92,11 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
   }
   options.tag_output = flags.Has("tag-output");
   options.secure = flags.Has("secure");
+  if (const std::optional<std::string> transport = flags.Last("transport")) {
+    Result<TransportChoice> choice = ParseTransportChoice("--transport", *transport);
+    if (!choice) return choice.error();
+    options.transport = *choice;
+  }
   if (const std::optional<std::string> addr = flags.Last("master-addr")) {
     if (addr->empty()) return Error::InvalidArgument("--master-addr: empty address");
     options.master_addr = *addr;

@@ -1,6 +1,7 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
 //   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--secure]
+//          [--transport auto|zmq|shm]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
 //
@@ -8,11 +9,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/command_line.h"
 #include "base/error.h"
+#include "distributed/transport_choice.h"
 
 namespace inferno {
 
@@ -35,6 +38,9 @@ struct LaunchOptions {
   // from launch's environment if set there, else fresh), so only they can
   // join it or send to it (see distributed/job_secret.h).
   bool secure = false;
+  // Set: the ranks get it as INFERNO_TRANSPORT (what carries their data, see
+  // distributed/transport_choice.h). Unset: they inherit launch's environment.
+  std::optional<TransportChoice> transport;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

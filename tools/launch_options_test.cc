@@ -18,9 +18,26 @@ Result<LaunchOptions> Parse(std::vector<const char*> args) {
 }
 
 TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
-  auto options = Parse({"-n", "3", "--tag-output", "--secure", "--timeout", "2.5", "--grace=0.25", "--nnodes",
-                        "2", "--node-rank=1", "--master-addr", "10.0.0.7", "--master-port", "29500", "--",
-                        "prog", "-n", "9"});
+  auto options = Parse({"-n",
+                        "3",
+                        "--tag-output",
+                        "--secure",
+                        "--timeout",
+                        "2.5",
+                        "--grace=0.25",
+                        "--nnodes",
+                        "2",
+                        "--node-rank=1",
+                        "--master-addr",
+                        "10.0.0.7",
+                        "--master-port",
+                        "29500",
+                        "--transport",
+                        "shm",
+                        "--",
+                        "prog",
+                        "-n",
+                        "9"});
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_EQ(options->ranks_per_node, 3);
   EXPECT_TRUE(options->tag_output);
@@ -32,6 +49,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   EXPECT_EQ(options->master_addr, "10.0.0.7");
   EXPECT_EQ(options->master_port, 29500);
   EXPECT_EQ(options->world_size(), 6);
+  EXPECT_EQ(options->transport, TransportChoice::kShm);
   EXPECT_EQ(options->command, (std::vector<std::string>{"prog", "-n", "9"}));
 }
 
@@ -40,6 +58,7 @@ TEST(ParseLaunchOptions, CommandStartsAtFirstNonFlagWithoutDoubleDash) {
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_FALSE(options->tag_output);
   EXPECT_FALSE(options->secure);
+  EXPECT_FALSE(options->transport.has_value());
   EXPECT_EQ(options->command, (std::vector<std::string>{"echo", "--tag-output"}));
   EXPECT_EQ(options->master_port, 0);
   EXPECT_EQ(options->timeout.count(), 0);
@@ -87,7 +106,9 @@ INSTANTIATE_TEST_SUITE_P(
                             "--node-rank: 2 is not below --nnodes 2"},
                     BadCase{{"-n", "2", "--nnodes", "2", "prog"},
                             "--master-port: required when --nnodes is 2 (every node must agree on it)"},
-                    BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"}));
+                    BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"},
+                    BadCase{{"-n", "2", "--transport", "rdma", "prog"},
+                            "--transport: expected auto, zmq or shm, got 'rdma'"}));
 
 }  // namespace
 }  // namespace inferno

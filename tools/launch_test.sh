@@ -224,6 +224,17 @@ status=$?
 grep -q "^launch: InvalidArgument: --secure: a job of 2 nodes needs the same INFERNO_JOB_SECRET" "$WORK/nodes.err" ||
   fail "multi-node --secure without a secret: '$(cat "$WORK/nodes.err")'"
 
+# --- --transport ----------------------------------------------------------------
+TRANSPORT_DUMP=$(program transport_dump.sh <<EOS
+#!/bin/sh
+echo "\${INFERNO_TRANSPORT:-unset}" > "$WORK/transport.\$RANK"
+EOS
+)
+(INFERNO_TRANSPORT=zmq timeout 20 "$LAUNCH" -n 2 --transport shm -- "$TRANSPORT_DUMP") || fail "--transport: launch failed"
+[ "$(cat "$WORK"/transport.* | sort -u)" = shm ] || fail "--transport shm: ranks got '$(cat "$WORK"/transport.*)'"
+(unset INFERNO_TRANSPORT; timeout 20 "$LAUNCH" -n 1 -- "$TRANSPORT_DUMP")
+[ "$(cat "$WORK/transport.0")" = unset ] || fail "without --transport a rank got INFERNO_TRANSPORT"
+
 rm -rf "$WORK"
 if [ "$FAILURES" -ne 0 ]; then
   echo "$FAILURES check(s) failed" >&2

@@ -305,6 +305,7 @@ class Supervisor {
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
     if (options_.secure) set(kJobSecretVariable, job_secret_);
+    if (options_.transport) set(kTransportVariable, TransportChoiceName(*options_.transport));
     // A copy without close-on-exec, inherited by the program and anything it
     // starts (a shell, a wrapper) down to the rank itself.
     set(kLifelineVariable, std::to_string(dup(lifeline_[0])));

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -52,6 +54,19 @@ Status PeerWatch::Check() const {
     return Error{ErrorKind::kPeerLost, Describe(rank_, pid_) + " has ended"};
   }
   return {};
+}
+
+bool PeerWatch::Stopped() const {
+  if (!Check()) return false;  // a later process may hold the pid now
+  std::ifstream file("/proc/" + std::to_string(pid_) + "/stat");
+  std::stringstream stat;
+  stat << file.rdbuf();
+  // "<pid> (<command, which may hold spaces and parentheses>) <state> ..."
+  const std::string text = stat.str();
+  const size_t command_end = text.rfind(')');
+  if (command_end == std::string::npos || command_end + 2 >= text.size()) return false;
+  const char state = text[command_end + 2];
+  return state == 'T' || state == 't';
 }
 
 }  // namespace inferno

@@ -5,7 +5,8 @@
 // never mistaken for it.
 //
 // What it cannot see: a stopped (SIGSTOP) or hung peer still runs; waits on
-// it end at their deadline with Timeout.
+// it end at their deadline with Timeout. Stopped() tells a stopped peer from
+// one that runs (and may be waiting itself), for that Timeout's message.
 //
 // Thread-safety: Check may be called from several threads at once; Open and
 // the destructor from one.
@@ -36,6 +37,11 @@ class PeerWatch {
   // OK while the process runs (or is stopped); PeerLost naming the rank and
   // pid once it has ended (exited or killed, reaped or not). Never blocks.
   Status Check() const;
+
+  // True while the process is stopped (SIGSTOP, or a tracer holds it), read
+  // from /proc/<pid>/stat; false while it runs or sleeps, or once it ended
+  // (then Check says so). Never blocks.
+  bool Stopped() const;
 
  private:
   PeerWatch(int rank, pid_t pid, int pidfd) : rank_(rank), pid_(pid), pidfd_(pidfd) {}

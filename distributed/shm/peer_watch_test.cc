@@ -42,8 +42,20 @@ TEST(PeerWatch, SeesARunningAndAStoppedProcessAsAlive) {
   Result<PeerWatch> watch = PeerWatch::Open(3, child);
   ASSERT_TRUE(watch.ok()) << watch.error().ToString();
   EXPECT_TRUE(watch->Check().ok());
+  EXPECT_FALSE(watch->Stopped());
   kill(child, SIGSTOP);
   EXPECT_TRUE(watch->Check().ok());
+  // The stop takes effect asynchronously.
+  const auto give_up = std::chrono::steady_clock::now() + seconds(10);
+  while (!watch->Stopped() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(watch->Stopped());
+  kill(child, SIGCONT);
+  while (watch->Stopped() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_FALSE(watch->Stopped());
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   close(release);

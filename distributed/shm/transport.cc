@@ -31,6 +31,12 @@ static_assert(sizeof(AbortNotice) == 256);
 // mailbox before trying to become the reader.
 constexpr std::chrono::milliseconds kMailboxSlice{10};
 
+// When a Recv times out on a peer that runs (not stopped), how much longer it
+// waits for the message or for the abort notice of the rank that saw the
+// fault first, as ZmqTransport does for a peer that answers its ping; well
+// under the 2 s a rank may take past its timeout.
+constexpr std::chrono::milliseconds kAliveGrace{1000};
+
 // How long Close lets queued messages drain into the peers' rings.
 constexpr std::chrono::milliseconds kLinger{2000};
 
@@ -169,6 +175,52 @@ struct ShmTransport::Impl {
       if (message->key.tag == tag) return message;
       mailbox.Deliver(peer, std::move(*message));
     }
+  }
+
+  // Recv from a connected peer other than this rank, by `deadline`.
+  Result<Message> RecvUntil(int peer, uint32_t tag, Deadline started, Deadline deadline) {
+    Peer& source = *peers[peer];
+    for (;;) {
+      TakeAbortNotices();
+      Result<std::optional<Message>> queued = Queued(peer, tag, started, deadline);
+      if (!queued) return queued.error();
+      if (*queued) return std::move(**queued);
+      std::unique_lock<std::mutex> reading(source.recv_mutex, std::try_to_lock);
+      if (reading.owns_lock()) {
+        // Deliveries happen under this lock: one that came before it is queued.
+        queued = Queued(peer, tag, started, deadline);
+        Result<Message> message = !queued   ? Result<Message>(queued.error())
+                                  : *queued ? Result<Message>(std::move(**queued))
+                                            : ReadFor(peer, tag, started, deadline);
+        reading.unlock();
+        if (source.mailbox_waiters.load() > 0) mailbox.WakeAll();
+        return message;
+      }
+      ++source.mailbox_waiters;
+      queued = mailbox.TakeUntil(peer, tag, started, deadline, Clock::now() + kMailboxSlice);
+      --source.mailbox_waiters;
+      if (!queued) return queued.error();
+      if (*queued) return std::move(**queued);
+    }
+  }
+
+  // After `timeout` of a Recv from `peer`: says whether the peer is stopped,
+  // and when it is not (it runs, and may be waiting like this rank), waits
+  // kAliveGrace longer, so that the abort notice of the rank that saw the
+  // fault first arrives and this rank reports that fault rather than a
+  // neighbour.
+  Result<Message> ProbeAfterTimeout(int peer, uint32_t tag, Deadline started, Error timeout) {
+    const PeerWatch& watch = *peers[peer]->watch;
+    const std::string who = RankText(peer) + " (pid " + std::to_string(watch.pid()) + ")";
+    if (watch.Stopped()) {
+      timeout.message += "; " + who + " is stopped";
+      return timeout;
+    }
+    Result<Message> got = RecvUntil(peer, tag, started, Clock::now() + kAliveGrace);
+    if (got || got.error().kind != ErrorKind::kTimeout) return got;
+    Error late = std::move(got).error();
+    late.message += "; " + who + " runs but sent nothing";
+    return late;
   }
 
   // Closes the transport (once): lets queued messages drain for up to
@@ -313,31 +365,11 @@ Result<Message> ShmTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
     return Error::UnknownRank("recv on " + RankText(impl.options.rank), peer, impl.options.world_size);
   }
   if (peer == impl.options.rank) return impl.mailbox.Take(peer, tag, deadline);
-  Impl::Peer& source = *impl.peers[peer];
-  if (!source.reader) return impl.NotConnected("recv on " + RankText(impl.options.rank), peer);
+  if (!impl.peers[peer]->reader) return impl.NotConnected("recv on " + RankText(impl.options.rank), peer);
   const Deadline started = Clock::now();
-  for (;;) {
-    impl.TakeAbortNotices();
-    Result<std::optional<Message>> queued = impl.Queued(peer, tag, started, deadline);
-    if (!queued) return queued.error();
-    if (*queued) return std::move(**queued);
-    std::unique_lock<std::mutex> reading(source.recv_mutex, std::try_to_lock);
-    if (reading.owns_lock()) {
-      // Deliveries happen under this lock: one that came before it is queued.
-      queued = impl.Queued(peer, tag, started, deadline);
-      Result<Message> message = !queued   ? Result<Message>(queued.error())
-                                : *queued ? Result<Message>(std::move(**queued))
-                                          : impl.ReadFor(peer, tag, started, deadline);
-      reading.unlock();
-      if (source.mailbox_waiters.load() > 0) impl.mailbox.WakeAll();
-      return message;
-    }
-    ++source.mailbox_waiters;
-    queued = impl.mailbox.TakeUntil(peer, tag, started, deadline, Clock::now() + kMailboxSlice);
-    --source.mailbox_waiters;
-    if (!queued) return queued.error();
-    if (*queued) return std::move(**queued);
-  }
+  Result<Message> got = impl.RecvUntil(peer, tag, started, deadline);
+  if (got || got.error().kind != ErrorKind::kTimeout) return got;
+  return impl.ProbeAfterTimeout(peer, tag, started, std::move(got).error());
 }
 
 void ShmTransport::Close() { impl_->Stop(kLinger); }
