@@ -51,6 +51,11 @@ expect_error id_outside_vocab 2 "token id 300 is outside the vocabulary \[0, 259
   --model "$WORK/toy" --prompt-ids "1 300"
 expect_error world_exceeds_layers 4 "world size 4: .*3" --model "$WORK/toy" --prompt hi
 expect_error bad_layer_split 2 "world size 2: " --model "$WORK/toy" --prompt hi --layers 1,1
+expect_error tp_not_dividing_world 4 "--tp 3 does not divide the job's 4 ranks" --model "$WORK/toy" --prompt hi --tp 3
+expect_error tp_above_heads 5 "world size 5: --tp 5 exceeds the 4 attention heads of the model" \
+  --model "$WORK/toy" --prompt hi --tp 5
+expect_error grid_not_world 3 "--pp 2 x --tp 1 is 2 ranks, but the job has 3" --model "$WORK/toy" --prompt hi \
+  --pp 2
 expect_error missing_model 2 "--model: " --model "$WORK/nowhere" --prompt hi
 expect_error bad_number 2 "--top-p: 2 is outside" --model "$WORK/toy" --prompt hi --top-p 2
 expect_error tiny_temperature 2 "--temperature: 1e-40 is below 0.001" --model "$WORK/toy" --prompt hi --temperature 1e-40

@@ -1,0 +1,157 @@
+#!/bin/bash
+# Tensor parallelism of //tools:infer under //tools:launch: on grids PP x TP =
+# 1x2, 1x3, 1x4, 2x2, 3x1 and 2x1, every logit vector (--dump-logits) equals
+# the 1-rank run's within a relative 1e-5 (max |difference| / max |logit|) and
+# the greedy tokens are the 1-rank tokens — except after a step whose top two
+# 1-rank logits lie within that tolerance of each other, which is counted and
+# reported (the two runs may then take different, equally likely tokens).
+# Greedy tokens are checked with and without --dump-logits (without it, the
+# last stage exchanges only each rank's best logit). Also: micro-batched
+# prompts on 2x2; shards made by `shard --pp 2 --tp 2` run on 4 ranks and give
+# the --model run's logits bit for bit; shards of another grid are refused
+# with a one-line error.
+#
+# Usage: infer_tensor_parallel_test.sh LAUNCH INFER MAKE_TOY_MODEL SHARD (toy | stories260K)
+# With "stories260K" (../shared/models/stories260K.bin beside the checkout;
+# skipped, passing, when absent) the run is 200 tokens long.
+set -u
+source tests/test_lib.sh
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" SHARD="$4" MODEL_KIND="$5"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_tp.XXXXXX")"
+CHECKS=0
+
+case "$MODEL_KIND" in
+  toy)
+    "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+    MODEL="$WORK/toy"
+    PROMPT=(--prompt-ids "1 79 111 99 101 32 117 112 111 110")
+    PROMPTS=(--prompt-ids "1 87 104" --prompt-ids "1 65 32 108 111 110 103 32 116 105 109 101" --prompt-ids "1")
+    TOKENS=60
+    ;;
+  stories260K)
+    SOURCE="$(readlink -f "$0")"
+    MODEL="${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$SOURCE")")")/shared/models}/stories260K.bin"
+    if [ ! -f "$MODEL" ]; then
+      echo "SKIP: $MODEL not found (../shared/models is absent in a fresh clone)"
+      exit 0
+    fi
+    PROMPT=(--prompt-ids "1 403 407 261 378 431")
+    PROMPTS=(--prompt-ids "1 403 407" --prompt-ids "1 260 300 301 302 303 304 305 306 307 308 309 310" --prompt-ids "1")
+    TOKENS=200
+    ;;
+  *)
+    echo "unknown model kind '$MODEL_KIND'" >&2
+    exit 2
+    ;;
+esac
+
+# run NAME WORLD ARGS...: infer on WORLD ranks with --output ids; leaves
+# $WORK/NAME.ids and $WORK/NAME.err.
+run() {
+  local name="$1" world="$2"
+  shift 2
+  local source=(--model "$MODEL")
+  [[ " $* " == *" --shards "* ]] && source=()
+  if ! timeout 300 "$LAUNCH" -n "$world" --timeout 240 --grace 2 -- \
+      "$INFER" "${source[@]}" --output ids --max-new-tokens "$TOKENS" "$@" \
+      >"$WORK/$name.ids" 2>"$WORK/$name.err"; then
+    cat "$WORK/$name.err" >&2
+    fail "$name: infer on $world ranks failed"
+    return 1
+  fi
+}
+
+# compare REFERENCE NAME VOCAB: NAME's logits match REFERENCE's within 1e-5
+# and its tokens are REFERENCE's up to the first near tie (one prompt).
+compare() {
+  CHECKS=$((CHECKS + 1))
+  local verdict
+  verdict=$(python3 - "$WORK/$1" "$WORK/$2" "$3" <<'EOF'
+import struct, sys
+reference, other, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def floats(path):
+    data = open(path, "rb").read()
+    return struct.unpack("<%df" % (len(data) // 4), data)
+ids_a, ids_b = open(reference + ".ids").read().split(), open(other + ".ids").read().split()
+a, b = floats(reference + ".logits"), floats(other + ".logits")
+if not ids_a or not a:
+    print("FAIL: the reference generated nothing"); sys.exit()
+steps = min(len(a), len(b)) // vocab
+largest = max(abs(x) for x in a)
+worst, ties = 0.0, 0
+for step in range(steps):
+    row_a, row_b = a[step * vocab:(step + 1) * vocab], b[step * vocab:(step + 1) * vocab]
+    worst = max(worst, max(abs(x - y) for x, y in zip(row_a, row_b)) / largest)
+    token_a = ids_a[step] if step < len(ids_a) else None
+    token_b = ids_b[step] if step < len(ids_b) else None
+    if token_a != token_b:
+        top = sorted(row_a, reverse=True)[:2]
+        if top[0] - top[1] <= 1e-5 * largest:
+            ties += 1
+            break  # the runs continue from different tokens
+        print("FAIL: token %d is %s, expected %s (top two logits %g apart)" % (step, token_b, token_a, top[0] - top[1]))
+        sys.exit()
+else:
+    if ids_a != ids_b or len(a) != len(b):
+        print("FAIL: %d tokens and %d logits, expected %d and %d" % (len(ids_b), len(b), len(ids_a), len(a)))
+        sys.exit()
+if worst > 1e-5:
+    print("FAIL: logits differ by %g of the largest" % worst)
+    sys.exit()
+print("ok %d steps, relative difference %.2g, near ties %d" % (steps, worst, ties))
+EOF
+)
+  echo "$2: $verdict"
+  case "$verdict" in ok*) ;; *) fail "$2: $verdict" ;; esac
+}
+
+# same_ids REFERENCE NAME: identical token ids.
+same_ids() {
+  CHECKS=$((CHECKS + 1))
+  if [ ! -s "$WORK/$1.ids" ] || ! cmp -s "$WORK/$1.ids" "$WORK/$2.ids"; then
+    fail "$2: token ids $(tr '\n' '|' <"$WORK/$2.ids") differ from $1's $(tr '\n' '|' <"$WORK/$1.ids")"
+  fi
+}
+
+run alone 1 "${PROMPT[@]}" --dump-logits "$WORK/alone.logits" || exit 1
+# The vocabulary: the 1-rank run's classifier rows [0, vocab).
+VOCAB=$(grep -o 'classifier rows \[0, [0-9]*)' "$WORK/alone.err" | head -1 | tr -dc '0-9 ' | awk '{print $2}')
+echo "vocabulary $VOCAB, $(wc -w <"$WORK/alone.ids") tokens alone"
+
+for grid in 1x2 1x3 1x4 2x2 3x1 2x1; do
+  pp=${grid%x*} tp=${grid#*x}
+  run "$grid" $((pp * tp)) "${PROMPT[@]}" --tp "$tp" --dump-logits "$WORK/$grid.logits" && compare alone "$grid" "$VOCAB"
+  # Greedy from each rank's best logit.
+  run "$grid-best" $((pp * tp)) "${PROMPT[@]}" --tp "$tp" && same_ids "$grid" "$grid-best"
+done
+
+# Micro-batched prompts on a 2x2 grid: each prompt's tokens as alone.
+run batch-alone 1 "${PROMPTS[@]}" && run batch-2x2 4 "${PROMPTS[@]}" --tp 2 && same_ids batch-alone batch-2x2
+
+# Shards of a 2x2 grid: the --model run's logits bit for bit; another grid refused.
+if "$SHARD" --model "$MODEL" --pp 2 --tp 2 --out "$WORK/shards" 2>"$WORK/shard.err"; then
+  if run shards-2x2 4 --shards "$WORK/shards" "${PROMPT[@]}" --dump-logits "$WORK/shards-2x2.logits"; then
+    CHECKS=$((CHECKS + 1))
+    cmp -s "$WORK/2x2.logits" "$WORK/shards-2x2.logits" || fail "shards-2x2: logits differ from --model on 2x2"
+    same_ids 2x2 shards-2x2
+  fi
+  CHECKS=$((CHECKS + 1))
+  timeout 120 "$LAUNCH" -n 4 --timeout 90 --grace 2 -- "$INFER" --shards "$WORK/shards" "${PROMPT[@]}" --tp 1 \
+    >/dev/null 2>"$WORK/wrong-grid.err"
+  status=$?
+  if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
+    fail "shards of pp=2 tp=2 run with --tp 1: status $status"
+  elif ! grep -q "these shards were made for pp=2 tp=2 (4 ranks); this job asks for pp=2 tp=1" "$WORK/wrong-grid.err"; then
+    fail "shards of pp=2 tp=2 run with --tp 1: $(cat "$WORK/wrong-grid.err")"
+  fi
+else
+  cat "$WORK/shard.err" >&2
+  fail "shard --pp 2 --tp 2"
+fi
+
+if [ "$FAILURES" -ne 0 ]; then
+  echo "$FAILURES of $CHECKS checks failed" >&2
+  exit 1
+fi
+rm -rf "$WORK"
+echo "PASS: $CHECKS checks on $MODEL_KIND"
