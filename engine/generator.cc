@@ -107,9 +107,8 @@ class PipelineRun {
 
   // Runs the stage's layers over positions x (n, dim) of `sequence`.
   Status Forward(int sequence, std::span<float> x) {
-    TimedScope scope(timeline_, SpanKind::kCompute, "forward", sequence);
     Sequence& s = sequences_[sequence];
-    if (Status done = stage_.Forward(slot(sequence), s.pos, x); !done) return done;
+    if (Status done = stage_.Forward(slot(sequence), s.pos, x, &timeline_, sequence); !done) return done;
     s.pos += static_cast<int64_t>(x.size()) / dim_;
     return {};
   }

@@ -67,7 +67,8 @@ void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x
   }
 }
 
-Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
+Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline,
+                                 int sequence) {
   const RankShard& part = weights_.part;
   const int64_t dim = config_.hidden_size;
   const int64_t head_dim = config_.head_dim();
@@ -88,12 +89,23 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
   const std::span<const float> x_const(x);
 
   const std::span<float> projected = std::span<float>(state_.projected).first(n * dim);
+  Timeline::Clock::time_point compute_begin = Timeline::Clock::now();
+  const auto end_compute = [&] {
+    if (timeline != nullptr) {
+      timeline->Add(SpanKind::kCompute, compute_begin, Timeline::Clock::now(), "forward", sequence);
+    }
+  };
   // Under tensor parallelism: projected = the sum of every rank's projected.
   const auto sum_over_group = [&](int64_t l, const char* what) -> Status {
     if (!tensor_parallel_) return {};
-    if (Status s = tensor_parallel_->all_reduce(projected, ReduceKind::kSum); !s) {
-      return s.error().Prefixed("tensor-parallel all_reduce of layer " +
-                                std::to_string(part.layers.begin + l) + "'s " + what + ": ");
+    end_compute();
+    const Timeline::Clock::time_point begin = Timeline::Clock::now();
+    Status reduced = tensor_parallel_->all_reduce(projected, ReduceKind::kSum);
+    compute_begin = Timeline::Clock::now();
+    if (timeline != nullptr) timeline->Add(SpanKind::kWait, begin, compute_begin, "all_reduce", sequence);
+    if (!reduced) {
+      return reduced.error().Prefixed("tensor-parallel all_reduce of layer " +
+                                      std::to_string(part.layers.begin + l) + "'s " + what + ": ");
     }
     return {};
   };
@@ -155,6 +167,7 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x) {
     if (Status s = sum_over_group(l, "MLP output"); !s) return s;
     for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
   }
+  end_compute();
   return {};
 }
 

@@ -35,6 +35,7 @@
 #include "distributed/process_group.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
+#include "engine/timeline.h"
 #include "loader/model_config.h"
 
 namespace inferno {
@@ -96,7 +97,9 @@ class TransformerStage {
   // make every rank's x the same bits on return (ProcessGroup::all_reduce
   // combines the ranks' vectors in one order for all, sums being
   // commutative); fails, naming the layer, when a collective fails.
-  Status Forward(int slot, int64_t pos, std::span<float> x);
+  // `timeline` (may be null) records the compute as "forward" spans and each
+  // all_reduce as a wait span "all_reduce", labelled with `sequence`.
+  Status Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline = nullptr, int sequence = -1);
 
   // Last stage: normed (dim) = the final RMSNorm of one hidden state (dim).
   // `normed` may alias `hidden`.
