@@ -18,7 +18,7 @@ namespace {
 // first: a weight matrix is then faulted in 2 MiB pages rather than 4 KiB
 // ones, which was most of the loading time (the zeroing and the copy touch
 // every page; on this machine's VM a 4 KiB fault costs more than its copy).
-void AllocateWeights(std::vector<float>& out, size_t count) {
+void AllocateWeights(WeightBuffer& out, size_t count) {
   out.reserve(count);
   constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(out.data()) + kHugePage - 1) & ~(kHugePage - 1);
@@ -31,7 +31,7 @@ void AllocateWeights(std::vector<float>& out, size_t count) {
 // count), growing `out` as needed (callers size it first when they read
 // several tensors into it). The checkpoint holds the whole tensor, or — a
 // rank's shard — just the slice.
-Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, std::vector<float>& out,
+Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, WeightBuffer& out,
                      int64_t offset, int64_t count) {
   if (offset + count > static_cast<int64_t>(out.size())) AllocateWeights(out, offset + count);
   const std::span<float> into = std::span<float>(out).subspan(offset, count);
@@ -83,7 +83,7 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
   const int64_t hidden = part.hidden_units.size();
   LayerWeights weights;
   using Parts = std::vector<std::pair<const char*, int64_t>>;
-  std::vector<std::pair<std::vector<float>*, Parts>> plan = {
+  std::vector<std::pair<WeightBuffer*, Parts>> plan = {
       {&weights.attention_norm, {{"input_layernorm.weight", dim}}},
       {&weights.wqkv,
        {{"self_attn.q_proj.weight", q_dim * dim},
@@ -124,6 +124,17 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
 }
 
 }  // namespace
+
+int64_t StageWeights::ByteSize() const {
+  size_t floats = token_embedding.size() + final_norm.size() + classifier.size();
+  for (const LayerWeights& layer : layers) {
+    for (const WeightBuffer* buffer : {&layer.attention_norm, &layer.wqkv, &layer.bqkv, &layer.wo, &layer.bo,
+                                       &layer.ffn_norm, &layer.w_gate_up, &layer.w_down}) {
+      floats += buffer->size();
+    }
+  }
+  return static_cast<int64_t>(floats * sizeof(float));
+}
 
 void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols) {
   const int64_t head_size = head_dim * cols;

@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -26,33 +28,59 @@
 
 namespace inferno {
 
+// Allocates like std::allocator but leaves values default-initialized (for
+// float: uninitialized) when a vector grows, so a weight buffer's pages are
+// first touched by the copy that fills them, not by zeroing as well.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* where) {
+    ::new (static_cast<void*>(where)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* where, Args&&... args) {
+    ::new (static_cast<void*>(where)) U(std::forward<Args>(args)...);
+  }
+};
+
+// A weight tensor's storage. resize() does not initialize: every element is
+// written by the loader before it is read.
+using WeightBuffer = std::vector<float, UninitializedAllocator<float>>;
+
 // dim = hidden_size, head_dim = config.head_dim(); for the rank's part of
 // the plan: q_dim = part.heads.size() * head_dim, kv_dim =
 // part.kv_heads.size() * head_dim, hidden = part.hidden_units.size() (the
 // whole model's q_dim, kv_dim and intermediate_size without tensor
 // parallelism).
 struct LayerWeights {
-  std::vector<float> attention_norm;  // (dim)
-  std::vector<float> wqkv;            // (q_dim + 2 * kv_dim, dim): q rows, k rows, v rows
-  std::vector<float> bqkv;            // (q_dim + 2 * kv_dim) when config.qkv_bias, else empty
-  std::vector<float> wo;              // (dim, q_dim): the part's columns of o_proj
-  std::vector<float> bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
-  std::vector<float> ffn_norm;        // (dim)
-  std::vector<float> w_gate_up;       // (2 * hidden, dim): gate rows, then up rows
-  std::vector<float> w_down;          // (dim, hidden): the part's columns of down_proj
+  WeightBuffer attention_norm;  // (dim)
+  WeightBuffer wqkv;            // (q_dim + 2 * kv_dim, dim): q rows, k rows, v rows
+  WeightBuffer bqkv;            // (q_dim + 2 * kv_dim) when config.qkv_bias, else empty
+  WeightBuffer wo;              // (dim, q_dim): the part's columns of o_proj
+  WeightBuffer bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
+  WeightBuffer ffn_norm;        // (dim)
+  WeightBuffer w_gate_up;       // (2 * hidden, dim): gate rows, then up rows
+  WeightBuffer w_down;          // (dim, hidden): the part's columns of down_proj
 };
 
 struct StageWeights {
   RankShard part;  // the rank's part of the plan
 
-  std::vector<float> token_embedding;  // (vocab, dim); when part.has_embedding
-  std::vector<LayerWeights> layers;    // part.layers.size() entries
-  std::vector<float> final_norm;       // (dim); when part.has_final_norm
+  WeightBuffer token_embedding;      // (vocab, dim); when part.has_embedding
+  std::vector<LayerWeights> layers;  // part.layers.size() entries
+  WeightBuffer final_norm;           // (dim); when part.has_final_norm
   // (part.classifier_rows.size(), dim): those rows of lm_head, or of the
   // token embedding when tied — except on a rank holding the whole embedding
   // with tied embeddings, where they are read from token_embedding and this
   // is empty (the embedding is held once).
-  std::vector<float> classifier;
+  WeightBuffer classifier;
+
+  // The bytes of every buffer above.
+  int64_t ByteSize() const;
 
   // The classifier rows' weights, (classifier_rows.size(), dim), wherever
   // they are held.

@@ -142,17 +142,27 @@ Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin,
                                      std::span<float> out) const {
   size_t index;
   if (Status s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
-  const DType dtype = storage_[index].info.dtype;
+  const Storage& s = storage_[index];
   if (row_begin == row_end) return {};
-  if (storage_[index].llama2c_rope_heads == 0) {  // rows are contiguous
-    ConvertToF32(dtype, Row(index, row_begin).data(), out);
-    return {};
+  // The bytes read, mapped in one call and unmapped after (the page cache
+  // keeps them): no fault per page, and a loading rank's resident set holds
+  // its weights, not the file's pages as well.
+  const MappedFile& file = *files_[s.file];
+  const bool contiguous = s.llama2c_rope_heads == 0;
+  const uint64_t first = contiguous ? s.begin + static_cast<uint64_t>(row_begin * RowBytes(index)) : s.begin;
+  const uint64_t last = contiguous ? s.begin + static_cast<uint64_t>(row_end * RowBytes(index))
+                                   : s.begin + TensorByteSize(s.info);
+  file.WillNeed(first, last);
+  if (contiguous) {
+    ConvertToF32(s.info.dtype, Row(index, row_begin).data(), out);
+  } else {
+    const size_t row_elements = static_cast<size_t>(RowBytes(index) / DTypeSize(s.info.dtype));
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      ConvertToF32(s.info.dtype, Row(index, row).data(),
+                   out.subspan(static_cast<size_t>(row - row_begin) * row_elements, row_elements));
+    }
   }
-  const size_t row_elements = static_cast<size_t>(RowBytes(index) / DTypeSize(dtype));
-  for (int64_t row = row_begin; row < row_end; ++row) {
-    ConvertToF32(dtype, Row(index, row).data(),
-                 out.subspan(static_cast<size_t>(row - row_begin) * row_elements, row_elements));
-  }
+  file.Release(first, last);
   return {};
 }
 

@@ -568,6 +568,11 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   };
   auto weights = LoadStageWeights(*model->checkpoint, model->plan.ranks[static_cast<size_t>(rank)], progress);
   if (!weights) return weights.error();
+  if (const double seconds = std::chrono::duration<double>(Clock::now() - load_start).count(); seconds >= 2) {
+    const double gigabytes = static_cast<double>(weights->ByteSize()) / 1e9;
+    std::fprintf(stderr, "infer: rank %d: loaded %.2f GB of weights in %.1f s (%.2f GB/s)\n", rank, gigabytes,
+                 seconds, gigabytes / seconds);
+  }
   prepared.weights = std::move(*weights);
   prepared.plan = std::move(model->plan);
   return prepared;
