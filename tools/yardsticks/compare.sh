@@ -1,16 +1,17 @@
 #!/bin/bash
-# Runs //tools:collective_bench (over tcp:// and ipc://), Open MPI over TCP,
-# Gloo over TCP and bare libzmq over TCP (zmq_floor_bench, the floor under any
-# ZeroMQ transport) side by side on this machine at 2 and 4 ranks, and prints a
-# markdown table of the medians, bus bandwidths and ratios, plus the targets of
-# issue 3. Raw protocol lines (see tools/bench_protocol.h) go to OUTPUT_DIR.
+# Runs //tools:collective_bench (over tcp://, ipc:// and, with --transport
+# auto, shared memory), Open MPI over TCP and over its shared-memory BTL
+# (vader), Gloo over TCP and bare libzmq over TCP (zmq_floor_bench, the floor
+# under any ZeroMQ transport) side by side on this machine at 2 and 4 ranks,
+# and prints a markdown table of the medians, bus bandwidths and ratios, plus
+# the targets of issues 3 and 10. Raw protocol lines (see tools/bench_protocol.h) go to OUTPUT_DIR.
 # On a small, shared machine single runs are noisy, so each implementation runs
 # ROUNDS times, interleaved with the others, and the table keeps each line's
 # best (lowest) median.
 #
 # Usage: tools/yardsticks/compare.sh [OUTPUT_DIR]
 #        tools/yardsticks/compare.sh --table OUTPUT_DIR   (re-print from raw lines)
-# Environment: SIZES (default 4K,1M,16M), OPS (default: all four),
+# Environment: SIZES (default 4K,64K,1M,16M), OPS (default: all four),
 #   WORLDS (default "2 4"), ROUNDS (default 3),
 #   RUN_TIMEOUT (seconds per run, default 300),
 #   BAZEL_OUTPUT_BASE (default ~/.cache/bazel_ob_compare).
@@ -23,7 +24,7 @@ if [ "${1:-}" = "--table" ]; then
   shift
 fi
 OUT="${1:-$(mktemp -d "${TMPDIR:-/tmp}/collective_compare.XXXXXX")}"
-SIZES="${SIZES:-4K,1M,16M}"
+SIZES="${SIZES:-4K,64K,1M,16M}"
 OPS="${OPS:-all_reduce,all_gather,broadcast,ping_pong}"
 WORLDS="${WORLDS:-2 4}"
 ROUNDS="${ROUNDS:-3}"
@@ -40,10 +41,10 @@ run_ours() {  # WORLD TRANSPORT
   "$LAUNCH" -n "$1" --timeout "$RUN_TIMEOUT" -- "$BIN/tools/collective_bench" --transport "$2" \
     --ops "$OPS" --sizes "$SIZES" || report_failure "collective_bench ($2, $1 ranks)" $?
 }
-run_mpi() {  # WORLD; pml ob1 + btl tcp,self pins Open MPI to TCP (no shared memory, no UCX)
+run_mpi() {  # WORLD BTLS; pml ob1 keeps UCX out; btl tcp,self (TCP only) or vader,self (shared memory)
   timeout "$RUN_TIMEOUT" mpirun --allow-run-as-root --oversubscribe --mca pml ob1 \
-    --mca btl tcp,self -np "$1" "$BIN/tools/yardsticks/mpi_bench" --ops "$OPS" --sizes "$SIZES" ||
-    report_failure "mpi_bench ($1 ranks)" $?
+    --mca btl "$2" -np "$1" "$BIN/tools/yardsticks/mpi_bench" --ops "$OPS" --sizes "$SIZES" ||
+    report_failure "mpi_bench ($1 ranks, btl $2)" $?
 }
 run_with_store() {  # WORLD BENCH: a yardstick whose ranks meet through files in a directory
   local store
@@ -63,10 +64,12 @@ measure() {
   for world in $WORLDS; do
     rm -f "$OUT"/*_"$world".txt
     for ((round = 1; round <= ROUNDS; round++)); do
-      echo "== $world ranks, round $round of $ROUNDS: ours (tcp), ours (ipc), Open MPI, Gloo, zmq floor" >&2
+      echo "== $world ranks, round $round of $ROUNDS: ours (tcp, ipc, shm), Open MPI (tcp, vader), Gloo, zmq floor" >&2
       run_ours "$world" tcp >> "$OUT/ours_tcp_$world.txt"
       run_ours "$world" ipc >> "$OUT/ours_ipc_$world.txt"
-      run_mpi "$world" >> "$OUT/mpi_$world.txt"
+      run_ours "$world" auto >> "$OUT/ours_shm_$world.txt"
+      run_mpi "$world" tcp,self >> "$OUT/mpi_$world.txt"
+      run_mpi "$world" vader,self >> "$OUT/mpi_shm_$world.txt"
       run_with_store "$world" gloo_bench >> "$OUT/gloo_$world.txt"
       run_with_store "$world" zmq_floor_bench >> "$OUT/zmq_floor_$world.txt"
     done
@@ -76,11 +79,11 @@ measure() {
 print_table() {
   echo "Raw lines in $OUT; table rendered $(date -u "+%Y-%m-%d %H:%M UTC") on $(nproc) cores, kernel $(uname -r)."
   echo
-  echo "| op | bytes | ranks | ours tcp µs | ours ipc µs | MPI µs | Gloo µs | zmq floor µs | ours tcp busbw | ours ipc busbw | MPI busbw | Gloo busbw | tcp/MPI | tcp/Gloo |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| op | bytes | ranks | ours tcp µs | ours ipc µs | MPI µs | Gloo µs | zmq floor µs | ours tcp busbw | ours ipc busbw | MPI busbw | Gloo busbw | tcp/MPI | tcp/Gloo | ours shm µs | MPI vader µs | ours shm busbw | MPI vader busbw | shm/vader busbw |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for world in $WORLDS; do
     local files=()
-    for impl in ours_tcp ours_ipc mpi gloo zmq_floor; do
+    for impl in ours_tcp ours_ipc mpi gloo zmq_floor ours_shm mpi_shm; do
       [ -f "$OUT/${impl}_$world.txt" ] && files+=("$OUT/${impl}_$world.txt")
     done
     awk -v world="$world" '
@@ -92,11 +95,14 @@ print_table() {
       END {
         for (i = 0; i < n; ++i) {
           k = order[i]; split(k, f, " ")
-          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], world,
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            f[1], f[2], world,
             cell(us["ours_tcp", k]), cell(us["ours_ipc", k]), cell(us["mpi", k]), cell(us["gloo", k]),
             cell(us["zmq_floor", k]),
             cell(bus["ours_tcp", k]), cell(bus["ours_ipc", k]), cell(bus["mpi", k]), cell(bus["gloo", k]),
-            ratio(bus["ours_tcp", k], bus["mpi", k]), ratio(bus["ours_tcp", k], bus["gloo", k])
+            ratio(bus["ours_tcp", k], bus["mpi", k]), ratio(bus["ours_tcp", k], bus["gloo", k]),
+            cell(us["ours_shm", k]), cell(us["mpi_shm", k]), cell(bus["ours_shm", k]), cell(bus["mpi_shm", k]),
+            ratio(bus["ours_shm", k], bus["mpi_shm", k])
         }
       }' "${files[@]}"
   done
@@ -121,6 +127,13 @@ print_table() {
       check("all_reduce 4 KiB, 2 ranks, latency ours/MPI", r(us["ours_tcp_2", 4096], us["mpi_2", 4096]), "<=", 2.0)
       check("all_reduce 1 MiB, 4 ranks, busbw ours/MPI", r(bus["ours_tcp_4", 1048576], bus["mpi_4", 1048576]), ">=", 0.8)
       check("all_reduce 16 MiB, 4 ranks, busbw ours/MPI", r(bus["ours_tcp_4", 16777216], bus["mpi_4", 16777216]), ">=", 0.8)
+      print "Targets of issue 10 (ours over shared memory, --transport auto, against Open MPI vader):"
+      check("all_reduce 4 KiB, 2 ranks, latency ours/vader", r(us["ours_shm_2", 4096], us["mpi_shm_2", 4096]), "<=", 1.5)
+      check("all_reduce 64 KiB, 2 ranks, latency ours/vader", r(us["ours_shm_2", 65536], us["mpi_shm_2", 65536]), "<=", 1.5)
+      check("all_reduce 1 MiB, 2 ranks, busbw ours/vader", r(bus["ours_shm_2", 1048576], bus["mpi_shm_2", 1048576]), ">=", 1.0)
+      check("all_reduce 16 MiB, 2 ranks, busbw ours/vader", r(bus["ours_shm_2", 16777216], bus["mpi_shm_2", 16777216]), ">=", 1.0)
+      check("all_reduce 1 MiB, 4 ranks, busbw ours/vader", r(bus["ours_shm_4", 1048576], bus["mpi_shm_4", 1048576]), ">=", 0.8)
+      check("all_reduce 16 MiB, 4 ranks, busbw ours/vader", r(bus["ours_shm_4", 16777216], bus["mpi_shm_4", 16777216]), ">=", 0.8)
     }' "$OUT"/*_[0-9]*.txt
 }
 
