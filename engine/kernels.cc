@@ -82,8 +82,8 @@ template <int kRows>
 }
 
 // Rows [row_begin, row_end) of MatMul, in blocks of rows that stay in cache
-// while every row of x passes over them. Inlined into one function per
-// instruction set below.
+// while every row of x passes over them; `w` points at row row_begin.
+// Inlined into one function per instruction set below.
 [[gnu::always_inline]] inline void MatMulRows(float* out, const float* x, const float* w, int64_t n,
                                               int64_t rows, int64_t cols, int64_t row_begin,
                                               int64_t row_end) {
@@ -96,8 +96,8 @@ template <int kRows>
       float* out_row = out + t * rows;
       int64_t r = block;
       for (; r + kRowGroup <= block_end; r += kRowGroup)
-        DotRows<kRowGroup>(w + r * cols, cols, x_row, out_row + r);
-      for (; r < block_end; ++r) DotRows<1>(w + r * cols, cols, x_row, out_row + r);
+        DotRows<kRowGroup>(w + (r - row_begin) * cols, cols, x_row, out_row + r);
+      for (; r < block_end; ++r) DotRows<1>(w + (r - row_begin) * cols, cols, x_row, out_row + r);
     }
   }
 }
@@ -141,15 +141,34 @@ float Dot(const float* a, const float* b, int64_t n) {
 
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
             int64_t cols, ThreadPool& pool) {
+  const std::span<const float> blocks[] = {w};
+  MatMul(out, x, blocks, n, rows, cols, pool);
+}
+
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const std::span<const float>> w,
+            int64_t n, int64_t rows, int64_t cols, ThreadPool& pool) {
   DCHECK_GE(static_cast<int64_t>(out.size()), n * rows);
   DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
-  DCHECK_GE(static_cast<int64_t>(w.size()), rows * cols);
+  int64_t stacked_rows = 0;
+  for (const std::span<const float> block : w) {
+    DCHECK_EQ(static_cast<int64_t>(block.size()) % cols, 0);
+    stacked_rows += static_cast<int64_t>(block.size()) / cols;
+  }
+  DCHECK_GE(stacked_rows, rows);
   static const MatMulRowsFunction kRows = SelectMatMulRows();
   float* out_data = out.data();
   const float* x_data = x.data();
-  const float* w_data = w.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {
-    kRows(out_data, x_data, w_data, n, rows, cols, row_begin, row_end);
+    int64_t block_first_row = 0;
+    for (const std::span<const float> block : w) {
+      const int64_t block_end_row = block_first_row + static_cast<int64_t>(block.size()) / cols;
+      const int64_t begin = std::max(row_begin, block_first_row);
+      const int64_t end = std::min(row_end, block_end_row);
+      if (begin < end) {
+        kRows(out_data, x_data, block.data() + (begin - block_first_row) * cols, n, rows, cols, begin, end);
+      }
+      block_first_row = block_end_row;
+    }
   });
 }
 
@@ -193,10 +212,10 @@ void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos,
   for (int64_t head = 0; head < size; head += head_dim) {
     float* v = x.data() + head;
     for (int64_t i = 0; i < half; ++i) {
-      const float v0 = v[2 * i];
-      const float v1 = v[2 * i + 1];
-      v[2 * i] = v0 * cos[i] - v1 * sin[i];
-      v[2 * i + 1] = v0 * sin[i] + v1 * cos[i];
+      const float v0 = v[i];
+      const float v1 = v[i + half];
+      v[i] = v0 * cos[i] - v1 * sin[i];
+      v[i + half] = v0 * sin[i] + v1 * cos[i];
     }
   }
 }

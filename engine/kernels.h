@@ -30,6 +30,13 @@ float Dot(const float* a, const float* b, int64_t n);
 // `x` or `w`.
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
             int64_t cols, ThreadPool& pool);
+// The same product with the rows of `w` stored in several places: w[0]
+// holds the first rows, w[1] the next, and so on (each block a whole number
+// of rows of `cols` floats; together at least `rows` rows) — projections that
+// read the same input, such as q, k and v, in one product without copying
+// them into one matrix. Every element is computed as by the overload above.
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const std::span<const float>> w,
+            int64_t n, int64_t rows, int64_t cols, ThreadPool& pool);
 
 // out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
 void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);
@@ -43,9 +50,10 @@ void Softmax(std::span<float> x);
 void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
                     std::span<const float> inverse_frequencies);
 
-// In place: rotates adjacent pairs (2i, 2i+1) of every head of `x` (n_heads *
-// head_dim) by the angles of one position, `cos`/`sin` being that position's
-// row of the tables (head_dim / 2 each).
+// In place: rotates pairs (i, i + head_dim / 2) of every head of `x` (n_heads
+// * head_dim) — Hugging Face's order, in which checkpoints store q and k rows
+// — by the angles of one position, `cos`/`sin` being that position's row of
+// the tables (head_dim / 2 each).
 void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos, std::span<const float> sin);
 
 // out (hidden) = silu(gate) * up, where gate_up (2 * hidden) holds gate then up.

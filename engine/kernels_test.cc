@@ -87,6 +87,22 @@ TEST(Softmax, SumsToOneAndKeepsOrder) {
   EXPECT_FLOAT_EQ(large[0], 0.5f);
 }
 
+TEST(MatMul, RowsInSeveralBlocksGiveTheSameBitsAsOneMatrix) {
+  const int64_t n = 3, cols = 37, rows = 23;
+  const std::vector<float> x = RandomVector(n * cols, 11);
+  const std::vector<float> w = RandomVector(rows * cols, 12);
+  ThreadPool pool(3);
+  std::vector<float> whole(n * rows), blocked(n * rows);
+  MatMul(whole, x, w, n, rows, cols, pool);
+  // Blocks of 5, 1 and 17 rows, copied apart so they are not one array.
+  const std::vector<float> first(w.begin(), w.begin() + 5 * cols);
+  const std::vector<float> second(w.begin() + 5 * cols, w.begin() + 6 * cols);
+  const std::vector<float> third(w.begin() + 6 * cols, w.end());
+  const std::span<const float> blocks[] = {first, second, third};
+  MatMul(blocked, x, blocks, n, rows, cols, pool);
+  EXPECT_EQ(blocked, whole);
+}
+
 TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
   const int64_t head_dim = 8, seq_len = 4;
   std::vector<float> cos_table(seq_len * head_dim / 2), sin_table(seq_len * head_dim / 2);
@@ -100,12 +116,16 @@ TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
   ApplyRope(x, head_dim, std::span<const float>(cos_table).subspan(12, 4),
             std::span<const float>(sin_table).subspan(12, 4));
   EXPECT_NE(x, original);
-  for (size_t i = 0; i < x.size(); i += 2) {
-    EXPECT_NEAR(std::hypot(x[i], x[i + 1]), std::hypot(original[i], original[i + 1]), 1e-5);
+  // Pairs are (i, i + head_dim / 2) within each head.
+  const int64_t half = head_dim / 2;
+  for (int64_t head = 0; head < 2 * head_dim; head += head_dim) {
+    for (int64_t i = head; i < head + half; ++i) {
+      EXPECT_NEAR(std::hypot(x[i], x[i + half]), std::hypot(original[i], original[i + half]), 1e-5);
+    }
   }
   // Pair 0 turns by exactly the position (frequency 1).
-  EXPECT_NEAR(std::atan2(x[1], x[0]) - std::atan2(original[1], original[0]), std::remainder(3.0, 2 * M_PI),
-              1e-4);
+  const double turned = std::atan2(x[half], x[0]) - std::atan2(original[half], original[0]);
+  EXPECT_NEAR(std::remainder(turned - 3.0, 2 * M_PI), 0.0, 1e-4);
 }
 
 TEST(SwiGlu, IsSiluOfGateTimesUp) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <glog/logging.h>
@@ -27,18 +29,29 @@ void AllocateWeights(WeightBuffer& out, size_t count) {
   out.resize(count);
 }
 
-// Reads `slice` of its tensor (count elements) into out[offset, offset +
-// count), growing `out` as needed (callers size it first when they read
-// several tensors into it). The checkpoint holds the whole tensor, or — a
-// rank's shard — just the slice.
-Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, WeightBuffer& out,
-                     int64_t offset, int64_t count) {
-  if (offset + count > static_cast<int64_t>(out.size())) AllocateWeights(out, offset + count);
-  const std::span<float> into = std::span<float>(out).subspan(offset, count);
+// The plan's `slice` of its tensor (count elements): with kInPlace, the
+// checkpoint's own pages when its rows are stored as f32 in order; else
+// converted into a buffer.
+Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& slice, int64_t count,
+                               WeightPlacement placement) {
   Result<TensorInfo> info = checkpoint.Find(slice.name);
   if (!info) return info.error().Prefixed("loading stage weights: ");
+  const bool whole = info->num_elements() == count;
+  if (placement == WeightPlacement::kInPlace && (whole || slice.split_dim == 0)) {
+    const int64_t rows = info->shape.empty() ? 1 : info->shape[0];
+    const int64_t row_begin = whole ? 0 : slice.begin;
+    const int64_t row_end = whole ? rows : slice.end;
+    if (row_end > row_begin && count % (row_end - row_begin) == 0) {
+      std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRowsF32(slice.name, row_begin, row_end);
+      if (mapped && static_cast<int64_t>(mapped->values.size()) == count)
+        return WeightTensor(std::move(*mapped));
+    }
+  }
+  WeightBuffer buffer;
+  AllocateWeights(buffer, count);
+  const std::span<float> into(buffer);
   Status status;
-  if (info->num_elements() == count) {
+  if (whole) {
     status = checkpoint.ReadF32(slice.name, into);
   } else if (slice.split_dim == 0) {
     status = checkpoint.ReadRowsF32(slice.name, slice.begin, slice.end, into);
@@ -48,10 +61,10 @@ Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, Wei
     const int64_t rows = info->shape[0];
     const int64_t cols = info->shape[1];
     const int64_t width = slice.end - slice.begin;
-    std::vector<float> whole(static_cast<size_t>(rows * cols));
-    status = checkpoint.ReadF32(slice.name, whole);
+    std::vector<float> matrix(static_cast<size_t>(rows * cols));
+    status = checkpoint.ReadF32(slice.name, matrix);
     for (int64_t r = 0; status && r < rows; ++r) {
-      std::copy_n(whole.data() + r * cols + slice.begin, width, into.data() + r * width);
+      std::copy_n(matrix.data() + r * cols + slice.begin, width, into.data() + r * width);
     }
   } else {
     return Error::Corruption("loading stage weights: tensor '" + slice.name + "' has shape " +
@@ -59,7 +72,7 @@ Status ReadSliceInto(const Checkpoint& checkpoint, const TensorSlice& slice, Wei
                              std::to_string(count) + " elements nor the whole tensor");
   }
   if (!status) return status.error().Prefixed("loading stage weights: ");
-  return {};
+  return WeightTensor(std::move(buffer));
 }
 
 // The plan's slice of `name` for `part`. Precondition: the plan lists it.
@@ -74,7 +87,8 @@ std::string LayerTensor(int64_t layer, const char* suffix) {
   return "model.layers." + std::to_string(layer) + "." + suffix;
 }
 
-Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer) {
+Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
+                               WeightPlacement placement) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t head_dim = config.head_dim();
@@ -82,76 +96,54 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
   const int64_t kv_dim = part.kv_heads.size() * head_dim;
   const int64_t hidden = part.hidden_units.size();
   LayerWeights weights;
-  using Parts = std::vector<std::pair<const char*, int64_t>>;
-  std::vector<std::pair<WeightBuffer*, Parts>> plan = {
-      {&weights.attention_norm, {{"input_layernorm.weight", dim}}},
-      {&weights.wqkv,
-       {{"self_attn.q_proj.weight", q_dim * dim},
-        {"self_attn.k_proj.weight", kv_dim * dim},
-        {"self_attn.v_proj.weight", kv_dim * dim}}},
-      {&weights.wo, {{"self_attn.o_proj.weight", dim * q_dim}}},
-      {&weights.ffn_norm, {{"post_attention_layernorm.weight", dim}}},
-      {&weights.w_gate_up, {{"mlp.gate_proj.weight", hidden * dim}, {"mlp.up_proj.weight", hidden * dim}}},
-      {&weights.w_down, {{"mlp.down_proj.weight", dim * hidden}}},
+  std::vector<std::tuple<WeightTensor*, const char*, int64_t>> tensors = {
+      {&weights.attention_norm, "input_layernorm.weight", dim},
+      {&weights.wq, "self_attn.q_proj.weight", q_dim * dim},
+      {&weights.wk, "self_attn.k_proj.weight", kv_dim * dim},
+      {&weights.wv, "self_attn.v_proj.weight", kv_dim * dim},
+      {&weights.wo, "self_attn.o_proj.weight", dim * q_dim},
+      {&weights.ffn_norm, "post_attention_layernorm.weight", dim},
+      {&weights.w_gate, "mlp.gate_proj.weight", hidden * dim},
+      {&weights.w_up, "mlp.up_proj.weight", hidden * dim},
+      {&weights.w_down, "mlp.down_proj.weight", dim * hidden},
   };
   if (config.qkv_bias) {
-    plan.push_back({&weights.bqkv,
-                    {{"self_attn.q_proj.bias", q_dim},
-                     {"self_attn.k_proj.bias", kv_dim},
-                     {"self_attn.v_proj.bias", kv_dim}}});
+    tensors.insert(tensors.end(), {{&weights.bq, "self_attn.q_proj.bias", q_dim},
+                                   {&weights.bk, "self_attn.k_proj.bias", kv_dim},
+                                   {&weights.bv, "self_attn.v_proj.bias", kv_dim}});
   }
-  if (config.o_proj_bias) plan.push_back({&weights.bo, {{"self_attn.o_proj.bias", dim}}});
-  for (const auto& [out, parts] : plan) {
-    int64_t total = 0;
-    for (const auto& [suffix, count] : parts) total += count;
-    AllocateWeights(*out, total);
-    int64_t offset = 0;
-    for (const auto& [suffix, count] : parts) {
-      const TensorSlice& slice = SliceNamed(part, LayerTensor(layer, suffix));
-      if (Status s = ReadSliceInto(checkpoint, slice, *out, offset, count); !s) return s.error();
-      offset += count;
-    }
-  }
-  std::span<float> wqkv(weights.wqkv);
-  HuggingFaceRopeRowsToAdjacent(wqkv.first(q_dim * dim), head_dim, dim);
-  HuggingFaceRopeRowsToAdjacent(wqkv.subspan(q_dim * dim, kv_dim * dim), head_dim, dim);
-  if (config.qkv_bias) {
-    std::span<float> bqkv(weights.bqkv);
-    HuggingFaceRopeRowsToAdjacent(bqkv.first(q_dim), head_dim, 1);
-    HuggingFaceRopeRowsToAdjacent(bqkv.subspan(q_dim, kv_dim), head_dim, 1);
+  if (config.o_proj_bias) tensors.push_back({&weights.bo, "self_attn.o_proj.bias", dim});
+  for (const auto& [out, suffix, count] : tensors) {
+    Result<WeightTensor> loaded =
+        LoadSlice(checkpoint, SliceNamed(part, LayerTensor(layer, suffix)), count, placement);
+    if (!loaded) return loaded.error();
+    *out = std::move(*loaded);
   }
   return weights;
 }
 
 }  // namespace
 
-int64_t StageWeights::ByteSize() const {
-  size_t floats = token_embedding.size() + final_norm.size() + classifier.size();
+StageWeights::Bytes StageWeights::ByteSize() const {
+  Bytes bytes;
+  const auto add = [&bytes](const WeightTensor& tensor) {
+    const int64_t size = static_cast<int64_t>(tensor.size() * sizeof(float));
+    bytes.total += size;
+    if (tensor.in_place()) bytes.in_place += size;
+  };
+  for (const WeightTensor* tensor : {&token_embedding, &final_norm, &classifier}) add(*tensor);
   for (const LayerWeights& layer : layers) {
-    for (const WeightBuffer* buffer : {&layer.attention_norm, &layer.wqkv, &layer.bqkv, &layer.wo, &layer.bo,
-                                       &layer.ffn_norm, &layer.w_gate_up, &layer.w_down}) {
-      floats += buffer->size();
+    for (const WeightTensor* tensor :
+         {&layer.attention_norm, &layer.wq, &layer.wk, &layer.wv, &layer.bq, &layer.bk, &layer.bv, &layer.wo,
+          &layer.bo, &layer.ffn_norm, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      add(*tensor);
     }
   }
-  return static_cast<int64_t>(floats * sizeof(float));
-}
-
-void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols) {
-  const int64_t head_size = head_dim * cols;
-  CHECK_EQ(static_cast<int64_t>(rows.size()) % head_size, 0) << "rows do not hold whole heads";
-  std::vector<float> head(head_size);
-  for (size_t start = 0; start < rows.size(); start += head_size) {
-    float* source = rows.data() + start;
-    for (int64_t i = 0; i < head_dim / 2; ++i) {
-      std::copy_n(source + i * cols, cols, head.data() + (2 * i) * cols);
-      std::copy_n(source + (i + head_dim / 2) * cols, cols, head.data() + (2 * i + 1) * cols);
-    }
-    std::copy(head.begin(), head.end(), source);
-  }
+  return bytes;
 }
 
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& part,
-                                      const LoadProgress& progress) {
+                                      WeightPlacement placement, const LoadProgress& progress) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t vocab = config.vocab_size;
@@ -168,31 +160,28 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
   StageWeights weights;
   weights.part = part;
   if (part.has_embedding) {
-    if (Status s = ReadSliceInto(checkpoint, SliceNamed(part, kEmbedTokensName), weights.token_embedding, 0,
-                                 vocab * dim);
-        !s) {
-      return s.error();
-    }
+    Result<WeightTensor> loaded =
+        LoadSlice(checkpoint, SliceNamed(part, kEmbedTokensName), vocab * dim, placement);
+    if (!loaded) return loaded.error();
+    weights.token_embedding = std::move(*loaded);
   }
   for (int64_t layer = part.layers.begin; layer < part.layers.end; ++layer) {
-    Result<LayerWeights> loaded = LoadLayer(checkpoint, part, layer);
+    Result<LayerWeights> loaded = LoadLayer(checkpoint, part, layer, placement);
     if (!loaded) return loaded.error();
     weights.layers.push_back(std::move(*loaded));
     if (progress) progress(layer + 1 - part.layers.begin, part.layers.size());
   }
   if (part.has_final_norm) {
-    if (Status s = ReadSliceInto(checkpoint, SliceNamed(part, kFinalNormName), weights.final_norm, 0, dim);
-        !s)
-      return s.error();
+    Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, kFinalNormName), dim, placement);
+    if (!loaded) return loaded.error();
+    weights.final_norm = std::move(*loaded);
   }
   const bool rows_in_embedding = config.tie_word_embeddings && part.has_embedding;
   if (rows.size() > 0 && !rows_in_embedding) {
     const char* name = config.tie_word_embeddings ? kEmbedTokensName : kLmHeadName;
-    if (Status s =
-            ReadSliceInto(checkpoint, SliceNamed(part, name), weights.classifier, 0, rows.size() * dim);
-        !s) {
-      return s.error().Prefixed("loading classifier rows: ");
-    }
+    Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, name), rows.size() * dim, placement);
+    if (!loaded) return loaded.error().Prefixed("loading classifier rows: ");
+    weights.classifier = std::move(*loaded);
   }
   return weights;
 }

@@ -4,12 +4,12 @@
 // the classifier's rows, plus the token embedding on the first stage and the
 // final norm on the last — laid out for the engine's kernels.
 //
-// Engine layout (differs from the checkpoint's in two ways):
-// - q and k rows use adjacent RoPE pairs (2i, 2i+1) within each head, as
-//   llama2.c does; checkpoints (Hugging Face order, pairs (i, i + head_dim/2))
-//   are permuted on load.
-// - projections that read the same input are stacked: q, k, v into one
-//   matrix, gate and up into another, so one matrix product serves each.
+// Layout: the checkpoint's. Every tensor, or the plan's slice of it, keeps
+// its Hugging Face row order (q and k rows pair (i, i + head_dim/2) for
+// RoPE); f32 rows stored contiguously in the file are used where they lie in
+// the memory map, without a copy (WeightTensor); anything else — other
+// dtypes, llama2.c's reordered rows, a tensor-parallel slice of columns — is
+// converted into memory of its own on load.
 //
 // Thread-safety: immutable after loading; may be read from several threads.
 #pragma once
@@ -47,9 +47,34 @@ struct UninitializedAllocator : std::allocator<T> {
   }
 };
 
-// A weight tensor's storage. resize() does not initialize: every element is
-// written by the loader before it is read.
+// Memory a converted weight tensor is read into. resize() does not
+// initialize: every element is written by the loader before it is read.
 using WeightBuffer = std::vector<float, UninitializedAllocator<float>>;
+
+// One weight tensor (or the plan's slice of one), read-only: its values in
+// memory of its own, or where they lie in the checkpoint's mapping (which it
+// keeps mapped). Empty when default-constructed.
+class WeightTensor {
+ public:
+  WeightTensor() = default;
+  explicit WeightTensor(WeightBuffer owned) : owned_(std::move(owned)) {}
+  explicit WeightTensor(Checkpoint::MappedRows mapped) : mapped_(std::move(mapped)) {}
+
+  std::span<const float> values() const {
+    return mapped_.mapping ? mapped_.values : std::span<const float>(owned_);
+  }
+  operator std::span<const float>() const { return values(); }
+  const float* data() const { return values().data(); }
+  size_t size() const { return values().size(); }
+  bool empty() const { return size() == 0; }
+  float operator[](size_t i) const { return values()[i]; }
+  // Whether the values are the checkpoint file's pages.
+  bool in_place() const { return mapped_.mapping != nullptr; }
+
+ private:
+  WeightBuffer owned_;
+  Checkpoint::MappedRows mapped_;
+};
 
 // dim = hidden_size, head_dim = config.head_dim(); for the rank's part of
 // the plan: q_dim = part.heads.size() * head_dim, kv_dim =
@@ -57,37 +82,45 @@ using WeightBuffer = std::vector<float, UninitializedAllocator<float>>;
 // whole model's q_dim, kv_dim and intermediate_size without tensor
 // parallelism).
 struct LayerWeights {
-  WeightBuffer attention_norm;  // (dim)
-  WeightBuffer wqkv;            // (q_dim + 2 * kv_dim, dim): q rows, k rows, v rows
-  WeightBuffer bqkv;            // (q_dim + 2 * kv_dim) when config.qkv_bias, else empty
-  WeightBuffer wo;              // (dim, q_dim): the part's columns of o_proj
-  WeightBuffer bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
-  WeightBuffer ffn_norm;        // (dim)
-  WeightBuffer w_gate_up;       // (2 * hidden, dim): gate rows, then up rows
-  WeightBuffer w_down;          // (dim, hidden): the part's columns of down_proj
+  WeightTensor attention_norm;  // (dim)
+  WeightTensor wq;              // (q_dim, dim)
+  WeightTensor wk;              // (kv_dim, dim)
+  WeightTensor wv;              // (kv_dim, dim)
+  WeightTensor bq, bk, bv;      // (q_dim), (kv_dim), (kv_dim) when config.qkv_bias, else empty
+  WeightTensor wo;              // (dim, q_dim): the part's columns of o_proj
+  WeightTensor bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
+  WeightTensor ffn_norm;        // (dim)
+  WeightTensor w_gate;          // (hidden, dim)
+  WeightTensor w_up;            // (hidden, dim)
+  WeightTensor w_down;          // (dim, hidden): the part's columns of down_proj
 };
 
 struct StageWeights {
   RankShard part;  // the rank's part of the plan
 
-  WeightBuffer token_embedding;      // (vocab, dim); when part.has_embedding
+  WeightTensor token_embedding;      // (vocab, dim); when part.has_embedding
   std::vector<LayerWeights> layers;  // part.layers.size() entries
-  WeightBuffer final_norm;           // (dim); when part.has_final_norm
+  WeightTensor final_norm;           // (dim); when part.has_final_norm
   // (part.classifier_rows.size(), dim): those rows of lm_head, or of the
   // token embedding when tied — except on a rank holding the whole embedding
   // with tied embeddings, where they are read from token_embedding and this
   // is empty (the embedding is held once).
-  WeightBuffer classifier;
+  WeightTensor classifier;
 
-  // The bytes of every buffer above.
-  int64_t ByteSize() const;
+  // The bytes of every tensor above, and of those used in place in the
+  // checkpoint's mapping.
+  struct Bytes {
+    int64_t total = 0;
+    int64_t in_place = 0;
+  };
+  Bytes ByteSize() const;
 
   // The classifier rows' weights, (classifier_rows.size(), dim), wherever
   // they are held.
   std::span<const float> ClassifierMatrix(int64_t dim) const {
     const RowRange rows = part.classifier_rows;
-    if (!classifier.empty() || rows.size() == 0) return classifier;
-    return std::span<const float>(token_embedding).subspan(rows.begin * dim, rows.size() * dim);
+    if (!classifier.empty() || rows.size() == 0) return classifier.values();
+    return token_embedding.values().subspan(rows.begin * dim, rows.size() * dim);
   }
 };
 
@@ -98,14 +131,17 @@ struct StageWeights {
 // tensor, when a tensor is missing or does not match the config or the
 // plan. `progress` (may be empty) is called after each layer with the
 // layers loaded so far and the part's layer count.
+//
+// kInPlace uses every f32 tensor stored contiguously (a whole tensor, a slice
+// of its rows, or a shard holding just the slice) where it lies in the
+// checkpoint's mapping: loading costs no copy, but each pass over the weights
+// then goes through the page cache's pages — 4 KiB ones unless the file was
+// read into huge pages (measured in docs/engine.md). kCopy converts every
+// tensor into memory of the rank's own, in huge pages.
+enum class WeightPlacement { kCopy, kInPlace };
 using LoadProgress = std::function<void(int64_t layers_done, int64_t layers_total)>;
 Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankShard& part,
+                                      WeightPlacement placement = WeightPlacement::kCopy,
                                       const LoadProgress& progress = {});
-
-// Reorders the rows of a q or k projection (n_heads * head_dim, cols) — or,
-// with cols 1, its bias — from Hugging Face RoPE order (row i and
-// i + head_dim/2 of a head form a pair) to adjacent pairs (rows 2i, 2i+1).
-// Exposed for tests and converters.
-void HuggingFaceRopeRowsToAdjacent(std::span<float> rows, int64_t head_dim, int64_t cols);
 
 }  // namespace inferno

@@ -115,18 +115,21 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
     float* keys = state_.key_cache.data() + cache_offset;
     float* values = state_.value_cache.data() + cache_offset;
 
-    // Attention: normed = rmsnorm(x); qkv = normed · wqkvᵀ (+ bqkv); RoPE on
+    // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); RoPE on
     // q and k; k and v go to the cache at their positions.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.attention_norm, eps);
     }
-    MatMul(state_.qkv, state_.normed, layer.wqkv, n, qkv_dim, dim, pool_);
+    const std::span<const float> wqkv[] = {layer.wq, layer.wk, layer.wv};
+    MatMul(state_.qkv, state_.normed, wqkv, n, qkv_dim, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos + t;
       std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
-      if (!layer.bqkv.empty()) {
-        for (int64_t i = 0; i < qkv_dim; ++i) row[i] += layer.bqkv[i];
+      if (!layer.bq.empty()) {
+        for (int64_t i = 0; i < q_dim; ++i) row[i] += layer.bq[i];
+        for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + i] += layer.bk[i];
+        for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + kv_dim + i] += layer.bv[i];
       }
       const std::span<const float> cos = std::span<const float>(state_.rope_cos).subspan(p * half, half);
       const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);
@@ -158,7 +161,8 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.ffn_norm, eps);
     }
-    MatMul(state_.gate_up, state_.normed, layer.w_gate_up, n, 2 * hidden, dim, pool_);
+    const std::span<const float> w_gate_up[] = {layer.w_gate, layer.w_up};
+    MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
       SwiGlu(std::span<float>(state_.activated).subspan(t * hidden, hidden),
              std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden));

@@ -194,6 +194,41 @@ TEST_P(TransformerTest, MatchesDoublePrecisionReferenceInCheckpointLayout) {
   }
 }
 
+// Weights used where they lie in the file: every f32 tensor is in place,
+// the checkpoint may close before the stage runs, and the logits are the
+// same bits as with copied weights — for a whole stage and for a
+// tensor-parallel part's slices of rows.
+TEST_P(TransformerTest, WeightsInPlaceGiveTheSameBitsAsCopiedOnes) {
+  const ModelConfig config = Config();
+  const std::string name = GetParam() ? "in_place_tied" : "in_place";
+  for (const RankShard& part : {Whole(config), Part(config, 2, 2, 0, 1)}) {
+    std::optional<StageWeights> mapped, copied;
+    {
+      auto checkpoint = OpenToyModel(config, name);
+      auto in_place = LoadStageWeights(*checkpoint, part, WeightPlacement::kInPlace);
+      ASSERT_TRUE(in_place.ok()) << in_place.error().message;
+      auto copy = LoadStageWeights(*checkpoint, part, WeightPlacement::kCopy);
+      ASSERT_TRUE(copy.ok()) << copy.error().message;
+      mapped = std::move(*in_place);
+      copied = std::move(*copy);
+    }
+    EXPECT_EQ(copied->ByteSize().in_place, 0);
+    EXPECT_EQ(mapped->ByteSize().total, copied->ByteSize().total);
+    // Only o_proj and down_proj are sliced by columns, which must be copied.
+    const int64_t column_slices = part.heads.size() == config.num_attention_heads
+                                      ? 0
+                                      : static_cast<int64_t>(sizeof(float)) * part.layers.size() *
+                                            (mapped->layers[0].wo.size() + mapped->layers[0].w_down.size());
+    EXPECT_EQ(mapped->ByteSize().in_place, mapped->ByteSize().total - column_slices);
+    if (part.heads.size() != config.num_attention_heads) continue;  // needs its group to run
+    ThreadPool pool(1);
+    const int64_t context = config.max_position_embeddings;
+    TransformerStage from_mapping(config, std::move(*mapped), 1, context, pool);
+    TransformerStage from_copy(config, std::move(*copied), 1, context, pool);
+    EXPECT_EQ(RunStages({&from_mapping}, kTokens, 3), RunStages({&from_copy}, kTokens, 3));
+  }
+}
+
 // Layers split unevenly, classifier rows on several stages (one computed
 // with two threads): the same bits as one stage.
 TEST_P(TransformerTest, StagesSplitAnywhereGiveBitIdenticalLogits) {
@@ -268,13 +303,6 @@ TEST_P(TransformerTest, BatchedPrefillAndThreadCountDoNotChangeBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndSeparateHead, TransformerTest, ::testing::Bool());
-
-TEST(HuggingFaceRopeRowsToAdjacent, InterleavesTheTwoHalvesOfEachHead) {
-  // Two heads of head_dim 4, one column: rows hold their own index.
-  std::vector<float> rows = {0, 1, 2, 3, 4, 5, 6, 7};
-  HuggingFaceRopeRowsToAdjacent(rows, 4, 1);
-  EXPECT_EQ(rows, (std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7}));
-}
 
 TEST(ToyModel, SameSeedSameWeightsOtherSeedOtherWeights) {
   const ModelConfig config = ToyModelConfig({});

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -60,6 +61,21 @@ class Checkpoint {
   // `out`, converted to f32 — for tensor-parallel slices.
   virtual Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                              std::span<float> out) const = 0;
+
+  // Rows of a tensor used where they lie in the checkpoint's file, without a
+  // copy: `values` stays valid, and its pages shared with the page cache, as
+  // long as `mapping` (which keeps the file mapped) is held — also after the
+  // Checkpoint is gone.
+  struct MappedRows {
+    std::span<const float> values;
+    std::shared_ptr<const void> mapping;
+  };
+  // Rows [row_begin, row_end) of tensor `name` in place, with their pages
+  // mapped in, when they are stored as the f32 values ReadRowsF32 would give,
+  // in that order and aligned for float; nullopt when they must be converted
+  // or reordered (or the tensor or rows do not exist: ReadRowsF32 says why).
+  virtual std::optional<MappedRows> MapRowsF32(const std::string& name, int64_t row_begin,
+                                               int64_t row_end) const = 0;
 };
 
 }  // namespace inferno

@@ -1,5 +1,10 @@
 #include "loader/mapped_checkpoint.h"
 
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+
 #include <glog/logging.h>
 
 #include "loader/llama2c_format.h"
@@ -9,7 +14,9 @@ namespace inferno {
 
 MappedCheckpoint::MappedCheckpoint(ModelConfig config, std::vector<std::unique_ptr<MappedFile>> files,
                                    std::vector<Storage> tensors)
-    : config_(std::move(config)), files_(std::move(files)), storage_(std::move(tensors)) {
+    : config_(std::move(config)),
+      files_(std::make_move_iterator(files.begin()), std::make_move_iterator(files.end())),
+      storage_(std::move(tensors)) {
   for (size_t i = 0; i < storage_.size(); ++i) {
     CHECK_LT(storage_[i].file, files_.size()) << storage_[i].info.name;
     CHECK(index_.emplace(storage_[i].info.name, i).second) << "duplicate tensor " << storage_[i].info.name;
@@ -164,6 +171,24 @@ Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin,
   }
   file.Release(first, last);
   return {};
+}
+
+std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRowsF32(const std::string& name, int64_t row_begin,
+                                                                   int64_t row_end) const {
+  const std::optional<size_t> index = IndexOf(name);
+  if (!index) return std::nullopt;
+  const Storage& s = storage_[*index];
+  if (s.info.dtype != DType::kF32 || s.llama2c_rope_heads != 0) return std::nullopt;
+  if (row_begin < 0 || row_end <= row_begin || row_end > NumRows(*index)) return std::nullopt;
+  const std::shared_ptr<const MappedFile>& file = files_[s.file];
+  const uint64_t first = s.begin + static_cast<uint64_t>(row_begin * RowBytes(*index));
+  const uint64_t last = s.begin + static_cast<uint64_t>(row_end * RowBytes(*index));
+  const std::byte* bytes = file->bytes().data() + first;
+  if (reinterpret_cast<uintptr_t>(bytes) % alignof(float) != 0) return std::nullopt;
+  file->KeepMapped(first, last);
+  return MappedRows{
+      .values = {reinterpret_cast<const float*>(bytes), static_cast<size_t>((last - first) / sizeof(float))},
+      .mapping = file};
 }
 
 }  // namespace inferno

@@ -64,6 +64,8 @@ class MappedCheckpoint final : public Checkpoint {
   Status ReadF32(const std::string& name, std::span<float> out) const override;
   Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                      std::span<float> out) const override;
+  std::optional<MappedRows> MapRowsF32(const std::string& name, int64_t row_begin,
+                                       int64_t row_end) const override;
 
   // The index of `name` in tensors(), or nullopt.
   std::optional<size_t> IndexOf(const std::string& name) const;
@@ -84,7 +86,7 @@ class MappedCheckpoint final : public Checkpoint {
                    size_t* index) const;
 
   ModelConfig config_;
-  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::vector<std::shared_ptr<const MappedFile>> files_;
   std::vector<Storage> storage_;
   std::vector<TensorInfo> infos_;
   std::unordered_map<std::string, size_t> index_;

@@ -79,6 +79,16 @@ void MappedFile::WillNeed(uint64_t begin, uint64_t end) const {
   ::madvise(start, last - first, MADV_WILLNEED);
 }
 
+void MappedFile::KeepMapped(uint64_t begin, uint64_t end) const {
+  if (mapped_) {
+    const auto [first, last] = PageRange(begin, end, size_);
+    // Pages read in from here on come as 2 MiB folios where the file system
+    // can, and are then mapped whole (a hint: may fail).
+    if (last > first) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_HUGEPAGE);
+  }
+  WillNeed(begin, end);
+}
+
 void MappedFile::Release(uint64_t begin, uint64_t end) const {
   if (!mapped_) return;  // MADV_DONTNEED would zero heap memory
   const auto [first, last] = PageRange(begin, end, size_);

@@ -36,6 +36,11 @@ class MappedFile {
   // Prepares bytes [begin, end) to be read soon: maps their pages at once
   // where the kernel can (reading them if not cached), else hints read-ahead.
   void WillNeed(uint64_t begin, uint64_t end) const;
+  // Like WillNeed, for bytes read again and again (weights used in place):
+  // pages not yet cached are read as 2 MiB folios where the file system can,
+  // and mapped whole, since reading gigabytes through 4 KiB pages costs a TLB
+  // miss per page on every pass. Pages already cached keep their size.
+  void KeepMapped(uint64_t begin, uint64_t end) const;
   // Drops the pages of bytes [begin, end) from this process's resident set;
   // they stay in the page cache and are read again on the next access. Keeps
   // the RSS of a streaming reader bounded. No-op for FromBytes files.

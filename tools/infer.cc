@@ -107,6 +107,9 @@ const CommandSpec kSpec{
      {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
+     {"weights", "copy|mapped",
+      "copy weights into memory, or use f32 ones in place in the file's pages (loads ~10x faster; decode "
+      "is as fast only where the page cache holds the file in huge pages) (default copy)"},
      {"trace", "FILE", "write a Chrome trace of every rank's time"},
      {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"}}};
 
@@ -126,6 +129,7 @@ struct InferOptions {
   std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
   bool output_ids = false;
+  WeightPlacement weight_placement = WeightPlacement::kCopy;
   std::optional<std::string> trace;
   std::optional<std::string> dump_logits;
 };
@@ -230,6 +234,10 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   if (output != "text" && output != "ids")
     return Error::InvalidArgument("--output: '" + output + "' is not text or ids");
   options.output_ids = output == "ids";
+  const std::string weights = flags.Last("weights").value_or("copy");
+  if (weights != "copy" && weights != "mapped")
+    return Error::InvalidArgument("--weights: '" + weights + "' is not copy or mapped");
+  options.weight_placement = weights == "mapped" ? WeightPlacement::kInPlace : WeightPlacement::kCopy;
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
   return options;
@@ -566,12 +574,14 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
                  static_cast<long long>(done), static_cast<long long>(total),
                  std::chrono::duration<double>(now - load_start).count());
   };
-  auto weights = LoadStageWeights(*model->checkpoint, model->plan.ranks[static_cast<size_t>(rank)], progress);
+  auto weights = LoadStageWeights(*model->checkpoint, model->plan.ranks[static_cast<size_t>(rank)],
+                                  options.weight_placement, progress);
   if (!weights) return weights.error();
   if (const double seconds = std::chrono::duration<double>(Clock::now() - load_start).count(); seconds >= 2) {
-    const double gigabytes = static_cast<double>(weights->ByteSize()) / 1e9;
-    std::fprintf(stderr, "infer: rank %d: loaded %.2f GB of weights in %.1f s (%.2f GB/s)\n", rank, gigabytes,
-                 seconds, gigabytes / seconds);
+    const StageWeights::Bytes bytes = weights->ByteSize();
+    std::fprintf(stderr,
+                 "infer: rank %d: loaded %.2f GB of weights (%.2f GB in place in the file) in %.1f s\n", rank,
+                 static_cast<double>(bytes.total) / 1e9, static_cast<double>(bytes.in_place) / 1e9, seconds);
   }
   prepared.weights = std::move(*weights);
   prepared.plan = std::move(model->plan);
