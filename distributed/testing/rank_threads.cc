@@ -3,11 +3,14 @@
 #include <stdlib.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <glog/logging.h>
 
@@ -20,14 +23,32 @@
 namespace inferno {
 namespace {
 
+// Removes, when the test process exits, the socket directories it made
+// outside TEST_TMPDIR.
+void RemoveSocketDirectoriesAtExit(const std::string& directory) {
+  static std::mutex mutex;
+  static std::vector<std::string>* directories = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (directories == nullptr) {
+    directories = new std::vector<std::string>();
+    std::atexit([] {
+      std::error_code ignored;
+      for (const std::string& path : *directories) std::filesystem::remove_all(path, ignored);
+    });
+  }
+  directories->push_back(directory);
+}
+
 // A fresh directory for ipc:// sockets. ipc paths are limited to ~100
-// characters, so Bazel's (long) TEST_TMPDIR is used only when short enough.
+// characters, so Bazel's (long) TEST_TMPDIR is used only when short enough;
+// a directory in /tmp is removed at exit.
 std::string MakeSocketDirectory() {
   const char* test_tmpdir = std::getenv("TEST_TMPDIR");
-  std::string base = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60 ? std::string(test_tmpdir)
-                                                                                    : std::string("/tmp");
+  const bool in_test_tmpdir = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60;
+  std::string base = in_test_tmpdir ? std::string(test_tmpdir) : std::string("/tmp");
   std::string pattern = base + "/ipc-XXXXXX";
   CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
+  if (!in_test_tmpdir) RemoveSocketDirectoriesAtExit(pattern);
   return pattern;
 }
 
