@@ -41,11 +41,9 @@ Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& 
     const int64_t rows = info->shape.empty() ? 1 : info->shape[0];
     const int64_t row_begin = whole ? 0 : slice.begin;
     const int64_t row_end = whole ? rows : slice.end;
-    if (row_end > row_begin && count % (row_end - row_begin) == 0) {
-      std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRowsF32(slice.name, row_begin, row_end);
-      if (mapped && static_cast<int64_t>(mapped->values.size()) == count)
-        return WeightTensor(std::move(*mapped));
-    }
+    std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRowsF32(slice.name, row_begin, row_end);
+    if (mapped && static_cast<int64_t>(mapped->values.size()) == count)
+      return WeightTensor(std::move(*mapped));
   }
   WeightBuffer buffer;
   AllocateWeights(buffer, count);

@@ -26,12 +26,7 @@ case "$MODEL_KIND" in
     UNEVEN="1,3"
     ;;
   stories260K)
-    SOURCE="$(readlink -f "$0")"
-    MODEL="${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$SOURCE")")")/shared/models}/stories260K.bin"
-    if [ ! -f "$MODEL" ]; then
-      echo "SKIP: $MODEL not found (../shared/models is absent in a fresh clone)"
-      exit 0
-    fi
+    shared_model stories260K.bin
     # stories260K's own 512-token vocabulary is not available: prompts as
     # ids, and text printed by the byte-level tokenizer (ids 3..258 as bytes).
     PROMPT=(--prompt-ids "1 403 407 261 378 431")
@@ -45,22 +40,9 @@ case "$MODEL_KIND" in
     ;;
 esac
 
-# run NAME WORLD ARGS...: runs infer on WORLD ranks with --output ids and
-# --dump-logits (and --model MODEL unless ARGS hold --shards); leaves
+# run NAME WORLD ARGS...: infer_ids with --dump-logits; leaves
 # $WORK/NAME.ids and $WORK/NAME.logits.
-run() {
-  local name="$1" world="$2"
-  shift 2
-  local source=(--model "$MODEL")
-  [[ " $* " == *" --shards "* ]] && source=()
-  if ! timeout 300 "$LAUNCH" -n "$world" --timeout 240 --grace 2 -- \
-      "$INFER" "${source[@]}" --output ids --dump-logits "$WORK/$name.logits" "$@" \
-      >"$WORK/$name.ids" 2>"$WORK/$name.err"; then
-    cat "$WORK/$name.err" >&2
-    fail "$name: infer on $world ranks failed"
-    return 1
-  fi
-}
+run() { infer_ids "$1" "$2" --dump-logits "$WORK/$1.logits" "${@:3}"; }
 
 # same REFERENCE NAME: ids and logits files are identical and not empty.
 same() {

@@ -29,12 +29,7 @@ case "$MODEL_KIND" in
     TOKENS=60
     ;;
   stories260K)
-    SOURCE="$(readlink -f "$0")"
-    MODEL="${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$SOURCE")")")/shared/models}/stories260K.bin"
-    if [ ! -f "$MODEL" ]; then
-      echo "SKIP: $MODEL not found (../shared/models is absent in a fresh clone)"
-      exit 0
-    fi
+    shared_model stories260K.bin
     PROMPT=(--prompt-ids "1 403 407 261 378 431")
     PROMPTS=(--prompt-ids "1 403 407" --prompt-ids "1 260 300 301 302 303 304 305 306 307 308 309 310" --prompt-ids "1")
     TOKENS=200
@@ -45,21 +40,8 @@ case "$MODEL_KIND" in
     ;;
 esac
 
-# run NAME WORLD ARGS...: infer on WORLD ranks with --output ids; leaves
-# $WORK/NAME.ids and $WORK/NAME.err.
-run() {
-  local name="$1" world="$2"
-  shift 2
-  local source=(--model "$MODEL")
-  [[ " $* " == *" --shards "* ]] && source=()
-  if ! timeout 300 "$LAUNCH" -n "$world" --timeout 240 --grace 2 -- \
-      "$INFER" "${source[@]}" --output ids --max-new-tokens "$TOKENS" "$@" \
-      >"$WORK/$name.ids" 2>"$WORK/$name.err"; then
-    cat "$WORK/$name.err" >&2
-    fail "$name: infer on $world ranks failed"
-    return 1
-  fi
-}
+# run NAME WORLD ARGS...: infer_ids, $TOKENS tokens per prompt.
+run() { infer_ids "$1" "$2" --max-new-tokens "$TOKENS" "${@:3}"; }
 
 # compare REFERENCE NAME VOCAB: NAME's logits match REFERENCE's within 1e-5
 # and its tokens are REFERENCE's up to the first near tie (one prompt).
