@@ -68,6 +68,12 @@ bool WaitReadable(std::initializer_list<zmq::socket_t*> sockets, Deadline deadli
   }
 }
 
+// Why a secured server and an unsecured client cannot talk.
+std::string SecretOnOneSide() {
+  return std::string("the security handshake failed: is ") + kJobSecretVariable +
+         " set on every rank or on none?";
+}
+
 }  // namespace
 
 struct RendezvousServer::Impl {
@@ -154,6 +160,10 @@ struct RendezvousClient::Impl {
   // Receives the DEALER's failed-handshake events.
   zmq::socket_t handshake_monitor{context, zmq::socket_type::pair};
   std::string where;
+  bool secured = false;
+  // Unsecured only: a connection was dropped during the handshake. The
+  // client retries, so this is reported only if no table ever arrives.
+  bool handshake_dropped = false;
 
   ~Impl() {
     // Stop the events before their reader closes: ZeroMQ's I/O thread would
@@ -163,6 +173,10 @@ struct RendezvousClient::Impl {
 
   // A Transport error if the server refused the handshake (reads one event).
   Status CheckHandshake();
+
+  // The error for a secured client refused by the server, or for an
+  // unsecured one whose handshakes failed.
+  Error Refused(const std::string& reason) const;
 };
 
 Status RendezvousClient::Impl::CheckHandshake() {
@@ -172,14 +186,23 @@ Status RendezvousClient::Impl::CheckHandshake() {
   if (event.more()) (void)handshake_monitor.recv(endpoint, zmq::recv_flags::none);
   uint16_t id = 0;
   if (event.size() >= sizeof(id)) std::memcpy(&id, event.data(), sizeof(id));
+  // A secured server meeting an unsecured client usually says so (protocol),
+  // but when it drops the connection before the client has read its greeting
+  // the client sees no detail; a client without a secret notes that and
+  // keeps waiting, since a dropped handshake alone proves nothing.
+  if (!secured && id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
+    handshake_dropped = true;
+    return {};
+  }
   // A server holding another secret cannot read the client's CURVE hello and
   // drops the connection (no detail); one that holds no secret, or whose
   // handler refuses the key, says so.
-  const std::string reason = id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                                 ? std::string("the security handshake failed: is ") + kJobSecretVariable +
-                                       " set on every rank or on none?"
-                                 : std::string("it does not accept this rank's key: is ") +
-                                       kJobSecretVariable + " the same on every rank?";
+  if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) return Refused(SecretOnOneSide());
+  return Refused(std::string("it does not accept this rank's key: is ") + kJobSecretVariable +
+                 " the same on every rank?");
+}
+
+Error RendezvousClient::Impl::Refused(const std::string& reason) const {
   return Error::Transport("rendezvous: rank 0 at " + where + " refused this rank: " + reason);
 }
 
@@ -187,16 +210,15 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::s
                                                                     const std::optional<JobSecret>& secret) {
   auto impl = std::make_unique<Impl>();
   impl->where = address + ":" + std::to_string(port);
+  impl->secured = secret.has_value();
   try {
     if (secret) MakeCurveClient(impl->dealer, DeriveCurveKeys(*secret));
     impl->dealer.set(zmq::sockopt::linger, kLingerMs);
     impl->dealer.set(zmq::sockopt::maxmsgsize, MaxWireMessageBytes(secret));
     const std::string monitor_endpoint =
         "inproc://rendezvous-handshake-" + std::to_string(reinterpret_cast<uintptr_t>(impl.get()));
-    // Without a secret, a connection dropped during the handshake is no sign
-    // of a wrong key (and the client retries), so it is not watched.
     const int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                       (secret ? ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL : 0);
+                       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
     if (zmq_socket_monitor(impl->dealer.handle(), monitor_endpoint.c_str(), events) != 0) {
       throw zmq::error_t();
     }
@@ -233,6 +255,7 @@ Result<std::string> RendezvousClient::Receive(Deadline deadline) {
   } catch (const zmq::error_t& error) {
     return Error::Transport("rendezvous: receive from " + impl_->where + ": " + error.what());
   }
+  if (impl_->handshake_dropped) return impl_->Refused(SecretOnOneSide());
   return Error::Timeout("rendezvous: waiting for the table from rank 0 at " + impl_->where, 0,
                         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
 }
