@@ -5,7 +5,8 @@
 # last stage) and each signal:
 # - every surviving rank exits on its own within INFERNO_TIMEOUT_MS + 2 s of
 #   the fault, non-zero, with one "infer: rank R: ..." line that is a PeerLost
-#   or Timeout naming a peer rank and the op (send/recv);
+#   or Timeout naming a peer rank and the op (send/recv, or the
+#   tensor-parallel all_reduce/all_gather);
 # - every survivor names the victim: the first to notice the loss sends the
 #   others an abort notice quoting its error, so a survivor that only waits on
 #   another survivor reports the victim, not that neighbour;
@@ -13,11 +14,13 @@
 #   SIGKILLs a stopped victim after --grace).
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
 # they must notice the loss themselves.
+# With TP > 1 the grid is WORLD/TP stages of TP tensor-parallel ranks, whose
+# all_reduces are where most survivors wait when the victim goes.
 #
-# Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD
+# Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD [TP]
 set -u
 source tests/test_lib.sh
-LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4"
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4" TP="${5:-1}"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_fault.XXXXXX")"
 TIMEOUT_MS=2000
 SLACK_MS=2000
@@ -43,13 +46,13 @@ rank_pids() {
 # run_case SIGNAL VICTIM
 run_case() {
   local signal="$1" victim="$2"
-  local name="$signal-rank$victim-of$WORLD" grace=$(((TIMEOUT_MS + SLACK_MS) / 1000 + 1))
+  local name="$signal-rank$victim-of$WORLD-tp$TP" grace=$(((TIMEOUT_MS + SLACK_MS) / 1000 + 1))
   local out="$WORK/$name.out"
   [ "$signal" = STOP ] && grace=3
   (
     trap '' TERM
     INFERNO_TIMEOUT_MS=$TIMEOUT_MS exec "$LAUNCH" -n "$WORLD" --tag-output --timeout 60 --grace "$grace" -- \
-      "$INFER" --model "$WORK/toy" --prompt "$PROMPT" --max-new-tokens 1000
+      "$INFER" --model "$WORK/toy" --prompt "$PROMPT" --max-new-tokens 1000 --tp "$TP"
   ) >"$out" 2>&1 &
   local launch_pid=$!
 
@@ -131,8 +134,9 @@ run_case() {
       fail "$name: rank $rank exited $took ms after the fault (limit $bound ms)"
     fi
     local line
-    line=$(grep "^\[$rank\] infer: rank $rank: " "$out" | head -1)
-    if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv).* rank [0-9]+"; then
+    # The error line ("Kind: ..."), not a progress line ("loading weights: ...").
+    line=$(grep -E "^\[$rank\] infer: rank $rank: [A-Za-z]+: " "$out" | head -1)
+    if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv|all_reduce|all_gather).* rank [0-9]+"; then
       fail "$name: rank $rank: no PeerLost/Timeout naming a rank and an op: '$line'"
     fi
     echo "$line" | grep -q "rank $victim[^0-9]" ||
@@ -165,4 +169,4 @@ done
 
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1
-echo "PASS: $WORLD ranks, victims ${VICTIMS[*]}, SIGKILL and SIGSTOP"
+echo "PASS: $WORLD ranks (tp $TP), victims ${VICTIMS[*]}, SIGKILL and SIGSTOP"
