@@ -1,6 +1,6 @@
 // stranger: a hostile process for the process-level stranger test. For
 // DURATION_MS it repeatedly attacks every ENDPOINT (tcp://host:port or
-// ipc://@name of a running rank) the ways a port scanner, a buggy client or a
+// ipc:///path of a running rank) the ways a port scanner, a buggy client or a
 // rank of another job would:
 //   silent     connections held open for the whole run, sending nothing
 //   garbage    raw bytes that are not ZeroMQ (random bytes, an HTTP request)
@@ -42,7 +42,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Opens a stream socket to `endpoint` (tcp://a.b.c.d:port or ipc://@name);
+// Opens a stream socket to `endpoint` (tcp://a.b.c.d:port or ipc:///path);
 // -1 on failure.
 int ConnectRaw(const std::string& endpoint) {
   if (endpoint.rfind("tcp://", 0) == 0) {
@@ -61,16 +61,15 @@ int ConnectRaw(const std::string& endpoint) {
     }
     return fd;
   }
-  if (endpoint.rfind("ipc://@", 0) == 0) {
-    const std::string name = endpoint.substr(7);
+  if (endpoint.rfind("ipc://", 0) == 0) {
+    const std::string path = endpoint.substr(6);
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
-    if (name.size() + 1 > sizeof(address.sun_path)) return -1;
-    std::memcpy(address.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
-    const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (path.size() + 1 > sizeof(address.sun_path)) return -1;
+    std::memcpy(address.sun_path, path.data(), path.size());
     const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0) return -1;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
       close(fd);
       return -1;
     }

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "distributed/ipc_directory.h"
 #include "distributed/job_secret.h"
 #include "distributed/transport.h"
 
@@ -73,6 +74,10 @@ struct ZmqTransportOptions {
   // secret can connect (see distributed/zmq/curve_auth.h); every rank of the
   // job must have the same one. Unset: plain ZeroMQ.
   std::optional<JobSecret> job_secret;
+  // The private directory that holds the ipc:// endpoints of bind_endpoints,
+  // if any: the transport keeps it until its sockets are closed, so the
+  // directory is removed after them.
+  std::shared_ptr<const IpcDirectory> ipc_directory;
 };
 
 class ZmqTransport : public Transport {
