@@ -17,17 +17,27 @@
 # every rank must log that it refused the stranger's key. Without it, the
 # attacked job runs under `launch --insecure`.
 #
-# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY]
+# With --flood, the stranger floods every endpoint with small messages for
+# 6 s and then closes abruptly instead (stranger --flood), which made libzmq
+# 4.3.4 abort ranks of an insecure job; the same checks apply.
+#
+# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY] [--flood]
 set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
-SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=()
-if [ "${5:-}" = "--secure" ]; then
+shift 4
+SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000
+if [ "${1:-}" = "--secure" ]; then
   SECURE=1
-  INFERNO_JOB_SECRET=$("$6") || { echo "FAIL: job_key" >&2; exit 1; }
+  INFERNO_JOB_SECRET=$("$2") || { echo "FAIL: job_key" >&2; exit 1; }
   export INFERNO_JOB_SECRET
   LAUNCH_FLAGS=()
-  STRANGER_FLAGS=(--curve-server-key "$("$6" --public)")
+  STRANGER_FLAGS=(--curve-server-key "$("$2" --public)")
+  shift 2
+fi
+if [ "${1:-}" = "--flood" ]; then
+  STRANGER_FLAGS+=(--flood)
+  ATTACK_MS=6000
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
@@ -90,7 +100,7 @@ else
       *) fail "a rank listens on $endpoint, not on loopback or an ipc socket file" ;;
     esac
   done
-  "$STRANGER" "${STRANGER_FLAGS[@]}" 1000 "${endpoints[@]}" || fail "stranger failed"
+  "$STRANGER" "${STRANGER_FLAGS[@]}" "$ATTACK_MS" "${endpoints[@]}" || fail "stranger failed"
   kill -0 "$launch_pid" 2>/dev/null || fail "the job ended before the attacks did: they proved nothing"
 fi
 wait "$launch_pid" || fail "the attacked run failed (status $?)"

@@ -284,8 +284,11 @@ Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptio
     impl->router.set(zmq::sockopt::maxmsgsize,
                      static_cast<int64_t>(kMaxChunkBytes) + (impl->curve_keys ? kCurveMessageOverhead : 0));
     impl->router.set(zmq::sockopt::linger, Millis(options.linger));
-    impl->router.set(zmq::sockopt::heartbeat_ivl, Millis(options.heartbeat_interval));
-    impl->router.set(zmq::sockopt::heartbeat_timeout, Millis(options.heartbeat_timeout));
+    // No heartbeats of the ROUTER's own (the DEALERs' heartbeats, answered
+    // by it, find lost peers): libzmq 4.3.4 sends a heartbeat from a timer
+    // without checking for an I/O error, and aborts ("!_io_error") when a
+    // connection whose input was stopped by a full queue, as a flood leaves
+    // it, was closed by the other end before the timer fired.
     for (const std::string& bind_endpoint : options.bind_endpoints) {
       endpoint = bind_endpoint;
       impl->router.bind(bind_endpoint);

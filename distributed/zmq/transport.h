@@ -60,7 +60,8 @@ struct ZmqTransportOptions {
   std::vector<std::string> bind_endpoints = {"tcp://127.0.0.1:0"};
   // Transport::timeout(): how long one wait may take.
   std::chrono::milliseconds timeout{60000};
-  // ZMQ_HEARTBEAT_IVL / ZMQ_HEARTBEAT_TIMEOUT (and _TTL) on every connection.
+  // ZMQ_HEARTBEAT_IVL / ZMQ_HEARTBEAT_TIMEOUT (and _TTL) on every connection
+  // this rank makes (its DEALERs); the ROUTER only answers them.
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{5000};
   // ZMQ_LINGER: how long Close lets unsent messages drain.
