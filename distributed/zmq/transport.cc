@@ -403,7 +403,14 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key, con
         if (left.count() <= 0) {
           return Error::Timeout(SendWhere(peer) + " (send queue full)", peer, options.timeout);
         }
+        // Read what arrived meanwhile (unless another thread does): an
+        // abort notice, or the monitor's word that the peer is gone, ends
+        // the wait now rather than at the deadline.
+        if (std::unique_lock<std::mutex> reading(router_mutex, std::try_to_lock); reading.owns_lock()) {
+          PollSockets(Clock::now());
+        }
         if (peer_state.lost.load()) return Error::PeerLost(SendWhere(peer), peer);
+        if (Status aborted = mailbox->JobAborted(); !aborted) return aborted;
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }

@@ -107,7 +107,10 @@ class ZmqTransport : public Transport {
   // Every chunk is copied from `head` and `tail` into a message ZeroMQ owns,
   // never sent zero-copy from them: ZeroMQ never frees messages queued for a
   // peer that died, so a zero-copy send could keep reading a caller's buffer
-  // forever.
+  // forever. A Send waiting for room in a full queue also reads the sockets
+  // (unless another thread does) at least every 100 ms, so it ends with
+  // PeerLost on an abort notice from any rank or the loss of `peer`, not at
+  // its deadline.
   Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
