@@ -92,7 +92,8 @@ struct RendezvousConfig {
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 
-// Joins the group described by `config`. Errors: Transport naming addr:port
+// Joins the group described by `config`. Errors: Io naming the path when
+// the private ipc directory cannot be made (see IpcDirectory); Transport naming addr:port
 // when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses
 // this rank's key (its job secret differs, or only one side has one; rank 0
 // itself then times out listing the rank as missing); Timeout listing the
