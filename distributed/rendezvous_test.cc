@@ -16,6 +16,7 @@
 
 #include "distributed/routed/transport.h"
 #include "distributed/testing/secret_filled_with.h"
+#include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
 
 namespace inferno {
@@ -334,6 +335,45 @@ TEST(Join, StrangerRefusedBeforeTheTableArrives) {
   EXPECT_NE(group.error().message.find("refused this rank"), std::string::npos) << group.error().message;
   EXPECT_LT(took, milliseconds(5000));
   // Now the real rank 1 arrives and the job proceeds.
+  config.job_secret = SecretFilledWith(9);
+  Result<ProcessGroup> real = Join(config, options);
+  master.join();
+  ASSERT_TRUE(real.ok()) << real.error().ToString();
+  EXPECT_EQ(master_result, "joined");
+}
+
+TEST(Join, SecuredRendezvousNeverReadsTheLineOfAStrangerWithoutTheSecret) {
+  // The line that ended an unsecured rendezvous in 1 s (issue 16): a rank 1
+  // of a world of 5, sent before the real rank 1 arrives.
+  const std::string line =
+      R"({"rank":1,"world_size":5,"host":"h","tcp":"tcp://127.0.0.1:1","ipc":"","fingerprint":{}})";
+  RendezvousOptions options;
+  options.timeout = milliseconds(20000);
+  std::promise<int> port_promise;
+  std::string master_result;
+  std::thread master([&] {
+    RendezvousOptions mine = options;
+    mine.on_master_listening = [&](int port) { port_promise.set_value(port); };
+    RendezvousConfig config;
+    config.world_size = 2;
+    config.op_timeout = milliseconds(10000);
+    config.job_secret = SecretFilledWith(9);
+    Result<ProcessGroup> group = Join(config, mine);
+    master_result = group ? "joined" : group.error().ToString();
+  });
+  RendezvousConfig config;
+  config.rank = 1;
+  config.world_size = 2;
+  config.master_port = port_promise.get_future().get();
+  config.op_timeout = milliseconds(10000);
+  Result<std::unique_ptr<RendezvousClient>> stranger =
+      RendezvousClient::Connect("127.0.0.1", config.master_port, std::nullopt);
+  EXPECT_TRUE(stranger.ok()) << stranger.error().ToString();
+  if (stranger.ok()) {
+    EXPECT_TRUE((*stranger)->Send(line).ok());
+    Result<std::string> reply = (*stranger)->Receive(Clock::now() + milliseconds(2000));
+    EXPECT_FALSE(reply.ok()) << "rank 0 answered a stranger with: " << *reply;
+  }
   config.job_secret = SecretFilledWith(9);
   Result<ProcessGroup> real = Join(config, options);
   master.join();
