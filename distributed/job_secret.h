@@ -1,6 +1,7 @@
-// JobSecret: the 32 random bytes that the ranks of a secured job share. A job
-// is secured when INFERNO_JOB_SECRET is set (`launch --secure` sets it for its
-// ranks); its ZeroMQ sockets then use CURVE with a key pair derived from the
+// JobSecret: the 32 random bytes that the ranks of a job share. Every job of
+// more than one rank is secured unless asked not to be (INFERNO_INSECURE=1):
+// INFERNO_JOB_SECRET carries the secret (`launch` makes one for its ranks); its
+// ZeroMQ sockets then use CURVE with a key pair derived from the
 // secret (see distributed/zmq/curve_auth.h), so only processes that hold the
 // secret can join the rendezvous or send a frame. The text form is 64
 // hexadecimal digits. Error messages never repeat the secret.
@@ -19,6 +20,11 @@ namespace inferno {
 
 // The environment variable that carries a job's secret to its ranks.
 inline constexpr char kJobSecretVariable[] = "INFERNO_JOB_SECRET";
+
+// Set to 1, the environment variable that asks for a job without a secret
+// (`launch --insecure` sets it): its ranks admit anyone who reaches them.
+// Without it, a rank of a multi-rank job refuses to start without a secret.
+inline constexpr char kInsecureJobVariable[] = "INFERNO_INSECURE";
 
 struct JobSecret {
   static constexpr size_t kBytes = 32;

@@ -8,18 +8,19 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
+#include "distributed/ipc_directory.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/routed/transport.h"
 #include "distributed/shm/host_identity.h"
@@ -86,9 +87,9 @@ uint64_t RandomId() {
 }
 
 // Where this rank's ipc:// endpoint can be reached from: the host name plus
-// the network namespace, because abstract ipc:// names are private to a
-// network namespace. Ranks on one host in separate namespaces (containers,
-// `ip netns exec`) differ here and connect over tcp://.
+// the network namespace. A socket file is reachable wherever the file system
+// is shared, but ranks in separate namespaces (containers, `ip netns exec`)
+// are not assumed to share it, and connect over tcp://.
 std::string IpcDomain() {
   char name[256] = {};
   std::string domain = gethostname(name, sizeof(name) - 1) == 0 ? name : "unknown-host";
@@ -357,6 +358,21 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!parsed) return std::move(parsed).error();
     config.job_secret = *parsed;
   }
+  const char* insecure = getenv(kInsecureJobVariable);
+  if (insecure != nullptr && std::string_view(insecure) != "1") {
+    return Error::InvalidArgument(std::string(kInsecureJobVariable) + "='" + insecure +
+                                  "': set it to 1 to run a job without a secret, or unset it");
+  }
+  if (insecure != nullptr && config.job_secret) {
+    return Error::InvalidArgument(std::string("both ") + kJobSecretVariable + " and " + kInsecureJobVariable +
+                                  "=1 are set: unset one");
+  }
+  if (config.world_size > 1 && !config.job_secret && insecure == nullptr) {
+    return Error::InvalidArgument(std::string("a job of ") + std::to_string(config.world_size) +
+                                  " ranks needs a secret: export " + kJobSecretVariable +
+                                  "=$(job_key) on every rank (launch does it for you), or set " +
+                                  kInsecureJobVariable + "=1 to let anyone who reaches a rank join");
+  }
   return config;
 }
 
@@ -382,11 +398,13 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   if (!local_address) return std::move(local_address).error();
   transport_options.bind_endpoints.push_back("tcp://" + *local_address + ":0");
   if (options.prefer_ipc_on_same_host) {
-    // Linux abstract socket names: no file to clean up if a rank dies.
-    char name[64];
-    std::snprintf(name, sizeof(name), "ipc://@inferno-%016llx-%d",
-                  static_cast<unsigned long long>(RandomId()), config.rank);
-    transport_options.bind_endpoints.push_back(name);
+    // A file in a directory only this user can enter, never an abstract
+    // name, which any process in the network namespace could connect to.
+    Result<IpcDirectory> directory = IpcDirectory::Create();
+    if (!directory) return std::move(directory).error();
+    transport_options.ipc_directory = std::make_shared<const IpcDirectory>(std::move(*directory));
+    transport_options.bind_endpoints.push_back("ipc://" + transport_options.ipc_directory->path() + "/rank-" +
+                                               std::to_string(config.rank));
   }
   Result<std::shared_ptr<ZmqTransport>> transport = ZmqTransport::Bind(transport_options);
   if (!transport) return std::move(transport).error();

@@ -2,18 +2,21 @@
 // ProcessGroup.
 //
 // Every rank binds its own ZeroMQ endpoint (tcp on port 0, plus an ipc://
-// path under a temporary directory, used by peers on the same host) and,
+// path in a private directory, used by peers on the same host) and,
 // unless told to use ZeroMQ only, creates a shared-memory inbox
 // (distributed/shm), and reports both with its HostIdentity to rank 0, which
 // listens at MASTER_ADDR:MASTER_PORT and sends every rank the table of
 // endpoints and a job id. Ranks then connect to each other, run a barrier,
 // and return. Which peers talk over shared memory is decided from the table
 // (see TransportChoice), so both ranks of a pair decide alike; ZeroMQ always
-// connects every pair, as the control plane (see distributed/routed). With a job secret (INFERNO_JOB_SECRET),
-// the rendezvous and every connection after it admit only processes holding the secret (see
-// distributed/zmq/curve_auth.h). Rank 0 listens only on MASTER_ADDR (resolved
-// if a name), each rank only on its address toward it and an abstract ipc://
-// name: on one host, loopback.
+// connects every pair, as the control plane (see distributed/routed). With a
+// job secret (INFERNO_JOB_SECRET; required from the environment unless
+// INFERNO_INSECURE=1), the rendezvous and every connection after it admit
+// only processes holding the secret, before any routing id or byte of theirs
+// is accepted (see distributed/zmq/curve_auth.h). Rank 0 listens only on
+// MASTER_ADDR (resolved if a name), each rank only on its address toward it
+// and an ipc:// socket file in its own private directory (see
+// distributed/ipc_directory.h): on one host, loopback.
 //
 //   Result<ProcessGroup> group = JoinFromEnvironment();
 //   if (!group) { LOG(ERROR) << group.error().ToString(); return 1; }
@@ -68,7 +71,8 @@ struct RendezvousConfig {
   std::chrono::milliseconds op_timeout{0};
   // INFERNO_RENDEZVOUS_TIMEOUT_MS if set: replaces RendezvousOptions::timeout.
   std::optional<std::chrono::milliseconds> rendezvous_timeout;
-  // INFERNO_JOB_SECRET if set: the job is secured with it.
+  // INFERNO_JOB_SECRET if set: the job is secured with it. Unset only in a
+  // 1-rank world or with INFERNO_INSECURE=1.
   std::optional<JobSecret> job_secret;
   // INFERNO_TRANSPORT if set: replaces RendezvousOptions::transport.
   std::optional<TransportChoice> transport;
@@ -76,17 +80,20 @@ struct RendezvousConfig {
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
 // SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS,
-// INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET and INFERNO_TRANSPORT through `getenv`
-// (nullptr: unset). With no rank
+// INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET, INFERNO_INSECURE and
+// INFERNO_TRANSPORT through `getenv` (nullptr: unset). With no rank
 // variables set: rank 0 of a 1-rank world. Errors (InvalidArgument naming the
 // variable and value, but never the secret's): a non-numeric or out-of-range
-// value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a malformed
-// INFERNO_JOB_SECRET (set but empty included), an INFERNO_TRANSPORT other than
-// auto, zmq or shm.
+// value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a world size > 1
+// with neither INFERNO_JOB_SECRET nor INFERNO_INSECURE=1 (the message says to
+// export the secret or ask for an insecure job), both set, INFERNO_INSECURE
+// other than 1, a malformed INFERNO_JOB_SECRET (set but empty included), an
+// INFERNO_TRANSPORT other than auto, zmq or shm.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 
-// Joins the group described by `config`. Errors: Transport naming addr:port
+// Joins the group described by `config`. Errors: Io naming the path when
+// the private ipc directory cannot be made (see IpcDirectory); Transport naming addr:port
 // when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses
 // this rank's key (its job secret differs, or only one side has one; rank 0
 // itself then times out listing the rank as missing); Timeout listing the

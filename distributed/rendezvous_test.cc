@@ -16,6 +16,7 @@
 
 #include "distributed/routed/transport.h"
 #include "distributed/testing/secret_filled_with.h"
+#include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
 
 namespace inferno {
@@ -32,6 +33,9 @@ std::function<const char*(const char*)> FakeEnvironment(std::map<std::string, st
   };
 }
 
+// Asks for a job without a secret, as tests that start ranks by hand may.
+const std::pair<const std::string, std::string> kInsecure{"INFERNO_INSECURE", "1"};
+
 TEST(ReadRendezvousConfig, NoVariablesMeansOneRank) {
   Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({}));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
@@ -41,8 +45,11 @@ TEST(ReadRendezvousConfig, NoVariablesMeansOneRank) {
 }
 
 TEST(ReadRendezvousConfig, ReadsTorchrunNames) {
-  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
-      {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}}));
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"RANK", "2"},
+                                                                          {"WORLD_SIZE", "4"},
+                                                                          {"MASTER_ADDR", "10.0.0.1"},
+                                                                          {"MASTER_PORT", "29500"},
+                                                                          kInsecure}));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
   EXPECT_EQ(config->rank, 2);
   EXPECT_EQ(config->world_size, 4);
@@ -54,12 +61,13 @@ TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   Result<RendezvousConfig> ompi = ReadRendezvousConfig(FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"},
                                                                         {"OMPI_COMM_WORLD_SIZE", "3"},
                                                                         {"MASTER_ADDR", "h"},
-                                                                        {"MASTER_PORT", "1"}}));
+                                                                        {"MASTER_PORT", "1"},
+                                                                        kInsecure}));
   ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
   EXPECT_EQ(ompi->rank, 1);
   EXPECT_EQ(ompi->world_size, 3);
   Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment(
-      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}));
+      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, kInsecure}));
   ASSERT_TRUE(slurm.ok()) << slurm.error().ToString();
   EXPECT_EQ(slurm->rank, 4);
   EXPECT_EQ(slurm->world_size, 5);
@@ -334,6 +342,45 @@ TEST(Join, StrangerRefusedBeforeTheTableArrives) {
   EXPECT_EQ(master_result, "joined");
 }
 
+TEST(Join, SecuredRendezvousNeverReadsTheLineOfAStrangerWithoutTheSecret) {
+  // The line that ended an unsecured rendezvous in 1 s (issue 16): a rank 1
+  // of a world of 5, sent before the real rank 1 arrives.
+  const std::string line =
+      R"({"rank":1,"world_size":5,"host":"h","tcp":"tcp://127.0.0.1:1","ipc":"","fingerprint":{}})";
+  RendezvousOptions options;
+  options.timeout = milliseconds(20000);
+  std::promise<int> port_promise;
+  std::string master_result;
+  std::thread master([&] {
+    RendezvousOptions mine = options;
+    mine.on_master_listening = [&](int port) { port_promise.set_value(port); };
+    RendezvousConfig config;
+    config.world_size = 2;
+    config.op_timeout = milliseconds(10000);
+    config.job_secret = SecretFilledWith(9);
+    Result<ProcessGroup> group = Join(config, mine);
+    master_result = group ? "joined" : group.error().ToString();
+  });
+  RendezvousConfig config;
+  config.rank = 1;
+  config.world_size = 2;
+  config.master_port = port_promise.get_future().get();
+  config.op_timeout = milliseconds(10000);
+  Result<std::unique_ptr<RendezvousClient>> stranger =
+      RendezvousClient::Connect("127.0.0.1", config.master_port, std::nullopt);
+  EXPECT_TRUE(stranger.ok()) << stranger.error().ToString();
+  if (stranger.ok()) {
+    EXPECT_TRUE((*stranger)->Send(line).ok());
+    Result<std::string> reply = (*stranger)->Receive(Clock::now() + milliseconds(2000));
+    EXPECT_FALSE(reply.ok()) << "rank 0 answered a stranger with: " << *reply;
+  }
+  config.job_secret = SecretFilledWith(9);
+  Result<ProcessGroup> real = Join(config, options);
+  master.join();
+  ASSERT_TRUE(real.ok()) << real.error().ToString();
+  EXPECT_EQ(master_result, "joined");
+}
+
 TEST(ReadRendezvousConfig, ReadsTheJobSecret) {
   Result<RendezvousConfig> config =
       ReadRendezvousConfig(FakeEnvironment({{"INFERNO_JOB_SECRET", std::string(64, 'A')}}));
@@ -341,6 +388,38 @@ TEST(ReadRendezvousConfig, ReadsTheJobSecret) {
   ASSERT_TRUE(config->job_secret);
   EXPECT_EQ(config->job_secret->bytes, SecretFilledWith(0xAA).bytes);
   EXPECT_FALSE(ReadRendezvousConfig(FakeEnvironment({}))->job_secret);
+}
+
+TEST(ReadRendezvousConfig, SeveralRanksWithoutSecretRefuseNamingBothWaysOut) {
+  const std::map<std::string, std::string> rank1 = {
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}};
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(rank1));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      config.error().message,
+      "a job of 2 ranks needs a secret: export INFERNO_JOB_SECRET=$(job_key) on every rank (launch does "
+      "it for you), or set INFERNO_INSECURE=1 to let anyone who reaches a rank join");
+  std::map<std::string, std::string> insecure = rank1;
+  insecure.insert(kInsecure);
+  config = ReadRendezvousConfig(FakeEnvironment(insecure));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_FALSE(config->job_secret);
+  std::map<std::string, std::string> secured = rank1;
+  secured["INFERNO_JOB_SECRET"] = std::string(64, 'A');
+  config = ReadRendezvousConfig(FakeEnvironment(secured));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_TRUE(config->job_secret);
+}
+
+TEST(ReadRendezvousConfig, InsecureIsOnlyOneAndNeverBesideASecret) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_INSECURE", "yes"}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message,
+            "INFERNO_INSECURE='yes': set it to 1 to run a job without a secret, or unset it");
+  config = ReadRendezvousConfig(FakeEnvironment({kInsecure, {"INFERNO_JOB_SECRET", std::string(64, 'A')}}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "both INFERNO_JOB_SECRET and INFERNO_INSECURE=1 are set: unset one");
 }
 
 TEST(ReadRendezvousConfig, MalformedJobSecretNamesTheVariableNotTheValue) {

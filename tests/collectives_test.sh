@@ -2,14 +2,15 @@
 # Every ProcessGroup call across real processes: launch starts WORLD ranks of
 # collectives_check, which joins over TCP (or ipc:// with --ipc) and checks
 # every result exactly. Passes when launch exits 0 and every rank reports OK.
-# With --secure, the job runs under `launch --secure` (CURVE + ZAP).
-# Usage: collectives_test.sh LAUNCH COLLECTIVES_CHECK WORLD [--ipc | --secure]
+# The job is secured (CURVE + ZAP, launch's default); with --insecure it runs
+# under `launch --insecure` (plain ZeroMQ).
+# Usage: collectives_test.sh LAUNCH COLLECTIVES_CHECK WORLD [--ipc | --insecure]
 set -u
 LAUNCH="$1" CHECK="$2" WORLD="$3"
 shift 3
 LAUNCH_FLAGS=()
-if [ "${1:-}" = "--secure" ]; then
-  LAUNCH_FLAGS=(--secure)
+if [ "${1:-}" = "--insecure" ]; then
+  LAUNCH_FLAGS=(--insecure)
   shift
 fi
 OUT="$(mktemp "${TEST_TMPDIR:-/tmp}/collectives.XXXXXX")"

@@ -31,7 +31,8 @@ expect_error() {
   fi
   for ((r = 0; r < world; r++)); do
     local rank_out="$WORK/$name.$r.err"
-    RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=9 timeout 60 "$INFER" "$@" >/dev/null 2>"$rank_out"
+    RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=9 INFERNO_INSECURE=1 timeout 60 "$INFER" "$@" \
+      >/dev/null 2>"$rank_out"
     status=$?
     if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
       fail "$name: rank $r of $world exited with status $status"
@@ -107,7 +108,8 @@ expect_error context_beyond_model 2 "--context 17 exceeds the model's 16 positio
 # prints one line naming both ranks and what differs.
 "$MAKE_TOY" --out "$WORK/toy2" --layers 3 --seq-len 16 --seed 2 >/dev/null || fail "make_toy_model --seed 2"
 # Both ranks run by hand (under launch, the first rank to fail gets the other
-# killed before it prints), meeting at a free port rank 0 is given.
+# killed before it prints), meeting at a free port rank 0 is given, with a
+# secret exported on both as under mpirun.
 expect_mismatch() {
   local name="$1" pattern="$2" rank1_args="$3"
   shift 3
@@ -118,6 +120,7 @@ expect_mismatch() {
     # shellcheck disable=SC2206
     [ "$r" -eq 1 ] && extra=($rank1_args)
     RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 \
+      INFERNO_JOB_SECRET=$(printf '%064d' 5) \
       timeout 60 "$INFER" "$@" "${extra[@]}" >/dev/null 2>"$WORK/$name.$r.err" &
   done
   for r in 0 1; do
@@ -136,6 +139,15 @@ expect_mismatch other_model "rank 1 and rank 0 run different things: weights is 
   "--model $WORK/toy2" --model "$WORK/toy" --prompt hi --max-new-tokens 4
 expect_mismatch other_temperature "rank 1 and rank 0 run different things: generation is .*temperature=0.5" \
   "--temperature 0.5" --model "$WORK/toy" --prompt hi --max-new-tokens 4
+
+# A rank started by hand without a secret, and without asking for an
+# insecure job, refuses to start: one line saying what to do.
+RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=9 timeout 60 env -u INFERNO_JOB_SECRET -u INFERNO_INSECURE \
+  "$INFER" --model "$WORK/toy" --prompt hi >/dev/null 2>"$WORK/no_secret.err"
+status=$?
+[ "$status" -eq 2 ] || fail "no_secret: rank exited with status $status, want 2"
+[ "$(cat "$WORK/no_secret.err")" = "infer: InvalidArgument: a job of 2 ranks needs a secret: export INFERNO_JOB_SECRET=\$(job_key) on every rank (launch does it for you), or set INFERNO_INSECURE=1 to let anyone who reaches a rank join" ] ||
+  fail "no_secret: '$(cat "$WORK/no_secret.err")'"
 
 if [ "$FAILURES" -ne 0 ]; then
   echo "$FAILURES failures" >&2

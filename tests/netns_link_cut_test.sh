@@ -56,6 +56,9 @@ fi
 
 "$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 MASTER_PORT=$((20000 + RANDOM % 20000))  # free: nothing else runs in these namespaces
+# One secret for the launches of every node, as a multi-node job needs.
+INFERNO_JOB_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+export INFERNO_JOB_SECRET
 
 # start_job NAME MAX_NEW_TOKENS INFER_ARGS...: starts one launch per namespace
 # in the background; leaves their pids in LAUNCH_PIDS.

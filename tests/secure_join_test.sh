@@ -1,7 +1,7 @@
 #!/bin/bash
-# A process without a secured job's key cannot join it: under
-# `launch --secure -n 3`, rank 2 runs collectives_check with another secret,
-# then (second run) with none. Rank 2 must fail at once with one line saying
+# A process without a job's key cannot join it: under `launch -n 3` (which
+# secures the job), rank 2 runs collectives_check with another secret, then
+# (second run) with none, asking for an insecure job (INFERNO_INSECURE=1). Rank 2 must fail at once with one line saying
 # rank 0 refused it and naming INFERNO_JOB_SECRET, long before the rendezvous
 # timeout (30 s); no rank reports a joined group; launch exits non-zero; no
 # process is left behind.
@@ -24,10 +24,10 @@ for impostor in another-secret no-secret; do
     export IMPOSTOR_SECRET=""
   fi
   started=$(date +%s)
-  timeout 90 "$LAUNCH" -n 3 --secure --tag-output --timeout 60 --grace 2 -- /bin/bash -c \
+  timeout 90 "$LAUNCH" -n 3 --tag-output --timeout 60 --grace 2 -- /bin/bash -c \
     'echo "pid $$"
      if [ "$RANK" = 2 ]; then
-       if [ -n "$IMPOSTOR_SECRET" ]; then export INFERNO_JOB_SECRET="$IMPOSTOR_SECRET"; else unset INFERNO_JOB_SECRET; fi
+       if [ -n "$IMPOSTOR_SECRET" ]; then export INFERNO_JOB_SECRET="$IMPOSTOR_SECRET"; else unset INFERNO_JOB_SECRET; export INFERNO_INSECURE=1; fi
      fi
      exec "$0" "$@"' "$CHECK" >"$WORK/$impostor.out" 2>&1
   status=$?

@@ -1,6 +1,6 @@
 // stranger: a hostile process for the process-level stranger test. For
 // DURATION_MS it repeatedly attacks every ENDPOINT (tcp://host:port or
-// ipc://@name of a running rank) the ways a port scanner, a buggy client or a
+// ipc:///path of a running rank) the ways a port scanner, a buggy client or a
 // rank of another job would:
 //   silent     connections held open for the whole run, sending nothing
 //   garbage    raw bytes that are not ZeroMQ (random bytes, an HTTP request)
@@ -10,6 +10,10 @@
 //   foreign    over ZeroMQ: a one-part message, an undecodable header, a
 //              well-formed frame of another job, and a frame claiming to be
 //              rank 1 with a payload shorter than its header says
+// With --flood, it instead sends every ENDPOINT, from one DEALER each, as many
+// 64-byte two-part messages as it can for DURATION_MS, then closes at once
+// (linger 0) with messages still queued: the attack that made libzmq 4.3.4
+// abort a rank with "Assertion failed: !_io_error".
 // It is deliberately a ZeroMQ peer of its own (it includes zmq.hpp): it plays
 // a foreign process, not part of the project's transport.
 //
@@ -17,7 +21,7 @@
 // secret), its ZeroMQ connections are CURVE clients of that server with a key
 // pair of their own: the strongest stranger short of one holding the secret.
 //
-// Usage: stranger [--curve-server-key KEY] DURATION_MS ENDPOINT...
+// Usage: stranger [--curve-server-key KEY] [--flood] DURATION_MS ENDPOINT...
 // Prints one summary line of attacks made; exits 0 (1 on bad arguments).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -42,7 +46,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Opens a stream socket to `endpoint` (tcp://a.b.c.d:port or ipc://@name);
+// Opens a stream socket to `endpoint` (tcp://a.b.c.d:port or ipc:///path);
 // -1 on failure.
 int ConnectRaw(const std::string& endpoint) {
   if (endpoint.rfind("tcp://", 0) == 0) {
@@ -61,16 +65,15 @@ int ConnectRaw(const std::string& endpoint) {
     }
     return fd;
   }
-  if (endpoint.rfind("ipc://@", 0) == 0) {
-    const std::string name = endpoint.substr(7);
+  if (endpoint.rfind("ipc://", 0) == 0) {
+    const std::string path = endpoint.substr(6);
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
-    if (name.size() + 1 > sizeof(address.sun_path)) return -1;
-    std::memcpy(address.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
-    const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (path.size() + 1 > sizeof(address.sun_path)) return -1;
+    std::memcpy(address.sun_path, path.data(), path.size());
     const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0) return -1;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
       close(fd);
       return -1;
     }
@@ -181,6 +184,36 @@ void SendForeignFrames(zmq::context_t& context, const std::string& endpoint,
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// Floods every endpoint, each from its own thread and DEALER, with 64-byte
+// two-part messages until `until`, then closes every connection at once;
+// returns how many messages were queued.
+long Flood(zmq::context_t& context, const std::vector<std::string>& endpoints,
+           const std::string& curve_server_key, Clock::time_point until) {
+  std::vector<long> sent(endpoints.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    threads.emplace_back([&, i] {
+      zmq::socket_t dealer = StrangerDealer(context, curve_server_key);
+      dealer.set(zmq::sockopt::sndhwm, 100000);
+      dealer.set(zmq::sockopt::sndtimeo, 100);
+      dealer.set(zmq::sockopt::linger, 0);  // close abruptly
+      dealer.connect(endpoints[i]);
+      const std::string part(32, 'F');
+      while (Clock::now() < until) {
+        (void)dealer.send(zmq::buffer(part), zmq::send_flags::sndmore);
+        sent[i] += dealer.send(zmq::buffer(part), zmq::send_flags::none).has_value();
+      }
+      dealer.close();
+    });
+  }
+  long total = 0;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    threads[i].join();
+    total += sent[i];
+  }
+  return total;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,14 +223,24 @@ int main(int argc, char** argv) {
     argc -= 2;
     argv += 2;
   }
+  const bool flood = argc >= 2 && std::strcmp(argv[1], "--flood") == 0;
+  if (flood) {
+    --argc;
+    ++argv;
+  }
   if (argc < 3 || std::atoi(argv[1]) <= 0) {
-    std::fprintf(stderr, "usage: stranger [--curve-server-key KEY] DURATION_MS ENDPOINT...\n");
+    std::fprintf(stderr, "usage: stranger [--curve-server-key KEY] [--flood] DURATION_MS ENDPOINT...\n");
     return 1;
   }
   const auto until = Clock::now() + std::chrono::milliseconds(std::atoi(argv[1]));
   const std::vector<std::string> endpoints(argv + 2, argv + argc);
   std::mt19937_64 random(std::random_device{}());
   zmq::context_t context(1);
+  if (flood) {
+    const long sent = Flood(context, endpoints, curve_server_key, until);
+    std::printf("stranger: flooded %zu endpoints with %ld messages, then closed\n", endpoints.size(), sent);
+    return 0;
+  }
 
   std::vector<int> silent;
   std::vector<zmq::socket_t> silent_dealers;

@@ -7,23 +7,37 @@
 # token ids of a clean run, and the ranks must log the frames they dropped.
 # Every tcp endpoint a rank listens on must be on loopback.
 #
-# With --secure JOB_KEY, the attacked job runs under `launch --secure` and
+# Every ipc:// endpoint must be a socket file in a directory of mode 0700
+# owned by the user.
+#
+# With --secure JOB_KEY, the attacked job is launch's default (secured) one and
 # the stranger's ZeroMQ connections are CURVE clients that know the job's
 # public key (printed by JOB_KEY) but hold keys of their own. Then no frame of
 # the stranger may reach a rank at all (no rank logs a dropped frame), and
-# every rank must log that it refused the stranger's key.
+# every rank must log that it refused the stranger's key. Without it, the
+# attacked job runs under `launch --insecure`.
 #
-# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY]
+# With --flood, the stranger floods every endpoint with small messages for
+# 6 s and then closes abruptly instead (stranger --flood), which made libzmq
+# 4.3.4 abort ranks of an insecure job; the same checks apply.
+#
+# Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY] [--flood]
 set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
-SECURE=0 LAUNCH_FLAGS=() STRANGER_FLAGS=()
-if [ "${5:-}" = "--secure" ]; then
+shift 4
+SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000
+if [ "${1:-}" = "--secure" ]; then
   SECURE=1
-  INFERNO_JOB_SECRET=$("$6") || { echo "FAIL: job_key" >&2; exit 1; }
+  INFERNO_JOB_SECRET=$("$2") || { echo "FAIL: job_key" >&2; exit 1; }
   export INFERNO_JOB_SECRET
-  LAUNCH_FLAGS=(--secure)
-  STRANGER_FLAGS=(--curve-server-key "$("$6" --public)")
+  LAUNCH_FLAGS=()
+  STRANGER_FLAGS=(--curve-server-key "$("$2" --public)")
+  shift 2
+fi
+if [ "${1:-}" = "--flood" ]; then
+  STRANGER_FLAGS+=(--flood)
+  ATTACK_MS=6000
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
@@ -31,7 +45,7 @@ WORLD=3
 "$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids)
 
-# listening_endpoints PID: the tcp:// and abstract ipc:// endpoints PID listens on.
+# listening_endpoints PID: the tcp:// and ipc:// endpoints PID listens on.
 listening_endpoints() {
   local inodes
   inodes=$(find "/proc/$1/fd" -lname 'socket:*' -printf '%l\n' 2>/dev/null | sed 's/socket:\[\([0-9]*\)\]/\1/' | sort -u)
@@ -46,10 +60,10 @@ listening_endpoints() {
     done
   # /proc/net/unix: "Num RefCount Protocol Flags Type St Inode Path"; flag 00010000 is listening.
   awk -v inodes="$inodes" 'BEGIN { split(inodes, list, "\n"); for (i in list) want[list[i]] = 1 }
-    NR > 1 && $4 == "00010000" && ($7 in want) && $8 ~ /^@/ { print "ipc://" $8 }' /proc/net/unix
+    NR > 1 && $4 == "00010000" && ($7 in want) && $8 != "" { print "ipc://" $8 }' /proc/net/unix
 }
 
-timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
+timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --insecure --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
   { cat "$WORK/clean.err" >&2; fail "the clean run failed"; }
 
 attack_start_ms=$(now_ms)
@@ -77,11 +91,16 @@ if [ "${ranks_listening:-0}" -lt "$WORLD" ]; then
 else
   for endpoint in "${endpoints[@]}"; do
     case "$endpoint" in
-      tcp://127.0.0.1:*|ipc://@*) ;;
-      *) fail "a rank listens on $endpoint, not on loopback or an abstract ipc name" ;;
+      tcp://127.0.0.1:*) ;;
+      ipc:///*)
+        directory=$(dirname "${endpoint#ipc://}")
+        [ "$(stat -c '%a %u' "$directory")" = "700 $(id -u)" ] ||
+          fail "$endpoint is not in a directory of mode 0700 owned by this user: $(stat -c '%a %u' "$directory")"
+        ;;
+      *) fail "a rank listens on $endpoint, not on loopback or an ipc socket file" ;;
     esac
   done
-  "$STRANGER" "${STRANGER_FLAGS[@]}" 1000 "${endpoints[@]}" || fail "stranger failed"
+  "$STRANGER" "${STRANGER_FLAGS[@]}" "$ATTACK_MS" "${endpoints[@]}" || fail "stranger failed"
   kill -0 "$launch_pid" 2>/dev/null || fail "the job ended before the attacks did: they proved nothing"
 fi
 wait "$launch_pid" || fail "the attacked run failed (status $?)"

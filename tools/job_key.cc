@@ -1,7 +1,8 @@
 // job_key: makes and inspects job secrets (see distributed/job_secret.h).
 //
 //   job_key            prints a fresh secret: export INFERNO_JOB_SECRET=$(job_key)
-//                      on every node of a multi-node --secure job
+//                      on every rank started without launch, and on every
+//                      node of a multi-node job
 //   job_key --public   prints the CURVE public key (Z85) of $INFERNO_JOB_SECRET,
 //                      which is not secret (tests give it to a stranger)
 #include <cstdio>
@@ -16,8 +17,8 @@ int main(int argc, char** argv) {
   const inferno::CommandSpec spec{
       "job_key",
       "[--public]",
-      "Prints a fresh job secret (export INFERNO_JOB_SECRET=$(job_key) on every node of a multi-node\n"
-      "--secure job), or with --public the CURVE public key of $INFERNO_JOB_SECRET.",
+      "Prints a fresh job secret (export INFERNO_JOB_SECRET=$(job_key) on every rank started without launch\n"
+      "and on every node of a multi-node job), or with --public the CURVE public key of $INFERNO_JOB_SECRET.",
       {{"public", "", "print the CURVE public key (Z85) of $INFERNO_JOB_SECRET, which is not secret"}}};
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
   if (!flags.Has("public")) {

@@ -52,8 +52,9 @@ const CommandSpec& LaunchCommandSpec() {
        {"tag-output", "", "prefix each output line with \"[rank] \""},
        {"timeout", "SECONDS", "stop the job after this long and exit 124"},
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
-       {"secure", "",
-        "encrypt the job's traffic, admit only its ranks (INFERNO_JOB_SECRET: launch's if set, else new)"},
+       {"insecure", "",
+        "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
+        "INFERNO_JOB_SECRET: launch's if set, else new)"},
        {"transport", "T",
         "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
         "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
@@ -91,7 +92,7 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
     if (!status) return status.error();
   }
   options.tag_output = flags.Has("tag-output");
-  options.secure = flags.Has("secure");
+  options.insecure = flags.Has("insecure");
   if (const std::optional<std::string> transport = flags.Last("transport")) {
     Result<TransportChoice> choice = ParseTransportChoice("--transport", *transport);
     if (!choice) return choice.error();

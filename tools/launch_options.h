@@ -1,6 +1,6 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
-//   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--secure]
+//   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--insecure]
 //          [--transport auto|zmq|shm]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
@@ -34,10 +34,12 @@ struct LaunchOptions {
   bool tag_output = false;
   // Stop the whole job after this long; zero means no limit.
   std::chrono::milliseconds timeout{0};
-  // Secure the job: its ranks get a job secret (INFERNO_JOB_SECRET, taken
-  // from launch's environment if set there, else fresh), so only they can
-  // join it or send to it (see distributed/job_secret.h).
-  bool secure = false;
+  // false (the default): the ranks get a job secret (INFERNO_JOB_SECRET,
+  // taken from launch's environment if set there, else fresh), so only they
+  // can join the job or send to it (see distributed/job_secret.h).
+  // true: they get INFERNO_INSECURE=1 and no secret, and admit anyone who
+  // reaches them.
+  bool insecure = false;
   // Set: the ranks get it as INFERNO_TRANSPORT (what carries their data, see
   // distributed/transport_choice.h). Unset: they inherit launch's environment.
   std::optional<TransportChoice> transport;

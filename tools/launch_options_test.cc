@@ -21,7 +21,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   auto options = Parse({"-n",
                         "3",
                         "--tag-output",
-                        "--secure",
+                        "--insecure",
                         "--timeout",
                         "2.5",
                         "--grace=0.25",
@@ -41,7 +41,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_EQ(options->ranks_per_node, 3);
   EXPECT_TRUE(options->tag_output);
-  EXPECT_TRUE(options->secure);
+  EXPECT_TRUE(options->insecure);
   EXPECT_EQ(options->timeout.count(), 2500);
   EXPECT_EQ(options->grace.count(), 250);
   EXPECT_EQ(options->nnodes, 2);
@@ -57,7 +57,7 @@ TEST(ParseLaunchOptions, CommandStartsAtFirstNonFlagWithoutDoubleDash) {
   auto options = Parse({"-n", "2", "echo", "--tag-output"});
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_FALSE(options->tag_output);
-  EXPECT_FALSE(options->secure);
+  EXPECT_FALSE(options->insecure);
   EXPECT_FALSE(options->transport.has_value());
   EXPECT_EQ(options->command, (std::vector<std::string>{"echo", "--tag-output"}));
   EXPECT_EQ(options->master_port, 0);
@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
                     BadCase{{"-n", "2"}, "no program given after the flags"},
                     BadCase{{"-n", "2", "--tag", "prog"}, "unknown flag --tag"},
                     BadCase{{"-n", "2", "--tag-output=1", "prog"}, "--tag-output takes no value"},
-                    BadCase{{"-n", "2", "--secure=yes", "prog"}, "--secure takes no value"},
+                    BadCase{{"-n", "2", "--insecure=yes", "prog"}, "--insecure takes no value"},
                     BadCase{{"-n", "2", "--timeout", "0", "prog"},
                             "--timeout: expected a positive number of seconds, got '0'"},
                     BadCase{{"-n", "2", "--grace", "-1", "prog"},

@@ -60,7 +60,7 @@ done
 
 # --- one node of a multi-node job -------------------------------------------
 rm -f "$WORK"/env.*
-timeout 20 "$LAUNCH" -n 2 --nnodes 3 --node-rank 1 --master-addr 10.1.2.3 --master-port 4242 \
+INFERNO_JOB_SECRET=$(printf '%064d' 1) timeout 20 "$LAUNCH" -n 2 --nnodes 3 --node-rank 1 --master-addr 10.1.2.3 --master-port 4242 \
   -- "$ENV_DUMP" || fail "multi-node: launch failed"
 [ "$(cat "$WORK/env.2")" = "2 6 0 2 10.1.2.3 4242 unset" ] || fail "multi-node: rank 2 saw '$(cat "$WORK/env.2" 2>&1)'"
 [ "$(cat "$WORK/env.3")" = "3 6 1 2 10.1.2.3 4242 unset" ] || fail "multi-node: rank 3 saw '$(cat "$WORK/env.3" 2>&1)'"
@@ -198,31 +198,33 @@ status=$?
 grep -q "^launch: Io: --master-addr: cannot bind 192.0.2.1:0" "$WORK/addr.err" ||
   fail "foreign --master-addr message: '$(cat "$WORK/addr.err")'"
 
-# --- --secure -------------------------------------------------------------------
+# --- a job secret by default, --insecure ---------------------------------------
 SECRET_DUMP=$(program secret_dump.sh <<EOS
 #!/bin/sh
-echo "\${INFERNO_JOB_SECRET:-unset}" > "$WORK/secret.\$RANK"
+echo "\${INFERNO_JOB_SECRET:-unset} \${INFERNO_INSECURE:-unset}" > "$WORK/secret.\$RANK"
 EOS
 )
-(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 2 --secure -- "$SECRET_DUMP") || fail "--secure: launch failed"
+(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 2 -- "$SECRET_DUMP") || fail "default secret: launch failed"
 secrets=$(cat "$WORK"/secret.* | sort -u)
-[ "$(echo "$secrets" | wc -l)" -eq 1 ] || fail "--secure: ranks got different secrets"
-echo "$secrets" | grep -Eq '^[0-9a-f]{64}$' || fail "--secure: '$secrets' is not 64 hex digits"
-(unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 1 --secure -- "$SECRET_DUMP")
-[ "$(cat "$WORK/secret.0")" != "$secrets" ] || fail "--secure: two jobs got the same fresh secret"
+[ "$(echo "$secrets" | wc -l)" -eq 1 ] || fail "ranks got different secrets"
+echo "$secrets" | grep -Eq '^[0-9a-f]{64} unset$' || fail "'$secrets' is not 64 hex digits and no INFERNO_INSECURE"
 (unset INFERNO_JOB_SECRET; timeout 20 "$LAUNCH" -n 1 -- "$SECRET_DUMP")
-[ "$(cat "$WORK/secret.0")" = unset ] || fail "without --secure a rank got a secret"
+[ "$(cat "$WORK/secret.0")" != "$secrets" ] || fail "two jobs got the same fresh secret"
+(unset INFERNO_JOB_SECRET; INFERNO_INSECURE=1 timeout 20 "$LAUNCH" -n 1 -- "$SECRET_DUMP")
+grep -Eq '^[0-9a-f]{64} unset$' "$WORK/secret.0" || fail "launch's INFERNO_INSECURE=1 reached a rank beside a secret"
+INFERNO_JOB_SECRET=$(printf '%064d' 7) timeout 20 "$LAUNCH" -n 1 --insecure -- "$SECRET_DUMP"
+[ "$(cat "$WORK/secret.0")" = "unset 1" ] || fail "--insecure: a rank got '$(cat "$WORK/secret.0")'"
 GIVEN=$(printf '%064d' 42)
-INFERNO_JOB_SECRET=$GIVEN timeout 20 "$LAUNCH" -n 1 --secure -- "$SECRET_DUMP"
-[ "$(cat "$WORK/secret.0")" = "$GIVEN" ] || fail "--secure did not pass on launch's own secret"
-INFERNO_JOB_SECRET=tooshort "$LAUNCH" -n 1 --secure -- true 2>"$WORK/secret.err"
+INFERNO_JOB_SECRET=$GIVEN timeout 20 "$LAUNCH" -n 1 -- "$SECRET_DUMP"
+[ "$(cat "$WORK/secret.0")" = "$GIVEN unset" ] || fail "launch did not pass on its own secret"
+INFERNO_JOB_SECRET=tooshort "$LAUNCH" -n 1 -- true 2>"$WORK/secret.err"
 status=$?
 [ "$status" -eq 1 ] || fail "malformed secret: exited $status, want 1"
 [ "$(cat "$WORK/secret.err")" = "launch: InvalidArgument: INFERNO_JOB_SECRET: expected 64 hex digits (32 bytes), got 8 characters" ] ||
   fail "malformed secret message: '$(cat "$WORK/secret.err")'"
-(unset INFERNO_JOB_SECRET; "$LAUNCH" -n 1 --nnodes 2 --master-port 1 --secure -- true 2>"$WORK/nodes.err")
-grep -q "^launch: InvalidArgument: --secure: a job of 2 nodes needs the same INFERNO_JOB_SECRET" "$WORK/nodes.err" ||
-  fail "multi-node --secure without a secret: '$(cat "$WORK/nodes.err")'"
+(unset INFERNO_JOB_SECRET; "$LAUNCH" -n 1 --nnodes 2 --master-port 1 -- true 2>"$WORK/nodes.err")
+grep -q "^launch: InvalidArgument: a job of 2 nodes needs the same INFERNO_JOB_SECRET exported on every node (make one with job_key), or --insecure$" "$WORK/nodes.err" ||
+  fail "multi-node job without a secret: '$(cat "$WORK/nodes.err")'"
 
 # --- --transport ----------------------------------------------------------------
 TRANSPORT_DUMP=$(program transport_dump.sh <<EOS

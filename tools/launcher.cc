@@ -194,7 +194,7 @@ class Supervisor {
     } else {
       master_port_ = options_.master_port;
     }
-    if (options_.secure) {
+    if (!options_.insecure) {
       if (auto secret = ChooseJobSecret(); !secret) return secret.error();
     }
     if (auto fd = TakeSignals(); !fd) return fd.error();
@@ -218,8 +218,8 @@ class Supervisor {
   }
 
  private:
-  // With --secure, sets job_secret_: launch's own INFERNO_JOB_SECRET if set
-  // (checked), else a fresh one, which only a single-node job may use.
+  // Unless --insecure, sets job_secret_: launch's own INFERNO_JOB_SECRET if
+  // set (checked), else a fresh one, which only a single-node job may use.
   Status ChooseJobSecret() {
     if (const char* inherited = std::getenv(kJobSecretVariable)) {
       if (Result<JobSecret> parsed = ParseJobSecret(inherited); !parsed) {
@@ -229,9 +229,9 @@ class Supervisor {
       return {};
     }
     if (options_.nnodes > 1) {
-      return Error::InvalidArgument(std::string("--secure: a job of ") + std::to_string(options_.nnodes) +
+      return Error::InvalidArgument(std::string("a job of ") + std::to_string(options_.nnodes) +
                                     " nodes needs the same " + kJobSecretVariable +
-                                    " exported on every node (make one with job_key)");
+                                    " exported on every node (make one with job_key), or --insecure");
     }
     Result<std::string> fresh = NewJobSecretText();
     if (!fresh) return fresh.error();
@@ -304,7 +304,13 @@ class Supervisor {
     set("NODE_RANK", std::to_string(options_.node_rank));
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
-    if (options_.secure) set(kJobSecretVariable, job_secret_);
+    if (options_.insecure) {
+      set(kInsecureJobVariable, "1");
+      unsetenv(kJobSecretVariable);
+    } else {
+      set(kJobSecretVariable, job_secret_);
+      unsetenv(kInsecureJobVariable);
+    }
     if (options_.transport) set(kTransportVariable, TransportChoiceName(*options_.transport));
     // A copy without close-on-exec, inherited by the program and anything it
     // starts (a shell, a wrapper) down to the rank itself.
@@ -468,7 +474,7 @@ class Supervisor {
 
   const LaunchOptions& options_;
   int master_port_ = 0;
-  std::string job_secret_;  // with --secure: what the ranks get
+  std::string job_secret_;  // unless --insecure: what the ranks get
   int signal_fd_ = -1;
   int lifeline_[2] = {-1, -1};  // read end, write end
   sigset_t original_mask_{};

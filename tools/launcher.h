@@ -4,7 +4,8 @@
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
 // MASTER_ADDR and MASTER_PORT (and loses any OMPI_COMM_WORLD_* / SLURM_PROCID /
 // SLURM_NTASKS it inherited, so the environment names one rank unambiguously),
-// and with --secure INFERNO_JOB_SECRET (see LaunchOptions::secure).
+// and INFERNO_JOB_SECRET, or with --insecure INFERNO_INSECURE=1 (see
+// LaunchOptions::insecure).
 // Ranks read stdin from /dev/null. Each rank runs in its own process group, so
 // stopping a rank also stops the processes it started, and whatever a rank
 // leaves running in its group is killed once every rank has exited. Each rank
@@ -32,8 +33,8 @@ namespace inferno {
 //   signal skips the grace period). A signal the launcher inherited as ignored
 //   (nohup, a background job of a non-interactive shell) stays ignored.
 // Returns an error (one line) if the job could not be started, e.g. no free
-// port at options.master_addr, fork failed, or --secure without a usable
-// secret; ranks already started are stopped.
+// port at options.master_addr, fork failed, or no usable secret (a
+// malformed one, or none for a multi-node job without --insecure); ranks already started are stopped.
 Result<int> RunRanks(const LaunchOptions& options);
 
 }  // namespace inferno

@@ -11,7 +11,7 @@
 //
 // How a peer gets it: the creator publishes its SegmentAddress (pid,
 // descriptor number, size; e.g. over the rendezvous, which is authenticated
-// in --secure jobs) and the peer opens /proc/<pid>/fd/<fd>. The kernel allows
+// unless the job is run with INFERNO_INSECURE=1) and the peer opens /proc/<pid>/fd/<fd>. The kernel allows
 // that only to processes that may ptrace-read the creator: the same user (or
 // root), in the same pid namespace, while the creator is dumpable. So a
 // process of another user cannot open a segment. Once every peer has opened

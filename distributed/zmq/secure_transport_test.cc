@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -89,6 +90,40 @@ TEST(SecureZmqTransport, RanksHoldingTheSecretExchangeMessages) {
   got = transports[0]->Recv(1, kTag, Clock::now() + milliseconds(5000));
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(Text(*got), big);
+}
+
+// Issue 16: idle plain connections holding the routing ids of ranks 0 and 1,
+// opened at every rank before the ranks connect to each other, made an
+// unsecured job fail after its timeout, blaming an innocent rank (the real
+// rank's connection found its routing id taken). Under a secret the
+// squatters never complete a handshake, so they hold no routing id.
+TEST(SecureZmqTransport, StrangersClaimingTheRanksRoutingIdsFirstChangeNothing) {
+  ZmqTransportOptions options;
+  options.timeout = milliseconds(5000);
+  options.job_secret = SecretFilledWith(1);
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(2, options);
+  zmq::context_t context(1);
+  std::vector<zmq::socket_t> squatters;
+  for (const std::shared_ptr<ZmqTransport>& transport : transports) {
+    for (int rank : {0, 1}) {
+      squatters.emplace_back(context, zmq::socket_type::dealer);
+      squatters.back().set(zmq::sockopt::linger, 0);
+      squatters.back().set(zmq::sockopt::routing_id, "inferno-rank-" + std::to_string(rank));
+      squatters.back().connect(transport->endpoints().front());
+    }
+  }
+  // Give the squatters' connections time to be first (not an assertion).
+  std::this_thread::sleep_for(milliseconds(300));
+  ConnectZmqWorld(transports, kJob);
+  const std::string hello = "hello";
+  for (int from : {0, 1}) {
+    const int to = 1 - from;
+    ASSERT_TRUE(transports[from]->Send(to, FrameKey{kTag}, std::as_bytes(std::span(hello)),
+                                       Clock::now() + milliseconds(5000)));
+    Result<Message> got = transports[to]->Recv(from, kTag, Clock::now() + milliseconds(5000));
+    ASSERT_TRUE(got) << "rank " << to << " from rank " << from << ": " << got.error().ToString();
+    EXPECT_EQ(Text(*got), hello);
+  }
 }
 
 // The control for the tests below: without a secret, the injected frame is

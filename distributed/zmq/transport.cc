@@ -284,8 +284,11 @@ Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptio
     impl->router.set(zmq::sockopt::maxmsgsize,
                      static_cast<int64_t>(kMaxChunkBytes) + (impl->curve_keys ? kCurveMessageOverhead : 0));
     impl->router.set(zmq::sockopt::linger, Millis(options.linger));
-    impl->router.set(zmq::sockopt::heartbeat_ivl, Millis(options.heartbeat_interval));
-    impl->router.set(zmq::sockopt::heartbeat_timeout, Millis(options.heartbeat_timeout));
+    // No heartbeats of the ROUTER's own (the DEALERs' heartbeats, answered
+    // by it, find lost peers): libzmq 4.3.4 sends a heartbeat from a timer
+    // without checking for an I/O error, and aborts ("!_io_error") when a
+    // connection whose input was stopped by a full queue, as a flood leaves
+    // it, was closed by the other end before the timer fired.
     for (const std::string& bind_endpoint : options.bind_endpoints) {
       endpoint = bind_endpoint;
       impl->router.bind(bind_endpoint);
@@ -400,7 +403,14 @@ Status ZmqTransport::Impl::SendChunks(Peer& peer_state, const FrameKey& key, con
         if (left.count() <= 0) {
           return Error::Timeout(SendWhere(peer) + " (send queue full)", peer, options.timeout);
         }
+        // Read what arrived meanwhile (unless another thread does): an
+        // abort notice, or the monitor's word that the peer is gone, ends
+        // the wait now rather than at the deadline.
+        if (std::unique_lock<std::mutex> reading(router_mutex, std::try_to_lock); reading.owns_lock()) {
+          PollSockets(Clock::now());
+        }
         if (peer_state.lost.load()) return Error::PeerLost(SendWhere(peer), peer);
+        if (Status aborted = mailbox->JobAborted(); !aborted) return aborted;
         zmq::pollitem_t item{peer_state.dealer.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(left, kIoPollInterval));
       }

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "distributed/ipc_directory.h"
 #include "distributed/job_secret.h"
 #include "distributed/transport.h"
 
@@ -59,7 +60,8 @@ struct ZmqTransportOptions {
   std::vector<std::string> bind_endpoints = {"tcp://127.0.0.1:0"};
   // Transport::timeout(): how long one wait may take.
   std::chrono::milliseconds timeout{60000};
-  // ZMQ_HEARTBEAT_IVL / ZMQ_HEARTBEAT_TIMEOUT (and _TTL) on every connection.
+  // ZMQ_HEARTBEAT_IVL / ZMQ_HEARTBEAT_TIMEOUT (and _TTL) on every connection
+  // this rank makes (its DEALERs); the ROUTER only answers them.
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{5000};
   // ZMQ_LINGER: how long Close lets unsent messages drain.
@@ -73,6 +75,10 @@ struct ZmqTransportOptions {
   // secret can connect (see distributed/zmq/curve_auth.h); every rank of the
   // job must have the same one. Unset: plain ZeroMQ.
   std::optional<JobSecret> job_secret;
+  // The private directory that holds the ipc:// endpoints of bind_endpoints,
+  // if any: the transport keeps it until its sockets are closed, so the
+  // directory is removed after them.
+  std::shared_ptr<const IpcDirectory> ipc_directory;
 };
 
 class ZmqTransport : public Transport {
@@ -101,7 +107,10 @@ class ZmqTransport : public Transport {
   // Every chunk is copied from `head` and `tail` into a message ZeroMQ owns,
   // never sent zero-copy from them: ZeroMQ never frees messages queued for a
   // peer that died, so a zero-copy send could keep reading a caller's buffer
-  // forever.
+  // forever. A Send waiting for room in a full queue also reads the sockets
+  // (unless another thread does) at least every 100 ms, so it ends with
+  // PeerLost on an abort notice from any rank or the loss of `peer`, not at
+  // its deadline.
   Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;

@@ -193,6 +193,33 @@ TEST(ZmqTransport, CheckAbortNoticesIsOkUntilAPeerAbortsThenQuotesIt) {
       << checked.error().message;
 }
 
+TEST(ZmqTransport, SenderBlockedOnAFullQueueEndsOnAnAbortNoticeFromAnotherRank) {
+  ZmqTransportOptions options;
+  // Without reading the notice, the blocked Send ends with Timeout after this.
+  options.timeout = milliseconds(20000);
+  options.high_water_mark = 2;
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(3, options);
+  ConnectZmqWorld(transports, kJob);
+  auto results = RunRanks({transports[0], transports[1], transports[2]},
+                          [](ProcessGroup& group) { return group.barrier().ok(); });
+  ASSERT_TRUE(results[0] && results[1] && results[2]);
+  // Rank 2 gives up on the job; rank 1 never reads, so rank 0's sends to it
+  // fill the queue and the socket buffers, and the last one blocks. Nothing
+  // else reads rank 0's sockets: the blocked Send must read the notice itself.
+  transports[2]->Abort("recv at rank 2 from rank 5: rank 5 was lost");
+  const std::vector<std::byte> chunk(1 << 20);
+  Status sent;
+  for (int i = 0; i < 10000 && sent.ok(); ++i) {
+    sent = transports[0]->Send(1, FrameKey{3}, chunk, Clock::now() + options.timeout);
+  }
+  ASSERT_FALSE(sent.ok()) << "10000 MiB queued for a rank that never reads";
+  EXPECT_EQ(sent.error().kind, ErrorKind::kPeerLost) << sent.error().ToString();
+  EXPECT_NE(
+      sent.error().message.find("rank 2 gave up on the job: recv at rank 2 from rank 5: rank 5 was lost"),
+      std::string::npos)
+      << sent.error().message;
+}
+
 TEST(ZmqTransport, SendToSelfIsDelivered) {
   auto transports = ConnectedPair(milliseconds(10000));
   const std::vector<std::byte> bytes = {std::byte{1}, std::byte{2}};
