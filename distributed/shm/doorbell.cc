@@ -1,6 +1,7 @@
 #include "distributed/shm/doorbell.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,13 +10,7 @@
 
 namespace inferno {
 
-void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+void YieldCpu() { sched_yield(); }
 
 void Doorbell::Ring() {
   sequence_.fetch_add(1, std::memory_order_seq_cst);
