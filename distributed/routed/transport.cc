@@ -38,6 +38,10 @@ Result<Message> RoutedTransport::Recv(int peer, uint32_t tag, Deadline deadline)
   return Route(peer).Recv(peer, tag, deadline);
 }
 
+bool RoutedTransport::SharesMemoryWith(int peer) const {
+  return peer == rank() || (IsLocal(peer) && local_->SharesMemoryWith(peer));
+}
+
 void RoutedTransport::Close() {
   local_->Close();
   control_->Close();
