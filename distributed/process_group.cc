@@ -435,12 +435,24 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
     if (Status sent = call.Send(0, {}); !sent) return sent;
     if (Result<Message> go = call.Recv(0, /*check_length=*/true); !go) return std::move(go).error();
   }
-  if (Status watched = area->WatchMembers(); !watched) {
+  Transport* transport = state.transport.get();  // outlives the area: both are the group's
+  if (Status watched = area->WatchMembers([transport] { return transport->CheckAbortNotices(); }); !watched) {
     return WithContext(std::move(watched).error(), call.Describe());
   }
   state.area = std::move(area);
   call.Announce();
   return {};
+}
+
+// The group's CollectiveArea, set up as part of `call` when this is the
+// first collective to use it; nullptr when not every member shares memory
+// with this rank.
+Result<CollectiveArea*> AreaFor(CollectiveCall& call, GroupState& state) {
+  if (!state.area) {
+    if (!state.SharesMemory()) return nullptr;
+    if (Status ready = SetUpArea(call, state); !ready) return std::move(ready).error();
+  }
+  return state.area.get();
 }
 
 std::vector<std::byte> ToVector(const Payload& payload) {
@@ -468,6 +480,10 @@ const std::shared_ptr<Transport>& ProcessGroup::transport() const { return state
 
 Status ProcessGroup::barrier() {
   CollectiveCall call(*state_, CollectiveOp::kBarrier, 0);
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area)
+    return (*area)->Barrier(call.stamp(), state_->NextDeadline(), [&call] { return call.Describe(); });
   const int world = call.size();
   for (int distance = 1; distance < world; distance <<= 1) {
     Status sent = call.Send((call.rank() + distance) % world, {});
@@ -560,12 +576,11 @@ Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
 
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kAllReduce, data.size());
-  if (state_->area || state_->SharesMemory()) {
-    if (!state_->area) {
-      if (Status ready = SetUpArea(call, *state_); !ready) return ready;
-    }
-    return state_->area->AllReduce(data, op, call.stamp(), state_->NextDeadline(),
-                                   [&call] { return call.Describe(); });
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    return (*area)->AllReduce(data, op, call.stamp(), state_->NextDeadline(),
+                              [&call] { return call.Describe(); });
   }
   if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
       data.size() < static_cast<size_t>(call.size()) || call.size() == 2) {

@@ -26,10 +26,10 @@
 //
 // Algorithms: on a group of two or more ranks that all share memory with each
 // other (Transport::SharesMemoryWith: one host, connected over shared
-// memory), all_reduce runs in a shared segment of the group's own
+// memory), all_reduce and barrier run in a shared segment of the group's own
 // (distributed/shm/collective_area.h, set up by the group's first
-// all_reduce): each rank writes its input there once and reduces every
-// rank's input in rank order, so every rank gets the same bits. Otherwise
+// all_reduce or barrier): each rank writes its input there once and reduces
+// every rank's input in rank order, so every rank gets the same bits. Otherwise
 // all_reduce uses recursive doubling for small buffers and on two ranks,
 // else a ring reduce-scatter + all-gather pipelined in 1 MiB segments;
 // all_gather and reduce_scatter use the same ring; broadcast a binomial tree

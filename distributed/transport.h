@@ -114,6 +114,13 @@ class Transport {
     return false;
   }
 
+  // OK until this rank has received an abort notice (Abort on a peer); then
+  // PeerLost naming the rank that gave up and quoting its reason, as a
+  // pending Recv fails. Never waits. For waits outside the transport that
+  // must end on a notice too (a group's collectives in shared memory). OK
+  // unless a transport says otherwise.
+  virtual Status CheckAbortNotices() { return {}; }
+
   // Stops the transport; pending and later calls fail with Closed; peers'
   // Recv from this rank fail with PeerLost once its messages are taken.
   // Idempotent.

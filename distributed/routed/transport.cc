@@ -42,6 +42,11 @@ bool RoutedTransport::SharesMemoryWith(int peer) const {
   return peer == rank() || (IsLocal(peer) && local_->SharesMemoryWith(peer));
 }
 
+Status RoutedTransport::CheckAbortNotices() {
+  if (Status aborted = local_->CheckAbortNotices(); !aborted) return aborted;
+  return control_->CheckAbortNotices();
+}
+
 void RoutedTransport::Close() {
   local_->Close();
   control_->Close();

@@ -82,7 +82,8 @@ std::span<std::byte> CollectiveArea::Slot(int member, int buffer) const {
   return segment_.bytes().subspan(offset, kAreaSlotBytes);
 }
 
-Status CollectiveArea::WatchMembers() {
+Status CollectiveArea::WatchMembers(std::function<Status()> also_check) {
+  also_check_ = std::move(also_check);
   watches_.clear();
   for (int member = 0; member < size_; ++member) {
     if (member == rank_) continue;
@@ -106,6 +107,9 @@ void CollectiveArea::Announce(CollectiveOp op, uint64_t sequence) {
 
 Status CollectiveArea::CheckMembers(const AreaStamp& stamp,
                                     const std::function<std::string()>& describe) const {
+  if (also_check_) {
+    if (Status fine = also_check_(); !fine) return fine;
+  }
   for (const PeerWatch& watch : watches_) {
     if (Status alive = watch.Check(); !alive) return alive;
   }

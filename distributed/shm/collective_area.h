@@ -22,15 +22,16 @@
 // same buffer).
 //
 // Every wait has the caller's deadline; before sleeping and between sleeps
-// it checks every member's pid (PeerWatch: a dead member gives PeerLost
-// naming it at once) and whether a member has announced the same sequence
-// number for another op (CollectiveMismatch, rather than a Timeout, when a
-// peer runs a different collective that does not use the area). It does not
-// see a transport's abort notices: a member that aborts is noticed when it
-// exits, or at the deadline.
+// it runs the caller's check (ProcessGroup passes its transport's abort
+// notices, so a member that gave up is reported with its reason rather than
+// as a process that ended), checks every member's pid (PeerWatch: a dead
+// member gives PeerLost naming it at once) and whether a member has
+// announced the same sequence number for another op (CollectiveMismatch,
+// rather than a Timeout, when a peer runs a different collective that does
+// not use the area).
 //
-// Thread-safety: one thread at a time per member calls AllReduce and
-// Announce (the members of one group run their collectives in one order);
+// Thread-safety: one thread at a time per member calls AllReduce, Barrier
+// and Announce (the members of one group run their collectives in one order);
 // any thread may destroy it afterwards. The memory is shared with the other
 // members' processes (or threads).
 #pragma once
@@ -82,11 +83,13 @@ class CollectiveArea {
   // opened it (no process can open it afterwards).
   void StopSharing() { segment_.StopSharing(); }
 
-  // Starts watching every member's process. Call once every member has
-  // opened the area (each writes its pid when it does). Errors: PeerLost
+  // Starts watching every member's process, and makes every later wait run
+  // `also_check` (unset, or e.g. the transport's abort notices) before
+  // looking at the members: its error ends the wait. Call once every member
+  // has opened the area (each writes its pid when it does). Errors: PeerLost
   // (a member already ended), Io (pidfd_open), InvalidArgument (a member
   // has not written its pid).
-  Status WatchMembers();
+  Status WatchMembers(std::function<Status()> also_check);
 
   // Says which collective this member is in (for the mismatch check of the
   // peers' waits). Cheap: two stores.
@@ -104,6 +107,12 @@ class CollectiveArea {
   // `deadline`). After an error the area must not be used again.
   Status AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp, Deadline deadline,
                    const std::function<std::string()>& describe);
+
+  // Returns once every member has entered the barrier of `stamp` (an
+  // AllReduce of no elements). Errors as AllReduce.
+  Status Barrier(const AreaStamp& stamp, Deadline deadline, const std::function<std::string()>& describe) {
+    return AllReduce({}, ReduceKind::kSum, stamp, deadline, describe);
+  }
 
  private:
   struct MemberLine;
@@ -127,7 +136,8 @@ class CollectiveArea {
   const int rank_;
   const int size_;
   std::vector<PeerWatch> watches_;  // of every other member, once watched
-  uint64_t next_chunk_ = 0;         // chunks this member has run, ever
+  std::function<Status()> also_check_;
+  uint64_t next_chunk_ = 0;  // chunks this member has run, ever
   WaitPolicy wait_;
 };
 

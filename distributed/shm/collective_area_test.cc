@@ -38,7 +38,7 @@ std::vector<std::unique_ptr<CollectiveArea>> OpenedAreas(int size) {
     areas.push_back(std::move(*opened));
   }
   areas[0]->StopSharing();
-  for (auto& area : areas) EXPECT_TRUE(area->WatchMembers().ok());
+  for (auto& area : areas) EXPECT_TRUE(area->WatchMembers(nullptr).ok());
   return areas;
 }
 
@@ -136,6 +136,20 @@ TEST(CollectiveArea, PeerInAnotherCollectiveIsCollectiveMismatch) {
       "CollectiveMismatch: this rank is in all_reduce under test but the peer sent all_gather #0 (rank 1)");
 }
 
+TEST(CollectiveArea, AlsoCheckErrorEndsTheWaitBeforeTheDeadline) {
+  auto areas = OpenedAreas(2);
+  ASSERT_TRUE(areas[0]
+                  ->WatchMembers([] {
+                    return Status(Error{ErrorKind::kPeerLost, "rank 1 gave up"});
+                  })
+                  .ok());
+  std::vector<float> data(4, 1.0f);
+  // Member 1 never arrives; only the check can end this wait early.
+  Status status = AllReduce(*areas[0], data, ReduceKind::kSum, 0);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().ToString(), "PeerLost: rank 1 gave up");
+}
+
 std::set<std::string> DevShmEntries() {
   std::set<std::string> names;
   if (DIR* dir = opendir("/dev/shm")) {
@@ -156,7 +170,7 @@ TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDe
   if (child == 0) {
     // Member 1: one all_reduce, then it hangs until killed.
     Result<std::unique_ptr<CollectiveArea>> opened = CollectiveArea::Open(address, 1, 2);
-    if (!opened || !(*opened)->WatchMembers()) _exit(2);
+    if (!opened || !(*opened)->WatchMembers(nullptr)) _exit(2);
     std::vector<float> data(8, 1.0f);
     if (!AllReduce(**opened, data, ReduceKind::kSum, 0)) _exit(3);
     pause();
@@ -166,7 +180,7 @@ TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDe
   const Deadline give_up = Clock::now() + seconds(20);
   while (!watched && Clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    watched = area.WatchMembers();
+    watched = area.WatchMembers(nullptr);
   }
   ASSERT_TRUE(watched.ok()) << watched.error().ToString();
   area.StopSharing();

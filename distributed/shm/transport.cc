@@ -378,6 +378,13 @@ bool ShmTransport::SharesMemoryWith(int peer) const {
   return peer == impl.options.rank || impl.peers[peer]->reader.has_value();
 }
 
+Status ShmTransport::CheckAbortNotices() {
+  Impl& impl = *impl_;
+  impl.TakeAbortNotices();
+  if (Status aborted = impl.mailbox.JobAborted(); !aborted) return aborted;
+  return impl.options.also_check ? impl.options.also_check() : Status();
+}
+
 void ShmTransport::Close() { impl_->Stop(kLinger); }
 
 void ShmTransport::Abort(const std::string& reason) {
