@@ -12,6 +12,14 @@ namespace inferno {
 
 void YieldCpu() { sched_yield(); }
 
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 void Doorbell::Ring() {
   sequence_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) {
