@@ -59,9 +59,9 @@ struct GroupState {
   uint32_t group_id = 0;
   std::atomic<uint64_t> next_sequence{0};
   std::shared_ptr<GroupIdAllocator> group_ids;
-  // Set up by the group's first all_reduce when every member shares memory
-  // with this rank (SharesMemory); used only by collectives, which the
-  // callers never race against each other.
+  // Set up by the group's first all_reduce or barrier when every member
+  // shares memory with this rank (SharesMemory); used only by collectives,
+  // which the callers never race against each other.
   std::unique_ptr<CollectiveArea> area;
 
   int size() const { return static_cast<int>(members.size()); }
@@ -482,8 +482,9 @@ Status ProcessGroup::barrier() {
   CollectiveCall call(*state_, CollectiveOp::kBarrier, 0);
   Result<CollectiveArea*> area = AreaFor(call, *state_);
   if (!area) return std::move(area).error();
-  if (*area)
+  if (*area) {
     return (*area)->Barrier(call.stamp(), state_->NextDeadline(), [&call] { return call.Describe(); });
+  }
   const int world = call.size();
   for (int distance = 1; distance < world; distance <<= 1) {
     Status sent = call.Send((call.rank() + distance) % world, {});
