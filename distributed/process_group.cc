@@ -9,6 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "distributed/shm/collective_area.h"
+#include "distributed/shm/segment.h"
+
 namespace inferno {
 namespace {
 
@@ -56,8 +59,22 @@ struct GroupState {
   uint32_t group_id = 0;
   std::atomic<uint64_t> next_sequence{0};
   std::shared_ptr<GroupIdAllocator> group_ids;
+  // Set up by the group's first all_reduce or barrier when every member
+  // shares memory with this rank (SharesMemory); used only by collectives,
+  // which the callers never race against each other.
+  std::unique_ptr<CollectiveArea> area;
 
   int size() const { return static_cast<int>(members.size()); }
+  // Whether the group has two or more members and this rank shares memory
+  // with every one (the transport's routing is fixed, and symmetric, so
+  // every member decides alike).
+  bool SharesMemory() const {
+    if (size() < 2) return false;
+    for (int member : members) {
+      if (!transport->SharesMemoryWith(member)) return false;
+    }
+    return true;
+  }
   uint32_t collective_tag() const { return kTagReservedBase + group_id; }
   Deadline NextDeadline() const { return Clock::now() + transport->timeout(); }
 };
@@ -94,10 +111,19 @@ std::span<T> Segment(std::span<T> data, size_t index) {
 class CollectiveCall {
  public:
   CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count)
-      : state_(state), op_(op), sequence_(state.next_sequence.fetch_add(1)), element_count_(element_count) {}
+      : state_(state), op_(op), sequence_(state.next_sequence.fetch_add(1)), element_count_(element_count) {
+    Announce();
+  }
+
+  // Tells the group's CollectiveArea, if it has one, that this rank is in
+  // this collective (for the mismatch checks of peers waiting there).
+  void Announce() {
+    if (state_.area) state_.area->Announce(op_, sequence_);
+  }
 
   int rank() const { return state_.rank; }
   int size() const { return state_.size(); }
+  AreaStamp stamp() const { return {op_, sequence_, element_count_}; }
 
   // "all_reduce #4 of group 0 (rank 1 of 4)".
   std::string Describe() const {
@@ -366,6 +392,69 @@ Status RunChainBroadcast(CollectiveCall& call, int root, std::span<float> data) 
   return {};
 }
 
+// Gives the group its CollectiveArea, as part of `call` (its frames carry
+// the call's op, sequence number and length, so a mismatch shows here as in
+// any collective): rank 0 creates the area and sends its address to every
+// member; each opens it and acknowledges; once all have, rank 0 stops
+// sharing it and tells every member to go on.
+Status SetUpArea(CollectiveCall& call, GroupState& state) {
+  std::unique_ptr<CollectiveArea> area;
+  if (call.rank() == 0) {
+    Result<std::unique_ptr<CollectiveArea>> created = CollectiveArea::Create(0, call.size());
+    if (!created) return WithContext(std::move(created).error(), call.Describe());
+    area = std::move(*created);
+    const std::string address = area->address().ToString();
+    for (int peer = 1; peer < call.size(); ++peer) {
+      if (Status sent = call.Send(peer, std::as_bytes(std::span(address))); !sent) return sent;
+    }
+    for (int peer = 1; peer < call.size(); ++peer) {
+      if (Result<Message> opened = call.Recv(peer, /*check_length=*/true); !opened) {
+        return std::move(opened).error();
+      }
+    }
+    area->StopSharing();
+    for (int peer = 1; peer < call.size(); ++peer) {
+      if (Status sent = call.Send(peer, {}); !sent) return sent;
+    }
+  } else {
+    Result<Message> received = call.Recv(0, /*check_length=*/true);
+    if (!received) return std::move(received).error();
+    const std::span<const std::byte> bytes = received->payload.bytes();
+    Result<SegmentAddress> address =
+        SegmentAddress::Parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    if (!address) return WithContext(std::move(address).error(), call.From(0));
+    Result<std::unique_ptr<CollectiveArea>> opened = CollectiveArea::Open(*address, call.rank(), call.size());
+    if (!opened) {
+      // Rank 0 made the area for this call and keeps it open until every
+      // member has acknowledged: when it is gone, rank 0 gave up on the call
+      // (e.g. it lost another member), so this rank has lost it too.
+      return Error{ErrorKind::kPeerLost,
+                   call.From(0) + ": its collective area is gone (" + opened.error().ToString() + ")"};
+    }
+    area = std::move(*opened);
+    if (Status sent = call.Send(0, {}); !sent) return sent;
+    if (Result<Message> go = call.Recv(0, /*check_length=*/true); !go) return std::move(go).error();
+  }
+  Transport* transport = state.transport.get();  // outlives the area: both are the group's
+  if (Status watched = area->WatchMembers([transport] { return transport->CheckAbortNotices(); }); !watched) {
+    return WithContext(std::move(watched).error(), call.Describe());
+  }
+  state.area = std::move(area);
+  call.Announce();
+  return {};
+}
+
+// The group's CollectiveArea, set up as part of `call` when this is the
+// first collective to use it; nullptr when not every member shares memory
+// with this rank.
+Result<CollectiveArea*> AreaFor(CollectiveCall& call, GroupState& state) {
+  if (!state.area) {
+    if (!state.SharesMemory()) return nullptr;
+    if (Status ready = SetUpArea(call, state); !ready) return std::move(ready).error();
+  }
+  return state.area.get();
+}
+
 std::vector<std::byte> ToVector(const Payload& payload) {
   return std::vector<std::byte>(payload.bytes().begin(), payload.bytes().end());
 }
@@ -391,6 +480,11 @@ const std::shared_ptr<Transport>& ProcessGroup::transport() const { return state
 
 Status ProcessGroup::barrier() {
   CollectiveCall call(*state_, CollectiveOp::kBarrier, 0);
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    return (*area)->Barrier(call.stamp(), state_->NextDeadline(), [&call] { return call.Describe(); });
+  }
   const int world = call.size();
   for (int distance = 1; distance < world; distance <<= 1) {
     Status sent = call.Send((call.rank() + distance) % world, {});
@@ -483,6 +577,12 @@ Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
 
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kAllReduce, data.size());
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    return (*area)->AllReduce(data, op, call.stamp(), state_->NextDeadline(),
+                              [&call] { return call.Describe(); });
+  }
   if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
       data.size() < static_cast<size_t>(call.size()) || call.size() == 2) {
     return RunRecursiveDoubling(call, data, op);

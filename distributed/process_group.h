@@ -24,10 +24,16 @@
 // - Build one ProcessGroup per transport and copy it; two groups constructed
 //   separately over one transport would both be group 0.
 //
-// Algorithms: all_reduce uses recursive doubling for small buffers and on two
-// ranks, otherwise a ring reduce-scatter + all-gather pipelined in 1 MiB
-// segments; all_gather and reduce_scatter use the same ring; broadcast a
-// binomial tree (small) or a pipelined chain (large); barrier dissemination.
+// Algorithms: on a group of two or more ranks that all share memory with each
+// other (Transport::SharesMemoryWith: one host, connected over shared
+// memory), all_reduce and barrier run in a shared segment of the group's own
+// (distributed/shm/collective_area.h, set up by the group's first
+// all_reduce or barrier): each rank writes its input there once and reduces
+// every rank's input in rank order, so every rank gets the same bits. Otherwise
+// all_reduce uses recursive doubling for small buffers and on two ranks,
+// else a ring reduce-scatter + all-gather pipelined in 1 MiB segments;
+// all_gather and reduce_scatter use the same ring; broadcast a binomial tree
+// (small) or a pipelined chain (large); barrier dissemination.
 //
 // Thread-safety: all methods may be called from several threads at once.
 // Point-to-point calls may run concurrently with a collective. Collectives of

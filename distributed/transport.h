@@ -105,6 +105,22 @@ class Transport {
   // (the peer is gone and nothing of it is queued), Closed.
   virtual Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) = 0;
 
+  // Whether this rank and `peer` reach each other through memory they both
+  // map (processes of one host connected over shared memory, not ZeroMQ):
+  // then a group of such ranks may run its collectives in a shared segment
+  // of its own instead of in messages. False unless a transport says so.
+  virtual bool SharesMemoryWith(int peer) const {
+    (void)peer;
+    return false;
+  }
+
+  // OK until this rank has received an abort notice (Abort on a peer); then
+  // PeerLost naming the rank that gave up and quoting its reason, as a
+  // pending Recv fails. Never waits. For waits outside the transport that
+  // must end on a notice too (a group's collectives in shared memory). OK
+  // unless a transport says otherwise.
+  virtual Status CheckAbortNotices() { return {}; }
+
   // Stops the transport; pending and later calls fail with Closed; peers'
   // Recv from this rank fail with PeerLost once its messages are taken.
   // Idempotent.

@@ -38,6 +38,15 @@ Result<Message> RoutedTransport::Recv(int peer, uint32_t tag, Deadline deadline)
   return Route(peer).Recv(peer, tag, deadline);
 }
 
+bool RoutedTransport::SharesMemoryWith(int peer) const {
+  return peer == rank() || (IsLocal(peer) && local_->SharesMemoryWith(peer));
+}
+
+Status RoutedTransport::CheckAbortNotices() {
+  if (Status aborted = local_->CheckAbortNotices(); !aborted) return aborted;
+  return control_->CheckAbortNotices();
+}
+
 void RoutedTransport::Close() {
   local_->Close();
   control_->Close();

@@ -48,6 +48,10 @@ class RoutedTransport : public Transport {
   Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
+  // True for this rank and for local peers that `local` shares memory with.
+  bool SharesMemoryWith(int peer) const override;
+  // Either transport's notice.
+  Status CheckAbortNotices() override;
   void Close() override;
   void Abort(const std::string& reason) override;
 

@@ -1,6 +1,7 @@
 #include "distributed/shm/doorbell.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <climits>
 
 namespace inferno {
+
+void YieldCpu() { sched_yield(); }
 
 void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -1,6 +1,7 @@
 // Doorbell: a wake-up word that processes sharing a mapping use to wait for a
 // condition on other words of that mapping (a ring's head, a flag) without
-// burning the CPU their peer needs: a bounded spin, then a futex sleep.
+// burning the CPU their peer needs: a short busy spin, a bounded yielding
+// spin, then a futex sleep.
 //
 // The protocol, for a condition `ready()` over atomics in shared memory:
 //   waker:  make the condition true (a release store), then Ring();
@@ -33,12 +34,19 @@ namespace inferno {
 
 // How a wait spends its time before the deadline.
 struct WaitPolicy {
-  // How long to poll the condition before sleeping. On a machine with fewer
-  // cores than busy threads, a spinning waiter takes the CPU its peer needs:
-  // on 2 cores at load 9, a 2-rank ping-pong of 4 KiB took a median 21 us
-  // with no spin, 35 us with 20 us and 118 us with 100 us
-  // (docs/collectives.md).
-  std::chrono::nanoseconds spin{0};
+  // How long to poll the condition first, keeping the CPU (PAUSE between
+  // looks): a peer running on the other core answers within this. Without
+  // it a 2-rank 4 KiB all_reduce in a CollectiveArea took 3.6 or 16 us
+  // (bimodal: ranks that yield at once were often run on one core), with
+  // 2 us of it 1.8-2.0 us (docs/collectives.md).
+  std::chrono::nanoseconds busy_spin{std::chrono::microseconds(2)};
+  // How long to poll the condition next, before sleeping, giving the CPU
+  // away (sched_yield) between looks, so a waiter never keeps its peer off
+  // the only free core. On 2 cores at load 8-9, 2 ranks, 4 KiB: a futex
+  // sleep and wake per message made an all_reduce over rings take 55-66 us
+  // and a one-way ping-pong message 17-24 us; polling with sched_yield for
+  // 50 us first, 37-42 us and 7 us (docs/collectives.md).
+  std::chrono::nanoseconds spin{std::chrono::microseconds(50)};
   // The longest single sleep; `check` runs at least this often while asleep.
   std::chrono::milliseconds check_interval{50};
   // Unset, or called before the first sleep and between sleeps: an error ends
@@ -69,17 +77,25 @@ class Doorbell {
 
 static_assert(sizeof(Doorbell) == 8 && std::atomic<uint32_t>::is_always_lock_free);
 
+// Lets another runnable thread of this CPU run (sched_yield), if there is one.
+void YieldCpu();
+
 // Spins without hogging the core's shared resources (PAUSE on x86).
 void CpuRelax();
 
 template <typename Ready>
 Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy) {
   if (ready()) return true;
-  const Deadline spin_until = std::min(Clock::now() + policy.spin, deadline);
-  do {
-    for (int i = 0; i < 32; ++i) CpuRelax();
+  const Deadline busy_until = std::min(Clock::now() + policy.busy_spin, deadline);
+  while (Clock::now() < busy_until) {
+    for (int i = 0; i < 16; ++i) CpuRelax();
     if (ready()) return true;
-  } while (Clock::now() < spin_until);
+  }
+  const Deadline spin_until = std::min(Clock::now() + policy.spin, deadline);
+  while (Clock::now() < spin_until) {
+    YieldCpu();
+    if (ready()) return true;
+  }
   for (;;) {
     if (policy.check) {
       Status alive = policy.check();

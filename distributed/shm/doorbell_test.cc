@@ -16,6 +16,7 @@ using std::chrono::seconds;
 // Ring() can end a wait early.
 WaitPolicy SleepOnlyPolicy() {
   WaitPolicy policy;
+  policy.busy_spin = std::chrono::nanoseconds(0);
   policy.spin = std::chrono::nanoseconds(0);
   policy.check_interval = milliseconds(600000);
   return policy;

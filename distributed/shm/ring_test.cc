@@ -140,7 +140,10 @@ TEST_P(RingProperty, RandomMessagesArriveWholeAndInOrderThroughWrapAroundAndAFul
   const std::vector<Planned> plan = RandomPlan(ring_case.seed, ring_case.capacity, 400);
   TestRing ring(ring_case.capacity);
   WaitPolicy wait;
-  if (!ring_case.spin) wait.spin = std::chrono::nanoseconds(0);
+  if (!ring_case.spin) {
+    wait.busy_spin = std::chrono::nanoseconds(0);
+    wait.spin = std::chrono::nanoseconds(0);
+  }
   RingWriter writer = ring.Writer(wait);
   RingReader reader = ring.Reader(wait);
   const Deadline deadline = Clock::now() + seconds(60);

@@ -372,6 +372,19 @@ Result<Message> ShmTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   return impl.ProbeAfterTimeout(peer, tag, started, std::move(got).error());
 }
 
+bool ShmTransport::SharesMemoryWith(int peer) const {
+  const Impl& impl = *impl_;
+  if (peer < 0 || peer >= impl.options.world_size) return false;
+  return peer == impl.options.rank || impl.peers[peer]->reader.has_value();
+}
+
+Status ShmTransport::CheckAbortNotices() {
+  Impl& impl = *impl_;
+  impl.TakeAbortNotices();
+  if (Status aborted = impl.mailbox.JobAborted(); !aborted) return aborted;
+  return impl.options.also_check ? impl.options.also_check() : Status();
+}
+
 void ShmTransport::Close() { impl_->Stop(kLinger); }
 
 void ShmTransport::Abort(const std::string& reason) {

@@ -85,6 +85,10 @@ class ShmTransport : public Transport {
   Status Send(int peer, const FrameKey& key, std::span<const std::byte> head, std::span<const std::byte> tail,
               Deadline deadline) override;
   Result<Message> Recv(int peer, uint32_t tag, Deadline deadline) override;
+  // True for this rank and for every peer Connect connected.
+  bool SharesMemoryWith(int peer) const override;
+  // Reads this rank's abort notice slots (and runs `also_check`).
+  Status CheckAbortNotices() override;
   void Close() override;
   void Abort(const std::string& reason) override;
 

@@ -121,9 +121,9 @@ class ZmqTransport : public Transport {
   // Reads the frames that have already arrived, without waiting (skipped
   // while another thread reads them: that thread does it), and returns
   // PeerLost naming the rank and quoting its reason once a peer's abort
-  // notice is among what arrived; OK otherwise. For waits on another
+  // notice is among what arrived; OK otherwise. Also for waits on another
   // transport that must end on a notice sent over this one (RoutedTransport).
-  Status CheckAbortNotices();
+  Status CheckAbortNotices() override;
 
  private:
   struct Impl;

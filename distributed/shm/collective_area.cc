@@ -1,0 +1,207 @@
+#include "distributed/shm/collective_area.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+namespace inferno {
+
+struct CollectiveArea::MemberLine {
+  alignas(64) std::atomic<int32_t> pid;
+  std::atomic<uint32_t> announced_op;
+  std::atomic<uint64_t> announced_sequence;  // 1 + the sequence number; 0: none yet
+  std::atomic<uint64_t> posted;
+  std::atomic<uint64_t> done;
+};
+
+struct CollectiveArea::SlotHeader {
+  alignas(64) uint64_t sequence;
+  uint64_t element_count;
+  uint64_t chunk;
+  uint32_t op;
+};
+
+namespace {
+
+constexpr size_t kLine = 64;
+
+size_t AreaBytes(int size) {
+  const size_t members = static_cast<size_t>(size);
+  return kLine + members * kLine + members * 2 * kLine + members * 2 * kAreaSlotBytes;
+}
+
+std::string OpText(CollectiveOp op, uint64_t sequence) {
+  return CollectiveOpName(op) + " #" + std::to_string(sequence);
+}
+
+}  // namespace
+
+CollectiveArea::CollectiveArea(SharedSegment segment, int rank, int size)
+    : segment_(std::move(segment)), rank_(rank), size_(size) {
+  static_assert(sizeof(MemberLine) == kLine && sizeof(SlotHeader) == kLine);
+  Member(rank_).pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
+}
+
+Result<std::unique_ptr<CollectiveArea>> CollectiveArea::Create(int rank, int size) {
+  if (size < 1 || rank < 0 || rank >= size) return Error::UnknownRank("collective area", rank, size);
+  Result<SharedSegment> segment = SharedSegment::Create(AreaBytes(size));
+  if (!segment) return std::move(segment).error();
+  return std::unique_ptr<CollectiveArea>(new CollectiveArea(std::move(*segment), rank, size));
+}
+
+Result<std::unique_ptr<CollectiveArea>> CollectiveArea::Open(const SegmentAddress& address, int rank,
+                                                             int size) {
+  if (size < 1 || rank < 0 || rank >= size) return Error::UnknownRank("collective area", rank, size);
+  if (address.bytes != AreaBytes(size)) {
+    return Error::InvalidArgument("collective area at " + address.ToString() + " has " +
+                                  std::to_string(address.bytes) + " bytes, not the " +
+                                  std::to_string(AreaBytes(size)) + " of a group of " + std::to_string(size));
+  }
+  Result<SharedSegment> segment = SharedSegment::Open(address);
+  if (!segment) return std::move(segment).error();
+  return std::unique_ptr<CollectiveArea>(new CollectiveArea(std::move(*segment), rank, size));
+}
+
+Doorbell& CollectiveArea::Bell() const { return *reinterpret_cast<Doorbell*>(segment_.bytes().data()); }
+
+CollectiveArea::MemberLine& CollectiveArea::Member(int member) const {
+  return reinterpret_cast<MemberLine*>(segment_.bytes().data() + kLine)[member];
+}
+
+CollectiveArea::SlotHeader& CollectiveArea::Header(int member, int buffer) const {
+  auto* headers = reinterpret_cast<SlotHeader*>(segment_.bytes().data() + kLine + size_ * kLine);
+  return headers[2 * member + buffer];
+}
+
+std::span<std::byte> CollectiveArea::Slot(int member, int buffer) const {
+  const size_t offset =
+      kLine + 3 * size_ * kLine + (2 * static_cast<size_t>(member) + buffer) * kAreaSlotBytes;
+  return segment_.bytes().subspan(offset, kAreaSlotBytes);
+}
+
+Status CollectiveArea::WatchMembers(std::function<Status()> also_check) {
+  also_check_ = std::move(also_check);
+  watches_.clear();
+  for (int member = 0; member < size_; ++member) {
+    if (member == rank_) continue;
+    const int32_t pid = Member(member).pid.load(std::memory_order_acquire);
+    if (pid == 0) {
+      return Error::InvalidArgument("collective area: member " + std::to_string(member) +
+                                    " has not opened it");
+    }
+    Result<PeerWatch> watch = PeerWatch::Open(member, pid);
+    if (!watch) return std::move(watch).error();
+    watches_.push_back(std::move(*watch));
+  }
+  return {};
+}
+
+void CollectiveArea::Announce(CollectiveOp op, uint64_t sequence) {
+  MemberLine& mine = Member(rank_);
+  mine.announced_op.store(static_cast<uint32_t>(op), std::memory_order_relaxed);
+  mine.announced_sequence.store(sequence + 1, std::memory_order_release);
+}
+
+Status CollectiveArea::CheckMembers(const AreaStamp& stamp,
+                                    const std::function<std::string()>& describe) const {
+  if (also_check_) {
+    if (Status fine = also_check_(); !fine) return fine;
+  }
+  for (const PeerWatch& watch : watches_) {
+    if (Status alive = watch.Check(); !alive) return alive;
+  }
+  for (int member = 0; member < size_; ++member) {
+    const MemberLine& line = Member(member);
+    // announced_sequence is 0 until the member first announces.
+    const uint64_t announced = line.announced_sequence.load(std::memory_order_acquire);
+    const auto op = static_cast<CollectiveOp>(line.announced_op.load(std::memory_order_relaxed));
+    if (announced == stamp.sequence + 1 && op != stamp.op) {
+      return Error::CollectiveMismatch(describe(),
+                                       OpText(op, stamp.sequence) + " (rank " + std::to_string(member) + ")");
+    }
+  }
+  return {};
+}
+
+Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const AreaStamp& stamp,
+                                Deadline deadline, const std::function<std::string()>& describe,
+                                const char* what) {
+  auto all_arrived = [&] {
+    for (int member = 0; member < size_; ++member) {
+      if (!arrived(member)) return false;
+    }
+    return true;
+  };
+  WaitPolicy wait = wait_;
+  wait.check = [&]() { return CheckMembers(stamp, describe); };
+  const Deadline started = Clock::now();
+  Result<bool> ready = Bell().WaitUntil(all_arrived, deadline, wait);
+  if (!ready) return std::move(ready).error();
+  if (*ready) return {};
+  int late = 0;
+  while (late < size_ && arrived(late)) ++late;
+  return Error::Timeout(describe() + ": waiting for " + what + " of rank " + std::to_string(late), late,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started));
+}
+
+Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
+                                 Deadline deadline, const std::function<std::string()>& describe) {
+  constexpr size_t kChunkElements = kAreaSlotBytes / sizeof(float);
+  const size_t chunks = std::max<size_t>(1, (data.size() + kChunkElements - 1) / kChunkElements);
+  for (size_t index = 0; index < chunks; ++index) {
+    const size_t begin = std::min(data.size(), index * kChunkElements);
+    const std::span<float> chunk = data.subspan(begin, std::min(kChunkElements, data.size() - begin));
+    const uint64_t k = next_chunk_++;
+    const int buffer = static_cast<int>(k % 2);
+
+    // Chunk k - 2 used this buffer: every member must be done reading it.
+    if (k >= 2) {
+      Status free =
+          AwaitAll([&](int member) { return Member(member).done.load(std::memory_order_acquire) + 1 >= k; },
+                   stamp, deadline, describe, "the release of a slot");
+      if (!free) return free;
+    }
+    SlotHeader& header = Header(rank_, buffer);
+    header.sequence = stamp.sequence;
+    header.element_count = stamp.element_count;
+    header.chunk = k;
+    header.op = static_cast<uint32_t>(stamp.op);
+    if (!chunk.empty()) std::memcpy(Slot(rank_, buffer).data(), chunk.data(), chunk.size_bytes());
+    Member(rank_).posted.store(k + 1, std::memory_order_release);
+    Bell().Ring();
+
+    Status posted =
+        AwaitAll([&](int member) { return Member(member).posted.load(std::memory_order_acquire) >= k + 1; },
+                 stamp, deadline, describe, "the input");
+    if (!posted) return posted;
+    for (int member = 0; member < size_; ++member) {
+      const SlotHeader& theirs = Header(member, buffer);
+      if (theirs.sequence != stamp.sequence || theirs.op != static_cast<uint32_t>(stamp.op) ||
+          theirs.chunk != k) {
+        return Error::CollectiveMismatch(
+            describe(), OpText(static_cast<CollectiveOp>(theirs.op), theirs.sequence) + " (rank " +
+                            std::to_string(member) + ")");
+      }
+      if (theirs.element_count != stamp.element_count) {
+        return Error::LengthMismatch(describe() + " from rank " + std::to_string(member),
+                                     static_cast<int64_t>(stamp.element_count),
+                                     static_cast<int64_t>(theirs.element_count));
+      }
+    }
+    if (!chunk.empty()) {
+      std::memcpy(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
+      for (int member = 1; member < size_; ++member) {
+        ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
+      }
+      if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
+    }
+    Member(rank_).done.store(k + 1, std::memory_order_release);
+    Bell().Ring();
+  }
+  return {};
+}
+
+}  // namespace inferno

@@ -1,0 +1,144 @@
+// CollectiveArea: a shared segment that the ranks of one group, all on one
+// host, use to run collectives without messages: each rank has a slot and
+// writes its input there once, then reads its peers' slots directly.
+//
+// Layout (one SharedSegment, every part 64-byte aligned; all-zero bytes are
+// the initial state, so a fresh segment needs no formatting):
+//   [0, 64)        the group's Doorbell (every wait of every member sleeps
+//                  on it; a member rings it after publishing anything)
+//   member lines   one 64-byte line per member r, written only by r: its pid,
+//                  `posted` (chunks r has written, ever), `done` (chunks r
+//                  has finished reading, ever), and the op and sequence
+//                  number of the collective r is in (see Announce)
+//   slot headers   per member, two 64-byte lines (one per buffer): the op,
+//                  sequence number, element count and chunk number of what
+//                  the buffer holds
+//   slots          per member, two buffers of kAreaSlotBytes
+// A collective moves its data in chunks of at most kAreaSlotBytes; chunk k
+// (counted over every collective the area has run) uses buffer k % 2, so a
+// member may write chunk k + 1 while a slow peer still reads chunk k, and
+// back-to-back collectives need no barrier between them. Before writing
+// chunk k a member waits until every member is done with chunk k - 2 (the
+// same buffer).
+//
+// Every wait has the caller's deadline; before sleeping and between sleeps
+// it runs the caller's check (ProcessGroup passes its transport's abort
+// notices, so a member that gave up is reported with its reason rather than
+// as a process that ended), checks every member's pid (PeerWatch: a dead
+// member gives PeerLost naming it at once) and whether a member has
+// announced the same sequence number for another op (CollectiveMismatch,
+// rather than a Timeout, when a peer runs a different collective that does
+// not use the area).
+//
+// Thread-safety: one thread at a time per member calls AllReduce, Barrier
+// and Announce (the members of one group run their collectives in one order);
+// any thread may destroy it afterwards. The memory is shared with the other
+// members' processes (or threads).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "distributed/reduce.h"
+#include "distributed/shm/doorbell.h"
+#include "distributed/shm/peer_watch.h"
+#include "distributed/shm/segment.h"
+#include "distributed/transport.h"
+
+namespace inferno {
+
+// Bytes of one slot buffer: the largest chunk a collective moves at once.
+inline constexpr size_t kAreaSlotBytes = size_t{256} << 10;
+
+// Which collective a member is in (the parts of a FrameKey that identify it).
+struct AreaStamp {
+  CollectiveOp op = CollectiveOp::kPointToPoint;
+  uint64_t sequence = 0;
+  uint64_t element_count = 0;
+};
+
+class CollectiveArea {
+ public:
+  // Creates the area of a group of `size` (>= 1) members as member `rank`.
+  // Errors: InvalidArgument (rank outside the group), Io (the segment).
+  static Result<std::unique_ptr<CollectiveArea>> Create(int rank, int size);
+
+  // Maps the area that member 0 created at `address`, as member `rank`.
+  // Errors: InvalidArgument (rank outside the group, or a segment of the
+  // wrong size for `size` members), and SharedSegment::Open's.
+  static Result<std::unique_ptr<CollectiveArea>> Open(const SegmentAddress& address, int rank, int size);
+
+  // Where the other members find the area (creator only; see segment.h).
+  SegmentAddress address() const { return segment_.address(); }
+
+  // Stops sharing the segment: call on the creator once every member has
+  // opened it (no process can open it afterwards).
+  void StopSharing() { segment_.StopSharing(); }
+
+  // Starts watching every member's process, and makes every later wait run
+  // `also_check` (unset, or e.g. the transport's abort notices) before
+  // looking at the members: its error ends the wait. Call once every member
+  // has opened the area (each writes its pid when it does). Errors: PeerLost
+  // (a member already ended), Io (pidfd_open), InvalidArgument (a member
+  // has not written its pid).
+  Status WatchMembers(std::function<Status()> also_check);
+
+  // Says which collective this member is in (for the mismatch check of the
+  // peers' waits). Cheap: two stores.
+  void Announce(CollectiveOp op, uint64_t sequence);
+
+  // In place: on return `data` holds op(every member's `data`), element-wise,
+  // reduced in member order (member 0's value, op member 1's, ...), so every
+  // member gets the same bits and no member's result depends on which member
+  // computed it. kMean divides the sum by the group size. `stamp` must equal
+  // every member's (op, sequence number) and its element_count be
+  // data.size(). `describe` names this collective on this rank, for error
+  // messages. Errors: LengthMismatch (a member's element count differs),
+  // CollectiveMismatch (a member is in another collective), PeerLost (a
+  // member's process ended), Timeout (a member did not arrive by
+  // `deadline`). After an error the area must not be used again.
+  Status AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp, Deadline deadline,
+                   const std::function<std::string()>& describe);
+
+  // Returns once every member has entered the barrier of `stamp` (an
+  // AllReduce of no elements). Errors as AllReduce.
+  Status Barrier(const AreaStamp& stamp, Deadline deadline, const std::function<std::string()>& describe) {
+    return AllReduce({}, ReduceKind::kSum, stamp, deadline, describe);
+  }
+
+ private:
+  struct MemberLine;
+  struct SlotHeader;
+
+  CollectiveArea(SharedSegment segment, int rank, int size);
+
+  MemberLine& Member(int member) const;
+  SlotHeader& Header(int member, int buffer) const;
+  std::span<std::byte> Slot(int member, int buffer) const;
+  Doorbell& Bell() const;
+
+  // Waits until `arrived(member)` holds for every member. `what` says what
+  // is awaited, for the Timeout message.
+  Status AwaitAll(const std::function<bool(int)>& arrived, const AreaStamp& stamp, Deadline deadline,
+                  const std::function<std::string()>& describe, const char* what);
+  // The check between sleeps: dead members and announced mismatches.
+  Status CheckMembers(const AreaStamp& stamp, const std::function<std::string()>& describe) const;
+
+  SharedSegment segment_;
+  const int rank_;
+  const int size_;
+  std::vector<PeerWatch> watches_;  // of every other member, once watched
+  std::function<Status()> also_check_;
+  uint64_t next_chunk_ = 0;  // chunks this member has run, ever
+  WaitPolicy wait_;
+};
+
+}  // namespace inferno
