@@ -117,7 +117,7 @@ class PipelineRun {
   // stage's layers; returns the hidden states (n, dim).
   Result<std::span<float>> EmbedAndForward(int sequence, std::span<const int32_t> tokens) {
     std::span<float> x = std::span<float>(hidden_).first(tokens.size() * dim_);
-    stage_.Embed(tokens, x);
+    if (Status embedded = stage_.Embed(tokens, x); !embedded) return embedded.error();
     if (Status done = Forward(sequence, x); !done) return done.error();
     return x;
   }

@@ -157,9 +157,13 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
   }
   StageWeights weights;
   weights.part = part;
-  if (part.has_embedding) {
+  const RowRange embedding_rows = part.embedding_rows;
+  CHECK(embedding_rows.begin >= 0 && embedding_rows.begin <= embedding_rows.end &&
+        embedding_rows.end <= vocab)
+      << "embedding rows [" << embedding_rows.begin << ", " << embedding_rows.end << ")";
+  if (embedding_rows.size() > 0) {
     Result<WeightTensor> loaded =
-        LoadSlice(checkpoint, SliceNamed(part, kEmbedTokensName), vocab * dim, placement);
+        LoadSlice(checkpoint, SliceNamed(part, kEmbedTokensName), embedding_rows.size() * dim, placement);
     if (!loaded) return loaded.error();
     weights.token_embedding = std::move(*loaded);
   }
@@ -174,7 +178,10 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
     if (!loaded) return loaded.error();
     weights.final_norm = std::move(*loaded);
   }
-  const bool rows_in_embedding = config.tie_word_embeddings && part.has_embedding;
+  const bool rows_in_embedding = config.tie_word_embeddings && part.stage == 0;
+  CHECK(!rows_in_embedding || rows.size() == 0 ||
+        (rows.begin >= embedding_rows.begin && rows.end <= embedding_rows.end))
+      << "classifier rows [" << rows.begin << ", " << rows.end << ") outside the embedding rows";
   if (rows.size() > 0 && !rows_in_embedding) {
     const char* name = config.tie_word_embeddings ? kEmbedTokensName : kLmHeadName;
     Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, name), rows.size() * dim, placement);

@@ -98,13 +98,13 @@ struct LayerWeights {
 struct StageWeights {
   RankShard part;  // the rank's part of the plan
 
-  WeightTensor token_embedding;      // (vocab, dim); when part.has_embedding
+  WeightTensor token_embedding;      // (part.embedding_rows.size(), dim)
   std::vector<LayerWeights> layers;  // part.layers.size() entries
   WeightTensor final_norm;           // (dim); when part.has_final_norm
   // (part.classifier_rows.size(), dim): those rows of lm_head, or of the
-  // token embedding when tied — except on a rank holding the whole embedding
-  // with tied embeddings, where they are read from token_embedding and this
-  // is empty (the embedding is held once).
+  // token embedding when tied — except on a rank of the first stage with
+  // tied embeddings, where they are read from token_embedding (whose rows
+  // contain them) and this is empty (the embedding is held once).
   WeightTensor classifier;
 
   // The bytes of every tensor above, and of those used in place in the
@@ -120,7 +120,8 @@ struct StageWeights {
   std::span<const float> ClassifierMatrix(int64_t dim) const {
     const RowRange rows = part.classifier_rows;
     if (!classifier.empty() || rows.size() == 0) return classifier.values();
-    return token_embedding.values().subspan(rows.begin * dim, rows.size() * dim);
+    return token_embedding.values().subspan((rows.begin - part.embedding_rows.begin) * dim,
+                                            rows.size() * dim);
   }
 };
 

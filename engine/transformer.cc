@@ -57,14 +57,24 @@ int64_t TransformerStage::max_positions_per_call() const {
   return std::min(kMaxPositionsPerCall, context_length_);
 }
 
-void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) const {
+Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) {
   CHECK(is_first());
   const int64_t dim = config_.hidden_size;
+  const RowRange held = weights_.part.embedding_rows;
   CHECK_EQ(x.size(), tokens.size() * dim);
   for (size_t t = 0; t < tokens.size(); ++t) {
     CHECK(tokens[t] >= 0 && tokens[t] < config_.vocab_size) << "token id " << tokens[t];
-    std::copy_n(weights_.token_embedding.data() + tokens[t] * dim, dim, x.data() + t * dim);
+    float* row = x.data() + t * dim;
+    if (tokens[t] >= held.begin && tokens[t] < held.end) {
+      std::copy_n(weights_.token_embedding.data() + (tokens[t] - held.begin) * dim, dim, row);
+    } else {
+      std::fill_n(row, dim, -0.0f);
+    }
   }
+  if (!tensor_parallel_) return {};
+  Status shared = tensor_parallel_->all_reduce(x, ReduceKind::kSum);
+  if (!shared) return shared.error().Prefixed("tensor-parallel all_reduce of the token embeddings: ");
+  return {};
 }
 
 Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline,

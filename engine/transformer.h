@@ -2,7 +2,8 @@
 // plan (loader/shard_plan.h) gives it — a contiguous range of layers with
 // their KV caches (under tensor parallelism: the rank's heads and MLP hidden
 // units of those layers), a slice of the classifier's rows, plus the token
-// embedding on the first stage and the final norm on the last.
+// embedding on the first stage (under tensor parallelism: a slice of its
+// rows) and the final norm on the last.
 //
 // Tensor parallelism (Megatron): the ranks of a stage each compute q, k, v
 // for their heads and attention over them, then their columns of o_proj;
@@ -78,15 +79,19 @@ class TransformerStage {
   const RankShard& part() const { return weights_.part; }
   // The stage's tensor-parallel group; none when the plan's tp is 1.
   const std::optional<ProcessGroup>& tensor_parallel() const { return tensor_parallel_; }
-  bool is_first() const { return weights_.part.has_embedding; }
+  bool is_first() const { return weights_.part.stage == 0; }
   bool is_last() const { return weights_.part.has_final_norm; }
   int num_slots() const { return num_slots_; }
   int64_t context_length() const { return context_length_; }
   int64_t max_positions_per_call() const;
 
   // First stage: x (tokens.size(), dim) = the embedding rows of `tokens`.
-  // Preconditions: is_first(); every id in [0, vocab).
-  void Embed(std::span<const int32_t> tokens, std::span<float> x) const;
+  // Under tensor parallelism every rank of the group calls it with the same
+  // tokens: each fills the rows it holds and -0.0 elsewhere (x + -0.0 is x
+  // for every float), and one all_reduce (sum) gives every rank the same,
+  // exact rows; fails when that collective fails. Preconditions:
+  // is_first(); every id in [0, vocab).
+  Status Embed(std::span<const int32_t> tokens, std::span<float> x);
 
   // Runs the stage's layers in place over x (n, dim), the hidden states of
   // positions [pos, pos + n) of the sequence in `slot`; their keys and values

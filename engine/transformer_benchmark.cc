@@ -53,7 +53,7 @@ void BM_DecodeStep(benchmark::State& state) {
   int32_t token = 1;
   int64_t pos = 0;
   for (auto _ : state) {
-    stage.Embed(std::span<const int32_t>(&token, 1), x);
+    CHECK(stage.Embed(std::span<const int32_t>(&token, 1), x).ok());
     CHECK(stage.Forward(0, pos, x).ok());
     stage.FinalNorm(x, normed);
     stage.ClassifierSlice(normed, logits);

@@ -151,7 +151,7 @@ std::vector<std::vector<float>> RunStages(std::vector<TransformerStage*> stages,
   for (size_t pos = 0; pos < tokens.size(); pos += chunk) {
     const size_t n = std::min<size_t>(chunk, tokens.size() - pos);
     std::vector<float> x(n * dim);
-    stages.front()->Embed(std::span<const int32_t>(tokens).subspan(pos, n), x);
+    CHECK(stages.front()->Embed(std::span<const int32_t>(tokens).subspan(pos, n), x).ok());
     for (TransformerStage* stage : stages) CHECK(stage->Forward(0, static_cast<int64_t>(pos), x).ok());
     TransformerStage& last = *stages.back();
     std::vector<float> normed(dim);
@@ -266,7 +266,7 @@ TEST_P(TransformerTest, TensorParallelRanksAgreeBitForBitAndMatchOneRank) {
       TransformerStage stage = MakeStage(*checkpoint, Part(config, 1, tp, 0, group.rank()), rank_pool, group);
       const int64_t dim = config.hidden_size;
       std::vector<float> x(kTokens.size() * dim);
-      stage.Embed(kTokens, x);
+      CHECK(stage.Embed(kTokens, x).ok());
       for (size_t pos = 0; pos < kTokens.size(); pos += 4) {
         const size_t n = std::min<size_t>(4, kTokens.size() - pos);
         CHECK(stage.Forward(0, static_cast<int64_t>(pos), std::span<float>(x).subspan(pos * dim, n * dim))

@@ -39,7 +39,7 @@ json RankToJson(const RankShard& shard) {
           {"kv_heads", {shard.kv_heads.begin, shard.kv_heads.end}},
           {"hidden_units", {shard.hidden_units.begin, shard.hidden_units.end}},
           {"classifier_rows", {shard.classifier_rows.begin, shard.classifier_rows.end}},
-          {"has_embedding", shard.has_embedding},
+          {"embedding_rows", {shard.embedding_rows.begin, shard.embedding_rows.end}},
           {"has_final_norm", shard.has_final_norm},
           {"tensors", tensors}};
 }
@@ -66,7 +66,7 @@ RankShard RankFromJson(const json& j) {
   shard.kv_heads = range("kv_heads");
   shard.hidden_units = range("hidden_units");
   shard.classifier_rows = range("classifier_rows");
-  shard.has_embedding = j.at("has_embedding").get<bool>();
+  shard.embedding_rows = range("embedding_rows");
   shard.has_final_norm = j.at("has_final_norm").get<bool>();
   for (const json& t : j.at("tensors")) {
     TensorSlice slice{t.at("name").get<std::string>(), -1, 0, 0};

@@ -25,8 +25,9 @@ namespace inferno {
 inline constexpr char kManifestFileName[] = "manifest.json";
 inline constexpr char kManifestFormat[] = "inferno-shards";
 // 2: the plan records each rank's heads, KV heads, hidden units and
-// classifier rows (issue 12).
-inline constexpr int kManifestFormatVersion = 2;
+// classifier rows (issue 12); 3: and its embedding rows, which tensor
+// parallelism splits.
+inline constexpr int kManifestFormatVersion = 3;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.

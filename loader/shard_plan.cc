@@ -151,17 +151,17 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
       shard.hidden_units = EvenPart(c.intermediate_size, tp, t);
       const RowRange in_part = ClassifierRowsOfStage(rows, stage);
       shard.classifier_rows = {part.begin + in_part.begin, part.begin + in_part.end};
-      shard.has_embedding = stage == 0;
+      if (stage == 0) shard.embedding_rows = part;
       shard.has_final_norm = stage == pp - 1;
 
-      if (shard.has_embedding) shard.tensors.push_back({kEmbedTokensName, -1, 0, 0});
+      if (stage == 0) shard.tensors.push_back(SliceOf(kEmbedTokensName, 0, part, c.vocab_size));
       for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
         for (TensorSlice& slice : LayerSlices(c, layer, shard)) shard.tensors.push_back(std::move(slice));
       }
       if (shard.has_final_norm) shard.tensors.push_back({kFinalNormName, -1, 0, 0});
-      // With tied embeddings a rank holding the whole embedding reads its
-      // classifier rows from it.
-      const bool rows_in_embedding = tied && shard.has_embedding;
+      // With tied embeddings a rank of stage 0 reads its classifier rows from
+      // its embedding rows, which contain them.
+      const bool rows_in_embedding = tied && stage == 0;
       if (shard.classifier_rows.size() > 0 && !rows_in_embedding) {
         shard.tensors.push_back(
             SliceOf(tied ? kEmbedTokensName : kLmHeadName, 0, shard.classifier_rows, c.vocab_size));

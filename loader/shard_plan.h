@@ -26,7 +26,11 @@
 // pipeline messages of index t travel — hold the contiguous rows
 // `TpClassifierRows(t)`, stage 0 the first of them.
 //
-// The embedding is whole on every rank of stage 0.
+// The embedding is split by rows the same way inside stage 0: its rank of
+// index t holds the rows of TpClassifierRows(t), so with tied embeddings its
+// classifier rows lie inside its embedding rows and are held once. A token
+// is embedded by the rank holding its row and shared with one all_reduce
+// over the stage (engine/transformer.h).
 //
 // Thread-safety: a plain value type and pure functions.
 #pragma once
@@ -70,12 +74,12 @@ struct RankShard {
   RowRange kv_heads;            // key/value heads (those `heads` read)
   RowRange hidden_units;        // MLP hidden units (of intermediate_size)
   RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
-  bool has_embedding = false;   // the whole token embedding (stage 0)
+  RowRange embedding_rows;      // vocabulary ids whose embedding it holds; empty after stage 0
   bool has_final_norm = false;  // the final norm (stage pp-1)
   // Every tensor (or slice) the rank holds, in checkpoint order; the
   // classifier rows are a row slice of lm_head.weight (of
-  // model.embed_tokens.weight when tied and the rank does not hold the
-  // whole embedding).
+  // model.embed_tokens.weight when tied and the rank is not in stage 0,
+  // whose embedding rows contain them).
   std::vector<TensorSlice> tensors;
   bool operator==(const RankShard&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "loader/shard_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -24,15 +25,44 @@ TEST(MakeShardPlan, EmbeddingOnFirstStageFinalNormOnLastStageWhichIsRankZero) {
   const RankShard& last = plan->ranks[0];
   EXPECT_EQ(last.stage, 2);
   EXPECT_TRUE(last.has_final_norm);
-  EXPECT_FALSE(last.has_embedding);
+  EXPECT_EQ(last.embedding_rows.size(), 0);
   EXPECT_EQ(last.layers, (LayerRange{3, 5}));
   const RankShard& first = plan->ranks[2];
   EXPECT_EQ(first.stage, 0);
-  EXPECT_TRUE(first.has_embedding);
+  EXPECT_EQ(first.embedding_rows, (RowRange{0, TestConfig(5, false).vocab_size}));
   EXPECT_FALSE(first.has_final_norm);
   EXPECT_EQ(first.layers.size(), 1);
   EXPECT_EQ(first.tensors.front().name, "model.embed_tokens.weight");
   EXPECT_EQ(plan->ranks[1].layers, (LayerRange{1, 3}));
+}
+
+// Under tensor parallelism the first stage's ranks split the embedding as
+// the grid splits the classifier, so with tied embeddings each one's
+// classifier rows are among its embedding rows and read from them.
+TEST(MakeShardPlan, FirstStageSplitsTheEmbeddingByTheRowsOfItsRing) {
+  for (const bool tied : {false, true}) {
+    const ModelConfig config = TestConfig(4, tied);
+    Result<ShardPlan> plan = MakeShardPlan(config, 2, 3, std::nullopt);
+    ASSERT_TRUE(plan) << plan.error().message;
+    int64_t next = 0;
+    for (int t = 0; t < 3; ++t) {
+      const RankShard& first = plan->ranks[static_cast<size_t>(plan->RankOf(0, t))];
+      EXPECT_EQ(first.embedding_rows, plan->TpClassifierRows(t));
+      EXPECT_EQ(first.embedding_rows.begin, next);
+      next = first.embedding_rows.end;
+      EXPECT_EQ(first.tensors.front(), (TensorSlice{"model.embed_tokens.weight", 0,
+                                                    first.embedding_rows.begin, first.embedding_rows.end}));
+      // Tied: no second slice of the embedding for the classifier rows.
+      EXPECT_EQ(
+          std::count_if(first.tensors.begin(), first.tensors.end(),
+                        [](const TensorSlice& slice) { return slice.name == "model.embed_tokens.weight"; }),
+          1);
+      EXPECT_GE(first.classifier_rows.begin, first.embedding_rows.begin);
+      EXPECT_LE(first.classifier_rows.end, first.embedding_rows.end);
+      EXPECT_EQ(plan->ranks[static_cast<size_t>(plan->RankOf(1, t))].embedding_rows.size(), 0);
+    }
+    EXPECT_EQ(next, config.vocab_size);
+  }
 }
 
 TEST(MakeShardPlan, LayersAreEvenWithoutAnExplicitSplit) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "base/command_line.h"
 #include "loader/mapped_checkpoint.h"
@@ -78,13 +79,17 @@ int Run(int argc, char** argv) {
                WorldLayoutText(plan->pp, plan->tp).c_str(), report->files_written,
                static_cast<unsigned long long>(report->bytes_written), report->files_verified, seconds);
   for (const RankShard& shard : plan->ranks) {
+    const std::string embedding = shard.embedding_rows.size() == 0
+                                      ? ""
+                                      : ", embedding rows [" + std::to_string(shard.embedding_rows.begin) +
+                                            ", " + std::to_string(shard.embedding_rows.end) + ")";
     std::fprintf(stderr,
                  "shard:   rank %d: stage %d tp %d, layers [%lld, %lld), heads [%lld, %lld), classifier rows "
                  "[%lld, %lld)%s%s -> %s\n",
                  shard.rank, shard.stage, shard.tp_index, static_cast<long long>(shard.layers.begin),
                  static_cast<long long>(shard.layers.end), static_cast<long long>(shard.heads.begin),
                  static_cast<long long>(shard.heads.end), static_cast<long long>(shard.classifier_rows.begin),
-                 static_cast<long long>(shard.classifier_rows.end), shard.has_embedding ? ", embedding" : "",
+                 static_cast<long long>(shard.classifier_rows.end), embedding.c_str(),
                  shard.has_final_norm ? ", final norm" : "",
                  report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
   }
