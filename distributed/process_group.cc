@@ -436,7 +436,9 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
     if (Result<Message> go = call.Recv(0, /*check_length=*/true); !go) return std::move(go).error();
   }
   Transport* transport = state.transport.get();  // outlives the area: both are the group's
-  if (Status watched = area->WatchMembers([transport] { return transport->CheckAbortNotices(); }); !watched) {
+  if (Status watched =
+          area->WatchMembers(state.members, [transport] { return transport->CheckAbortNotices(); });
+      !watched) {
     return WithContext(std::move(watched).error(), call.Describe());
   }
   state.area = std::move(area);

@@ -82,17 +82,22 @@ std::span<std::byte> CollectiveArea::Slot(int member, int buffer) const {
   return segment_.bytes().subspan(offset, kAreaSlotBytes);
 }
 
-Status CollectiveArea::WatchMembers(std::function<Status()> also_check) {
+Status CollectiveArea::WatchMembers(std::vector<int> job_ranks, std::function<Status()> also_check) {
+  if (static_cast<int>(job_ranks.size()) != size_) {
+    return Error::InvalidArgument("collective area: " + std::to_string(job_ranks.size()) + " job ranks for " +
+                                  std::to_string(size_) + " members");
+  }
+  job_ranks_ = std::move(job_ranks);
   also_check_ = std::move(also_check);
   watches_.clear();
   for (int member = 0; member < size_; ++member) {
     if (member == rank_) continue;
     const int32_t pid = Member(member).pid.load(std::memory_order_acquire);
     if (pid == 0) {
-      return Error::InvalidArgument("collective area: member " + std::to_string(member) +
-                                    " has not opened it");
+      return Error::InvalidArgument("collective area: member " + std::to_string(member) + " (rank " +
+                                    std::to_string(job_ranks_[member]) + ") has not opened it");
     }
-    Result<PeerWatch> watch = PeerWatch::Open(member, pid);
+    Result<PeerWatch> watch = PeerWatch::Open(job_ranks_[member], pid);
     if (!watch) return std::move(watch).error();
     watches_.push_back(std::move(*watch));
   }
@@ -143,8 +148,26 @@ Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const A
   if (*ready) return {};
   int late = 0;
   while (late < size_ && arrived(late)) ++late;
-  return Error::Timeout(describe() + ": waiting for " + what + " of rank " + std::to_string(late), late,
-                        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started));
+  const int late_rank = job_ranks_[late];
+  const auto timeout = [&](const std::string& detail) {
+    return Error::Timeout(describe() + ": waiting for " + what + " of member " + std::to_string(late) +
+                              " (rank " + std::to_string(late_rank) + ")" + detail,
+                          late_rank,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started));
+  };
+  const PeerWatch* watch = nullptr;
+  for (const PeerWatch& each : watches_) {
+    if (each.rank() == late_rank) watch = &each;
+  }
+  if (watch == nullptr) return timeout("");
+  const std::string who = "rank " + std::to_string(late_rank) + " (pid " + std::to_string(watch->pid()) + ")";
+  if (watch->Stopped()) return timeout("; " + who + " is stopped");
+  // It runs, and may be waiting on the fault itself: the abort notice of the
+  // rank that saw the fault first names it better than this rank can.
+  ready = Bell().WaitUntil(all_arrived, Clock::now() + kPeerAliveGrace, wait);
+  if (!ready) return std::move(ready).error();
+  if (*ready) return {};
+  return timeout("; " + who + " runs but did not arrive");
 }
 
 Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,

@@ -21,7 +21,8 @@
 // chunk k a member waits until every member is done with chunk k - 2 (the
 // same buffer).
 //
-// Every wait has the caller's deadline; before sleeping and between sleeps
+// Every wait has the caller's deadline (plus kPeerAliveGrace when the member
+// it waits for runs, as shm transport waits do); before sleeping and between sleeps
 // it runs the caller's check (ProcessGroup passes its transport's abort
 // notices, so a member that gave up is reported with its reason rather than
 // as a process that ended), checks every member's pid (PeerWatch: a dead
@@ -85,11 +86,14 @@ class CollectiveArea {
 
   // Starts watching every member's process, and makes every later wait run
   // `also_check` (unset, or e.g. the transport's abort notices) before
-  // looking at the members: its error ends the wait. Call once every member
-  // has opened the area (each writes its pid when it does). Errors: PeerLost
-  // (a member already ended), Io (pidfd_open), InvalidArgument (a member
-  // has not written its pid).
-  Status WatchMembers(std::function<Status()> also_check);
+  // looking at the members: its error ends the wait. `job_ranks[m]` is
+  // member m's rank in the job (its transport's rank), which PeerLost and
+  // Timeout errors name, so that a member of a sub-group is named as every
+  // other message of the job names it. Call once every member has opened the
+  // area (each writes its pid when it does). Errors: PeerLost (a member
+  // already ended), Io (pidfd_open), InvalidArgument (a member has not
+  // written its pid, or job_ranks has not one entry per member).
+  Status WatchMembers(std::vector<int> job_ranks, std::function<Status()> also_check);
 
   // Says which collective this member is in (for the mismatch check of the
   // peers' waits). Cheap: two stores.
@@ -135,6 +139,7 @@ class CollectiveArea {
   SharedSegment segment_;
   const int rank_;
   const int size_;
+  std::vector<int> job_ranks_;      // member -> rank in the job, once watched
   std::vector<PeerWatch> watches_;  // of every other member, once watched
   std::function<Status()> also_check_;
   uint64_t next_chunk_ = 0;  // chunks this member has run, ever

@@ -27,6 +27,14 @@ std::string Describe() { return "all_reduce under test"; }
 
 // Creates a group's area as member 0 and opens it as every other member, as
 // one process's threads would.
+// Job ranks of the members of a test area: 10 + the member, so that a test
+// sees which numbering an error uses.
+std::vector<int> MemberRanks(int size) {
+  std::vector<int> ranks;
+  for (int member = 0; member < size; ++member) ranks.push_back(10 + member);
+  return ranks;
+}
+
 std::vector<std::unique_ptr<CollectiveArea>> OpenedAreas(int size) {
   std::vector<std::unique_ptr<CollectiveArea>> areas;
   Result<std::unique_ptr<CollectiveArea>> created = CollectiveArea::Create(0, size);
@@ -38,7 +46,7 @@ std::vector<std::unique_ptr<CollectiveArea>> OpenedAreas(int size) {
     areas.push_back(std::move(*opened));
   }
   areas[0]->StopSharing();
-  for (auto& area : areas) EXPECT_TRUE(area->WatchMembers(nullptr).ok());
+  for (auto& area : areas) EXPECT_TRUE(area->WatchMembers(MemberRanks(size), nullptr).ok());
   return areas;
 }
 
@@ -136,12 +144,31 @@ TEST(CollectiveArea, PeerInAnotherCollectiveIsCollectiveMismatch) {
       "CollectiveMismatch: this rank is in all_reduce under test but the peer sent all_gather #0 (rank 1)");
 }
 
+TEST(CollectiveArea, MemberThatNeverArrivesIsATimeoutNamingItsJobRank) {
+  auto areas = OpenedAreas(3);
+  std::vector<float> data(4, 1.0f);
+  // Members 0 and 1 post; member 2 never does.
+  std::thread other([&] {
+    std::vector<float> mine(4, 1.0f);
+    (void)areas[1]->AllReduce(mine, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, mine.size()},
+                              Clock::now() + std::chrono::milliseconds(300), Describe);
+  });
+  Status status = areas[0]->AllReduce(data, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, data.size()},
+                                      Clock::now() + std::chrono::milliseconds(300), Describe);
+  other.join();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().kind, ErrorKind::kTimeout) << status.error().ToString();
+  EXPECT_NE(status.error().message.find("waiting for the input of member 2 (rank 12)"), std::string::npos)
+      << status.error().ToString();
+}
+
 TEST(CollectiveArea, AlsoCheckErrorEndsTheWaitBeforeTheDeadline) {
   auto areas = OpenedAreas(2);
   ASSERT_TRUE(areas[0]
-                  ->WatchMembers([] {
-                    return Status(Error{ErrorKind::kPeerLost, "rank 1 gave up"});
-                  })
+                  ->WatchMembers(MemberRanks(2),
+                                 [] {
+                                   return Status(Error{ErrorKind::kPeerLost, "rank 1 gave up"});
+                                 })
                   .ok());
   std::vector<float> data(4, 1.0f);
   // Member 1 never arrives; only the check can end this wait early.
@@ -170,7 +197,7 @@ TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDe
   if (child == 0) {
     // Member 1: one all_reduce, then it hangs until killed.
     Result<std::unique_ptr<CollectiveArea>> opened = CollectiveArea::Open(address, 1, 2);
-    if (!opened || !(*opened)->WatchMembers(nullptr)) _exit(2);
+    if (!opened || !(*opened)->WatchMembers(MemberRanks(2), nullptr)) _exit(2);
     std::vector<float> data(8, 1.0f);
     if (!AllReduce(**opened, data, ReduceKind::kSum, 0)) _exit(3);
     pause();
@@ -180,7 +207,7 @@ TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDe
   const Deadline give_up = Clock::now() + seconds(20);
   while (!watched && Clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    watched = area.WatchMembers(nullptr);
+    watched = area.WatchMembers(MemberRanks(2), nullptr);
   }
   ASSERT_TRUE(watched.ok()) << watched.error().ToString();
   area.StopSharing();
@@ -200,6 +227,8 @@ TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDe
   waitpid(child, &child_status, 0);
   ASSERT_FALSE(lost.ok());
   EXPECT_EQ(lost.error().kind, ErrorKind::kPeerLost) << lost.error().ToString();
+  // Named by its rank in the job, not its place in the area.
+  EXPECT_NE(lost.error().message.find("rank 11 "), std::string::npos) << lost.error().ToString();
   EXPECT_TRUE(WIFSIGNALED(child_status) && WTERMSIG(child_status) == SIGKILL);
   EXPECT_EQ(DevShmEntries(), before);
 }

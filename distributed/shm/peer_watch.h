@@ -14,9 +14,18 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+
 #include "base/error.h"
 
 namespace inferno {
+
+// When a wait on shared memory times out on a peer that runs (not stopped),
+// how much longer it waits for what it awaits or for the abort notice of the
+// rank that saw the fault first (the peer may itself be waiting on that
+// fault), as ZmqTransport does for a peer that answers its ping; well under
+// the 2 s a rank may take past its timeout.
+inline constexpr std::chrono::milliseconds kPeerAliveGrace{1000};
 
 class PeerWatch {
  public:

@@ -31,12 +31,6 @@ static_assert(sizeof(AbortNotice) == 256);
 // mailbox before trying to become the reader.
 constexpr std::chrono::milliseconds kMailboxSlice{10};
 
-// When a Recv times out on a peer that runs (not stopped), how much longer it
-// waits for the message or for the abort notice of the rank that saw the
-// fault first, as ZmqTransport does for a peer that answers its ping; well
-// under the 2 s a rank may take past its timeout.
-constexpr std::chrono::milliseconds kAliveGrace{1000};
-
 // How long Close lets queued messages drain into the peers' rings.
 constexpr std::chrono::milliseconds kLinger{2000};
 
@@ -206,7 +200,7 @@ struct ShmTransport::Impl {
 
   // After `timeout` of a Recv from `peer`: says whether the peer is stopped,
   // and when it is not (it runs, and may be waiting like this rank), waits
-  // kAliveGrace longer, so that the abort notice of the rank that saw the
+  // kPeerAliveGrace longer, so that the abort notice of the rank that saw the
   // fault first arrives and this rank reports that fault rather than a
   // neighbour.
   Result<Message> ProbeAfterTimeout(int peer, uint32_t tag, Deadline started, Error timeout) {
@@ -216,7 +210,7 @@ struct ShmTransport::Impl {
       timeout.message += "; " + who + " is stopped";
       return timeout;
     }
-    Result<Message> got = RecvUntil(peer, tag, started, Clock::now() + kAliveGrace);
+    Result<Message> got = RecvUntil(peer, tag, started, Clock::now() + kPeerAliveGrace);
     if (got || got.error().kind != ErrorKind::kTimeout) return got;
     Error late = std::move(got).error();
     late.message += "; " + who + " runs but sent nothing";
