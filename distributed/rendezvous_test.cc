@@ -305,28 +305,51 @@ INSTANTIATE_TEST_SUITE_P(Secrets, JoinWithAStranger, testing::Values(SecretFille
                            return info.param ? "AnotherSecret" : "NoSecret";
                          });
 
+// Rank 0 of a 2-rank job holding secret 9, joining on its own thread from
+// construction; Finish() joins it and says how its Join ended.
+class SecuredRankZero {
+ public:
+  explicit SecuredRankZero(const RendezvousOptions& options)
+      : thread_([this, options] {
+          RendezvousOptions mine = options;
+          mine.on_master_listening = [this](int port) { port_promise_.set_value(port); };
+          RendezvousConfig config;
+          config.world_size = 2;
+          config.op_timeout = milliseconds(10000);
+          config.job_secret = SecretFilledWith(9);
+          Result<ProcessGroup> group = Join(config, mine);
+          result_ = group ? "joined" : group.error().ToString();
+        }) {}
+
+  // The config of its rank 1 (no secret yet), once it listens.
+  RendezvousConfig RankOneConfig() {
+    RendezvousConfig config;
+    config.rank = 1;
+    config.world_size = 2;
+    config.master_port = port_promise_.get_future().get();
+    config.op_timeout = milliseconds(10000);
+    return config;
+  }
+
+  // "joined", or rank 0's error.
+  std::string Finish() {
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  std::promise<int> port_promise_;
+  std::string result_;
+  std::thread thread_;  // last: it uses the members above
+};
+
 TEST(Join, StrangerRefusedBeforeTheTableArrives) {
   // Rank 2 with another secret must fail before rank 0's verdict (which comes
   // only after rank 0's timeout): the refusal is reported at once.
   RendezvousOptions options;
   options.timeout = milliseconds(20000);
-  std::promise<int> port_promise;
-  std::string master_result;
-  std::thread master([&] {
-    RendezvousOptions mine = options;
-    mine.on_master_listening = [&](int port) { port_promise.set_value(port); };
-    RendezvousConfig config;
-    config.world_size = 2;
-    config.op_timeout = milliseconds(10000);
-    config.job_secret = SecretFilledWith(9);
-    Result<ProcessGroup> group = Join(config, mine);
-    master_result = group ? "joined" : group.error().ToString();
-  });
-  RendezvousConfig config;
-  config.rank = 1;
-  config.world_size = 2;
-  config.master_port = port_promise.get_future().get();
-  config.op_timeout = milliseconds(10000);
+  SecuredRankZero master(options);
+  RendezvousConfig config = master.RankOneConfig();
   config.job_secret = SecretFilledWith(8);
   const Clock::time_point started = Clock::now();
   Result<ProcessGroup> group = Join(config, options);
@@ -337,7 +360,7 @@ TEST(Join, StrangerRefusedBeforeTheTableArrives) {
   // Now the real rank 1 arrives and the job proceeds.
   config.job_secret = SecretFilledWith(9);
   Result<ProcessGroup> real = Join(config, options);
-  master.join();
+  const std::string master_result = master.Finish();
   ASSERT_TRUE(real.ok()) << real.error().ToString();
   EXPECT_EQ(master_result, "joined");
 }
@@ -349,23 +372,8 @@ TEST(Join, SecuredRendezvousNeverReadsTheLineOfAStrangerWithoutTheSecret) {
       R"({"rank":1,"world_size":5,"host":"h","tcp":"tcp://127.0.0.1:1","ipc":"","fingerprint":{}})";
   RendezvousOptions options;
   options.timeout = milliseconds(20000);
-  std::promise<int> port_promise;
-  std::string master_result;
-  std::thread master([&] {
-    RendezvousOptions mine = options;
-    mine.on_master_listening = [&](int port) { port_promise.set_value(port); };
-    RendezvousConfig config;
-    config.world_size = 2;
-    config.op_timeout = milliseconds(10000);
-    config.job_secret = SecretFilledWith(9);
-    Result<ProcessGroup> group = Join(config, mine);
-    master_result = group ? "joined" : group.error().ToString();
-  });
-  RendezvousConfig config;
-  config.rank = 1;
-  config.world_size = 2;
-  config.master_port = port_promise.get_future().get();
-  config.op_timeout = milliseconds(10000);
+  SecuredRankZero master(options);
+  RendezvousConfig config = master.RankOneConfig();
   Result<std::unique_ptr<RendezvousClient>> stranger =
       RendezvousClient::Connect("127.0.0.1", config.master_port, std::nullopt);
   EXPECT_TRUE(stranger.ok()) << stranger.error().ToString();
@@ -376,7 +384,7 @@ TEST(Join, SecuredRendezvousNeverReadsTheLineOfAStrangerWithoutTheSecret) {
   }
   config.job_secret = SecretFilledWith(9);
   Result<ProcessGroup> real = Join(config, options);
-  master.join();
+  const std::string master_result = master.Finish();
   ASSERT_TRUE(real.ok()) << real.error().ToString();
   EXPECT_EQ(master_result, "joined");
 }

@@ -1,6 +1,6 @@
 #include "distributed/shm/collective_area.h"
+#include "distributed/testing/dev_shm_entries.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -175,15 +175,6 @@ TEST(CollectiveArea, AlsoCheckErrorEndsTheWaitBeforeTheDeadline) {
   Status status = AllReduce(*areas[0], data, ReduceKind::kSum, 0);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().ToString(), "PeerLost: rank 1 gave up");
-}
-
-std::set<std::string> DevShmEntries() {
-  std::set<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) names.insert(entry->d_name);
-    closedir(dir);
-  }
-  return names;
 }
 
 TEST(CollectiveArea, KilledMemberIsPeerLostBeforeTheDeadlineAndLeavesNothingInDevShm) {

@@ -1,6 +1,6 @@
 #include "distributed/shm/segment.h"
+#include "distributed/testing/dev_shm_entries.h"
 
-#include <dirent.h>
 #include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,15 +18,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::set<std::string> DevShmEntries() {
-  std::set<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) names.insert(entry->d_name);
-    closedir(dir);
-  }
-  return names;
-}
 
 // Waits (bounded) for the child to exit and returns its exit code; kills it
 // and returns -1 if it does not exit in time or dies of a signal.

@@ -1,6 +1,5 @@
 #include "distributed/shm/transport.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "distributed/process_group.h"
+#include "distributed/testing/dev_shm_entries.h"
 
 namespace inferno {
 namespace {
@@ -28,15 +28,6 @@ using std::chrono::seconds;
 
 // Small rings, so that most messages stream through in pieces.
 constexpr size_t kRingCapacity = size_t{1} << 16;
-
-std::set<std::string> DevShmEntries() {
-  std::set<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) names.insert(entry->d_name);
-    closedir(dir);
-  }
-  return names;
-}
 
 // Reads one line from `fd` by `deadline`; "" on end of file or timeout.
 std::string ReadLine(int fd, Deadline deadline) {
