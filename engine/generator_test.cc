@@ -86,7 +86,7 @@ void SetClassifierRows(ShardPlan& plan, const ModelConfig& config,
   const std::string name = tied ? "model.embed_tokens.weight" : "lm_head.weight";
   for (RankShard& shard : plan.ranks) {
     shard.classifier_rows = ClassifierRowsOfStage(rows_per_stage, shard.stage);
-    const bool in_embedding = tied && shard.stage == 0;
+    const bool in_embedding = shard.ClassifierRowsInEmbedding(tied);
     std::erase_if(shard.tensors, [&](const TensorSlice& s) { return s.name == name && !in_embedding; });
     if (shard.classifier_rows.size() > 0 && !in_embedding) {
       shard.tensors.push_back({name, 0, shard.classifier_rows.begin, shard.classifier_rows.end});

@@ -178,7 +178,7 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
     if (!loaded) return loaded.error();
     weights.final_norm = std::move(*loaded);
   }
-  const bool rows_in_embedding = config.tie_word_embeddings && part.stage == 0;
+  const bool rows_in_embedding = part.ClassifierRowsInEmbedding(config.tie_word_embeddings);
   CHECK(!rows_in_embedding || rows.size() == 0 ||
         (rows.begin >= embedding_rows.begin && rows.end <= embedding_rows.end))
       << "classifier rows [" << rows.begin << ", " << rows.end << ") outside the embedding rows";

@@ -159,10 +159,7 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
         for (TensorSlice& slice : LayerSlices(c, layer, shard)) shard.tensors.push_back(std::move(slice));
       }
       if (shard.has_final_norm) shard.tensors.push_back({kFinalNormName, -1, 0, 0});
-      // With tied embeddings a rank of stage 0 reads its classifier rows from
-      // its embedding rows, which contain them.
-      const bool rows_in_embedding = tied && stage == 0;
-      if (shard.classifier_rows.size() > 0 && !rows_in_embedding) {
+      if (shard.classifier_rows.size() > 0 && !shard.ClassifierRowsInEmbedding(tied)) {
         shard.tensors.push_back(
             SliceOf(tied ? kEmbedTokensName : kLmHeadName, 0, shard.classifier_rows, c.vocab_size));
       }

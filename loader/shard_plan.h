@@ -81,6 +81,12 @@ struct RankShard {
   // model.embed_tokens.weight when tied and the rank is not in stage 0,
   // whose embedding rows contain them).
   std::vector<TensorSlice> tensors;
+
+  // Whether, with tied embeddings (`tied`), the rank reads its classifier
+  // rows from its embedding rows, which contain them (the first stage),
+  // rather than holding a slice of their own.
+  bool ClassifierRowsInEmbedding(bool tied) const { return tied && stage == 0; }
+
   bool operator==(const RankShard&) const = default;
 };
 

@@ -22,7 +22,7 @@
 // pair of their own: the strongest stranger short of one holding the secret.
 //
 // Usage: stranger [--curve-server-key KEY] [--flood] DURATION_MS ENDPOINT...
-// Prints one summary line of attacks made; exits 0 (1 on bad arguments).
+// Prints one summary line of attacks made; exits 0 (2 on bad arguments).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -40,6 +40,7 @@
 
 #include <zmq.hpp>
 
+#include "base/command_line.h"
 #include "distributed/frame_header.h"
 
 namespace {
@@ -217,23 +218,25 @@ long Flood(zmq::context_t& context, const std::vector<std::string>& endpoints,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string curve_server_key;
-  if (argc >= 3 && std::strcmp(argv[1], "--curve-server-key") == 0) {
-    curve_server_key = argv[2];
-    argc -= 2;
-    argv += 2;
+  const inferno::CommandSpec spec{
+      "stranger",
+      "[--curve-server-key KEY] [--flood] DURATION_MS ENDPOINT...",
+      "Attacks every ENDPOINT of a running job for DURATION_MS, as a hostile process would.",
+      {{"curve-server-key", "KEY", "connect over ZeroMQ as a CURVE client of this server key (Z85)"},
+       {"flood", "", "flood every endpoint with small messages, then close at once"}},
+      /*takes_command=*/true};
+  const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
+  const std::vector<std::string>& arguments = flags.command();
+  const int duration_ms = arguments.empty() ? 0 : std::atoi(arguments.front().c_str());
+  if (arguments.size() < 2 || duration_ms <= 0) {
+    std::fprintf(stderr,
+                 "stranger: expected DURATION_MS (> 0) and at least one ENDPOINT (see stranger --help)\n");
+    return 2;
   }
-  const bool flood = argc >= 2 && std::strcmp(argv[1], "--flood") == 0;
-  if (flood) {
-    --argc;
-    ++argv;
-  }
-  if (argc < 3 || std::atoi(argv[1]) <= 0) {
-    std::fprintf(stderr, "usage: stranger [--curve-server-key KEY] [--flood] DURATION_MS ENDPOINT...\n");
-    return 1;
-  }
-  const auto until = Clock::now() + std::chrono::milliseconds(std::atoi(argv[1]));
-  const std::vector<std::string> endpoints(argv + 2, argv + argc);
+  const std::string curve_server_key = flags.Last("curve-server-key").value_or("");
+  const bool flood = flags.Has("flood");
+  const auto until = Clock::now() + std::chrono::milliseconds(duration_ms);
+  const std::vector<std::string> endpoints(arguments.begin() + 1, arguments.end());
   std::mt19937_64 random(std::random_device{}());
   zmq::context_t context(1);
   if (flood) {

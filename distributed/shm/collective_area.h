@@ -37,8 +37,6 @@
 // members' processes (or threads).
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -1,20 +1,18 @@
 #include "distributed/testing/rank_threads.h"
 
-#include <stdlib.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <glog/logging.h>
 
 #include "distributed/inproc/transport.h"
+#include "distributed/ipc_directory.h"
 #include "distributed/routed/transport.h"
 #include "distributed/shm/transport.h"
 #include "distributed/testing/zmq_world.h"
@@ -23,43 +21,21 @@
 namespace inferno {
 namespace {
 
-// Removes, when the test process exits, the socket directories it made
-// outside TEST_TMPDIR.
-void RemoveSocketDirectoriesAtExit(const std::string& directory) {
-  static std::mutex mutex;
-  static std::vector<std::string>* directories = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (directories == nullptr) {
-    directories = new std::vector<std::string>();
-    std::atexit([] {
-      std::error_code ignored;
-      for (const std::string& path : *directories) std::filesystem::remove_all(path, ignored);
-    });
-  }
-  directories->push_back(directory);
-}
-
-// A fresh directory for ipc:// sockets. ipc paths are limited to ~100
-// characters, so Bazel's (long) TEST_TMPDIR is used only when short enough;
-// a directory in /tmp is removed at exit.
-std::string MakeSocketDirectory() {
-  const char* test_tmpdir = std::getenv("TEST_TMPDIR");
-  const bool in_test_tmpdir = test_tmpdir != nullptr && std::string(test_tmpdir).size() < 60;
-  std::string base = in_test_tmpdir ? std::string(test_tmpdir) : std::string("/tmp");
-  std::string pattern = base + "/ipc-XXXXXX";
-  CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
-  if (!in_test_tmpdir) RemoveSocketDirectoriesAtExit(pattern);
-  return pattern;
-}
-
 std::vector<std::shared_ptr<Transport>> MakeZmqTransports(bool ipc, int world_size,
                                                           std::chrono::milliseconds timeout) {
-  const std::string directory = ipc ? MakeSocketDirectory() : "";
   ZmqTransportOptions options;
   options.timeout = timeout;
+  if (ipc) {
+    // The ranks' socket files, in one private directory that goes with the
+    // last of the transports.
+    Result<IpcDirectory> directory = IpcDirectory::Create();
+    CHECK(directory.ok()) << directory.error().ToString();
+    options.ipc_directory = std::make_shared<const IpcDirectory>(std::move(*directory));
+  }
   std::vector<std::shared_ptr<ZmqTransport>> zmq_transports =
       BindZmqWorld(world_size, options, [&](int rank) -> std::string {
-        return ipc ? "ipc://" + directory + "/" + std::to_string(rank) : "tcp://127.0.0.1:0";
+        return ipc ? "ipc://" + options.ipc_directory->path() + "/rank-" + std::to_string(rank)
+                   : "tcp://127.0.0.1:0";
       });
   ConnectZmqWorld(zmq_transports, std::random_device()());
   return {zmq_transports.begin(), zmq_transports.end()};
