@@ -11,6 +11,7 @@ packages=(
   iproute2 procps python3
   libopenmpi-dev openmpi-bin libgloo-dev
   libpcre2-dev libicu-dev
+  libcpp-httplib-dev curl nodejs npm
 )
 missing=()
 for p in "${packages[@]}"; do
