@@ -302,8 +302,9 @@ int main(int argc, char** argv) {
   Result<GenerationReport> report = RunGenerator(*group, prepared->plan, stage, settings,
                                                  leader ? &queue : nullptr, leader ? &queue : nullptr, timeline);
   if (!report) {
-    const Error error = report.error().Prefixed("rank " + std::to_string(rank) + ": ");
-    std::fprintf(stderr, "serve: %s\n", error.ToString().c_str());
+    const Error& error = report.error();
+    std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());
+    // The other ranks fail at once with this reason rather than time out.
     group->transport()->Abort(error.ToString());
     if (leader) {
       server->SetUnhealthy(error.ToString());
