@@ -25,3 +25,4 @@ if [ ${#missing[@]} -ne 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 bash "$(dirname "$0")/fetch_tokenizers.sh"
+bash "$(dirname "$0")/fetch_openai_client.sh"
