@@ -270,7 +270,8 @@ struct OpenAiServer::Handlers {
             sink.done();
             return true;
           }
-          if (!step.text.empty()) {
+          // A chunk per group of tokens, even one that prints nothing yet.
+          if (step.tokens > 0 || !step.text.empty()) {
             const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
             if (!send(exchange->Chunk(model, delta, nullptr))) return false;
           } else if (step.tokens == 0 && !step.finish) {
