@@ -4,8 +4,9 @@
 # - completions and chat completions, JSON and streamed (server-sent events
 #   ending with [DONE]); a greedy completion's text equals //tools:infer's for
 #   the same prompt, and the streamed text equals the JSON one;
-# - continuous batching: 8 concurrent seeded streams each equal their solo
-#   run (serve_client.py concurrent);
+# - continuous batching: 16 concurrent seeded streams on 8 slots each equal
+#   their solo run (serve_client.py concurrent), and rank 0's descriptors
+#   and memory come back;
 # - bad input: malformed JSON, wrong types, unknown fields and model, a
 #   prompt longer than the context, an oversized body, a missing API key and
 #   an unknown path each get their 4xx and an OpenAI error object;
@@ -70,8 +71,18 @@ folded=$(python3 "$CLIENT" request "$URL" "$KEY" /v1/chat/completions "${chat%\}
   [ "$(json 'j["text"]' <<<"$folded")" = "$chat_text" ] ||
   fail "streamed chat: $folded (JSON answer '$chat_text')"
 
-# --- continuous batching: concurrent streams equal their solo runs
-python3 "$CLIENT" concurrent "$URL" "$KEY" 8 || fail "concurrent streams differ from their solo runs"
+# --- continuous batching: 16 concurrent streams on 8 slots (8 wait in the
+# queue) each equal their solo run; afterwards rank 0's descriptors are back
+# where they were and its memory has not grown by more than 32 MiB.
+rank0=$(rank_pid "$SERVER_PID" 0)
+fds() { ls "/proc/$rank0/fd" | wc -l; }
+rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$rank0/status"; }
+fds_before=$(fds) rss_before=$(rss_kib)
+python3 "$CLIENT" concurrent "$URL" "$KEY" 16 || fail "concurrent streams differ from their solo runs"
+for _ in $(seq 100); do [ "$(fds)" -le "$fds_before" ] && break; sleep 0.1; done
+[ "$(fds)" -le "$fds_before" ] || fail "rank 0 holds $(fds) descriptors after the streams, $fds_before before"
+[ "$(rss_kib)" -le $((rss_before + 32768)) ] || fail "rank 0's RSS grew from $rss_before to $(rss_kib) KiB"
+echo "rank 0: $fds_before -> $(fds) descriptors, RSS $rss_before -> $(rss_kib) KiB"
 
 # --- bad input
 # expect_error NAME STATUS TYPE_OR_CODE CURL_ARGS...: the answer has STATUS and
