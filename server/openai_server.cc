@@ -30,6 +30,10 @@ struct ApiError {
   std::optional<std::string> code;
 };
 
+// `json` as text; bytes of generated text that are not UTF-8 (a byte-fallback
+// token can make them) become U+FFFD rather than an exception.
+std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Json ErrorJson(const ApiError& error) {
   return {{"error",
            {{"message", error.message},
@@ -40,7 +44,7 @@ Json ErrorJson(const ApiError& error) {
 
 void SendError(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
-  res.set_content(ErrorJson(error).dump(), "application/json");
+  res.set_content(Dump(ErrorJson(error)), "application/json");
 }
 
 ApiError ServerError(const std::string& message) { return {503, "server_error", message, {}, {}}; }
@@ -244,7 +248,7 @@ struct OpenAiServer::Handlers {
                        {"model", server.settings_.model_name},
                        {"choices", Json::array({choice})},
                        {"usage", exchange->Usage()}};
-    res.set_content(body.dump(), "application/json");
+    res.set_content(Dump(body), "application/json");
     server.metrics_.CountRequest(path, 200);
   }
 
@@ -257,7 +261,7 @@ struct OpenAiServer::Handlers {
         "text/event-stream",
         [this, exchange, model, started](size_t, httplib::DataSink& sink) {
           const auto send = [&](const Json& json) {
-            const std::string event = "data: " + json.dump() + "\n\n";
+            const std::string event = "data: " + Dump(json) + "\n\n";
             return sink.write(event.data(), event.size());
           };
           if (!*started && exchange->chat()) {
@@ -343,7 +347,7 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
   });
   http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     const Json model = {{"id", settings_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "inferno"}};
-    res.set_content(Json{{"object", "list"}, {"data", Json::array({model})}}.dump(), "application/json");
+    res.set_content(Dump(Json{{"object", "list"}, {"data", Json::array({model})}}), "application/json");
     metrics_.CountRequest(req.path, 200);
   });
   http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
@@ -364,7 +368,7 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
         break;
     }
     res.status = state_ == State::kReady ? 200 : 503;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(Dump(body), "application/json");
     metrics_.CountRequest(req.path, res.status);
   });
   http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
