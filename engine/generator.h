@@ -20,6 +20,16 @@
 //   passes it on; back at the last stage, its own rows complete the ring's
 //   rows, and it samples;
 // - the sampled token goes from the last stage to the first.
+// Sequences come from a SequenceSource, asked on the last stage whenever a
+// KV-cache slot is free: the last stage sends a new sequence's prompt to the
+// first (an admit message), which prefills it. So sequences join a running
+// pipeline at its next step and leave when they stop (infer's fixed prompts
+// and serve's request queue are two sources of the one loop). While no
+// sequence runs, the last stage sends a tick around the ring every
+// kIdleTick (at most a quarter of the transport's timeout), so an idle
+// pipeline neither times out nor misses a lost rank; when the source is
+// exhausted and nothing runs, an end message goes around and every rank
+// returns.
 // With tp > 1 the tp rings run side by side: every rank of a stage receives
 // the same messages in the same order from its ring, so the collectives of
 // the stage's group (two all_reduces per layer, see transformer.h; the
@@ -32,8 +42,8 @@
 // sequence has one message in flight at a time (plus its prompt chunks), so
 // there is no deadlock and the queues stay small.
 //
-// Several prompts are micro-batched: every sequence has its own KV-cache slot
-// on every stage and its own Sampler, and all sequences are in flight at
+// Several sequences are micro-batched: every sequence has its own KV-cache
+// slot on every stage and its own Sampler, and all sequences are in flight at
 // once, so while one sequence is in one rank's layers, another is in the
 // next rank's, a third in the classifier. A sequence's tokens and logits are
 // bit for bit those of running it alone, on one rank or on a pipeline of W
@@ -45,9 +55,13 @@
 // naming the kind (hidden states, token, classify) and the sequence, then the
 // payload; see pipeline_protocol.h.
 //
-// Thread-safety: Generate is called once per rank, from the rank's thread.
+// With one stage, the running sequences take turns, one token each.
+//
+// Thread-safety: Generate and RunGenerator are called once per rank, from the
+// rank's thread; the source and observer are called from that thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -63,27 +77,66 @@
 
 namespace inferno {
 
-// What the leader's caller sees while generating. Called on the leader only.
+// Why a sequence ended.
+enum class FinishReason {
+  kStopToken,  // it sampled one of the stop ids
+  kLength,     // max_new_tokens, or its KV cache is full
+  kCancelled,  // its source cancelled it
+};
+
+// What the leader's caller sees while generating. Called on the leader only,
+// from the generator's thread; it must not block (the pipeline waits).
 class GenerationObserver {
  public:
   virtual ~GenerationObserver() = default;
-  // The logits (vocab) of `sequence` from which its next token is sampled.
-  virtual void OnLogits(int sequence, std::span<const float> logits) = 0;
-  // A generated token of `sequence` (never the stop token that ends it),
+  // The logits (vocab) of sequence `id` from which its next token is sampled.
+  virtual void OnLogits(int64_t id, std::span<const float> logits) = 0;
+  // A generated token of sequence `id` (never the stop token that ends it),
   // following `previous` (the last prompt token for the first one).
-  virtual void OnToken(int sequence, int32_t previous, int32_t token) = 0;
-  virtual void OnSequenceDone(int sequence) = 0;
+  virtual void OnToken(int64_t id, int32_t previous, int32_t token) = 0;
+  virtual void OnSequenceDone(int64_t id, FinishReason reason) = 0;
 };
 
-struct GenerationOptions {
+// A sequence to generate.
+struct SequenceSpec {
+  int64_t id = 0;               // the caller's name for it, given to the observer
+  std::vector<int32_t> prompt;  // valid for the stage: see ValidatePrompts
   int64_t max_new_tokens = 256;
   SamplingOptions sampling;
+};
+
+// Where the generator's sequences come from. Asked on every rank of the
+// last stage; with tensor parallelism, every one of them must give the same
+// sequences in the same order and never cancel.
+class SequenceSource {
+ public:
+  virtual ~SequenceSource() = default;
+  // The next sequence to start, waiting for one until `deadline` at most
+  // (a past deadline: not at all); none at once when Exhausted().
+  virtual std::optional<SequenceSpec> Next(std::chrono::steady_clock::time_point deadline) = 0;
+  // Whether no sequence will come any more: the run ends when the running
+  // ones have.
+  virtual bool Exhausted() = 0;
+  // Whether sequence `id` is to stop now (FinishReason::kCancelled); asked
+  // before each of its tokens is sampled.
+  virtual bool Cancelled(int64_t id) = 0;
+};
+
+// What holds for every sequence of a run.
+struct GeneratorSettings {
   // A sequence ends when it samples one of these (the model's EOS ids; see
   // engine/stop_tokens.h); it is neither reported nor counted.
   std::vector<int32_t> stop_ids;
   // Whether the observer's OnLogits is called. Under tensor parallelism,
   // greedy sampling moves only each rank's best logit when it is not.
   bool report_logits = true;
+};
+
+// Generate's options: the settings, and the same limit and sampling for
+// every prompt.
+struct GenerationOptions : GeneratorSettings {
+  int64_t max_new_tokens = 256;
+  SamplingOptions sampling;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the
@@ -94,7 +147,7 @@ struct GenerationReport {
   double time_to_first_token_seconds = 0;  // start to the first sampled token
   double decode_seconds = 0;               // first sampled token to the end
   double total_seconds = 0;
-  std::vector<std::vector<int32_t>> generated;  // (sequences, its tokens)
+  std::vector<std::vector<int32_t>> generated;  // (prompts, its tokens): Generate only
   std::vector<Timeline> timelines;              // every rank's, in rank order
 };
 
@@ -115,12 +168,26 @@ int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t 
 // group.world_size() == plan.world_size().
 Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan);
 
-// Generates a continuation of every prompt: stops a sequence when it samples
-// one of `options.stop_ids`, after `max_new_tokens`, or when its KV cache
-// (stage.context_length() positions) is full. Every rank
-// calls it with the same plan, prompts and options; `stage` must have a slot
-// per prompt (one suffices with one stage) and be rank group.rank()'s part of
+// Runs the generator loop over the sequences of `source` until it is
+// exhausted and every sequence has stopped: stops a sequence when it samples
+// one of `settings.stop_ids`, after its max_new_tokens, when its KV cache
+// (stage.context_length() positions) is full, or when the source cancels it.
+// Up to stage.num_slots() sequences run at once. Every rank calls it with the
+// same plan and settings; `source` is used (and must be non-null) on the
+// ranks of the last stage only; `stage` must be rank group.rank()'s part of
 // `plan`, with its tensor-parallel group when plan.tp > 1.
+// `observer` (may be null) is used on the leader only; `timeline` records
+// this rank's time; every rank's timeline is gathered on the leader. Errors:
+// a sequence the stage cannot hold, malformed messages and communication
+// failures naming the peer and op (callers add their own rank).
+Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+                                      const GeneratorSettings& settings, SequenceSource* source,
+                                      GenerationObserver* observer, Timeline& timeline);
+
+// RunGenerator over the fixed `prompts` (sequence i is prompt i, every one
+// with options.max_new_tokens and options.sampling), filling
+// report.generated. Every rank calls it with the same prompts and options;
+// with one stage and one slot the prompts run one after the other.
 // `observer` (may be null) is used on the leader only; `timeline` records
 // this rank's time; every rank's timeline is gathered on the leader. Errors:
 // invalid prompts (on every rank), malformed messages and communication

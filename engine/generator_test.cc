@@ -32,11 +32,11 @@ std::vector<std::shared_ptr<Transport>> InProcessTransports(int world) {
 // Records every logit vector and token the leader reports.
 class RecordingObserver : public GenerationObserver {
  public:
-  void OnLogits(int sequence, std::span<const float> logits) override {
+  void OnLogits(int64_t sequence, std::span<const float> logits) override {
     logits_[sequence].insert(logits_[sequence].end(), logits.begin(), logits.end());
   }
-  void OnToken(int sequence, int32_t, int32_t token) override { tokens_[sequence].push_back(token); }
-  void OnSequenceDone(int sequence) override { ++done_[sequence]; }
+  void OnToken(int64_t sequence, int32_t, int32_t token) override { tokens_[sequence].push_back(token); }
+  void OnSequenceDone(int64_t sequence, FinishReason) override { ++done_[sequence]; }
 
   std::map<int, std::vector<float>> logits_;
   std::map<int, std::vector<int32_t>> tokens_;
@@ -76,6 +76,7 @@ struct PipelineShape {
   int tp = 1;  // the grid is (world / tp) x tp
   // Classifier rows per stage (tp 1); by default the plan's.
   std::optional<std::vector<int64_t>> rows_per_stage;
+  int slots = 0;  // KV-cache slots per stage; 0: one per prompt
 };
 
 // Gives the stages of a tp = 1 plan `rows_per_stage` classifier rows each,
@@ -109,7 +110,8 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
     CHECK(weights.ok()) << weights.error().message;
     auto tensor_parallel = MakeTensorParallelGroup(group, *plan);
     CHECK(tensor_parallel.ok()) << tensor_parallel.error().message;
-    TransformerStage stage(config, std::move(*weights), static_cast<int>(prompts.size()),
+    TransformerStage stage(config, std::move(*weights),
+                           shape.slots > 0 ? shape.slots : static_cast<int>(prompts.size()),
                            config.max_position_embeddings, pool, std::move(*tensor_parallel));
     RecordingObserver observer;
     Timeline timeline(false);
@@ -151,6 +153,24 @@ TEST_P(GeneratorTest, SeededSamplingEqualsOneRankAndEachSequenceEqualsRunningItA
     const Outcome alone = RunPipeline(GetParam(), {kPrompts[i]}, options);
     EXPECT_EQ(alone.tokens.at(0), together.tokens.at(static_cast<int>(i))) << "prompt " << i;
     EXPECT_EQ(alone.logits.at(0), together.logits.at(static_cast<int>(i))) << "prompt " << i;
+  }
+}
+
+// With fewer KV-cache slots than prompts, a prompt waits for a slot and
+// takes it over once the sequence in it stops: every sequence's tokens and
+// logits are those of the run with a slot each.
+TEST_P(GeneratorTest, SlotsAreReusedWhenFewerThanPrompts) {
+  GenerationOptions options;
+  options.max_new_tokens = 7;
+  options.sampling = {.temperature = 0.9f, .top_k = 0, .top_p = 0.9f, .seed = 3};
+  const Outcome each_own = RunPipeline(GetParam(), kPrompts, options);
+  for (int slots : {1, 2}) {
+    PipelineShape shape;
+    shape.slots = slots;
+    const Outcome shared = RunPipeline(GetParam(), kPrompts, options, shape);
+    EXPECT_EQ(shared.tokens, each_own.tokens) << slots << " slots";
+    EXPECT_EQ(shared.logits, each_own.logits) << slots << " slots";
+    for (int sequence = 0; sequence < 3; ++sequence) EXPECT_EQ(shared.done.at(sequence), 1);
   }
 }
 
@@ -302,7 +322,7 @@ TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 2, 1}, 32)),
             "malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 0, 3}, 31)),
-            "malformed message from rank 1: recv hidden of 31 floats, expected 96");
+            "malformed message from rank 1: recv hidden of 31 values, expected 96");
   EXPECT_EQ(LeaderErrorOn(Bytes({kClassify, 0, 5, 0}, 37)),
             "malformed message from rank 1: logits of 5 rows, expected 0");
 }

@@ -17,10 +17,14 @@ struct Words {
 Words WordsOf(const HiddenMessage& m) { return {m.sequence, m.pos, m.n}; }
 Words WordsOf(const TokenMessage& m) { return {m.sequence, m.token, 0}; }
 Words WordsOf(const ClassifyMessage& m) { return {m.sequence, m.rows, 0}; }
+Words WordsOf(const AdmitMessage& m) { return {m.sequence, m.n, 0}; }
+Words WordsOf(const ControlMessage& m) { return {m.sequence, m.signal, 0}; }
 
 MessageKind KindOfMessage(const HiddenMessage&) { return MessageKind::kHidden; }
 MessageKind KindOfMessage(const TokenMessage&) { return MessageKind::kToken; }
 MessageKind KindOfMessage(const ClassifyMessage&) { return MessageKind::kClassify; }
+MessageKind KindOfMessage(const AdmitMessage&) { return MessageKind::kAdmit; }
+MessageKind KindOfMessage(const ControlMessage&) { return MessageKind::kControl; }
 
 }  // namespace
 
@@ -66,6 +70,12 @@ Result<PipelineMessage> DecodePipelineMessage(std::span<const std::byte> bytes) 
         return message;
       case MessageKind::kClassify:
         message.header = ClassifyMessage{sequence, a};
+        return message;
+      case MessageKind::kAdmit:
+        message.header = AdmitMessage{sequence, a};
+        return message;
+      case MessageKind::kControl:
+        message.header = ControlMessage{sequence, a};
         return message;
     }
   }

@@ -5,15 +5,24 @@
 // payload (the host's floats as they are; every supported host is
 // little-endian, see the static_assert below):
 //   kind 0, HiddenMessage   a = pos, b = n: payload (n, dim), the hidden
-//                           states of positions [pos, pos + n); n = 0 (no
-//                           payload): the sequence stops. Stage to next stage.
-//   kind 1, TokenMessage    a = the next token, -1 = stop; no payload.
-//                           Leader to rank W-1.
+//                           states of positions [pos, pos + n); pos = 0
+//                           starts the sequence in its slot anew. Stage to
+//                           next stage.
+//   kind 1, TokenMessage    a = the next token; no payload. Last stage to
+//                           first.
 //   kind 2, ClassifyMessage a = rows: payload (dim + rows), the
 //                           final-normed hidden state, then the logits of
-//                           classifier rows [0, rows). Leader to rank W-1,
-//                           then around the ring to the leader.
-// Where a kind has no b, it is written as 0 and not read.
+//                           classifier rows [0, rows). Last stage to first,
+//                           then around the ring to the last.
+//   kind 3, AdmitMessage    a = n: payload n i32 token ids, the prompt of a
+//                           sequence starting in slot `sequence`. Last stage
+//                           to first.
+//   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is alive
+//                           while no sequence runs; kEnd: the run ends).
+//                           From the last stage once around the ring.
+// A sequence's number is its KV-cache slot; a slot is reused once its
+// sequence has stopped. Where a kind has no b, it is written as 0 and not
+// read.
 //
 //   const std::array<std::byte, kMessageHeaderBytes> header = EncodeMessageHeader(HiddenMessage{0, pos, n});
 //   group.send_bytes(to, kMessageTag, header, std::as_bytes(hidden));
@@ -45,24 +54,22 @@ static_assert(std::endian::native == std::endian::little,
 inline constexpr uint32_t kMessageTag = 102;
 
 // The header's first word.
-enum class MessageKind : int32_t { kHidden = 0, kToken = 1, kClassify = 2 };
+enum class MessageKind : int32_t { kHidden = 0, kToken = 1, kClassify = 2, kAdmit = 3, kControl = 4 };
 
 // Four i32 words: kind, sequence, a, b.
 inline constexpr size_t kMessageHeaderBytes = 4 * sizeof(int32_t);
 
-// Hidden states (n, dim) of positions [pos, pos + n) of `sequence`, or with
-// n = 0 (and no payload) the end of the sequence.
+// Hidden states (n, dim) of positions [pos, pos + n) of `sequence`.
 struct HiddenMessage {
   int32_t sequence = 0;
   int32_t pos = 0;
   int32_t n = 0;
 };
 
-// The next token of `sequence`, or kStop.
+// The next token of `sequence`.
 struct TokenMessage {
-  static constexpr int32_t kStop = -1;
   int32_t sequence = 0;
-  int32_t token = kStop;
+  int32_t token = 0;
 };
 
 // The final-normed hidden state of `sequence` (dim) and the logits of
@@ -72,9 +79,23 @@ struct ClassifyMessage {
   int32_t rows = 0;
 };
 
-using MessageHeader = std::variant<HiddenMessage, TokenMessage, ClassifyMessage>;
+// The prompt of a sequence starting in slot `sequence`: n token ids (i32).
+struct AdmitMessage {
+  int32_t sequence = 0;
+  int32_t n = 0;
+};
 
-// A received message: its header and a view of its payload (f32 values),
+// A message about the ring itself rather than a sequence (`sequence` is 0).
+struct ControlMessage {
+  enum Signal : int32_t { kTick = 0, kEnd = 1 };
+  int32_t sequence = 0;
+  int32_t signal = kTick;
+};
+
+using MessageHeader = std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;
+
+// A received message: its header and a view of its payload (f32 values, or
+// for AdmitMessage i32 token ids),
 // which lives as long as the bytes it was decoded from.
 struct PipelineMessage {
   MessageHeader header;

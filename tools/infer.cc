@@ -35,10 +35,8 @@
 // exit on every rank.
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,12 +60,10 @@
 #include "engine/tokenizer_files.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
-#include "loader/llama_layout.h"
 #include "loader/manifest.h"
 #include "loader/model_config.h"
-#include "loader/sha256.h"
 #include "loader/shard_plan.h"
-#include "loader/sharded_checkpoint.h"
+#include "tools/rank_model.h"
 
 namespace inferno {
 namespace {
@@ -114,8 +110,7 @@ const CommandSpec kSpec{
      {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"}}};
 
 struct InferOptions {
-  std::string model;  // a checkpoint path, or with `shards` a shard folder
-  bool shards = false;
+  ModelChoice model;
   std::optional<std::string> tokenizer;
   std::vector<std::string> text_prompts;
   std::vector<std::vector<int32_t>> id_prompts;
@@ -125,9 +120,6 @@ struct InferOptions {
   GenerationOptions generation;
   std::optional<int64_t> context;
   int threads = 1;
-  std::optional<int> tp;
-  std::optional<int> pp;
-  std::optional<std::vector<int64_t>> layers_per_stage;
   bool output_ids = false;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
   std::optional<std::string> trace;
@@ -139,9 +131,9 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   if (flags.Has("shards") == flags.Has("model")) {
     return Error::InvalidArgument("exactly one of --model and --shards is required (see infer --help)");
   }
-  options.shards = flags.Has("shards");
-  options.model = *flags.Last(options.shards ? "shards" : "model");
-  if (options.shards && flags.Has("layers")) {
+  options.model.shards = flags.Has("shards");
+  options.model.model = *flags.Last(options.model.shards ? "shards" : "model");
+  if (options.model.shards && flags.Has("layers")) {
     return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
   options.tokenizer = flags.Last("tokenizer");
@@ -219,7 +211,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
                                  static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
   options.threads = static_cast<int>(*threads);
-  for (const auto& [name, out] : {std::pair{"tp", &options.tp}, std::pair{"pp", &options.pp}}) {
+  for (const auto& [name, out] : {std::pair{"tp", &options.model.tp}, std::pair{"pp", &options.model.pp}}) {
     if (!flags.Has(name)) continue;
     Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
     if (!value) return value.error();
@@ -228,7 +220,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   if (const std::optional<std::string> layers = flags.Last("layers")) {
     Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
     if (!counts) return counts.error();
-    options.layers_per_stage = *counts;
+    options.model.layers_per_stage = *counts;
   }
   const std::string output = flags.Last("output").value_or("text");
   if (output != "text" && output != "ids")
@@ -268,17 +260,17 @@ class ConsoleOutput : public GenerationObserver {
     if (streaming()) Stream();
   }
 
-  void OnLogits(int sequence, std::span<const float> logits) override {
+  void OnLogits(int64_t sequence, std::span<const float> logits) override {
     if (keep_logits_) logits_[sequence].insert(logits_[sequence].end(), logits.begin(), logits.end());
   }
 
-  void OnToken(int sequence, int32_t previous, int32_t token) override {
+  void OnToken(int64_t sequence, int32_t previous, int32_t token) override {
     if (output_ids_) return;
     text_[sequence] += tokenizer_->Decode(previous, token);
     if (streaming()) Stream();
   }
 
-  void OnSequenceDone(int) override {}
+  void OnSequenceDone(int64_t, FinishReason) override {}
 
   // After generation: the buffered outputs, in prompt order.
   void Finish(const GenerationReport& report) {
@@ -354,105 +346,16 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   }
 }
 
-// The first 16 hex digits of the SHA-256 of `text`: enough to tell apart
-// what ranks load, short enough for a one-line error.
-std::string ShortDigest(std::string_view text) {
-  Sha256 hash;
-  hash.Update(std::as_bytes(std::span(text.data(), text.size())));
-  return hash.HexDigest().substr(0, 16);
-}
-
-// This rank's view of the model: its checkpoint (the whole model, or its
-// shard) and the job's plan.
-struct RankModel {
-  std::unique_ptr<Checkpoint> checkpoint;
-  ShardPlan plan;
-  // Tells the weights apart where the config cannot: with --shards the
-  // manifest's fingerprint of the source checkpoint, else the embedding's
-  // first row.
-  std::string weights_digest;
-};
-
-// The grid of a job of `world_size` ranks: --tp (default 1) and --pp
-// (default world_size / tp), which must multiply to world_size.
-Result<std::pair<int, int>> JobGrid(const InferOptions& options, int world_size) {
-  const int tp = options.tp.value_or(1);
-  if (world_size % tp != 0) {
-    return Error::InvalidArgument("--tp " + std::to_string(tp) + " does not divide the job's " +
-                                  std::to_string(world_size) + " ranks");
-  }
-  const int pp = options.pp.value_or(world_size / tp);
-  if (pp * tp != world_size) {
-    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x --tp " + std::to_string(tp) + " is " +
-                                  std::to_string(pp * tp) + " ranks, but the job has " +
-                                  std::to_string(world_size));
-  }
-  return std::pair{pp, tp};
-}
-
-Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world_size) {
-  if (options.shards) {
-    ShardJob job;
-    job.rank = rank;
-    job.world_size = world_size;
-    job.tp = options.tp;
-    job.pp = options.pp;
-    auto opened = OpenRankShard(options.model, job);
-    if (!opened) return opened.error().Prefixed("--shards: ");
-    return RankModel{std::move(opened->checkpoint), std::move(opened->manifest.plan),
-                     ShortDigest(opened->manifest.source_fingerprint)};
-  }
-  Result<std::pair<int, int>> grid = JobGrid(options, world_size);
-  if (!grid) return grid.error();
-  auto checkpoint = Checkpoint::Open(options.model);
-  if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
-  const ModelConfig& config = (*checkpoint)->config();
-  auto plan = MakeShardPlan(config, grid->first, grid->second, options.layers_per_stage);
-  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
-  std::vector<float> first_row(static_cast<size_t>(config.hidden_size));
-  if (Status read = (*checkpoint)->ReadRowsF32(kEmbedTokensName, 0, 1, first_row); !read) {
-    return read.error().Prefixed("--model: ");
-  }
-  const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
-                                   first_row.size() * sizeof(float));
-  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
-}
-
-// The folder whose tokenizer.json is the default --tokenizer: the model
-// folder or the folder of its safetensors file or index, the shard folder;
-// none for a llama2.c file.
-std::string ModelFolder(const InferOptions& options) {
-  namespace fs = std::filesystem;
-  const fs::path path(options.model);
-  std::error_code ec;
-  if (options.shards || fs::is_directory(path, ec)) return options.model;
-  if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
-  return "";
-}
-
 // The text of every --chat conversation, formatted by the chat template
 // (--chat-template, else the tokenizer's tokenizer_config.json), ending with
 // the generation prompt. The template writes its own BOS, so the text is
 // encoded without the tokenizer's.
 Result<std::vector<std::string>> RenderChats(const InferOptions& options, const LoadedTokenizer& tokenizer) {
   const std::optional<TokenizerChatConfig>& config = tokenizer.chat_config;
-  std::string source;
-  std::string where;
-  if (options.chat_template) {
-    std::ifstream file(*options.chat_template, std::ios::binary);
-    if (!file) return Error::NotFound("--chat-template: cannot open '" + *options.chat_template + "'");
-    source.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-    where = *options.chat_template;
-  } else if (config && config->chat_template) {
-    source = *config->chat_template;
-    where = "the chat_template of the tokenizer_config.json beside " + tokenizer.source;
-  } else {
-    return Error::InvalidArgument(
-        "--chat: " + tokenizer.source +
-        " has no tokenizer_config.json with a chat_template beside it; pass --chat-template");
-  }
-  Result<ChatTemplate> chat = ChatTemplate::Parse(source);
-  if (!chat) return chat.error().Prefixed(where + ": ");
+  Result<ChatTemplate> chat = LoadChatTemplate(options.chat_template, tokenizer);
+  if (!chat) return chat.error().Prefixed(options.chat_template ? "" : "--chat: ");
+  const std::string where = options.chat_template.value_or(
+      "the chat_template of the tokenizer_config.json beside " + tokenizer.source);
   std::vector<std::string> texts;
   for (const std::string& message : options.chats) {
     ChatRequest request;
@@ -508,7 +411,7 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
 }
 
 Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
-  Result<RankModel> model = OpenRankModel(options, rank, world_size);
+  Result<RankModel> model = OpenRankModel(options.model, rank, world_size);
   if (!model) return model.error();
   PreparedRank prepared;
   prepared.config = model->checkpoint->config();
@@ -519,14 +422,10 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   // named by --tokenizer always is.
   const bool needs_text = !options.text_prompts.empty() || !options.chats.empty() || !options.output_ids;
   Result<std::optional<LoadedTokenizer>> loaded =
-      LoadTokenizer(options.tokenizer, needs_text ? ModelFolder(options) : "");
+      LoadJobTokenizer(options.tokenizer, options.model, needs_text, config);
   if (!loaded) return loaded.error();
-  if (!loaded->has_value() && config.vocab_size == ByteTokenizer::kVocabSize) {
-    loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
-  } else if (!loaded->has_value() && needs_text) {
-    return Error::InvalidArgument("no tokenizer.json beside the model, whose vocabulary has " +
-                                  std::to_string(config.vocab_size) +
-                                  " tokens: pass --tokenizer, or --prompt-ids with --output ids");
+  if (!loaded->has_value() && needs_text) {
+    return NoTokenizerError(config);
   }
   LoadedTokenizer tokenizer = loaded->has_value() ? std::move(**loaded) : LoadedTokenizer{};
   prepared.tokenizer_digest = tokenizer.tokenizer ? tokenizer.sha256.substr(0, 16) : "none";
@@ -534,12 +433,6 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
   if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
   prepared.stop_ids = std::move(*stop_ids);
   prepared.tokenizer = std::move(tokenizer.tokenizer);
-  if (prepared.tokenizer && needs_text && prepared.tokenizer->vocab_size() > config.vocab_size) {
-    return Error::InvalidArgument("the tokenizer " + tokenizer.source + " has " +
-                                  std::to_string(prepared.tokenizer->vocab_size()) +
-                                  " tokens, more than the model's vocabulary of " +
-                                  std::to_string(config.vocab_size) + "; pass the model's own --tokenizer");
-  }
   prepared.prompts = options.id_prompts;
   for (const std::string& text : options.text_prompts) {
     std::vector<int32_t>& prompt = prepared.prompts.emplace_back();
@@ -563,26 +456,8 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
     return valid.error();
   }
 
-  // A line on stderr every 2 s while loading takes longer than that.
-  const Clock::time_point load_start = Clock::now();
-  Clock::time_point next_report = load_start + std::chrono::seconds(2);
-  const LoadProgress progress = [&](int64_t done, int64_t total) {
-    const Clock::time_point now = Clock::now();
-    if (now < next_report || done == total) return;
-    next_report = now + std::chrono::seconds(2);
-    std::fprintf(stderr, "infer: rank %d: loading weights: %lld of %lld layers (%.1f s)\n", rank,
-                 static_cast<long long>(done), static_cast<long long>(total),
-                 std::chrono::duration<double>(now - load_start).count());
-  };
-  auto weights = LoadStageWeights(*model->checkpoint, model->plan.ranks[static_cast<size_t>(rank)],
-                                  options.weight_placement, progress);
+  auto weights = LoadRankWeights(*model, rank, options.weight_placement, "infer");
   if (!weights) return weights.error();
-  if (const double seconds = std::chrono::duration<double>(Clock::now() - load_start).count(); seconds >= 2) {
-    const StageWeights::Bytes bytes = weights->ByteSize();
-    std::fprintf(stderr,
-                 "infer: rank %d: loaded %.2f GB of weights (%.2f GB in place in the file) in %.1f s\n", rank,
-                 static_cast<double>(bytes.total) / 1e9, static_cast<double>(bytes.in_place) / 1e9, seconds);
-  }
   prepared.weights = std::move(*weights);
   prepared.plan = std::move(model->plan);
   return prepared;

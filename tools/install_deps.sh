@@ -11,6 +11,7 @@ packages=(
   iproute2 procps python3
   libopenmpi-dev openmpi-bin libgloo-dev
   libpcre2-dev libicu-dev
+  libcpp-httplib-dev curl nodejs npm
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -24,3 +25,4 @@ if [ ${#missing[@]} -ne 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 bash "$(dirname "$0")/fetch_tokenizers.sh"
+bash "$(dirname "$0")/fetch_openai_client.sh"

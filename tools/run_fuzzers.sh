@@ -23,6 +23,7 @@ FUZZERS=(
   "//loader:manifest_fuzzer loader/testdata/fuzz/manifest"
   "//engine:tokenizer_fuzzer engine/testdata/fuzz/tokenizer"
   "//engine/hf_tokenizer:hf_tokenizer_fuzzer engine/hf_tokenizer/testdata/fuzz"
+  "//server:openai_request_fuzzer server/testdata/fuzz/openai_request"
 )
 targets=()
 for entry in "${FUZZERS[@]}"; do targets+=("${entry%% *}"); done

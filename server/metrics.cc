@@ -1,0 +1,88 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace inferno {
+
+void ServerMetrics::CountRequest(const std::string& endpoint, int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++requests_[{endpoint, status}];
+}
+
+void ServerMetrics::CountTokens(int64_t prompt, int64_t generated) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prompt_tokens_ += prompt;
+  generated_tokens_ += generated;
+}
+
+void ServerMetrics::ObserveTimeToFirstToken(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Observe(time_to_first_token_, seconds);
+}
+
+void ServerMetrics::ObserveTimePerToken(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Observe(time_per_token_, seconds);
+}
+
+void ServerMetrics::Observe(Histogram& histogram, double seconds) {
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) {
+      ++histogram.counts[i];
+      break;
+    }
+  }
+  ++histogram.count;
+  histogram.sum += seconds;
+}
+
+namespace {
+
+std::string Number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+}  // namespace
+
+void ServerMetrics::Write(std::string& out, const std::string& name, const std::string& help,
+                          const Histogram& h) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += h.counts[i];
+    out += name + "_bucket{le=\"" + Number(kBuckets[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+  out += name + "_sum " + Number(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
+}
+
+std::string ServerMetrics::Render(int64_t queued, int64_t running) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string out;
+  out += "# HELP inferno_requests_total HTTP requests by endpoint and status.\n";
+  out += "# TYPE inferno_requests_total counter\n";
+  for (const auto& [key, count] : requests_) {
+    out += "inferno_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
+           "\"} " + std::to_string(count) + "\n";
+  }
+  out += "# HELP inferno_prompt_tokens_total Prompt tokens of the requests run.\n";
+  out += "# TYPE inferno_prompt_tokens_total counter\n";
+  out += "inferno_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  out += "# HELP inferno_generated_tokens_total Tokens generated.\n";
+  out += "# TYPE inferno_generated_tokens_total counter\n";
+  out += "inferno_generated_tokens_total " + std::to_string(generated_tokens_) + "\n";
+  out += "# HELP inferno_queue_depth Requests waiting for a KV-cache slot.\n";
+  out += "# TYPE inferno_queue_depth gauge\n";
+  out += "inferno_queue_depth " + std::to_string(queued) + "\n";
+  out += "# HELP inferno_running_requests Requests in the pipeline.\n";
+  out += "# TYPE inferno_running_requests gauge\n";
+  out += "inferno_running_requests " + std::to_string(running) + "\n";
+  Write(out, "inferno_time_to_first_token_seconds", "From a request's arrival to its first token.",
+        time_to_first_token_);
+  Write(out, "inferno_time_per_token_seconds", "Between consecutive tokens of a request.", time_per_token_);
+  return out;
+}
+
+}  // namespace inferno

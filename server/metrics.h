@@ -1,0 +1,49 @@
+// ServerMetrics: what GET /metrics reports, in the Prometheus text format
+// (version 0.0.4): requests by endpoint and HTTP status, prompt and generated
+// tokens, requests queued and running, and histograms of the time to first
+// token and the time between tokens of a request.
+//
+// Thread-safety: every method may be called from any thread (one mutex).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace inferno {
+
+class ServerMetrics {
+ public:
+  // Upper bounds (seconds) of the latency histograms' buckets.
+  static constexpr std::array<double, 12> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                      0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
+
+  void CountRequest(const std::string& endpoint, int status);
+  void CountTokens(int64_t prompt, int64_t generated);
+  void ObserveTimeToFirstToken(double seconds);
+  void ObserveTimePerToken(double seconds);
+
+  // The exposition text; `queued` and `running` are the queue's gauges.
+  std::string Render(int64_t queued, int64_t running) const;
+
+ private:
+  struct Histogram {
+    std::array<int64_t, kBuckets.size()> counts{};  // per bucket, not cumulative
+    int64_t count = 0;
+    double sum = 0;
+  };
+  static void Observe(Histogram& histogram, double seconds);
+  static void Write(std::string& out, const std::string& name, const std::string& help, const Histogram& h);
+
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, int64_t> requests_;
+  int64_t prompt_tokens_ = 0;
+  int64_t generated_tokens_ = 0;
+  Histogram time_to_first_token_;
+  Histogram time_per_token_;
+};
+
+}  // namespace inferno

@@ -1,0 +1,34 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
+  ServerMetrics metrics;
+  metrics.CountRequest("/v1/completions", 200);
+  metrics.CountRequest("/v1/completions", 200);
+  metrics.CountRequest("/v1/completions", 429);
+  metrics.CountTokens(10, 3);
+  metrics.ObserveTimeToFirstToken(0.003);
+  metrics.ObserveTimeToFirstToken(0.2);
+  metrics.ObserveTimeToFirstToken(60);
+  const std::string text = metrics.Render(4, 2);
+  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"429\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_prompt_tokens_total 10\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_generated_tokens_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_queue_depth 4\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_running_requests 2\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.25\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"5\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_to_first_token_seconds_count 3\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_time_per_token_seconds_count 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,229 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/sampler.h"
+
+namespace inferno {
+namespace {
+
+using Json = nlohmann::json;
+
+Error Invalid(const std::string& message) { return Error::InvalidArgument(message); }
+
+// The deepest nesting of arrays and objects in `text`, counting brackets
+// outside strings; JSON parsing and destruction recurse that deep.
+int MaxDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+Result<std::string> String(const Json& value, const std::string& name) {
+  if (!value.is_string()) return Invalid("'" + name + "' must be a string");
+  return value.get<std::string>();
+}
+
+Result<double> Number(const Json& value, const std::string& name, double low, double high, bool low_open) {
+  if (!value.is_number()) return Invalid("'" + name + "' must be a number");
+  const double x = value.get<double>();
+  if (!std::isfinite(x) || x > high || x < low || (low_open && x == low)) {
+    return Invalid("'" + name + "' must be " + (low_open ? "above " : "at least ") + std::to_string(low) +
+                   " and at most " + std::to_string(high));
+  }
+  return x;
+}
+
+Result<int64_t> Integer(const Json& value, const std::string& name, int64_t low) {
+  if (!value.is_number_integer()) return Invalid("'" + name + "' must be an integer");
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return Invalid("'" + name + "' is too large");
+  }
+  const int64_t x = value.get<int64_t>();
+  if (x < low) return Invalid("'" + name + "' must be at least " + std::to_string(low));
+  return x;
+}
+
+Result<bool> Boolean(const Json& value, const std::string& name) {
+  if (!value.is_boolean()) return Invalid("'" + name + "' must be a boolean");
+  return value.get<bool>();
+}
+
+// A message's content: a string, or text parts joined.
+Result<std::string> Content(const Json& value, const std::string& name) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_array()) return Invalid("'" + name + "' must be a string or an array of text parts");
+  std::string text;
+  for (const Json& part : value) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string() || part.size() != 2) {
+      return Invalid("'" + name + "' parts must be {\"type\": \"text\", \"text\": string}");
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+Result<std::vector<ChatMessage>> Messages(const Json& value) {
+  if (!value.is_array() || value.empty()) return Invalid("'messages' must be a non-empty array");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string name = "messages[" + std::to_string(i) + "]";
+    const Json& message = value[i];
+    if (!message.is_object()) return Invalid("'" + name + "' must be an object");
+    ChatMessage out;
+    for (const auto& [key, field] : message.items()) {
+      if (key == "role") {
+        Result<std::string> role = String(field, name + ".role");
+        if (!role) return role.error();
+        out.role = *role;
+      } else if (key == "content") {
+        Result<std::string> content = Content(field, name + ".content");
+        if (!content) return content.error();
+        out.content = *content;
+      } else if (key != "name") {
+        return Invalid("unrecognized field '" + name + "." + key + "'");
+      }
+    }
+    if (out.role.empty()) return Invalid("'" + name + ".role' is required");
+    if (!message.contains("content")) return Invalid("'" + name + ".content' is required");
+    messages.push_back(std::move(out));
+  }
+  return messages;
+}
+
+Result<std::vector<std::string>> Stop(const Json& value) {
+  std::vector<std::string> stop;
+  if (value.is_null()) return stop;
+  if (value.is_string()) {
+    stop.push_back(value.get<std::string>());
+  } else if (value.is_array() && value.size() <= 4) {
+    for (const Json& item : value) {
+      if (!item.is_string()) return Invalid("'stop' must be a string or an array of at most 4 strings");
+      stop.push_back(item.get<std::string>());
+    }
+  } else {
+    return Invalid("'stop' must be a string or an array of at most 4 strings");
+  }
+  for (const std::string& s : stop) {
+    if (s.empty()) return Invalid("'stop' strings must not be empty");
+  }
+  return stop;
+}
+
+// Fails unless `value` is null or `expected`: a field this server supports
+// only at its default.
+Status DefaultOnly(const Json& value, const std::string& name, const Json& expected) {
+  if (value.is_null() || value == expected) return {};
+  return Error::Unimplemented("'" + name + "' is supported only as " + expected.dump());
+}
+
+}  // namespace
+
+Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoint) {
+  if (MaxDepth(body) > kMaxJsonDepth) {
+    return Invalid("the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  const Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return Invalid("the body is not valid JSON");
+  if (!json.is_object()) return Invalid("the body must be a JSON object");
+  OpenAiRequest request;
+  request.endpoint = endpoint;
+  const bool chat = endpoint == Endpoint::kChatCompletions;
+  for (const auto& [key, value] : json.items()) {
+    Status status;
+    if (key == "model") {
+      Result<std::string> model = String(value, key);
+      if (!model) return model.error();
+      request.model = *model;
+    } else if (key == "prompt" && !chat) {
+      const Json* text = &value;
+      if (value.is_array() && value.size() == 1) text = &value[0];
+      if (!text->is_string()) return Invalid("'prompt' must be a string (or an array of one string)");
+      request.prompt = text->get<std::string>();
+    } else if (key == "messages" && chat) {
+      Result<std::vector<ChatMessage>> messages = Messages(value);
+      if (!messages) return messages.error();
+      request.messages = std::move(*messages);
+    } else if (key == "max_tokens" || (key == "max_completion_tokens" && chat)) {
+      if (value.is_null()) continue;
+      Result<int64_t> max_tokens = Integer(value, key, 1);
+      if (!max_tokens) return max_tokens.error();
+      request.max_tokens = *max_tokens;
+    } else if (key == "temperature") {
+      if (value.is_null()) continue;
+      Result<double> temperature = Number(value, key, 0.0, 2.0, false);
+      if (!temperature) return temperature.error();
+      request.temperature =
+          *temperature == 0.0 ? 0.0f : std::max(kMinTemperature, static_cast<float>(*temperature));
+    } else if (key == "top_p") {
+      if (value.is_null()) continue;
+      Result<double> top_p = Number(value, key, 0.0, 1.0, true);
+      if (!top_p) return top_p.error();
+      request.top_p = static_cast<float>(*top_p);
+    } else if (key == "seed") {
+      if (value.is_null()) continue;
+      Result<int64_t> seed = Integer(value, key, std::numeric_limits<int64_t>::min());
+      if (!seed) return seed.error();
+      request.seed = *seed;
+    } else if (key == "stop") {
+      Result<std::vector<std::string>> stop = Stop(value);
+      if (!stop) return stop.error();
+      request.stop = std::move(*stop);
+    } else if (key == "stream") {
+      if (value.is_null()) continue;
+      Result<bool> stream = Boolean(value, key);
+      if (!stream) return stream.error();
+      request.stream = *stream;
+    } else if (key == "stream_options") {
+      if (value.is_null()) continue;
+      if (!value.is_object()) return Invalid("'stream_options' must be an object");
+      for (const auto& [option, setting] : value.items()) {
+        if (option != "include_usage") return Invalid("unrecognized field 'stream_options." + option + "'");
+        Result<bool> include = Boolean(setting, "stream_options.include_usage");
+        if (!include) return include.error();
+        request.include_usage = *include;
+      }
+    } else if (key == "user") {
+      if (!value.is_string() && !value.is_null()) return Invalid("'user' must be a string");
+    } else if (key == "n" || key == "best_of") {
+      status = DefaultOnly(value, key, 1);
+    } else if (key == "presence_penalty" || key == "frequency_penalty") {
+      status = DefaultOnly(value, key, 0);
+    } else if (key == "echo" || key == "logprobs") {
+      status = DefaultOnly(value, key, false);
+    } else {
+      return Invalid("unrecognized field '" + key + "'");
+    }
+    if (!status) return status.error();
+  }
+  if (!json.contains("model")) return Invalid("'model' is required");
+  if (chat && !json.contains("messages")) return Invalid("'messages' is required");
+  if (!chat && !json.contains("prompt")) return Invalid("'prompt' is required");
+  if (request.stream == false && request.include_usage) {
+    return Invalid("'stream_options' is only allowed with 'stream': true");
+  }
+  return request;
+}
+
+}  // namespace inferno

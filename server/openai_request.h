@@ -1,0 +1,55 @@
+// OpenAiRequest: the body of a POST /v1/completions or /v1/chat/completions
+// request (the OpenAI API's request shapes), parsed and checked.
+//
+// Accepted fields: model (string, required); prompt (completions: a string or
+// an array of one string); messages (chat: an array of {role, content}, where
+// content is a string or an array of {"type": "text", "text"} parts);
+// max_tokens (and max_completion_tokens for chat; an integer >= 1);
+// temperature [0, 2] (default 1; values below kMinTemperature but above 0
+// sample at kMinTemperature); top_p (0, 1] (default 1); seed (an integer);
+// stop (a string or an array of at most 4 non-empty strings); stream
+// (boolean); stream_options {include_usage: boolean}; user (string, ignored);
+// n, best_of (1 only); presence_penalty, frequency_penalty (0 only); echo,
+// logprobs (false only). Any other field, or one of the wrong type or out of
+// range, is an error naming it: the server never ignores what would change
+// the answer.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/chat_template/chat_template.h"
+
+namespace inferno {
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+// The most nested arrays and objects a body may hold.
+inline constexpr int kMaxJsonDepth = 32;
+
+struct OpenAiRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;
+  std::string prompt;                 // completions
+  std::vector<ChatMessage> messages;  // chat
+  std::optional<int64_t> max_tokens;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Parses `body` for `endpoint`. Errors (InvalidArgument, one line): "the
+// body is not valid JSON", "the body nests deeper than 32 levels", "'x' must
+// be ...", "unrecognized field 'x'", "'model' is required".
+Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoint);
+
+}  // namespace inferno

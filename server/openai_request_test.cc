@@ -1,0 +1,88 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+std::string ErrorOf(const std::string& body, Endpoint endpoint = Endpoint::kCompletions) {
+  Result<OpenAiRequest> parsed = ParseOpenAiRequest(body, endpoint);
+  return parsed ? "no error" : parsed.error().message;
+}
+
+TEST(ParseOpenAiRequest, ReadsEveryCompletionField) {
+  Result<OpenAiRequest> r = ParseOpenAiRequest(
+      R"({"model": "m", "prompt": "Once", "max_tokens": 20, "temperature": 0.5, "top_p": 0.9,
+          "seed": -3, "stop": ["\n", "END"], "stream": true, "stream_options": {"include_usage": true},
+          "user": "u", "n": 1, "presence_penalty": 0, "logprobs": false})",
+      Endpoint::kCompletions);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model, "m");
+  EXPECT_EQ(r->prompt, "Once");
+  EXPECT_EQ(r->max_tokens, 20);
+  EXPECT_FLOAT_EQ(r->temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->top_p, 0.9f);
+  EXPECT_EQ(r->seed, -3);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+}
+
+TEST(ParseOpenAiRequest, ReadsChatMessagesWithStringOrTextPartContent) {
+  Result<OpenAiRequest> r = ParseOpenAiRequest(
+      R"({"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]}],
+          "max_completion_tokens": 5})",
+      Endpoint::kChatCompletions);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[1].role, "user");
+  EXPECT_EQ(r->messages[1].content, "Hi there");
+  EXPECT_EQ(r->max_tokens, 5);
+  EXPECT_FLOAT_EQ(r->temperature, 1.0f) << "OpenAI's default";
+}
+
+TEST(ParseOpenAiRequest, MalformedOrNonObjectBodyIsRefused) {
+  EXPECT_EQ(ErrorOf("{\"model\": "), "the body is not valid JSON");
+  EXPECT_EQ(ErrorOf(""), "the body is not valid JSON");
+  EXPECT_EQ(ErrorOf("[1]"), "the body must be a JSON object");
+  EXPECT_EQ(ErrorOf(std::string(100, '[') + std::string(100, ']')), "the body nests deeper than 32 levels");
+}
+
+TEST(ParseOpenAiRequest, FieldsOfTheWrongTypeOrRangeAreNamed) {
+  EXPECT_EQ(ErrorOf(R"({"model": 3, "prompt": "x"})"), "'model' must be a string");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": 5})"), "'prompt' must be a string (or an array of one string)");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "max_tokens": "9"})"), "'max_tokens' must be an integer");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "max_tokens": 0})"), "'max_tokens' must be at least 1");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "temperature": 3})"),
+            "'temperature' must be at least 0.000000 and at most 2.000000");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "top_p": 0})"),
+            "'top_p' must be above 0.000000 and at most 1.000000");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "stream": "yes"})"), "'stream' must be a boolean");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "stop": ["a", "b", "c", "d", "e"]})"),
+            "'stop' must be a string or an array of at most 4 strings");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "seed": 1.5})"), "'seed' must be an integer");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": [{"role": "user"}]})", Endpoint::kChatCompletions),
+            "'messages[0].content' is required");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": []})", Endpoint::kChatCompletions),
+            "'messages' must be a non-empty array");
+}
+
+TEST(ParseOpenAiRequest, UnknownAndUnsupportedFieldsAreRefusedNotIgnored) {
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "bogus": 1})"), "unrecognized field 'bogus'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "n": 2})"), "'n' is supported only as 1");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})"),
+            "'frequency_penalty' is supported only as 0");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})"),
+            "unrecognized field 'messages'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x"})", Endpoint::kChatCompletions), "unrecognized field 'prompt'");
+}
+
+TEST(ParseOpenAiRequest, RequiredFieldsAreNamed) {
+  EXPECT_EQ(ErrorOf(R"({"prompt": "x"})"), "'model' is required");
+  EXPECT_EQ(ErrorOf(R"({"model": "m"})"), "'prompt' is required");
+  EXPECT_EQ(ErrorOf(R"({"model": "m"})", Endpoint::kChatCompletions), "'messages' is required");
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,418 @@
+#include "server/openai_server.h"
+
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/completion_text.h"
+#include "server/openai_request.h"
+
+namespace inferno {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// How long a streaming handler waits for tokens before it writes a
+// keep-alive comment (which is how a gone client is noticed).
+constexpr std::chrono::seconds kKeepAlive{1};
+
+struct ApiError {
+  int status = 400;
+  std::string type = "invalid_request_error";
+  std::string message;
+  std::optional<std::string> param;
+  std::optional<std::string> code;
+};
+
+// `json` as text; bytes of generated text that are not UTF-8 (a byte-fallback
+// token can make them) become U+FFFD rather than an exception.
+std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json ErrorJson(const ApiError& error) {
+  return {{"error",
+           {{"message", error.message},
+            {"type", error.type},
+            {"param", error.param ? Json(*error.param) : Json(nullptr)},
+            {"code", error.code ? Json(*error.code) : Json(nullptr)}}}};
+}
+
+void SendError(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  res.set_content(Dump(ErrorJson(error)), "application/json");
+}
+
+ApiError ServerError(const std::string& message) { return {503, "server_error", message, {}, {}}; }
+
+const char* FinishReasonName(bool stopped_by_text, FinishReason reason) {
+  if (stopped_by_text) return "stop";
+  switch (reason) {
+    case FinishReason::kStopToken:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+  }
+  return "stop";
+}
+
+// A request being answered: what both the JSON and the streaming answers
+// need.
+struct Exchange {
+  OpenAiRequest request;
+  std::string id;  // "cmpl-N" or "chatcmpl-N"
+  int64_t created = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::shared_ptr<Request> handle;
+  std::unique_ptr<CompletionText> text;
+  std::optional<Clock::time_point> last_token;
+
+  bool chat() const { return request.endpoint == Endpoint::kChatCompletions; }
+
+  Json Usage() const {
+    return {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens}};
+  }
+
+  // A streamed chunk with `delta` text (or for chat `delta_object`) and the
+  // finish reason, if any.
+  Json Chunk(const std::string& model, const Json& delta, const Json& finish) const {
+    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (chat()) {
+      choice["delta"] = delta;
+    } else {
+      choice["text"] = delta;
+    }
+    return {{"id", id},
+            {"object", chat() ? "chat.completion.chunk" : "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"choices", Json::array({choice})}};
+  }
+};
+
+}  // namespace
+
+// The route handlers, which see the server's private state.
+struct OpenAiServer::Handlers {
+  OpenAiServer& server;
+
+  // Waits for the request's next events: new text (after stop strings and
+  // UTF-8), and the end. Records the latency metrics.
+  struct Step {
+    int64_t tokens = 0;  // generated since the last step
+    std::string text;
+    std::optional<const char*> finish;
+    std::optional<std::string> error;
+  };
+  Step Next(Exchange& exchange, Clock::time_point deadline) {
+    RequestEvents events = exchange.handle->Take(deadline);
+    Step step;
+    step.tokens = static_cast<int64_t>(events.tokens.size());
+    if (!events.tokens.empty()) {
+      const Clock::time_point now = Clock::now();
+      if (!exchange.last_token) {
+        server.metrics_.ObserveTimeToFirstToken(std::chrono::duration<double>(now - exchange.handle->submitted()).count());
+      } else {
+        const double each = std::chrono::duration<double>(now - *exchange.last_token).count() /
+                            static_cast<double>(events.tokens.size());
+        for (size_t i = 0; i < events.tokens.size(); ++i) server.metrics_.ObserveTimePerToken(each);
+      }
+      exchange.last_token = now;
+      exchange.completion_tokens += static_cast<int64_t>(events.tokens.size());
+      server.metrics_.CountTokens(0, static_cast<int64_t>(events.tokens.size()));
+      step.text = exchange.text->Add(events.previous, events.tokens);
+      // A stop string: the sequence need not run on.
+      if (exchange.text->stopped()) exchange.handle->Cancel();
+    }
+    if (events.error) {
+      step.error = events.error->ToString();
+    } else if (events.finish) {
+      step.text += exchange.text->Finish();
+      step.finish = FinishReasonName(exchange.text->stopped(), *events.finish);
+    }
+    return step;
+  }
+
+  // The request of `req` as a queued Exchange, or the error to answer.
+  std::variant<std::unique_ptr<Exchange>, ApiError> Admit(const httplib::Request& req, Endpoint endpoint) {
+    PromptMaker maker;
+    {
+      std::lock_guard<std::mutex> lock(server.mutex_);
+      if (server.state_ == State::kLoading) return ServerError("the model is loading; retry later");
+      if (server.state_ == State::kDraining) return ServerError("the server is shutting down");
+      if (server.state_ == State::kUnhealthy) return ServerError("the pipeline failed: " + server.unhealthy_reason_);
+      maker = server.maker_;
+    }
+    Result<OpenAiRequest> parsed = ParseOpenAiRequest(req.body, endpoint);
+    if (!parsed) return ApiError{400, "invalid_request_error", parsed.error().message, {}, {}};
+    auto exchange = std::make_unique<Exchange>();
+    exchange->request = std::move(*parsed);
+    const OpenAiRequest& request = exchange->request;
+    if (request.model != server.settings_.model_name) {
+      return ApiError{404, "invalid_request_error",
+                      "The model '" + request.model + "' does not exist; this server serves '" +
+                          server.settings_.model_name + "'",
+                      "model", "model_not_found"};
+    }
+    std::vector<int32_t> prompt;
+    if (exchange->chat()) {
+      if (maker.chat == nullptr) {
+        return ApiError{400, "invalid_request_error",
+                        "this model has no chat template (start serve with --chat-template)", "messages", {}};
+      }
+      ChatRequest chat;
+      chat.messages = request.messages;
+      chat.bos_token = maker.bos_token;
+      chat.eos_token = maker.eos_token;
+      Result<std::string> text = maker.chat->Render(chat);
+      if (!text) return ApiError{400, "invalid_request_error", text.error().message, "messages", {}};
+      prompt = maker.tokenizer->Encode(*text);
+    } else {
+      if (maker.bos_id) prompt.push_back(*maker.bos_id);
+      const std::vector<int32_t> ids = maker.tokenizer->Encode(request.prompt);
+      prompt.insert(prompt.end(), ids.begin(), ids.end());
+    }
+    if (prompt.empty()) return ApiError{400, "invalid_request_error", "the prompt is empty", "prompt", {}};
+    if (static_cast<int64_t>(prompt.size()) > maker.context_length) {
+      return ApiError{400, "invalid_request_error",
+                      "the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
+                          std::to_string(maker.context_length) + " positions",
+                      exchange->chat() ? "messages" : "prompt", "context_length_exceeded"};
+    }
+    exchange->prompt_tokens = static_cast<int64_t>(prompt.size());
+    SequenceSpec spec;
+    spec.prompt = std::move(prompt);
+    // Completions default to OpenAI's 16 tokens; chat runs to the end of the
+    // context (or a stop token).
+    spec.max_new_tokens = request.max_tokens.value_or(exchange->chat() ? maker.context_length : 16);
+    spec.sampling.temperature = request.temperature;
+    spec.sampling.top_p = request.top_p;
+    spec.sampling.seed = request.seed ? static_cast<uint64_t>(*request.seed) : std::random_device{}();
+    Submission submission = server.queue_.Submit(std::move(spec));
+    if (submission.outcome == Submission::kQueueFull) {
+      return ApiError{429, "rate_limit_error", "the request queue is full; retry later", {}, "queue_full"};
+    }
+    if (submission.outcome == Submission::kUnavailable) return ServerError("the server is not accepting requests");
+    server.metrics_.CountTokens(exchange->prompt_tokens, 0);
+    exchange->handle = std::move(submission.request);
+    exchange->id = std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
+    exchange->created = static_cast<int64_t>(std::time(nullptr));
+    exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
+    return exchange;
+  }
+
+  void Complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+    const std::string path = req.path;
+    auto admitted = Admit(req, endpoint);
+    if (auto* error = std::get_if<ApiError>(&admitted)) {
+      SendError(res, *error);
+      server.metrics_.CountRequest(path, res.status);
+      return;
+    }
+    std::shared_ptr<Exchange> exchange = std::move(std::get<std::unique_ptr<Exchange>>(admitted));
+    if (exchange->request.stream) {
+      Stream(exchange, res);
+      server.metrics_.CountRequest(path, 200);
+      return;
+    }
+    std::string text;
+    const char* finish = nullptr;
+    while (finish == nullptr) {
+      Step step = Next(*exchange, Clock::now() + kKeepAlive);
+      text += step.text;
+      if (step.error) {
+        SendError(res, ServerError("the pipeline failed: " + *step.error));
+        server.metrics_.CountRequest(path, res.status);
+        return;
+      }
+      if (step.finish) finish = *step.finish;
+    }
+    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (exchange->chat()) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+    } else {
+      choice["text"] = text;
+    }
+    const Json body = {{"id", exchange->id},
+                       {"object", exchange->chat() ? "chat.completion" : "text_completion"},
+                       {"created", exchange->created},
+                       {"model", server.settings_.model_name},
+                       {"choices", Json::array({choice})},
+                       {"usage", exchange->Usage()}};
+    res.set_content(Dump(body), "application/json");
+    server.metrics_.CountRequest(path, 200);
+  }
+
+  // Server-sent events: a chunk per group of tokens, the finish, usage if
+  // asked, [DONE]. A failed write (the client left) cancels the request.
+  void Stream(std::shared_ptr<Exchange> exchange, httplib::Response& res) {
+    const std::string model = server.settings_.model_name;
+    auto started = std::make_shared<bool>(false);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, exchange, model, started](size_t, httplib::DataSink& sink) {
+          const auto send = [&](const Json& json) {
+            const std::string event = "data: " + Dump(json) + "\n\n";
+            return sink.write(event.data(), event.size());
+          };
+          if (!*started && exchange->chat()) {
+            *started = true;
+            if (!send(exchange->Chunk(model, {{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+          }
+          Step step = Next(*exchange, Clock::now() + kKeepAlive);
+          if (step.error) {
+            send(ErrorJson(ServerError("the pipeline failed: " + *step.error)));
+            sink.done();
+            return true;
+          }
+          // A chunk per group of tokens, even one that prints nothing yet.
+          if (step.tokens > 0 || !step.text.empty()) {
+            const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
+            if (!send(exchange->Chunk(model, delta, nullptr))) return false;
+          } else if (step.tokens == 0 && !step.finish) {
+            static constexpr char kComment[] = ": keep-alive\n\n";
+            if (!sink.write(kComment, sizeof kComment - 1)) return false;
+          }
+          if (step.finish) {
+            const Json delta = exchange->chat() ? Json::object() : Json("");
+            if (!send(exchange->Chunk(model, delta, *step.finish))) return false;
+            if (exchange->request.include_usage) {
+              Json usage = exchange->Chunk(model, delta, nullptr);
+              usage["choices"] = Json::array();
+              usage["usage"] = exchange->Usage();
+              if (!send(usage)) return false;
+            }
+            static constexpr char kDone[] = "data: [DONE]\n\n";
+            if (!sink.write(kDone, sizeof kDone - 1)) return false;
+            sink.done();
+          }
+          return true;
+        },
+        // Whichever way the response ends, the sequence need not run on.
+        [exchange](bool) { exchange->handle->Cancel(); });
+  }
+};
+
+OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerMetrics& metrics)
+    : settings_(std::move(settings)), queue_(queue), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+  httplib::Server& http = *http_;
+  const int threads = settings_.threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
+  http.set_read_timeout(std::chrono::seconds(10));
+  http.set_write_timeout(std::chrono::seconds(10));
+  http.set_keep_alive_timeout(2);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!settings_.api_key || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + *settings_.api_key) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    SendError(res, {401, "invalid_request_error", "a valid API key is required: Authorization: Bearer KEY", {},
+                    "invalid_api_key"});
+    metrics_.CountRequest(req.path, 401);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Statuses httplib answers itself (404, 413, 400 for a malformed request
+  // line) get an error object too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError error{res.status, "invalid_request_error", "", {}, {}};
+    if (res.status == 404) {
+      error.message = "no route " + req.method + " " + req.path;
+    } else if (res.status == 413) {
+      error.message = "the request body is larger than " + std::to_string(settings_.max_body_bytes) + " bytes";
+    } else {
+      error.message = "HTTP " + std::to_string(res.status);
+    }
+    SendError(res, error);
+    metrics_.CountRequest(req.path, res.status);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  auto handlers = std::make_shared<Handlers>(Handlers{*this});
+  http.Post("/v1/completions", [handlers](const httplib::Request& req, httplib::Response& res) {
+    handlers->Complete(req, res, Endpoint::kCompletions);
+  });
+  http.Post("/v1/chat/completions", [handlers](const httplib::Request& req, httplib::Response& res) {
+    handlers->Complete(req, res, Endpoint::kChatCompletions);
+  });
+  http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    const Json model = {{"id", settings_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "inferno"}};
+    res.set_content(Dump(Json{{"object", "list"}, {"data", Json::array({model})}}), "application/json");
+    metrics_.CountRequest(req.path, 200);
+  });
+  http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Json body;
+    switch (state_) {
+      case State::kReady:
+        body = {{"status", "ok"}};
+        break;
+      case State::kLoading:
+        body = {{"status", "loading"}};
+        break;
+      case State::kDraining:
+        body = {{"status", "draining"}};
+        break;
+      case State::kUnhealthy:
+        body = {{"status", "unhealthy"}, {"error", unhealthy_reason_}};
+        break;
+    }
+    res.status = state_ == State::kReady ? 200 : 503;
+    res.set_content(Dump(body), "application/json");
+    metrics_.CountRequest(req.path, res.status);
+  });
+  http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    metrics_.CountRequest(req.path, 200);
+    res.set_content(metrics_.Render(queue_.queued(), queue_.running()), "text/plain; version=0.0.4");
+  });
+}
+
+OpenAiServer::~OpenAiServer() { Stop(); }
+
+Result<int> OpenAiServer::Bind(const std::string& host, int port) {
+  const int bound = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) return Error::Io("--listen: cannot listen on " + host + ":" + std::to_string(port));
+  return bound;
+}
+
+void OpenAiServer::Start() {
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // Stop must find it running, or it would not stop it.
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+  while (!http_->is_running() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void OpenAiServer::SetReady(PromptMaker maker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  maker_ = maker;
+  state_ = State::kReady;
+}
+
+void OpenAiServer::SetUnhealthy(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = State::kUnhealthy;
+  unhealthy_reason_ = reason;
+}
+
+void OpenAiServer::SetDraining() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ != State::kUnhealthy) state_ = State::kDraining;
+}
+
+void OpenAiServer::Stop() {
+  if (!thread_.joinable()) return;
+  http_->stop();
+  thread_.join();
+}
+
+}  // namespace inferno

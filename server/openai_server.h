@@ -1,0 +1,92 @@
+// OpenAiServer: the HTTP front of `serve` (cpp-httplib), speaking the OpenAI
+// API: POST /v1/completions and /v1/chat/completions (JSON, or with
+// "stream": true server-sent events of completion chunks ending with
+// `data: [DONE]`), GET /v1/models, GET /health and GET /metrics (Prometheus
+// text). Requests become sequences of a RequestQueue, which the leader's
+// generator loop serves.
+//
+// Errors are OpenAI error objects {"error": {"message", "type", "param",
+// "code"}}: 400 for a malformed or unsupported request or a prompt longer
+// than the context, 401 for a missing or wrong API key (--api-key), 404 for
+// an unknown model or path, 413 for a body over the size limit, 429 when the
+// queue is full, 503 while loading, draining or after the pipeline failed.
+// A streaming client that disconnects cancels its request (noticed at the
+// next write: a token, or a keep-alive comment each second).
+//
+// Thread-safety: Bind and Start once, from one thread; then the Set* methods
+// and Stop from any thread. Handlers run on the server's own threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "base/error.h"
+#include "engine/chat_template/chat_template.h"
+#include "engine/tokenizer.h"
+#include "server/metrics.h"
+#include "server/request_queue.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace inferno {
+
+struct ServerSettings {
+  std::string model_name;              // the id of GET /v1/models, which requests must name
+  std::optional<std::string> api_key;  // requires "Authorization: Bearer KEY" on /v1/
+  int64_t max_body_bytes = 1 << 20;
+  int threads = 24;  // HTTP handler threads: at least the slots plus the queue
+};
+
+// What turns a request into a prompt, known once the model is loaded.
+struct PromptMaker {
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<int32_t> bos_id;             // starts a completion prompt
+  const ChatTemplate* chat = nullptr;        // none: chat requests get 400
+  std::optional<std::string> bos_token;      // for the chat template
+  std::optional<std::string> eos_token;
+  int64_t context_length = 0;  // positions per sequence, prompt included
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerMetrics& metrics);
+  ~OpenAiServer();
+
+  // Binds host:port (port 0: a free one) and returns the port. Errors: Io
+  // naming the address.
+  Result<int> Bind(const std::string& host, int port);
+  // Serves on its own thread until Stop.
+  void Start();
+
+  // Completion requests are served from now on (before: 503 "loading").
+  void SetReady(PromptMaker maker);
+  // /health answers 503 with `reason`; completion requests get 503.
+  void SetUnhealthy(const std::string& reason);
+  // /health answers 503 "draining"; new completion requests get 503.
+  void SetDraining();
+  // Stops accepting connections and waits for the handlers to finish.
+  void Stop();
+
+ private:
+  enum class State { kLoading, kReady, kDraining, kUnhealthy };
+  struct Handlers;
+
+  ServerSettings settings_;
+  RequestQueue& queue_;
+  ServerMetrics& metrics_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  State state_ = State::kLoading;  // guarded by mutex_
+  std::string unhealthy_reason_;   // guarded by mutex_
+  PromptMaker maker_;              // set once with kReady
+};
+
+}  // namespace inferno

@@ -1,0 +1,117 @@
+#include "server/request_queue.h"
+
+#include <utility>
+
+namespace inferno {
+
+RequestEvents Request::Take(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(queue_.mutex_);
+  changed_.wait_until(lock, deadline, [&] { return !tokens_.empty() || finish_ || error_; });
+  RequestEvents events;
+  events.previous = previous_;
+  events.tokens.swap(tokens_);
+  if (!events.tokens.empty()) previous_ = events.tokens.back();
+  events.finish = finish_;
+  events.error = error_;
+  return events;
+}
+
+void Request::Cancel() {
+  std::lock_guard<std::mutex> lock(queue_.mutex_);
+  cancelled_ = true;
+}
+
+Submission RequestQueue::Submit(SequenceSpec spec) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (draining_ || failed_) return {Submission::kUnavailable, nullptr};
+  if (static_cast<int64_t>(queue_.size()) >= max_queued_) return {Submission::kQueueFull, nullptr};
+  spec.id = next_id_++;
+  auto request = std::shared_ptr<Request>(new Request(*this, spec.id, spec.prompt.back()));
+  queue_.emplace_back(request, std::move(spec));
+  arrived_.notify_all();
+  return {Submission::kQueued, std::move(request)};
+}
+
+void RequestQueue::Drain() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  draining_ = true;
+  arrived_.notify_all();
+}
+
+void RequestQueue::Fail(const Error& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failed_ = error;
+  for (auto& [request, spec] : queue_) {
+    request->error_ = error;
+    request->changed_.notify_all();
+  }
+  queue_.clear();
+  for (auto& [id, request] : running_) {
+    request->error_ = error;
+    request->changed_.notify_all();
+  }
+  running_.clear();
+  arrived_.notify_all();
+}
+
+int64_t RequestQueue::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+int64_t RequestQueue::running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(running_.size());
+}
+
+std::optional<SequenceSpec> RequestQueue::Next(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    // A request cancelled while it waited ends without running.
+    while (!queue_.empty() && queue_.front().first->cancelled_) {
+      End(*queue_.front().first, FinishReason::kCancelled);
+      queue_.pop_front();
+    }
+    if (!queue_.empty()) break;
+    if (draining_ || failed_) return std::nullopt;
+    if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout && queue_.empty()) return std::nullopt;
+  }
+  auto [request, spec] = std::move(queue_.front());
+  queue_.pop_front();
+  running_.emplace(spec.id, std::move(request));
+  return std::move(spec);
+}
+
+bool RequestQueue::Exhausted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return (draining_ || failed_) && queue_.empty();
+}
+
+bool RequestQueue::Cancelled(int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = running_.find(id);
+  return found == running_.end() || found->second->cancelled_;
+}
+
+void RequestQueue::OnToken(int64_t id, int32_t, int32_t token) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = running_.find(id);
+  if (found == running_.end()) return;
+  found->second->tokens_.push_back(token);
+  found->second->changed_.notify_all();
+}
+
+void RequestQueue::OnSequenceDone(int64_t id, FinishReason reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = running_.find(id);
+  if (found == running_.end()) return;
+  End(*found->second, reason);
+  running_.erase(found);
+}
+
+void RequestQueue::End(Request& request, FinishReason reason) {
+  request.finish_ = reason;
+  request.changed_.notify_all();
+}
+
+}  // namespace inferno

@@ -1,0 +1,107 @@
+#include "server/request_queue.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+SequenceSpec Spec(std::vector<int32_t> prompt) {
+  SequenceSpec spec;
+  spec.prompt = std::move(prompt);
+  return spec;
+}
+
+TEST(RequestQueue, HandsOutRequestsInOrderAndRefusesBeyondTheQueueLength) {
+  RequestQueue queue(2);
+  Submission a = queue.Submit(Spec({1, 2}));
+  Submission b = queue.Submit(Spec({3}));
+  ASSERT_EQ(a.outcome, Submission::kQueued);
+  ASSERT_EQ(b.outcome, Submission::kQueued);
+  EXPECT_EQ(queue.Submit(Spec({4})).outcome, Submission::kQueueFull);
+  EXPECT_EQ(queue.queued(), 2);
+  std::optional<SequenceSpec> first = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->id, a.request->id());
+  EXPECT_EQ(first->prompt, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(queue.running(), 1);
+  // A slot freed in the queue: room for one more.
+  EXPECT_EQ(queue.Submit(Spec({5})).outcome, Submission::kQueued);
+}
+
+TEST(RequestQueue, TokensAndTheEndReachTheRequestInOrder) {
+  RequestQueue queue(4);
+  Submission submitted = queue.Submit(Spec({7, 8}));
+  std::optional<SequenceSpec> spec = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(spec.has_value());
+  queue.OnToken(spec->id, 8, 10);
+  queue.OnToken(spec->id, 10, 11);
+  RequestEvents events = submitted.request->Take(Clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(events.previous, 8);
+  EXPECT_EQ(events.tokens, (std::vector<int32_t>{10, 11}));
+  EXPECT_FALSE(events.finish.has_value());
+  queue.OnToken(spec->id, 11, 12);
+  queue.OnSequenceDone(spec->id, FinishReason::kLength);
+  events = submitted.request->Take(Clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(events.previous, 11);
+  EXPECT_EQ(events.tokens, std::vector<int32_t>{12});
+  EXPECT_EQ(events.finish, FinishReason::kLength);
+  EXPECT_EQ(queue.running(), 0);
+}
+
+TEST(RequestQueue, CancelledRequestStopsRunningOrNeverStarts) {
+  RequestQueue queue(4);
+  Submission running = queue.Submit(Spec({1}));
+  Submission waiting = queue.Submit(Spec({2}));
+  std::optional<SequenceSpec> spec = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_FALSE(queue.Cancelled(spec->id));
+  running.request->Cancel();
+  EXPECT_TRUE(queue.Cancelled(spec->id));
+  waiting.request->Cancel();
+  EXPECT_FALSE(queue.Next(Clock::time_point::min()).has_value());
+  EXPECT_EQ(waiting.request->Take(Clock::now()).finish, FinishReason::kCancelled);
+}
+
+TEST(RequestQueue, NextWaitsUntilTheDeadlineOrASubmission) {
+  RequestQueue queue(4);
+  const Clock::time_point start = Clock::now();
+  EXPECT_FALSE(queue.Next(start + std::chrono::milliseconds(20)).has_value());
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(20));
+  std::thread submitter([&] { queue.Submit(Spec({3})); });
+  EXPECT_TRUE(queue.Next(Clock::now() + std::chrono::seconds(30)).has_value());
+  submitter.join();
+}
+
+TEST(RequestQueue, DrainRefusesNewRequestsAndExhaustsOnceEmpty) {
+  RequestQueue queue(4);
+  ASSERT_EQ(queue.Submit(Spec({1})).outcome, Submission::kQueued);
+  queue.Drain();
+  EXPECT_EQ(queue.Submit(Spec({2})).outcome, Submission::kUnavailable);
+  EXPECT_FALSE(queue.Exhausted());
+  EXPECT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  EXPECT_TRUE(queue.Exhausted());
+  EXPECT_FALSE(queue.Next(Clock::now() + std::chrono::seconds(30)).has_value()) << "must not wait";
+}
+
+TEST(RequestQueue, FailEndsQueuedAndRunningRequestsWithTheError) {
+  RequestQueue queue(4);
+  Submission running = queue.Submit(Spec({1}));
+  Submission waiting = queue.Submit(Spec({2}));
+  ASSERT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  queue.Fail(Error::PeerLost("recv from", 1));
+  for (Submission* s : {&running, &waiting}) {
+    RequestEvents events = s->request->Take(Clock::now() + std::chrono::seconds(5));
+    ASSERT_TRUE(events.error.has_value());
+    EXPECT_EQ(events.error->kind, ErrorKind::kPeerLost);
+  }
+  EXPECT_TRUE(queue.Exhausted());
+  EXPECT_EQ(queue.Submit(Spec({3})).outcome, Submission::kUnavailable);
+}
+
+}  // namespace
+}  // namespace inferno

@@ -1,0 +1,144 @@
+#include "tools/rank_model.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "loader/llama_layout.h"
+#include "loader/manifest.h"
+#include "loader/sha256.h"
+#include "loader/sharded_checkpoint.h"
+
+namespace inferno {
+
+std::string ShortDigest(std::string_view text) {
+  Sha256 hash;
+  hash.Update(std::as_bytes(std::span(text.data(), text.size())));
+  return hash.HexDigest().substr(0, 16);
+}
+
+Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size) {
+  const int tp = choice.tp.value_or(1);
+  if (world_size % tp != 0) {
+    return Error::InvalidArgument("--tp " + std::to_string(tp) + " does not divide the job's " +
+                                  std::to_string(world_size) + " ranks");
+  }
+  const int pp = choice.pp.value_or(world_size / tp);
+  if (pp * tp != world_size) {
+    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x --tp " + std::to_string(tp) + " is " +
+                                  std::to_string(pp * tp) + " ranks, but the job has " +
+                                  std::to_string(world_size));
+  }
+  return std::pair{pp, tp};
+}
+
+Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size) {
+  if (choice.shards) {
+    ShardJob job;
+    job.rank = rank;
+    job.world_size = world_size;
+    job.tp = choice.tp;
+    job.pp = choice.pp;
+    auto opened = OpenRankShard(choice.model, job);
+    if (!opened) return opened.error().Prefixed("--shards: ");
+    return RankModel{std::move(opened->checkpoint), std::move(opened->manifest.plan),
+                     ShortDigest(opened->manifest.source_fingerprint)};
+  }
+  Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
+  if (!grid) return grid.error();
+  auto checkpoint = Checkpoint::Open(choice.model);
+  if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
+  const ModelConfig& config = (*checkpoint)->config();
+  auto plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
+  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  std::vector<float> first_row(static_cast<size_t>(config.hidden_size));
+  if (Status read = (*checkpoint)->ReadRowsF32(kEmbedTokensName, 0, 1, first_row); !read) {
+    return read.error().Prefixed("--model: ");
+  }
+  const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
+                                   first_row.size() * sizeof(float));
+  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
+}
+
+std::string ModelFolder(const ModelChoice& choice) {
+  namespace fs = std::filesystem;
+  const fs::path path(choice.model);
+  std::error_code ec;
+  if (choice.shards || fs::is_directory(path, ec)) return choice.model;
+  if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
+  return "";
+}
+
+Result<std::optional<LoadedTokenizer>> LoadJobTokenizer(const std::optional<std::string>& flag,
+                                                        const ModelChoice& choice, bool beside_model,
+                                                        const ModelConfig& config) {
+  Result<std::optional<LoadedTokenizer>> loaded = LoadTokenizer(flag, beside_model ? ModelFolder(choice) : "");
+  if (!loaded) return loaded.error();
+  if (!loaded->has_value() && config.vocab_size == ByteTokenizer::kVocabSize) {
+    loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
+    if (!loaded) return loaded.error();
+  }
+  if (loaded->has_value() && (**loaded).tokenizer->vocab_size() > config.vocab_size) {
+    return Error::InvalidArgument("the tokenizer " + (**loaded).source + " has " +
+                                  std::to_string((**loaded).tokenizer->vocab_size()) +
+                                  " tokens, more than the model's vocabulary of " +
+                                  std::to_string(config.vocab_size) + "; pass the model's own --tokenizer");
+  }
+  return loaded;
+}
+
+Error NoTokenizerError(const ModelConfig& config) {
+  return Error::InvalidArgument("no tokenizer.json beside the model, whose vocabulary has " +
+                                std::to_string(config.vocab_size) + " tokens: pass --tokenizer");
+}
+
+Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag, const LoadedTokenizer& tokenizer) {
+  const std::optional<TokenizerChatConfig>& config = tokenizer.chat_config;
+  std::string source;
+  std::string where;
+  if (flag) {
+    std::ifstream file(*flag, std::ios::binary);
+    if (!file) return Error::NotFound("--chat-template: cannot open '" + *flag + "'");
+    source.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    where = *flag;
+  } else if (config && config->chat_template) {
+    source = *config->chat_template;
+    where = "the chat_template of the tokenizer_config.json beside " + tokenizer.source;
+  } else {
+    return Error::InvalidArgument(tokenizer.source +
+                                  " has no tokenizer_config.json with a chat_template beside it; pass "
+                                  "--chat-template");
+  }
+  Result<ChatTemplate> chat = ChatTemplate::Parse(source);
+  if (!chat) return chat.error().Prefixed(where + ": ");
+  return chat;
+}
+
+Result<StageWeights> LoadRankWeights(const RankModel& model, int rank, WeightPlacement placement,
+                                     const char* program) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point load_start = Clock::now();
+  Clock::time_point next_report = load_start + std::chrono::seconds(2);
+  const LoadProgress progress = [&](int64_t done, int64_t total) {
+    const Clock::time_point now = Clock::now();
+    if (now < next_report || done == total) return;
+    next_report = now + std::chrono::seconds(2);
+    std::fprintf(stderr, "%s: rank %d: loading weights: %lld of %lld layers (%.1f s)\n", program, rank,
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 std::chrono::duration<double>(now - load_start).count());
+  };
+  auto weights = LoadStageWeights(*model.checkpoint, model.plan.ranks[static_cast<size_t>(rank)], placement,
+                                  progress);
+  if (!weights) return weights.error();
+  if (const double seconds = std::chrono::duration<double>(Clock::now() - load_start).count(); seconds >= 2) {
+    const StageWeights::Bytes bytes = weights->ByteSize();
+    std::fprintf(stderr, "%s: rank %d: loaded %.2f GB of weights (%.2f GB in place in the file) in %.1f s\n",
+                 program, rank, static_cast<double>(bytes.total) / 1e9, static_cast<double>(bytes.in_place) / 1e9,
+                 seconds);
+  }
+  return weights;
+}
+
+}  // namespace inferno

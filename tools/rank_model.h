@@ -1,0 +1,83 @@
+// RankModel: what one rank of an infer or serve job opens before it talks to
+// the others — its view of the checkpoint (the whole model, or its shard),
+// the job's plan, its stage's weights, the tokenizer and chat template —
+// shared by the tools' main()s so that both read models the same way.
+//
+// Thread-safety: pure functions of the files they read (weight loading
+// prints progress lines to stderr).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/chat_template/chat_template.h"
+#include "engine/stage_weights.h"
+#include "engine/tokenizer_files.h"
+#include "loader/checkpoint.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+
+// Where the model comes from and how the job splits it (the --model or
+// --shards, --tp, --pp and --layers flags).
+struct ModelChoice {
+  std::string model;  // a checkpoint path, or with `shards` a shard folder
+  bool shards = false;
+  std::optional<int> tp;
+  std::optional<int> pp;
+  std::optional<std::vector<int64_t>> layers_per_stage;
+};
+
+struct RankModel {
+  std::unique_ptr<Checkpoint> checkpoint;
+  ShardPlan plan;
+  // Tells the weights apart where the config cannot: with --shards the
+  // manifest's fingerprint of the source checkpoint, else the embedding's
+  // first row.
+  std::string weights_digest;
+};
+
+// The first 16 hex digits of the SHA-256 of `text`: enough to tell apart
+// what ranks load, short enough for a one-line error.
+std::string ShortDigest(std::string_view text);
+
+// The grid of a job of `world_size` ranks: --tp (default 1) and --pp
+// (default world_size / tp), which must multiply to world_size.
+Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size);
+
+// Rank `rank`'s view of the model and the job's plan. Errors name the flag.
+Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size);
+
+// The folder whose tokenizer.json is the default --tokenizer: the model
+// folder or the folder of its safetensors file or index, the shard folder;
+// none for a llama2.c file.
+std::string ModelFolder(const ModelChoice& choice);
+
+// The job's tokenizer: --tokenizer `flag` if given, else (with
+// `beside_model`) the one in ModelFolder(choice), else the byte-level one for
+// a model of its 259-token vocabulary; none if none of these. Fails when it
+// has more tokens than the model.
+Result<std::optional<LoadedTokenizer>> LoadJobTokenizer(const std::optional<std::string>& flag,
+                                                        const ModelChoice& choice, bool beside_model,
+                                                        const ModelConfig& config);
+
+// The error for a job that needs text but has no tokenizer.
+Error NoTokenizerError(const ModelConfig& config);
+
+// The chat template: the file `flag` (--chat-template) if given, else the
+// chat_template of the tokenizer's tokenizer_config.json. Errors name where
+// the template came from, or say to pass --chat-template.
+Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag, const LoadedTokenizer& tokenizer);
+
+// Loads rank `rank`'s weights of `model`, printing "<program>: rank R:
+// loading weights: ..." every 2 s while it takes longer than that.
+Result<StageWeights> LoadRankWeights(const RankModel& model, int rank, WeightPlacement placement,
+                                     const char* program);
+
+}  // namespace inferno

@@ -1,0 +1,321 @@
+// serve: an OpenAI-compatible HTTP server over the generator loop, on one
+// rank or under `launch -n W` on a pipeline of W stages:
+//
+//   launch -n 2 -- serve --model PATH [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
+//         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
+//
+// Rank 0, the leader (the last stage), serves HTTP (server/openai_server.h)
+// and owns the request queue; every rank runs its stage of the generator
+// loop, which takes queued requests into free KV-cache slots as it goes
+// (continuous batching; engine/generator.h). The leader binds the address
+// first and prints "serve: listening on http://HOST:PORT" (port 0 picks a
+// free one); /health answers 503 "loading" until every rank has loaded and
+// joined. SIGTERM (or SIGINT) drains: new requests get 503, queued and
+// running ones finish, every rank exits 0. A lost rank fails the in-flight
+// requests (503, or an error event), turns /health unhealthy, and every rank
+// exits non-zero within the transport's timeout, as infer's do. Errors are
+// one line on stderr.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <glog/logging.h>
+
+#include "base/command_line.h"
+#include "distributed/launcher_lifeline.h"
+#include "distributed/rendezvous.h"
+#include "engine/generator.h"
+#include "engine/thread_pool.h"
+#include "engine/transformer.h"
+#include "loader/manifest.h"
+#include "server/metrics.h"
+#include "server/openai_server.h"
+#include "server/request_queue.h"
+#include "tools/rank_model.h"
+
+namespace inferno {
+namespace {
+
+const CommandSpec kSpec{
+    "serve",
+    "(--model PATH | --shards DIR) [--listen HOST:PORT] [flags]",
+    "Serves the OpenAI API (completions, chat completions, streaming) over a pipeline of the job's ranks\n"
+    "(alone or under launch), with continuous batching. Rank 0 serves HTTP. SIGTERM drains and exits 0.",
+    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, or llama2.c .bin"},
+     {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
+     {"listen", "HOST:PORT", "the address to serve on (default 127.0.0.1:8080; port 0: any free port)"},
+     {"model-name", "NAME", "the model id requests name (default: the file or folder name of --model)"},
+     {"tokenizer", "FILE", "a tokenizer.json or folder, a llama2.c tokenizer.bin, or byte-level"},
+     {"chat-template", "FILE", "a Jinja chat template instead of tokenizer_config.json's"},
+     {"slots", "N", "sequences generated at once: KV-cache slots per rank (default 8)"},
+     {"queue", "N", "requests that may wait for a slot; more get 429 (default 64)"},
+     {"context", "N", "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
+     {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
+     {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
+     {"threads", "N", "compute threads per rank (default 1)"},
+     {"pp", "P", "pipeline stages (default: the world size)"},
+     {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
+     {"weights", "copy|mapped", "copy weights into memory, or use f32 ones in place (default copy)"}}};
+
+struct ServeOptions {
+  ModelChoice model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string model_name;
+  std::optional<std::string> tokenizer;
+  std::optional<std::string> chat_template;
+  int slots = 8;
+  int64_t queue = 64;
+  std::optional<int64_t> context;
+  std::optional<std::string> api_key;
+  int64_t max_body_bytes = 1 << 20;
+  int threads = 1;
+  WeightPlacement weight_placement = WeightPlacement::kCopy;
+};
+
+Result<ServeOptions> ParseOptions(const CommandLine& flags) {
+  ServeOptions options;
+  if (flags.Has("shards") == flags.Has("model")) {
+    return Error::InvalidArgument("exactly one of --model and --shards is required (see serve --help)");
+  }
+  options.model.shards = flags.Has("shards");
+  options.model.model = *flags.Last(options.model.shards ? "shards" : "model");
+  if (const std::optional<std::string> listen = flags.Last("listen")) {
+    const size_t colon = listen->rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Error::InvalidArgument("--listen: '" + *listen + "' is not HOST:PORT");
+    }
+    options.host = listen->substr(0, colon);
+    const std::string port = listen->substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(port) > 65535) {
+      return Error::InvalidArgument("--listen: '" + port + "' is not a port number");
+    }
+    options.port = std::stoi(port);
+  }
+  const std::filesystem::path path(options.model.model);
+  options.model_name = flags.Last("model-name").value_or(
+      path.has_filename() ? path.stem().string() : path.parent_path().filename().string());
+  options.tokenizer = flags.Last("tokenizer");
+  options.chat_template = flags.Last("chat-template");
+  options.api_key = flags.Last("api-key");
+  if (options.api_key && options.api_key->empty()) return Error::InvalidArgument("--api-key: the key is empty");
+  Result<int64_t> slots = flags.Int("slots", 8, 1, 4096);
+  Result<int64_t> queue = flags.Int("queue", 64, 0, 1 << 20);
+  Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
+  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  for (const Error* error : {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(),
+                             body ? nullptr : &body.error(), threads ? nullptr : &threads.error()}) {
+    if (error != nullptr) return *error;
+  }
+  options.slots = static_cast<int>(*slots);
+  options.queue = *queue;
+  options.max_body_bytes = *body;
+  options.threads = static_cast<int>(*threads);
+  if (flags.Has("context")) {
+    Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
+    if (!context) return context.error();
+    options.context = *context;
+  }
+  if (flags.Has("pp")) {
+    Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
+    if (!pp) return pp.error();
+    options.model.pp = static_cast<int>(*pp);
+  }
+  if (const std::optional<std::string> layers = flags.Last("layers")) {
+    Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
+    if (!counts) return counts.error();
+    options.model.layers_per_stage = *counts;
+  }
+  const std::string weights = flags.Last("weights").value_or("copy");
+  if (weights != "copy" && weights != "mapped")
+    return Error::InvalidArgument("--weights: '" + weights + "' is not copy or mapped");
+  options.weight_placement = weights == "mapped" ? WeightPlacement::kInPlace : WeightPlacement::kCopy;
+  return options;
+}
+
+// What a rank holds before it talks to the others.
+struct PreparedRank {
+  ModelConfig config;
+  ShardPlan plan;
+  StageWeights weights;
+  std::string weights_digest;
+  LoadedTokenizer tokenizer;
+  std::optional<ChatTemplate> chat;  // none when the model has none and --chat-template is absent
+  std::vector<int32_t> stop_ids;
+  int64_t context_length = 0;
+};
+
+Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_size) {
+  Result<RankModel> model = OpenRankModel(options.model, rank, world_size);
+  if (!model) return model.error();
+  PreparedRank prepared;
+  prepared.config = model->checkpoint->config();
+  const ModelConfig& config = prepared.config;
+  if (model->plan.tp != 1) {
+    return Error::Unimplemented("serve runs pipelines of tensor-parallel size 1; the shards have tp " +
+                                std::to_string(model->plan.tp));
+  }
+  Result<std::optional<LoadedTokenizer>> tokenizer = LoadJobTokenizer(options.tokenizer, options.model, true, config);
+  if (!tokenizer) return tokenizer.error();
+  if (!tokenizer->has_value()) return NoTokenizerError(config);
+  prepared.tokenizer = std::move(**tokenizer);
+  Result<std::vector<int32_t>> stop_ids = StopIds(config, prepared.tokenizer);
+  if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
+  prepared.stop_ids = std::move(*stop_ids);
+  if (options.chat_template || (prepared.tokenizer.chat_config && prepared.tokenizer.chat_config->chat_template)) {
+    Result<ChatTemplate> chat = LoadChatTemplate(options.chat_template, prepared.tokenizer);
+    if (!chat) return chat.error();
+    prepared.chat = std::move(*chat);
+  }
+  prepared.context_length = options.context.value_or(config.max_position_embeddings);
+  if (prepared.context_length > config.max_position_embeddings) {
+    return Error::InvalidArgument("--context " + std::to_string(prepared.context_length) + " exceeds the model's " +
+                                  std::to_string(config.max_position_embeddings) + " positions");
+  }
+  if (Status fits = config.CheckContextFits(prepared.context_length); !fits) return fits.error();
+  auto weights = LoadRankWeights(*model, rank, options.weight_placement, "serve");
+  if (!weights) return weights.error();
+  prepared.weights = std::move(*weights);
+  prepared.weights_digest = model->weights_digest;
+  prepared.plan = std::move(model->plan);
+  return prepared;
+}
+
+// What the ranks must agree on (see RendezvousOptions::fingerprint).
+std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options, const PreparedRank& prepared) {
+  std::ostringstream settings;
+  settings << "context=" << prepared.context_length << " slots=" << options.slots << " stop_ids=";
+  for (int32_t id : prepared.stop_ids) settings << id << ",";
+  return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
+          {"weights", prepared.weights_digest},
+          {"plan", PlanDigest(prepared.plan).substr(0, 16)},
+          {"tokenizer", prepared.tokenizer.sha256.substr(0, 16)},
+          {"serve", settings.str()}};
+}
+
+// The signals serve handles itself (SIGTERM and SIGINT drain), blocked in
+// every thread; the leader waits for them on a thread of its own.
+sigset_t DrainSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+int Fail(int rank, const Error& error, int code) {
+  std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());
+  return code;
+}
+
+}  // namespace
+}  // namespace inferno
+
+int main(int argc, char** argv) {
+  using namespace inferno;
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  const CommandLine flags = ParseCommandLineOrExit(argc, argv, kSpec);
+  // Before any thread starts: the drain signals are taken by sigwait (leader)
+  // or left pending (the other ranks, which end when the leader does), and
+  // a client gone mid-write is an error of the write, not a SIGPIPE.
+  const sigset_t drain_signals = DrainSignals();
+  pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  if (Status watched = WatchLauncherLifeline(std::getenv); !watched) {
+    std::fprintf(stderr, "serve: %s\n", watched.error().ToString().c_str());
+    return 2;
+  }
+  Result<RendezvousConfig> where = ReadRendezvousConfig(std::getenv);
+  if (!where) {
+    std::fprintf(stderr, "serve: %s\n", where.error().ToString().c_str());
+    return 2;
+  }
+  const int rank = where->rank;
+  Result<ServeOptions> options = ParseOptions(flags);
+  if (!options) return Fail(rank, options.error(), 2);
+  const bool leader = rank == 0;
+
+  // The leader listens before loading, so /health can say "loading".
+  RequestQueue queue(options->queue);
+  ServerMetrics metrics;
+  std::optional<OpenAiServer> server;
+  if (leader) {
+    ServerSettings settings;
+    settings.model_name = options->model_name;
+    settings.api_key = options->api_key;
+    settings.max_body_bytes = options->max_body_bytes;
+    settings.threads = static_cast<int>(options->slots + options->queue + 8);
+    server.emplace(settings, queue, metrics);
+    Result<int> port = server->Bind(options->host, options->port);
+    if (!port) return Fail(rank, port.error(), 1);
+    server->Start();
+    std::printf("serve: listening on http://%s:%d\n", options->host.c_str(), *port);
+    std::fflush(stdout);
+  }
+
+  Result<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
+  if (!prepared) return Fail(rank, prepared.error(), 1);
+  RendezvousOptions rendezvous;
+  rendezvous.fingerprint = ServeFingerprint(*options, *prepared);
+  Result<ProcessGroup> group = Join(*where, rendezvous);
+  if (!group) return Fail(rank, group.error().Prefixed("joining the process group: "), 1);
+
+  ThreadPool pool(options->threads);
+  TransformerStage stage(prepared->config, std::move(prepared->weights), options->slots,
+                         prepared->context_length, pool);
+  if (leader) {
+    PromptMaker maker;
+    maker.tokenizer = prepared->tokenizer.tokenizer.get();
+    maker.bos_id = prepared->tokenizer.bos_id;
+    maker.chat = prepared->chat ? &*prepared->chat : nullptr;
+    if (prepared->tokenizer.chat_config) {
+      maker.bos_token = prepared->tokenizer.chat_config->bos_token;
+      maker.eos_token = prepared->tokenizer.chat_config->eos_token;
+    }
+    maker.context_length = prepared->context_length;
+    server->SetReady(maker);
+    std::thread([&server, &queue, drain_signals] {
+      int signal = 0;
+      sigwait(&drain_signals, &signal);
+      std::fprintf(stderr, "serve: rank 0: got SIG%s; draining\n", sigabbrev_np(signal));
+      server->SetDraining();
+      queue.Drain();
+    }).detach();
+  }
+  GeneratorSettings settings;
+  settings.stop_ids = prepared->stop_ids;
+  settings.report_logits = false;
+  Timeline timeline(false);
+  Result<GenerationReport> report = RunGenerator(*group, prepared->plan, stage, settings,
+                                                 leader ? &queue : nullptr, leader ? &queue : nullptr, timeline);
+  if (!report) {
+    const Error& error = report.error();
+    std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());
+    // The other ranks fail at once with this reason rather than time out.
+    group->transport()->Abort(error.ToString());
+    if (leader) {
+      server->SetUnhealthy(error.ToString());
+      queue.Fail(error);
+      // The handlers answer their requests at once; a client that reads
+      // slowly is not waited for.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::fflush(stdout);
+    }
+    std::_Exit(1);
+  }
+  if (leader) server->Stop();
+  return 0;
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Load generator for //tools:serve (a benchmark, not a test).
+
+For each concurrency C in --streams, runs C client threads at once, each
+sending --requests streaming completions of --tokens tokens one after the
+other (seeded sampling, so no stop token cuts them short), and reports:
+aggregate generated tokens/s (all completion tokens / wall time of the
+round), time to first token (request sent -> first chunk) p50/p99, and
+per-token latency p50/p99 (the gaps between a stream's chunks; a chunk
+carries the tokens generated since the previous one, and the report gives
+the tokens per chunk so that any batching shows). Repeats every concurrency
+--rounds times, interleaved, and prints one row per (round, C).
+
+  serve_bench.py URL [--streams 1,4,8,16] [--tokens 64] [--requests 2] [--rounds 2]
+"""
+import argparse
+import http.client
+import json
+import statistics
+import threading
+import time
+import urllib.parse
+
+
+def percentile(values, p):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))
+    return values[k]
+
+
+def one_request(url, seed, tokens):
+    parsed = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=300)
+    body = json.dumps({"model": "bench", "prompt": "Once upon a time", "max_tokens": tokens, "temperature": 0.8,
+                       "seed": seed, "stream": True, "stream_options": {"include_usage": True}})
+    start = time.monotonic()
+    conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    if response.status != 200:
+        raise RuntimeError("status %d: %s" % (response.status, response.read()))
+    arrivals = []
+    generated = 0
+    for line in response:
+        if not line.startswith(b"data: {"):
+            continue
+        chunk = json.loads(line[len(b"data: "):])
+        if chunk.get("usage"):
+            generated = chunk["usage"]["completion_tokens"]
+        elif chunk["choices"] and chunk["choices"][0]["finish_reason"] is None:
+            arrivals.append(time.monotonic())
+    conn.close()
+    return start, arrivals, generated
+
+
+def run_round(url, streams, tokens, requests, seed_base):
+    results = []
+    lock = threading.Lock()
+
+    def client(i):
+        for r in range(requests):
+            result = one_request(url, seed_base + i * 1000 + r, tokens)
+            with lock:
+                results.append(result)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(streams)]
+    begin = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - begin
+    generated = sum(r[2] for r in results)
+    ttft = [r[1][0] - r[0] for r in results if r[1]]
+    gaps = [b - a for r in results for a, b in zip(r[1], r[1][1:])]
+    chunks = sum(len(r[1]) for r in results)
+    return {"streams": streams, "tokens_per_s": generated / wall, "ttft_p50": percentile(ttft, 50),
+            "ttft_p99": percentile(ttft, 99), "tpot_p50": percentile(gaps, 50), "tpot_p99": percentile(gaps, 99),
+            "tokens_per_chunk": generated / chunks if chunks else float("nan"), "requests": len(results)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("--streams", default="1,4,8,16")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    streams = [int(s) for s in args.streams.split(",")]
+    one_request(args.url, 0, 8)  # warm-up
+    rows = []
+    print("| round | streams | requests | tokens/s | x 1 stream | TTFT p50 ms | TTFT p99 ms | per-token p50 ms | "
+          "per-token p99 ms | tokens/chunk |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for round_index in range(args.rounds):
+        base = None
+        for s in streams:
+            row = run_round(args.url, s, args.tokens, args.requests, 1 + round_index * 100000)
+            if s == 1:
+                base = row["tokens_per_s"]
+            rows.append(row)
+            print("| %d | %d | %d | %.1f | %s | %.1f | %.1f | %.2f | %.2f | %.2f |" % (
+                round_index + 1, s, row["requests"], row["tokens_per_s"],
+                "%.2f" % (row["tokens_per_s"] / base) if base else "-", row["ttft_p50"] * 1e3,
+                row["ttft_p99"] * 1e3, row["tpot_p50"] * 1e3, row["tpot_p99"] * 1e3, row["tokens_per_chunk"]),
+                flush=True)
+
+
+if __name__ == "__main__":
+    main()
