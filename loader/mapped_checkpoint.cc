@@ -1,5 +1,6 @@
 #include "loader/mapped_checkpoint.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -157,21 +158,29 @@ void MappedCheckpoint::ForEachRowRun(
     const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run) const {
   const Storage& s = storage_[index];
   if (row_begin == row_end) return;
-  // The bytes read, mapped in one call and unmapped after (the page cache
-  // keeps them): no fault per page, and a loading rank's resident set holds
-  // its weights, not the file's pages as well.
+  // The bytes read are mapped in a run at a time and unmapped after (the page
+  // cache keeps them): no fault per page, and a loading rank's resident set
+  // holds its weights plus at most one run of the file's pages, not the
+  // whole tensor's pages as well.
+  constexpr int64_t kRunBytes = int64_t{16} << 20;
   const MappedFile& file = *files_[s.file];
-  const bool contiguous = s.llama2c_rope_heads == 0;
-  const uint64_t first = contiguous ? s.begin + static_cast<uint64_t>(row_begin * RowBytes(index)) : s.begin;
-  const uint64_t last = contiguous ? s.begin + static_cast<uint64_t>(row_end * RowBytes(index))
-                                   : s.begin + TensorByteSize(s.info);
-  file.WillNeed(first, last);
-  if (contiguous) {
-    run(Row(index, row_begin).data(), row_begin, row_end - row_begin);
-  } else {
+  const int64_t row_bytes = RowBytes(index);
+  if (s.llama2c_rope_heads != 0) {
+    // Rows permuted within the tensor (a q or k projection): mapped whole.
+    file.WillNeed(s.begin, s.begin + TensorByteSize(s.info));
     for (int64_t row = row_begin; row < row_end; ++row) run(Row(index, row).data(), row, 1);
+    file.Release(s.begin, s.begin + TensorByteSize(s.info));
+    return;
   }
-  file.Release(first, last);
+  const int64_t rows_per_run = std::max<int64_t>(1, kRunBytes / std::max<int64_t>(row_bytes, 1));
+  for (int64_t first = row_begin; first < row_end; first += rows_per_run) {
+    const int64_t count = std::min(rows_per_run, row_end - first);
+    const uint64_t begin = s.begin + static_cast<uint64_t>(first * row_bytes);
+    const uint64_t end = begin + static_cast<uint64_t>(count * row_bytes);
+    file.WillNeed(begin, end);
+    run(Row(index, first).data(), first, count);
+    file.Release(begin, end);
+  }
 }
 
 Status MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) const {

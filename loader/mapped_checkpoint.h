@@ -95,8 +95,8 @@ class MappedCheckpoint final : public Checkpoint {
                    size_t* index) const;
   // Calls `run` on the stored bytes of rows [row_begin, row_end) of
   // tensors()[index] in Hugging Face order, in runs of consecutive stored
-  // rows (one run unless the rows are permuted), with their pages mapped in
-  // for the call and released after.
+  // rows of at most 16 MiB (single rows when the rows are permuted), with
+  // their pages mapped in for the call and released after.
   void ForEachRowRun(size_t index, int64_t row_begin, int64_t row_end,
                      const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run)
       const;
