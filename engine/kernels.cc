@@ -2,172 +2,121 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <glog/logging.h>
+
+#include "engine/matmul_kernels.h"
+#include "loader/quant_blocks.h"
 
 namespace inferno {
 namespace {
 
-// Weight floats a block of rows may take so that it stays in L2 while every
-// row of x passes over it.
-constexpr int64_t kBlockFloats = 32 * 1024;
+using matmul_internal::InputRows;
+using matmul_internal::IsaKernels;
+using matmul_internal::RowsFunction;
 
-// Loops over the accumulators unrolled whatever the optimization level: at
-// -O2 (plain -c opt) GCC keeps them in memory otherwise, which made decode
-// twice as slow as -O3.
-#if defined(__clang__)
-#define INFERNO_UNROLL _Pragma("unroll")
-#else
-#define INFERNO_UNROLL _Pragma("GCC unroll 16")
-#endif
-
-// 8 floats; GCC and clang lower the arithmetic to AVX (or pairs of SSE) ops.
-typedef float Vec8 __attribute__((vector_size(32)));
-constexpr int64_t kVecLanes = 8;
-constexpr int kChains = 4;  // independent accumulators per row
-constexpr int64_t kStep = kVecLanes * kChains;
-
-// Vectors travel through out-parameters: returning them by value would
-// depend on the vector ABI of the target (-Wpsabi without AVX).
-inline void Load(Vec8& v, const float* p) { __builtin_memcpy(&v, p, sizeof v); }
-
-// Up to 7 floats, zero-padded.
-inline void LoadPartial(Vec8& v, const float* p, int64_t count) {
-  v = Vec8{};
-  __builtin_memcpy(&v, p, count * sizeof(float));
-}
-
-// out[r] = dot(w + r * cols, x) for r < kRows. Every row goes through the
-// same operations whatever kRows is (x is only loaded once for all rows), so
-// a row's result does not depend on how rows are grouped.
-template <int kRows>
-[[gnu::always_inline]] inline void DotRows(const float* w, int64_t cols, const float* x, float* out) {
-  Vec8 acc[kRows][kChains] = {};
-  int64_t i = 0;
-  for (; i + kStep <= cols; i += kStep) {
-    Vec8 xv[kChains];
-    Vec8 wv;
-    INFERNO_UNROLL
-    for (int c = 0; c < kChains; ++c) Load(xv[c], x + i + c * kVecLanes);
-    INFERNO_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      INFERNO_UNROLL
-      for (int c = 0; c < kChains; ++c) {
-        Load(wv, w + r * cols + i + c * kVecLanes);
-        acc[r][c] += wv * xv[c];
-      }
-    }
-  }
-  for (; i + kVecLanes <= cols; i += kVecLanes) {
-    Vec8 xv, wv;
-    Load(xv, x + i);
-    INFERNO_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      Load(wv, w + r * cols + i);
-      acc[r][0] += wv * xv;
-    }
-  }
-  if (i < cols) {
-    Vec8 xv, wv;
-    LoadPartial(xv, x + i, cols - i);
-    for (int r = 0; r < kRows; ++r) {
-      LoadPartial(wv, w + r * cols + i, cols - i);
-      acc[r][0] += wv * xv;
-    }
-  }
-  for (int r = 0; r < kRows; ++r) {
-    const Vec8 sum = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);
-    out[r] = ((sum[0] + sum[4]) + (sum[2] + sum[6])) + ((sum[1] + sum[5]) + (sum[3] + sum[7]));
-  }
-}
-
-// Rows [row_begin, row_end) of MatMul, in blocks of rows that stay in cache
-// while every row of x passes over them; `w` points at row row_begin.
-// Inlined into one function per instruction set below.
-[[gnu::always_inline]] inline void MatMulRows(float* out, const float* x, const float* w, int64_t n,
-                                              int64_t rows, int64_t cols, int64_t row_begin,
-                                              int64_t row_end) {
-  constexpr int kRowGroup = 4;
-  const int64_t block_rows = std::max<int64_t>(kRowGroup, kBlockFloats / cols / kRowGroup * kRowGroup);
-  for (int64_t block = row_begin; block < row_end; block += block_rows) {
-    const int64_t block_end = std::min(row_end, block + block_rows);
-    for (int64_t t = 0; t < n; ++t) {
-      const float* x_row = x + t * cols;
-      float* out_row = out + t * rows;
-      int64_t r = block;
-      for (; r + kRowGroup <= block_end; r += kRowGroup)
-        DotRows<kRowGroup>(w + (r - row_begin) * cols, cols, x_row, out_row + r);
-      for (; r < block_end; ++r) DotRows<1>(w + (r - row_begin) * cols, cols, x_row, out_row + r);
-    }
-  }
-}
-
-using MatMulRowsFunction = void (*)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t,
-                                    int64_t);
-
-// The instruction set the build targets (baseline x86-64 unless -march says
-// more).
-void MatMulRowsForBuildTarget(float* out, const float* x, const float* w, int64_t n, int64_t rows,
-                              int64_t cols, int64_t row_begin, int64_t row_end) {
-  MatMulRows(out, x, w, n, rows, cols, row_begin, row_end);
-}
-
+// Chosen once, by what the CPU supports: every build mode runs the AVX2 or
+// AVX-512 code on a CPU that has it (-c opt without -march=native was 3x
+// slower with build-target kernels).
+// INFERNO_KERNEL_ISA=baseline|avx2 picks a lesser set, for tests and
+// benchmarks that compare them; a set the CPU lacks is not honoured.
+const IsaKernels& Kernels() {
+  static const IsaKernels kernels = [] {
+    const char* forced = std::getenv("INFERNO_KERNEL_ISA");
+    const std::string wanted = forced != nullptr ? forced : "";
+    if (wanted == "baseline") return matmul_internal::BaselineKernels();
 #if defined(__x86_64__)
-// AVX2: 8-float vectors in one register instead of two SSE halves. FMA is
-// left out on purpose: the build target's version may not contract a * b + c
-// into one rounding, and a row's result must not depend on which version ran.
-[[gnu::target("avx2")]] void MatMulRowsAvx2(float* out, const float* x, const float* w, int64_t n,
-                                            int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end) {
-  MatMulRows(out, x, w, n, rows, cols, row_begin, row_end);
-}
+    __builtin_cpu_init();
+    if (wanted != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+      return matmul_internal::Avx512VnniKernels();
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+      return matmul_internal::Avx2Kernels();
+    }
 #endif
+    return matmul_internal::BaselineKernels();
+  }();
+  return kernels;
+}
 
-// Chosen once, by what the CPU supports: every build mode runs AVX2 code
-// on an AVX2 machine (-c opt without -march=native was 3x slower).
-MatMulRowsFunction SelectMatMulRows() {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) return MatMulRowsAvx2;
-#endif
-  return MatMulRowsForBuildTarget;
+RowsFunction RowsFor(const IsaKernels& kernels, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return kernels.f32;
+    case DType::kBF16:
+      return kernels.bf16;
+    case DType::kF16:
+      return kernels.f16;
+    case DType::kQ8_0:
+      return kernels.q8_0;
+    case DType::kQ4_0:
+      return kernels.q4_0;
+  }
+  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
+
+// Scratch for x quantized to 8-bit blocks, per calling thread: grows to the
+// largest x seen, then is reused (no allocation per token).
+struct QuantizedInput {
+  std::vector<float> scales;
+  std::vector<int8_t> codes;
+};
 
 }  // namespace
 
-float Dot(const float* a, const float* b, int64_t n) {
-  float out;
-  DotRows<1>(a, n, b, &out);
-  return out;
-}
+float Dot(const float* a, const float* b, int64_t n) { return Kernels().dot(a, b, n); }
+
+const char* KernelInstructionSet() { return Kernels().name; }
 
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
             int64_t cols, ThreadPool& pool) {
-  const std::span<const float> blocks[] = {w};
-  MatMul(out, x, blocks, n, rows, cols, pool);
+  const WeightMatrix matrix[] = {{DType::kF32, reinterpret_cast<const std::byte*>(w.data()),
+                                  static_cast<int64_t>(w.size()) / cols}};
+  MatMul(out, x, matrix, n, rows, cols, pool);
 }
 
-void MatMul(std::span<float> out, std::span<const float> x, std::span<const std::span<const float>> w,
-            int64_t n, int64_t rows, int64_t cols, ThreadPool& pool) {
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const WeightMatrix> w, int64_t n,
+            int64_t rows, int64_t cols, ThreadPool& pool) {
   DCHECK_GE(static_cast<int64_t>(out.size()), n * rows);
   DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
+  const IsaKernels& kernels = Kernels();
   int64_t stacked_rows = 0;
-  for (const std::span<const float> block : w) {
-    DCHECK_EQ(static_cast<int64_t>(block.size()) % cols, 0);
-    stacked_rows += static_cast<int64_t>(block.size()) / cols;
+  bool blocks = false;
+  for (const WeightMatrix& matrix : w) {
+    stacked_rows += matrix.rows;
+    blocks = blocks || DTypeBlockElements(matrix.dtype) > 1;
   }
   DCHECK_GE(stacked_rows, rows);
-  static const MatMulRowsFunction kRows = SelectMatMulRows();
+  InputRows input{.values = x.data()};
+  if (blocks) {
+    CHECK_EQ(cols % kQuantBlockElements, 0) << "a block-typed matrix of " << cols << " columns";
+    thread_local QuantizedInput quantized;
+    if (static_cast<int64_t>(quantized.codes.size()) < n * cols) {
+      quantized.codes.resize(n * cols);
+      quantized.scales.resize(n * cols / kQuantBlockElements);
+    }
+    kernels.quantize_input(x.data(), n * cols, quantized.scales.data(), quantized.codes.data());
+    input.scales = quantized.scales.data();
+    input.codes = quantized.codes.data();
+  }
   float* out_data = out.data();
-  const float* x_data = x.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {
-    int64_t block_first_row = 0;
-    for (const std::span<const float> block : w) {
-      const int64_t block_end_row = block_first_row + static_cast<int64_t>(block.size()) / cols;
-      const int64_t begin = std::max(row_begin, block_first_row);
-      const int64_t end = std::min(row_end, block_end_row);
+    int64_t first_row = 0;
+    for (const WeightMatrix& matrix : w) {
+      const int64_t end_row = first_row + matrix.rows;
+      const int64_t begin = std::max(row_begin, first_row);
+      const int64_t end = std::min(row_end, end_row);
       if (begin < end) {
-        kRows(out_data, x_data, block.data() + (begin - block_first_row) * cols, n, rows, cols, begin, end);
+        const int64_t row_bytes = DTypeBytes(matrix.dtype, cols).value();
+        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (begin - first_row) * row_bytes, row_bytes,
+                                       n, rows, cols, begin, end);
       }
-      block_first_row = block_end_row;
+      first_row = end_row;
     }
   });
 }

@@ -1,5 +1,5 @@
-// Kernels: the f32 numerical building blocks of a Llama forward pass —
-// matrix products, RMSNorm, softmax, RoPE, SwiGLU and causal attention over a
+// Kernels: the numerical building blocks of a Llama forward pass — matrix
+// products (f32 activations against weights of any stored type), RMSNorm, softmax, RoPE, SwiGLU and causal attention over a
 // KV cache.
 //
 // Determinism: each output element is computed by the same sequence of
@@ -12,10 +12,12 @@
 // be used by another thread during the call.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "engine/thread_pool.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
 
@@ -23,20 +25,41 @@ namespace inferno {
 // 8-float vectors, so no -ffast-math is needed) reduced in a fixed order.
 float Dot(const float* a, const float* b, int64_t n);
 
-// out (n, rows) = x (n, cols) · w (rows, cols)ᵀ. Rows of `w` are split among
-// the pool's threads and processed in blocks that stay in cache while every
-// row of `x` passes over them (batched prefill reads the weights once).
+// A (rows, cols) weight matrix in its stored type, row-major: row r is the
+// DTypeBytes(dtype, cols) bytes at data + r * DTypeBytes(dtype, cols) (no
+// alignment required). For Q8_0 and Q4_0, cols is a multiple of 32.
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  const std::byte* data = nullptr;
+  int64_t rows = 0;
+};
+
+// out (n, rows) = x (n, cols) · w (rows, cols)ᵀ, where the rows of w lie in
+// several matrices (w[0] the first rows, w[1] the next, ...; together at
+// least `rows` rows, possibly of different types) — projections that read
+// one input, such as q, k and v, in one product without copying them into
+// one matrix. Rows are split among the pool's threads and processed in
+// blocks that stay in cache while every row of x passes over them (batched
+// prefill reads the weights once).
+//   F32, BF16, F16: weights widened to f32 (a BF16 or F16 row gives exactly
+//     the f32 result on its widened values).
+//   Q8_0, Q4_0: x is quantized to 8-bit blocks of 32 (f32 scale per block,
+//     once per call and row of x, the same way whatever the batch), and each
+//     block's product is an integer dot product scaled by both scales.
+// The code is chosen once per process by what the CPU supports (AVX-512
+// VNNI, AVX2, or the build target; the environment variable
+// INFERNO_KERNEL_ISA=avx2|baseline asks for less, to compare them);
+// KernelInstructionSet() names it.
 // Precondition: the spans hold at least the sizes given; `out` does not alias
-// `x` or `w`.
+// `x` or the weights.
+void MatMul(std::span<float> out, std::span<const float> x, std::span<const WeightMatrix> w, int64_t n,
+            int64_t rows, int64_t cols, ThreadPool& pool);
+// The same product with one f32 matrix w (rows, cols).
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
             int64_t cols, ThreadPool& pool);
-// The same product with the rows of `w` stored in several places: w[0]
-// holds the first rows, w[1] the next, and so on (each block a whole number
-// of rows of `cols` floats; together at least `rows` rows) — projections that
-// read the same input, such as q, k and v, in one product without copying
-// them into one matrix. Every element is computed as by the overload above.
-void MatMul(std::span<float> out, std::span<const float> x, std::span<const std::span<const float>> w,
-            int64_t n, int64_t rows, int64_t cols, ThreadPool& pool);
+
+// "avx512vnni", "avx2" or "baseline": the kernels this process runs.
+const char* KernelInstructionSet();
 
 // out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
 void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);

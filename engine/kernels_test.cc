@@ -1,14 +1,21 @@
 #include "engine/kernels.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "loader/quant_blocks.h"
+#include "loader/tensor_info.h"
+
 namespace inferno {
 namespace {
+
+const std::byte* AsBytes(const std::vector<float>& v) { return reinterpret_cast<const std::byte*>(v.data()); }
 
 std::vector<float> RandomVector(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -66,6 +73,13 @@ TEST(MatMul, BitIdenticalAcrossThreadCountsAndBatching) {
   }
 }
 
+TEST(KernelInstructionSet, IsTheOneAskedForWhenTheCpuHasIt) {
+  const char* wanted = std::getenv("INFERNO_KERNEL_ISA");
+  if (wanted == nullptr) GTEST_SKIP() << "no INFERNO_KERNEL_ISA";
+  if (std::string(wanted) == "avx2" && !__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 here";
+  EXPECT_EQ(std::string(KernelInstructionSet()), wanted);
+}
+
 TEST(RmsNorm, NormalizesToUnitRootMeanSquareTimesWeight) {
   std::vector<float> x = RandomVector(64, 7), weight(64, 2.0f), out(64);
   RmsNorm(out, x, weight, 0.0f);
@@ -98,9 +112,150 @@ TEST(MatMul, RowsInSeveralBlocksGiveTheSameBitsAsOneMatrix) {
   const std::vector<float> first(w.begin(), w.begin() + 5 * cols);
   const std::vector<float> second(w.begin() + 5 * cols, w.begin() + 6 * cols);
   const std::vector<float> third(w.begin() + 6 * cols, w.end());
-  const std::span<const float> blocks[] = {first, second, third};
+  const WeightMatrix blocks[] = {{DType::kF32, AsBytes(first), 5}, {DType::kF32, AsBytes(second), 1},
+                                 {DType::kF32, AsBytes(third), 17}};
   MatMul(blocked, x, blocks, n, rows, cols, pool);
   EXPECT_EQ(blocked, whole);
+}
+
+// `values` (rows, cols) stored as `dtype`.
+std::vector<std::byte> Stored(DType dtype, const std::vector<float>& values) {
+  std::vector<std::byte> bytes(DTypeBytes(dtype, static_cast<int64_t>(values.size())).value());
+  EXPECT_TRUE(ConvertFromF32(dtype, values, bytes.data()).ok());
+  return bytes;
+}
+
+// The f32 values `dtype` holds for `values`.
+std::vector<float> Widened(DType dtype, const std::vector<float>& values) {
+  const std::vector<std::byte> bytes = Stored(dtype, values);
+  std::vector<float> widened(values.size());
+  ConvertToF32(dtype, bytes.data(), widened);
+  return widened;
+}
+
+class TypedMatMul : public testing::TestWithParam<DType> {};
+
+TEST_P(TypedMatMul, BitIdenticalAcrossThreadCountsBatchingAndRowGrouping) {
+  const DType dtype = GetParam();
+  for (const int64_t cols : {288, 64}) {
+    const int64_t n = 5, rows = 301;
+    const std::vector<float> x = RandomVector(n * cols, 5);
+    const std::vector<std::byte> w = Stored(dtype, RandomVector(rows * cols, 6));
+    const int64_t row_bytes = DTypeBytes(dtype, cols).value();
+    const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
+    ThreadPool single(1);
+    std::vector<float> reference(n * rows);
+    MatMul(reference, x, matrix, n, rows, cols, single);
+    for (int threads : {2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> out(n * rows);
+      MatMul(out, x, matrix, n, rows, cols, pool);
+      EXPECT_EQ(out, reference) << threads << " threads";
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      std::vector<float> row(rows);
+      MatMul(row, std::span<const float>(x).subspan(t * cols, cols), matrix, 1, rows, cols, single);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), reference.begin() + t * rows)) << "batch row " << t;
+    }
+    // One row at a time (not in a group of 4): the same bits.
+    for (int64_t r : {0, 3, 299, 300}) {
+      const WeightMatrix one[] = {{dtype, w.data() + r * row_bytes, 1}};
+      float out;
+      MatMul({&out, 1}, std::span<const float>(x).first(cols), one, 1, 1, cols, single);
+      EXPECT_EQ(out, reference[r]) << "row " << r;
+    }
+  }
+}
+
+TEST_P(TypedMatMul, CloseToTheProductOfDequantizedWeights) {
+  const DType dtype = GetParam();
+  const int64_t n = 2, rows = 19, cols = 96;
+  const std::vector<float> x = RandomVector(n * cols, 13), values = RandomVector(rows * cols, 14);
+  const std::vector<std::byte> w = Stored(dtype, values);
+  const std::vector<float> widened = Widened(dtype, values);
+  const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
+  ThreadPool pool(2);
+  std::vector<float> out(n * rows);
+  MatMul(out, x, matrix, n, rows, cols, pool);
+  // Block types also quantize x to 8 bits: |error| <= sum |w| * step(x) / 2,
+  // step(x) <= 1/127 for |x| <= 1.
+  const double x_error = DTypeBlockElements(dtype) > 1 ? 0.5 / 127 : 0.0;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double expected = 0, bound = 1e-5;
+      for (int64_t c = 0; c < cols; ++c) {
+        expected += static_cast<double>(x[t * cols + c]) * widened[r * cols + c];
+        bound += std::fabs(widened[r * cols + c]) * x_error;
+      }
+      EXPECT_NEAR(out[t * rows + r], expected, bound) << DTypeName(dtype) << " row " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDType, TypedMatMul, testing::ValuesIn(kAllDTypes),
+                         [](const testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
+
+TEST(MatMul, Bf16AndF16RowsEqualF32OnTheWidenedWeights) {
+  const int64_t n = 3, rows = 21, cols = 45;  // a partial vector at the end of each row
+  const std::vector<float> x = RandomVector(n * cols, 15), values = RandomVector(rows * cols, 16);
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const std::vector<std::byte> w = Stored(dtype, values);
+    const std::vector<float> widened = Widened(dtype, values);
+    const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
+    std::vector<float> typed(n * rows), f32(n * rows);
+    MatMul(typed, x, matrix, n, rows, cols, pool);
+    MatMul(f32, x, widened, n, rows, cols, pool);
+    EXPECT_EQ(typed, f32) << DTypeName(dtype);
+  }
+}
+
+TEST(MatMul, BlockTypesGiveTheIntegerDotProductOfTheCodesScaled) {
+  // x = 1..32 in block 0 (scale 32/127: codes round(k * 127/32)), weights
+  // of one Q8_0 block with d = 0.5 and codes 1 -> so the product is known.
+  std::vector<float> x(32);
+  for (int k = 0; k < 32; ++k) x[k] = static_cast<float>(k + 1);
+  BlockQ8_0 block{};
+  block.d = 0x3800;  // 0.5
+  for (int k = 0; k < 32; ++k) block.qs[k] = static_cast<int8_t>(k % 2 == 0 ? 1 : -1);
+  const float x_scale = 32.0f / 127.0f;
+  int64_t integer = 0;
+  for (int k = 0; k < 32; ++k) integer += (k % 2 == 0 ? 1 : -1) * std::lrintf(x[k] / x_scale);
+  const WeightMatrix matrix[] = {{DType::kQ8_0, reinterpret_cast<const std::byte*>(&block), 1}};
+  ThreadPool pool(1);
+  float out;
+  MatMul({&out, 1}, x, matrix, 1, 1, 32, pool);
+  EXPECT_NEAR(out, 0.5 * x_scale * static_cast<double>(integer), 1e-6);
+}
+
+TEST(MatMul, NonFiniteInputGivesNanForBlockTypes) {
+  std::vector<float> x(32, 1.0f);
+  x[3] = INFINITY;
+  const std::vector<std::byte> w = Stored(DType::kQ8_0, RandomVector(32, 17));
+  const WeightMatrix matrix[] = {{DType::kQ8_0, w.data(), 1}};
+  ThreadPool pool(1);
+  float out = 0;
+  MatMul({&out, 1}, x, matrix, 1, 1, 32, pool);
+  EXPECT_TRUE(std::isnan(out));
+}
+
+TEST(MatMul, MixedTypesInOneProductMatchEachAlone) {
+  const int64_t n = 2, cols = 64;
+  const std::vector<float> x = RandomVector(n * cols, 18);
+  const std::vector<std::byte> q4 = Stored(DType::kQ4_0, RandomVector(3 * cols, 19));
+  const std::vector<std::byte> bf16 = Stored(DType::kBF16, RandomVector(2 * cols, 20));
+  ThreadPool pool(2);
+  const WeightMatrix both[] = {{DType::kQ4_0, q4.data(), 3}, {DType::kBF16, bf16.data(), 2}};
+  std::vector<float> mixed(n * 5), first(n * 3), second(n * 2);
+  MatMul(mixed, x, both, n, 5, cols, pool);
+  MatMul(first, x, std::span<const WeightMatrix>(both, 1), n, 3, cols, pool);
+  MatMul(second, x, std::span<const WeightMatrix>(both + 1, 1), n, 2, cols, pool);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(mixed[t * 5 + r], first[t * 3 + r]);
+    for (int64_t r = 0; r < 2; ++r) EXPECT_EQ(mixed[t * 5 + 3 + r], second[t * 2 + r]);
+  }
 }
 
 TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {

@@ -16,61 +16,108 @@
 namespace inferno {
 namespace {
 
-// Sizes `out` to `count` floats at once, asking for transparent huge pages
-// first: a weight matrix is then faulted in 2 MiB pages rather than 4 KiB
-// ones, which was most of the loading time (the zeroing and the copy touch
-// every page; on this machine's VM a 4 KiB fault costs more than its copy).
-void AllocateWeights(WeightBuffer& out, size_t count) {
-  out.reserve(count);
+// Sizes `out` to `bytes` at once, asking for transparent huge pages first: a
+// weight matrix is then faulted in 2 MiB pages rather than 4 KiB ones, which
+// was most of the loading time (the copy touches every page; on this
+// machine's VM a 4 KiB fault costs more than its copy).
+void AllocateWeights(WeightBuffer& out, size_t bytes) {
+  out.reserve(bytes);
   constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(out.data()) + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(out.data() + count)) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(out.data() + bytes)) & ~(kHugePage - 1);
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: may fail
-  out.resize(count);
+  out.resize(bytes);
 }
 
-// The plan's `slice` of its tensor (count elements): with kInPlace, the
-// checkpoint's own pages when its rows are stored as f32 in order; else
-// converted into a buffer.
+Error SliceMismatch(const TensorSlice& slice, const TensorInfo& info, int64_t count) {
+  return Error::Corruption("loading stage weights: tensor '" + slice.name + "' has shape " +
+                           ShapeToString(info.shape) + ", which holds neither the plan's slice of " +
+                           std::to_string(count) + " elements nor the whole tensor");
+}
+
+// The plan's `slice` (count elements) of a 1-D tensor, or of a matrix whose
+// columns it slices across Q8_0/Q4_0 blocks, converted to f32.
+Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSlice& slice, const TensorInfo& info,
+                                    int64_t count) {
+  const bool whole = info.num_elements() == count;
+  WeightBuffer buffer;
+  AllocateWeights(buffer, static_cast<size_t>(count) * sizeof(float));
+  const std::span<float> into(reinterpret_cast<float*>(buffer.data()), static_cast<size_t>(count));
+  Status status;
+  int64_t cols = count;
+  if (whole) {
+    status = checkpoint.ReadF32(slice.name, into);
+    if (info.shape.size() == 2) cols = info.shape[1];
+  } else if (slice.split_dim == 0) {
+    status = checkpoint.ReadRowsF32(slice.name, slice.begin, slice.end, into);
+    if (info.shape.size() == 2) cols = info.shape[1];
+  } else if (slice.split_dim == 1 && info.shape.size() == 2 && info.shape[0] * (slice.end - slice.begin) == count) {
+    // Columns [begin, end) of a (rows, cols) matrix: read whole, keep those.
+    const int64_t rows = info.shape[0];
+    const int64_t all_cols = info.shape[1];
+    cols = slice.end - slice.begin;
+    std::vector<float> matrix(static_cast<size_t>(rows * all_cols));
+    status = checkpoint.ReadF32(slice.name, matrix);
+    for (int64_t r = 0; status && r < rows; ++r) {
+      std::copy_n(matrix.data() + r * all_cols + slice.begin, cols, into.data() + r * cols);
+    }
+  } else {
+    return SliceMismatch(slice, info, count);
+  }
+  if (!status) return status.error().Prefixed("loading stage weights: ");
+  return WeightTensor(DType::kF32, cols, std::move(buffer));
+}
+
+// The plan's `slice` of its tensor (count elements): a matrix in its stored
+// type (with kInPlace, the checkpoint's own pages when its rows are stored
+// as f32 in order), a 1-D tensor as f32.
 Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& slice, int64_t count,
                                WeightPlacement placement) {
   Result<TensorInfo> info = checkpoint.Find(slice.name);
   if (!info) return info.error().Prefixed("loading stage weights: ");
   const bool whole = info->num_elements() == count;
+  const bool matrix = info->shape.size() == 2;
   if (placement == WeightPlacement::kInPlace && (whole || slice.split_dim == 0)) {
-    const int64_t rows = info->shape.empty() ? 1 : info->shape[0];
     const int64_t row_begin = whole ? 0 : slice.begin;
-    const int64_t row_end = whole ? rows : slice.end;
+    const int64_t row_end = whole ? (info->shape.empty() ? 1 : info->shape[0]) : slice.end;
     std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRowsF32(slice.name, row_begin, row_end);
     if (mapped && static_cast<int64_t>(mapped->values.size()) == count)
-      return WeightTensor(std::move(*mapped));
+      return WeightTensor(matrix ? info->shape[1] : count, std::move(*mapped));
   }
+  if (!matrix) return LoadSliceAsF32(checkpoint, slice, *info, count);
+  const int64_t rows = info->shape[0];
+  const int64_t all_cols = info->shape[1];
+  const DType dtype = info->dtype;
+  const int64_t block = DTypeBlockElements(dtype);
+  if (slice.split_dim == 1 && !whole && (slice.begin % block != 0 || slice.end % block != 0)) {
+    return LoadSliceAsF32(checkpoint, slice, *info, count);
+  }
+  const auto row_bytes = [dtype](int64_t elements) { return DTypeBytes(dtype, elements).value(); };
   WeightBuffer buffer;
-  AllocateWeights(buffer, count);
-  const std::span<float> into(buffer);
   Status status;
-  if (whole) {
-    status = checkpoint.ReadF32(slice.name, into);
-  } else if (slice.split_dim == 0) {
-    status = checkpoint.ReadRowsF32(slice.name, slice.begin, slice.end, into);
-  } else if (slice.split_dim == 1 && info->shape.size() == 2 &&
-             info->shape[0] * (slice.end - slice.begin) == count) {
-    // Columns [begin, end) of a (rows, cols) matrix: read whole, keep those.
-    const int64_t rows = info->shape[0];
-    const int64_t cols = info->shape[1];
-    const int64_t width = slice.end - slice.begin;
-    std::vector<float> matrix(static_cast<size_t>(rows * cols));
-    status = checkpoint.ReadF32(slice.name, matrix);
+  int64_t cols = all_cols;
+  if (whole || slice.split_dim == 0) {
+    const int64_t row_begin = whole ? 0 : slice.begin;
+    const int64_t row_end = whole ? rows : slice.end;
+    if ((row_end - row_begin) * all_cols != count) return SliceMismatch(slice, *info, count);
+    AllocateWeights(buffer, static_cast<size_t>((row_end - row_begin) * row_bytes(all_cols)));
+    status = checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer);
+  } else if (slice.split_dim == 1 && rows * (slice.end - slice.begin) == count) {
+    // Columns [begin, end) of a (rows, all_cols) matrix, whole blocks: read
+    // whole, keep those bytes of every row.
+    cols = slice.end - slice.begin;
+    std::vector<std::byte> matrix(static_cast<size_t>(rows * row_bytes(all_cols)));
+    status = checkpoint.ReadRowsStored(slice.name, 0, rows, matrix);
+    AllocateWeights(buffer, static_cast<size_t>(rows * row_bytes(cols)));
     for (int64_t r = 0; status && r < rows; ++r) {
-      std::copy_n(matrix.data() + r * cols + slice.begin, width, into.data() + r * width);
+      std::copy_n(matrix.data() + r * row_bytes(all_cols) + row_bytes(slice.begin), row_bytes(cols),
+                  buffer.data() + r * row_bytes(cols));
     }
   } else {
-    return Error::Corruption("loading stage weights: tensor '" + slice.name + "' has shape " +
-                             ShapeToString(info->shape) + ", which holds neither the plan's slice of " +
-                             std::to_string(count) + " elements nor the whole tensor");
+    return SliceMismatch(slice, *info, count);
   }
   if (!status) return status.error().Prefixed("loading stage weights: ");
-  return WeightTensor(std::move(buffer));
+  return WeightTensor(dtype, cols, std::move(buffer));
 }
 
 // The plan's slice of `name` for `part`. Precondition: the plan lists it.
@@ -122,10 +169,49 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
 
 }  // namespace
 
+WeightTensor::WeightTensor(DType dtype, int64_t cols, WeightBuffer owned)
+    : dtype_(dtype), cols_(cols), owned_(std::move(owned)) {
+  CHECK(cols_ > 0 || owned_.empty());
+  CHECK(owned_.empty() || static_cast<int64_t>(owned_.size()) % DTypeBytes(dtype_, cols_).value() == 0)
+      << owned_.size() << " bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
+}
+
+WeightTensor::WeightTensor(int64_t cols, Checkpoint::MappedRows mapped)
+    : dtype_(DType::kF32), cols_(cols), mapped_(std::move(mapped)) {
+  CHECK(cols_ > 0 && mapped_.values.size() % static_cast<size_t>(cols_) == 0);
+}
+
+int64_t WeightTensor::rows() const {
+  return cols_ == 0 ? 0 : static_cast<int64_t>(bytes().size()) / DTypeBytes(dtype_, cols_).value();
+}
+
+std::span<const std::byte> WeightTensor::bytes() const {
+  if (mapped_.mapping) return std::as_bytes(mapped_.values);
+  return {owned_.data(), owned_.size()};
+}
+
+std::span<const float> WeightTensor::values() const {
+  CHECK(dtype_ == DType::kF32) << "values() of a " << DTypeName(dtype_) << " tensor";
+  const std::span<const std::byte> b = bytes();
+  return {reinterpret_cast<const float*>(b.data()), b.size() / sizeof(float)};
+}
+
+WeightMatrix WeightTensor::Rows(int64_t begin, int64_t end) const {
+  DCHECK(begin >= 0 && begin <= end && end <= rows());
+  if (begin == end) return {dtype_, nullptr, 0};
+  return {dtype_, bytes().data() + begin * DTypeBytes(dtype_, cols_).value(), end - begin};
+}
+
+void WeightTensor::RowToF32(int64_t row, std::span<float> out) const {
+  DCHECK(row >= 0 && row < rows());
+  DCHECK_EQ(static_cast<int64_t>(out.size()), cols_);
+  ConvertToF32(dtype_, bytes().data() + row * DTypeBytes(dtype_, cols_).value(), out);
+}
+
 StageWeights::Bytes StageWeights::ByteSize() const {
   Bytes bytes;
   const auto add = [&bytes](const WeightTensor& tensor) {
-    const int64_t size = static_cast<int64_t>(tensor.size() * sizeof(float));
+    const int64_t size = static_cast<int64_t>(tensor.bytes().size());
     bytes.total += size;
     if (tensor.in_place()) bytes.in_place += size;
   };

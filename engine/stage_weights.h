@@ -1,4 +1,4 @@
-// StageWeights: the f32 weights one rank of the plan (loader/shard_plan.h)
+// StageWeights: the weights one rank of the plan (loader/shard_plan.h)
 // needs — its contiguous range of transformer layers, or under tensor
 // parallelism its heads and MLP hidden units of those layers, its slice of
 // the classifier's rows, plus the token embedding on the first stage and the
@@ -6,10 +6,12 @@
 //
 // Layout: the checkpoint's. Every tensor, or the plan's slice of it, keeps
 // its Hugging Face row order (q and k rows pair (i, i + head_dim/2) for
-// RoPE); f32 rows stored contiguously in the file are used where they lie in
-// the memory map, without a copy (WeightTensor); anything else — other
-// dtypes, llama2.c's reordered rows, a tensor-parallel slice of columns — is
-// converted into memory of its own on load.
+// RoPE) and matrices keep their stored type (WeightTensor); with
+// WeightPlacement::kInPlace, f32 rows stored contiguously in the file are
+// used where they lie in the memory map, without a copy; anything else is
+// read into memory of its own on load. One exception to keeping the type: a
+// tensor-parallel slice of Q8_0/Q4_0 columns that does not start and end on
+// a 32-column block boundary is dequantized to f32 (a block cannot be cut).
 //
 // Thread-safety: immutable after loading; may be read from several threads.
 #pragma once
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/kernels.h"
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
@@ -47,31 +50,46 @@ struct UninitializedAllocator : std::allocator<T> {
   }
 };
 
-// Memory a converted weight tensor is read into. resize() does not
-// initialize: every element is written by the loader before it is read.
-using WeightBuffer = std::vector<float, UninitializedAllocator<float>>;
+// Memory a weight tensor is read into. resize() does not initialize: every
+// byte is written by the loader before it is read. (Its allocation is
+// aligned for any scalar type, floats included.)
+using WeightBuffer = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 
-// One weight tensor (or the plan's slice of one), read-only: its values in
-// memory of its own, or where they lie in the checkpoint's mapping (which it
-// keeps mapped). Empty when default-constructed.
+// One weight tensor (or the plan's slice of one), read-only, as rows of
+// `cols` elements in one stored type: in memory of its own, or (f32 only)
+// where its rows lie in the checkpoint's mapping (which it keeps mapped).
+// Matrices keep their checkpoint's type (f32, bf16, f16, Q8_0, Q4_0); 1-D
+// tensors (norms, biases) are held as f32. Empty when default-constructed.
 class WeightTensor {
  public:
   WeightTensor() = default;
-  explicit WeightTensor(WeightBuffer owned) : owned_(std::move(owned)) {}
-  explicit WeightTensor(Checkpoint::MappedRows mapped) : mapped_(std::move(mapped)) {}
+  // `owned` holds whole rows of DTypeBytes(dtype, cols) bytes each.
+  WeightTensor(DType dtype, int64_t cols, WeightBuffer owned);
+  // F32 rows of `cols` floats in the checkpoint's mapping.
+  WeightTensor(int64_t cols, Checkpoint::MappedRows mapped);
 
-  std::span<const float> values() const {
-    return mapped_.mapping ? mapped_.values : std::span<const float>(owned_);
-  }
-  operator std::span<const float>() const { return values(); }
-  const float* data() const { return values().data(); }
-  size_t size() const { return values().size(); }
-  bool empty() const { return size() == 0; }
-  float operator[](size_t i) const { return values()[i]; }
+  DType dtype() const { return dtype_; }
+  int64_t cols() const { return cols_; }
+  int64_t rows() const;
+  std::span<const std::byte> bytes() const;
+  bool empty() const { return bytes().empty(); }
   // Whether the values are the checkpoint file's pages.
   bool in_place() const { return mapped_.mapping != nullptr; }
 
+  // The values of an F32 tensor (CHECKed): norms and biases.
+  std::span<const float> values() const;
+  operator std::span<const float>() const { return values(); }
+  float operator[](size_t i) const { return values()[i]; }
+
+  // Rows [begin, end) for MatMul.
+  WeightMatrix Rows(int64_t begin, int64_t end) const;
+  WeightMatrix Matrix() const { return Rows(0, rows()); }
+  // Row `row` as f32 (widened or dequantized) into `out` (cols() floats).
+  void RowToF32(int64_t row, std::span<float> out) const;
+
  private:
+  DType dtype_ = DType::kF32;
+  int64_t cols_ = 0;
   WeightBuffer owned_;
   Checkpoint::MappedRows mapped_;
 };
@@ -117,11 +135,10 @@ struct StageWeights {
 
   // The classifier rows' weights, (classifier_rows.size(), dim), wherever
   // they are held.
-  std::span<const float> ClassifierMatrix(int64_t dim) const {
+  WeightMatrix ClassifierMatrix() const {
     const RowRange rows = part.classifier_rows;
-    if (!classifier.empty() || rows.size() == 0) return classifier.values();
-    return token_embedding.values().subspan((rows.begin - part.embedding_rows.begin) * dim,
-                                            rows.size() * dim);
+    if (!classifier.empty() || rows.size() == 0) return classifier.Matrix();
+    return token_embedding.Rows(rows.begin - part.embedding_rows.begin, rows.end - part.embedding_rows.begin);
   }
 };
 

@@ -46,7 +46,7 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   ModelConfig config;
   config.architecture = shape.architecture;
   config.hidden_size = shape.dim;
-  config.intermediate_size = (8 * shape.dim / 3 + 31) / 32 * 32;
+  config.intermediate_size = shape.hidden > 0 ? shape.hidden : (8 * shape.dim / 3 + 31) / 32 * 32;
   config.num_hidden_layers = shape.layers;
   config.num_attention_heads = shape.heads;
   config.num_key_value_heads = shape.kv_heads;

@@ -32,12 +32,13 @@ struct ToyModelShape {
   bool tie_embeddings = false;
   std::string architecture = "LlamaForCausalLM";  // one of kSupportedArchitectures
   int64_t head_dim = 0;                           // 0: dim / heads
+  int64_t hidden = 0;                             // MLP hidden size; 0: see ToyModelConfig
   bool attention_bias = false;                    // Llama: q, k, v and o_proj biases
   RopeScaling rope_scaling;
 };
 
-// Hidden size of the MLP: 2/3 of 4 * dim, rounded up to a multiple of 32 (as
-// Llama does).
+// Hidden size of the MLP: shape.hidden, or by default 2/3 of 4 * dim,
+// rounded up to a multiple of 32 (as Llama does).
 ModelConfig ToyModelConfig(const ToyModelShape& shape);
 
 struct ToyTensor {

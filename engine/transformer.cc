@@ -50,7 +50,9 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
-  CHECK_EQ(static_cast<int64_t>(weights_.ClassifierMatrix(dim).size()), part.classifier_rows.size() * dim);
+  const WeightMatrix classifier = weights_.ClassifierMatrix();
+  CHECK_EQ(classifier.rows, part.classifier_rows.size());
+  CHECK(classifier.rows == 0 || weights_.classifier.empty() || weights_.classifier.cols() == dim);
 }
 
 int64_t TransformerStage::max_positions_per_call() const {
@@ -66,7 +68,7 @@ Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float>
     CHECK(tokens[t] >= 0 && tokens[t] < config_.vocab_size) << "token id " << tokens[t];
     float* row = x.data() + t * dim;
     if (tokens[t] >= held.begin && tokens[t] < held.end) {
-      std::copy_n(weights_.token_embedding.data() + (tokens[t] - held.begin) * dim, dim, row);
+      weights_.token_embedding.RowToF32(tokens[t] - held.begin, std::span<float>(row, dim));
     } else {
       std::fill_n(row, dim, -0.0f);
     }
@@ -131,7 +133,7 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.attention_norm, eps);
     }
-    const std::span<const float> wqkv[] = {layer.wq, layer.wk, layer.wv};
+    const WeightMatrix wqkv[] = {layer.wq.Matrix(), layer.wk.Matrix(), layer.wv.Matrix()};
     MatMul(state_.qkv, state_.normed, wqkv, n, qkv_dim, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
       const int64_t p = pos + t;
@@ -159,7 +161,8 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
                       keys, values, pos + t, kv_dim, kv_head, head_dim, scores);
       }
     });
-    MatMul(projected, state_.attention, layer.wo, n, dim, q_dim, pool_);
+    const WeightMatrix wo[] = {layer.wo.Matrix()};
+    MatMul(projected, state_.attention, wo, n, dim, q_dim, pool_);
     if (Status s = sum_over_group(l, "attention output"); !s) return s;
     if (!layer.bo.empty()) {
       for (int64_t i = 0; i < n * dim; ++i) projected[i] += layer.bo[i % dim];
@@ -171,13 +174,14 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.ffn_norm, eps);
     }
-    const std::span<const float> w_gate_up[] = {layer.w_gate, layer.w_up};
+    const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
     MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
       SwiGlu(std::span<float>(state_.activated).subspan(t * hidden, hidden),
              std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden));
     }
-    MatMul(projected, state_.activated, layer.w_down, n, dim, hidden, pool_);
+    const WeightMatrix w_down[] = {layer.w_down.Matrix()};
+    MatMul(projected, state_.activated, w_down, n, dim, hidden, pool_);
     if (Status s = sum_over_group(l, "MLP output"); !s) return s;
     for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
   }
@@ -197,7 +201,8 @@ void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<
   const int64_t rows = classifier_rows().size();
   CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
   CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
-  if (rows > 0) MatMul(logits, normed, weights_.ClassifierMatrix(dim), 1, rows, dim, pool_);
+  const WeightMatrix classifier[] = {weights_.ClassifierMatrix()};
+  if (rows > 0) MatMul(logits, normed, classifier, 1, rows, dim, pool_);
 }
 
 }  // namespace inferno

@@ -217,8 +217,8 @@ TEST_P(TransformerTest, WeightsInPlaceGiveTheSameBitsAsCopiedOnes) {
     // Only o_proj and down_proj are sliced by columns, which must be copied.
     const int64_t column_slices = part.heads.size() == config.num_attention_heads
                                       ? 0
-                                      : static_cast<int64_t>(sizeof(float)) * part.layers.size() *
-                                            (mapped->layers[0].wo.size() + mapped->layers[0].w_down.size());
+                                      : part.layers.size() * static_cast<int64_t>(mapped->layers[0].wo.bytes().size() +
+                                                                                  mapped->layers[0].w_down.bytes().size());
     EXPECT_EQ(mapped->ByteSize().in_place, mapped->ByteSize().total - column_slices);
     if (part.heads.size() != config.num_attention_heads) continue;  // needs its group to run
     ThreadPool pool(1);

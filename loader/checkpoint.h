@@ -1,7 +1,7 @@
 // Checkpoint: a read-only, memory-mapped view of a Llama model's weights —
 // its ModelConfig and its tensors by Hugging Face Llama name — whatever the
-// file format. Tensors are read one at a time, converted to f32; a tensor that
-// is never read is never touched on disk.
+// file format. Tensors are read one at a time, converted to f32 or in their
+// stored type; a tensor that is never read is never touched on disk.
 //
 // Tensor names and layouts are Hugging Face's (row-major, [out, in] for
 // projections), whatever the source format:
@@ -24,6 +24,7 @@
 // Thread-safety: const methods may be called from several threads at once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,6 +62,18 @@ class Checkpoint {
   // `out`, converted to f32 — for tensor-parallel slices.
   virtual Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                              std::span<float> out) const = 0;
+
+  // Rows [row_begin, row_end) of tensor `name` as stored, without
+  // conversion: its dtype (tensors()), Hugging Face row order (rows permuted
+  // as ReadRowsF32 permutes them), each row DTypeBytes(dtype, row elements)
+  // bytes, back to back in `out`. Rows are the first dimension (a 1-D
+  // tensor's rows are its elements; a scalar is one row). Fails when the
+  // tensor is missing, the rows are out of range, `out.size()` is not their
+  // byte count, or a row is not whole blocks of a block type (a 1-D Q8_0 or
+  // Q4_0 tensor). For weights kept in their stored type (bf16, f16, Q8_0,
+  // Q4_0) and for converting shards.
+  virtual Status ReadRowsStored(const std::string& name, int64_t row_begin, int64_t row_end,
+                                std::span<std::byte> out) const = 0;
 
   // Rows of a tensor used where they lie in the checkpoint's file, without a
   // copy: `values` stays valid, and its pages shared with the page cache, as

@@ -98,6 +98,28 @@ TEST(CheckpointOpen, ReadRowsF32ReadsARowRange) {
   EXPECT_FALSE((*checkpoint)->ReadF32("no.such.tensor", too_small));
 }
 
+TEST(CheckpointOpen, ReadRowsStoredGivesTheStoredBytesOfARowRange) {
+  const std::string folder = TestPath("stored_rows", true);
+  ASSERT_TRUE(WriteBytes(folder + "/config.json", ModelConfigToJson(TestConfig())));
+  ASSERT_TRUE(WriteBytes(folder + "/model.safetensors",
+                         SafetensorsBytes(LlamaTensorSpecs(TestConfig()), DType::kBF16)));
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(folder);
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+  const TensorSpec spec = LayerTensorSpecs(TestConfig(), 1)[6];  // gate_proj (40, 16)
+  std::vector<std::byte> stored(3 * 16 * 2);
+  ASSERT_TRUE((*checkpoint)->ReadRowsStored(spec.name, 5, 8, stored));
+  std::vector<float> widened(3 * 16), converted(3 * 16);
+  ConvertToF32(DType::kBF16, stored.data(), widened);
+  ASSERT_TRUE((*checkpoint)->ReadRowsF32(spec.name, 5, 8, converted));
+  EXPECT_EQ(widened, converted);
+  std::vector<std::byte> f32_sized(3 * 16 * 4);
+  const Status wrong = (*checkpoint)->ReadRowsStored(spec.name, 5, 8, f32_sized);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("output holds 192 bytes, rows [5, 8) hold 96 bytes"), std::string::npos)
+      << wrong.error().message;
+  EXPECT_FALSE((*checkpoint)->ReadRowsStored(spec.name, 38, 41, stored));
+}
+
 // Writes a Hugging Face sharded checkpoint: tensors alternate between two
 // files; `file_names` lets a test point the index elsewhere.
 void WriteShardedModel(const std::string& folder, const std::vector<std::string>& file_names) {

@@ -94,6 +94,13 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   m.tool_version = j.at("tool_version").get<std::string>();
   m.source = j.at("source").get<std::string>();
   m.source_fingerprint = j.at("source_fingerprint").get<std::string>();
+  if (j.contains("dtype")) {
+    m.dtype = ParseDType(j.at("dtype").get<std::string>());
+    if (!m.dtype) {
+      return Error::Corruption(source + ": unknown dtype " + j.at("dtype").dump() + " (supported: " + DTypeNames() +
+                               ")");
+    }
+  }
   Result<ModelConfig> config = ParseModelConfigJson(j.at("config").dump(), source + " (config)");
   if (!config) return config.error();
   m.config = *config;
@@ -120,7 +127,22 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
                                ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
     }
     ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
-                   r.at("crc32c").get<std::string>()};
+                   r.at("crc32c").get<std::string>(), {}};
+    for (const json& t : r.at("tensors")) {
+      if (!t.contains("dtype")) continue;
+      const std::optional<DType> dtype = ParseDType(t.at("dtype").get<std::string>());
+      if (!dtype) {
+        return Error::Corruption(source + ": rank " + std::to_string(rank) + " tensor '" +
+                                 t.at("name").get<std::string>() + "' has unknown dtype " + t.at("dtype").dump() +
+                                 " (supported: " + DTypeNames() + ")");
+      }
+      file.dtypes.push_back(*dtype);
+    }
+    if (!file.dtypes.empty() && file.dtypes.size() != shard.tensors.size()) {
+      return Error::Corruption(source + ": rank " + std::to_string(rank) + " gives a dtype for " +
+                               std::to_string(file.dtypes.size()) + " of its " +
+                               std::to_string(shard.tensors.size()) + " tensors");
+    }
     if (file.file != ShardFileName(rank, m.plan.world_size())) {
       return Error::Corruption(source + ": rank " + std::to_string(rank) + " file '" + file.file +
                                "' is not the expected " + ShardFileName(rank, m.plan.world_size()));
@@ -208,9 +230,12 @@ std::string ManifestToJson(const Manifest& manifest) {
     r["file"] = file.file;
     r["bytes"] = file.bytes;
     r["crc32c"] = file.crc32c;
+    for (size_t i = 0; i < file.dtypes.size() && i < r["tensors"].size(); ++i) {
+      r["tensors"][i]["dtype"] = std::string(DTypeName(file.dtypes[i]));
+    }
     ranks.push_back(std::move(r));
   }
-  const json j = {
+  json j = {
       {"format", kManifestFormat},
       {"format_version", manifest.format_version},
       {"tool_version", manifest.tool_version},
@@ -222,6 +247,7 @@ std::string ManifestToJson(const Manifest& manifest) {
       {"plan_sha256", PlanDigest(manifest.plan)},
       {"ranks", ranks},
   };
+  if (manifest.dtype) j["dtype"] = std::string(DTypeName(*manifest.dtype));
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
 
@@ -43,6 +45,9 @@ struct ShardFile {
   std::string file;    // name inside the shard folder, ShardFileName(rank, world)
   uint64_t bytes = 0;  // file size
   std::string crc32c;  // CRC-32C of the whole file, 8 lowercase hex digits
+  // The stored type of each of the rank's tensors, in the plan's order
+  // (ShardDType); empty in manifests written before types were recorded.
+  std::vector<DType> dtypes;
 };
 
 struct Manifest {
@@ -52,6 +57,9 @@ struct Manifest {
   // Identifies the source's contents cheaply: SHA-256 over each source file's
   // path, size and modification time (SourceFingerprint).
   std::string source_fingerprint;
+  // shard --dtype: the type matrices were converted to; nullopt when the
+  // shards keep the source's types.
+  std::optional<DType> dtype;
   ModelConfig config;
   ShardPlan plan;
   std::vector<ShardFile> files;  // indexed by rank

@@ -1,6 +1,9 @@
 #include "loader/mapped_checkpoint.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -129,7 +132,7 @@ void MappedCheckpoint::Release(size_t index) const {
 }
 
 Status MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, int64_t row_end,
-                                   size_t out_size, size_t* index) const {
+                                   size_t out_size, OutUnit unit, size_t* index) const {
   std::optional<size_t> found = IndexOf(name);
   if (!found) return Error::NotFound("checkpoint has no tensor '" + name + "'");
   *index = *found;
@@ -139,14 +142,45 @@ Status MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, i
                                   std::to_string(row_begin) + ", " + std::to_string(row_end) +
                                   ") out of its " + std::to_string(rows) + " rows");
   }
-  const int64_t row_elements = RowElements(*found);
-  if (static_cast<int64_t>(out_size) != (row_end - row_begin) * row_elements) {
+  const int64_t per_row = unit == OutUnit::kFloats ? RowElements(*found) : RowBytes(*found);
+  if (static_cast<int64_t>(out_size) != (row_end - row_begin) * per_row) {
+    const char* what = unit == OutUnit::kFloats ? " floats" : " bytes";
     return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': output holds " +
-                                  std::to_string(out_size) + " floats, rows [" + std::to_string(row_begin) +
+                                  std::to_string(out_size) + what + ", rows [" + std::to_string(row_begin) +
                                   ", " + std::to_string(row_end) + ") hold " +
-                                  std::to_string((row_end - row_begin) * row_elements));
+                                  std::to_string((row_end - row_begin) * per_row) + what);
   }
   return {};
+}
+
+void MappedCheckpoint::ForEachRowRun(
+    size_t index, int64_t row_begin, int64_t row_end,
+    const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run) const {
+  const Storage& s = storage_[index];
+  if (row_begin == row_end) return;
+  // The bytes read are mapped in a run at a time and unmapped after (the page
+  // cache keeps them): no fault per page, and a loading rank's resident set
+  // holds its weights plus at most one run of the file's pages, not the
+  // whole tensor's pages as well.
+  constexpr int64_t kRunBytes = int64_t{16} << 20;
+  const MappedFile& file = *files_[s.file];
+  const int64_t row_bytes = RowBytes(index);
+  if (s.llama2c_rope_heads != 0) {
+    // Rows permuted within the tensor (a q or k projection): mapped whole.
+    file.WillNeed(s.begin, s.begin + TensorByteSize(s.info));
+    for (int64_t row = row_begin; row < row_end; ++row) run(Row(index, row).data(), row, 1);
+    file.Release(s.begin, s.begin + TensorByteSize(s.info));
+    return;
+  }
+  const int64_t rows_per_run = std::max<int64_t>(1, kRunBytes / std::max<int64_t>(row_bytes, 1));
+  for (int64_t first = row_begin; first < row_end; first += rows_per_run) {
+    const int64_t count = std::min(rows_per_run, row_end - first);
+    const uint64_t begin = s.begin + static_cast<uint64_t>(first * row_bytes);
+    const uint64_t end = begin + static_cast<uint64_t>(count * row_bytes);
+    file.WillNeed(begin, end);
+    run(Row(index, first).data(), first, count);
+    file.Release(begin, end);
+  }
 }
 
 Status MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) const {
@@ -158,28 +192,25 @@ Status MappedCheckpoint::ReadF32(const std::string& name, std::span<float> out) 
 Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                                      std::span<float> out) const {
   size_t index;
-  if (Status s = CheckRows(name, row_begin, row_end, out.size(), &index); !s) return s;
-  const Storage& s = storage_[index];
-  if (row_begin == row_end) return {};
-  // The bytes read, mapped in one call and unmapped after (the page cache
-  // keeps them): no fault per page, and a loading rank's resident set holds
-  // its weights, not the file's pages as well.
-  const MappedFile& file = *files_[s.file];
-  const bool contiguous = s.llama2c_rope_heads == 0;
-  const uint64_t first = contiguous ? s.begin + static_cast<uint64_t>(row_begin * RowBytes(index)) : s.begin;
-  const uint64_t last = contiguous ? s.begin + static_cast<uint64_t>(row_end * RowBytes(index))
-                                   : s.begin + TensorByteSize(s.info);
-  file.WillNeed(first, last);
-  if (contiguous) {
-    ConvertToF32(s.info.dtype, Row(index, row_begin).data(), out);
-  } else {
-    const size_t row_elements = static_cast<size_t>(RowElements(index));
-    for (int64_t row = row_begin; row < row_end; ++row) {
-      ConvertToF32(s.info.dtype, Row(index, row).data(),
-                   out.subspan(static_cast<size_t>(row - row_begin) * row_elements, row_elements));
-    }
-  }
-  file.Release(first, last);
+  if (Status s = CheckRows(name, row_begin, row_end, out.size(), OutUnit::kFloats, &index); !s) return s;
+  const DType dtype = storage_[index].info.dtype;
+  const size_t row_elements = static_cast<size_t>(RowElements(index));
+  ForEachRowRun(index, row_begin, row_end, [&](const std::byte* stored, int64_t first_row, int64_t count) {
+    ConvertToF32(dtype, stored,
+                 out.subspan(static_cast<size_t>(first_row - row_begin) * row_elements,
+                             static_cast<size_t>(count) * row_elements));
+  });
+  return {};
+}
+
+Status MappedCheckpoint::ReadRowsStored(const std::string& name, int64_t row_begin, int64_t row_end,
+                                        std::span<std::byte> out) const {
+  size_t index;
+  if (Status s = CheckRows(name, row_begin, row_end, out.size(), OutUnit::kBytes, &index); !s) return s;
+  const int64_t row_bytes = RowBytes(index);
+  ForEachRowRun(index, row_begin, row_end, [&](const std::byte* stored, int64_t first_row, int64_t count) {
+    std::memcpy(out.data() + (first_row - row_begin) * row_bytes, stored, static_cast<size_t>(count * row_bytes));
+  });
   return {};
 }
 

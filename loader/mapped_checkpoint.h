@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -64,6 +65,8 @@ class MappedCheckpoint final : public Checkpoint {
   Status ReadF32(const std::string& name, std::span<float> out) const override;
   Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                      std::span<float> out) const override;
+  Status ReadRowsStored(const std::string& name, int64_t row_begin, int64_t row_end,
+                        std::span<std::byte> out) const override;
   std::optional<MappedRows> MapRowsF32(const std::string& name, int64_t row_begin,
                                        int64_t row_end) const override;
 
@@ -85,8 +88,18 @@ class MappedCheckpoint final : public Checkpoint {
   void Release(size_t index) const;
 
  private:
-  Status CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size,
+  enum class OutUnit { kFloats, kBytes };
+  // Checks that `name` exists, has rows [row_begin, row_end), and that an
+  // output of `out_size` units holds exactly them; sets `index`.
+  Status CheckRows(const std::string& name, int64_t row_begin, int64_t row_end, size_t out_size, OutUnit unit,
                    size_t* index) const;
+  // Calls `run` on the stored bytes of rows [row_begin, row_end) of
+  // tensors()[index] in Hugging Face order, in runs of consecutive stored
+  // rows of at most 16 MiB (single rows when the rows are permuted), with
+  // their pages mapped in for the call and released after.
+  void ForEachRowRun(size_t index, int64_t row_begin, int64_t row_end,
+                     const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run)
+      const;
 
   ModelConfig config_;
   std::vector<std::shared_ptr<const MappedFile>> files_;

@@ -68,7 +68,8 @@ class ProgressCounter {
 
 // Writes rank `rank`'s file under `path`; returns its CRC-32C.
 Result<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
-                                  const std::string& path, ProgressCounter& progress) {
+                                  std::optional<DType> convert, const std::string& path,
+                                  ProgressCounter& progress) {
   Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   Crc32c crc;
@@ -78,7 +79,7 @@ Result<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const Shar
     progress.Add(bytes.size());
     return {};
   });
-  if (Status s = StreamRankShard(checkpoint, plan, rank, sink); !s) return s.error();
+  if (Status s = StreamRankShard(checkpoint, plan, rank, convert, sink); !s) return s.error().Prefixed(path + ": ");
   if (Status s = file->Commit(); !s) return s.error();
   return crc.HexDigest();
 }
@@ -122,8 +123,8 @@ Status CopyTokenizerFiles(const std::string& source, const std::string& out_dir)
 }  // namespace
 
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
-                                   const ShardPlan& plan, const std::string& out_dir,
-                                   const ShardProgress& progress) {
+                                   const ShardPlan& plan, std::optional<DType> convert,
+                                   const std::string& out_dir, const ShardProgress& progress) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return Error::Io(out_dir + ": cannot create the output folder: " + ec.message());
@@ -142,11 +143,14 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
   Result<std::string> fingerprint = SourceFingerprint(SourceFiles(checkpoint));
   if (!fingerprint) return fingerprint.error();
   manifest.source_fingerprint = *fingerprint;
+  manifest.dtype = convert;
   manifest.config = checkpoint.config();
   manifest.plan = plan;
   for (const RankShard& shard : plan.ranks) {
+    std::vector<DType> dtypes;
+    for (const TensorInfo& info : ShardTensorInfos(checkpoint, shard, convert)) dtypes.push_back(info.dtype);
     manifest.files.push_back({shard.rank, ShardFileName(shard.rank, plan.world_size()),
-                              RankShardBytes(checkpoint, plan, shard.rank), ""});
+                              RankShardBytes(checkpoint, plan, shard.rank, convert), "", std::move(dtypes)});
   }
 
   // Files of a finished run of the same job that still verify are kept.
@@ -185,7 +189,7 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
     if (failed) return;  // stop starting files after a failure
     const int rank = static_cast<int>(to_write[i]);
     digests[i] =
-        WriteRankFile(checkpoint, plan, rank, out_dir + "/" + manifest.files[to_write[i]].file, counter);
+        WriteRankFile(checkpoint, plan, rank, convert, out_dir + "/" + manifest.files[to_write[i]].file, counter);
     if (!*digests[i]) failed = true;
   });
   report.bytes_written = counter.done();

@@ -1,6 +1,7 @@
 // The sharding job behind //tools:shard: writes, for every rank of a
 // ShardPlan, one safetensors file holding exactly that rank's tensors (or
-// tensor-parallel slices, in the source's dtype, bytes copied unchanged), then
+// tensor-parallel slices, in the source's dtype, bytes copied unchanged, or
+// converted to shard --dtype's type), then
 // manifest.json (see manifest.h, docs/manifest.md).
 //
 // Streaming: each file is the StreamRankShard byte stream (shard_stream.h):
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,11 +50,13 @@ struct ShardJobReport {
 inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json"};
 
 // Writes the shards of `checkpoint` (opened from `source`) under `plan` into
-// `out_dir` (created if absent), and copies the kTokenizerFiles found beside
-// `source`. Fails naming the file and the cause (I/O error, full disk, ...),
-// leaving no manifest.
+// `out_dir` (created if absent), matrices converted to `convert` when given
+// (shard --dtype; see ShardDType), and copies the kTokenizerFiles found
+// beside `source`. The manifest records `convert` and every tensor's stored
+// type. Fails naming the file and the cause (I/O error, full disk, a value
+// that cannot be converted, ...), leaving no manifest.
 Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std::string& source,
-                                   const ShardPlan& plan, const std::string& out_dir,
-                                   const ShardProgress& progress);
+                                   const ShardPlan& plan, std::optional<DType> convert,
+                                   const std::string& out_dir, const ShardProgress& progress);
 
 }  // namespace inferno

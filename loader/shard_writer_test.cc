@@ -53,7 +53,7 @@ Result<ShardJobReport> Shard(const MappedCheckpoint& checkpoint, const std::stri
                              std::optional<std::vector<int64_t>> layers = std::nullopt) {
   Result<ShardPlan> plan = MakeShardPlan(checkpoint.config(), pp, tp, layers);
   if (!plan) return plan.error();
-  return WriteShards(checkpoint, "model", *plan, out, nullptr);
+  return WriteShards(checkpoint, "model", *plan, std::nullopt, out, nullptr);
 }
 
 struct ShardCase {
@@ -103,6 +103,77 @@ TEST(ShardWriter, Stories260KShardsMatchTheOriginal) {
   ExpectShardsMatchOriginal(out, *original);
 }
 
+// shard --dtype: every matrix holds the values its whole rows take in the
+// new type (then cut to the rank's slice); a column slice that cuts blocks
+// is F32; norms keep the source's type; the manifest records the types.
+class ConvertedShards : public testing::TestWithParam<DType> {};
+
+TEST_P(ConvertedShards, HoldTheWholeRowsConvertedValues) {
+  const DType dtype = GetParam();
+  ModelConfig config = TestConfig(2, false);
+  config.hidden_size = 64;         // rows of 2 blocks
+  config.intermediate_size = 96;   // TP2 cuts down_proj's rows at 48: mid-block
+  const std::string model = TestPath("convert_" + std::string(DTypeName(dtype)), true);
+  ASSERT_TRUE(WriteTestSafetensorsModel(model, config));
+  std::unique_ptr<MappedCheckpoint> original = Open(model);
+  ASSERT_TRUE(original);
+  Result<ShardPlan> plan = MakeShardPlan(original->config(), 1, 2, std::nullopt);
+  ASSERT_TRUE(plan) << plan.error().message;
+  const std::string out = TestPath("convert_" + std::string(DTypeName(dtype)) + "_shards");
+  Result<ShardJobReport> report = WriteShards(*original, model, *plan, dtype, out, nullptr);
+  ASSERT_TRUE(report) << report.error().message;
+  Result<Manifest> manifest = ReadManifest(out);
+  ASSERT_TRUE(manifest) << manifest.error().message;
+  EXPECT_EQ(manifest->dtype, dtype);
+  bool saw_cut = false;
+  for (int rank = 0; rank < 2; ++rank) {
+    Result<RankShardCheckpoint> shard = OpenRankShard(out, Job(rank, 2));
+    ASSERT_TRUE(shard) << shard.error().message;
+    const RankShard& part = shard->shard(rank);
+    ASSERT_EQ(manifest->files[rank].dtypes.size(), part.tensors.size());
+    for (size_t i = 0; i < part.tensors.size(); ++i) {
+      const TensorSlice& slice = part.tensors[i];
+      const TensorInfo source = *original->Find(slice.name);
+      const TensorInfo stored = *shard->checkpoint->Find(slice.name);
+      EXPECT_EQ(manifest->files[rank].dtypes[i], stored.dtype) << slice.name;
+      const bool cut = slice.split_dim == 1 && DTypeBlockElements(dtype) > 1 && (slice.begin % 32 != 0 || slice.end % 32 != 0);
+      saw_cut = saw_cut || cut;
+      EXPECT_EQ(stored.dtype, source.shape.size() != 2 ? DType::kF32 : cut ? DType::kF32 : dtype) << slice.name;
+      // Expected: each whole source row through `dtype` and back, then cut.
+      std::vector<float> whole(static_cast<size_t>(source.num_elements()));
+      ASSERT_TRUE(original->ReadF32(slice.name, whole).ok());
+      if (source.shape.size() == 2) {
+        const int64_t cols = source.shape[1];
+        std::vector<std::byte> row(static_cast<size_t>(DTypeBytes(dtype, cols).value()));
+        for (int64_t r = 0; r < source.shape[0]; ++r) {
+          const std::span<float> values = std::span<float>(whole).subspan(r * cols, cols);
+          ASSERT_TRUE(ConvertFromF32(dtype, values, row.data()).ok());
+          ConvertToF32(dtype, row.data(), values);
+        }
+      }
+      std::vector<float> expected;
+      const std::vector<int64_t> shape = SliceShape(source.shape, slice);
+      for (int64_t r = 0; r < (shape.size() == 2 ? shape[0] : 1); ++r) {
+        for (int64_t c = 0; c < shape.back(); ++c) {
+          const int64_t row = slice.split_dim == 0 ? slice.begin + r : r;
+          const int64_t col = slice.split_dim == 1 ? slice.begin + c : c;
+          expected.push_back(whole[row * source.shape.back() + col]);
+        }
+      }
+      std::vector<float> got(expected.size());
+      ASSERT_TRUE(shard->checkpoint->ReadF32(slice.name, got).ok()) << slice.name;
+      EXPECT_EQ(got, expected) << DTypeName(dtype) << " " << slice.name;
+    }
+  }
+  EXPECT_EQ(saw_cut, DTypeBlockElements(dtype) > 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryConversion, ConvertedShards,
+                         testing::Values(DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0),
+                         [](const testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
+
 // The tokenizer files beside a model folder travel with its shards, byte for
 // byte, so a job over the shards finds the tokenizer as beside the model.
 TEST(ShardWriter, TokenizerFilesBesideTheSourceAreCopied) {
@@ -115,7 +186,7 @@ TEST(ShardWriter, TokenizerFilesBesideTheSourceAreCopied) {
   Result<ShardPlan> plan = MakeShardPlan(checkpoint->config(), 2, 1, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   const std::string out = TestPath("with_tokenizer_shards", true);
-  Result<ShardJobReport> report = WriteShards(*checkpoint, model, *plan, out, nullptr);
+  Result<ShardJobReport> report = WriteShards(*checkpoint, model, *plan, std::nullopt, out, nullptr);
   ASSERT_TRUE(report) << report.error().message;
   for (const char* name : kTokenizerFiles) {
     Result<std::string> original = ReadTextFile(model + "/" + name);

@@ -100,9 +100,14 @@ Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const Shard
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint =
       MappedCheckpoint::OpenSafetensors({path}, manifest->config);
   if (!checkpoint) return checkpoint.error();
-  if (Status s = CheckShardTensors(**checkpoint, manifest->plan.ranks[static_cast<size_t>(job.rank)], path);
-      !s) {
-    return s.error();
+  const RankShard& shard = manifest->plan.ranks[static_cast<size_t>(job.rank)];
+  if (Status s = CheckShardTensors(**checkpoint, shard, path); !s) return s.error();
+  for (size_t i = 0; i < file.dtypes.size(); ++i) {
+    const TensorInfo info = *(*checkpoint)->Find(shard.tensors[i].name);
+    if (info.dtype != file.dtypes[i]) {
+      return Error::Corruption(path + ": tensor '" + info.name + "' is " + std::string(DTypeName(info.dtype)) +
+                               " but the manifest records " + std::string(DTypeName(file.dtypes[i])));
+    }
   }
   return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};
 }

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
        {"architecture", "llama|mistral|qwen2",
         "the family's layout (default llama; qwen2 has q, k, v biases)"},
        {"head-dim", "N", "head size, if not dim / heads"},
+       {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
        {"rope-scaling", "linear|llama3",
         "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
       flags.Int("vocab", defaults.vocab, 1, 1 << 24),
       flags.Int("seq-len", defaults.seq_len, 1, 1 << 20),
       flags.Int("seed", 1, 0, INT64_MAX),
+      flags.Int("hidden", 0, 0, 1 << 20),
   };
   for (const Result<int64_t>& value : values) {
     if (!value) {
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
   shape.kv_heads = *values[3];
   shape.vocab = *values[4];
   shape.seq_len = *values[5];
+  shape.hidden = *values[7];
   const std::string architecture = flags.Last("architecture").value_or("llama");
   const std::map<std::string, std::string> architectures = {
       {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}};

@@ -1,13 +1,14 @@
 // shard: splits a checkpoint into one safetensors file per rank of a
 // pipeline- (x tensor-) parallel job, plus manifest.json.
 //
-//   shard --model PATH --pp N [--tp M] [--layers a,b,...] --out DIR
+//   shard --model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR
 //
 // PATH is a safetensors file or folder (with config.json), a Hugging Face
 // sharded folder, or a llama2.c .bin. Progress goes to stderr; re-running over
 // a finished DIR verifies the files and skips them.
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -28,7 +29,7 @@ int Fail(const Error& error) {
 
 const CommandSpec kSpec{
     "shard",
-    "--model PATH --pp N [--tp M] [--layers a,b,...] --out DIR",
+    "--model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR",
     "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor-) parallel job,\n"
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
     "folder, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips them.",
@@ -36,6 +37,9 @@ const CommandSpec kSpec{
      {"pp", "N", "pipeline stages (required)"},
      {"tp", "M", "tensor-parallel ranks per stage (default 1)"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
+     {"dtype", "T",
+      "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
+      "types); norms stay as they are, and a matrix whose rows are not whole 32-element blocks keeps its type"},
      {"out", "DIR", "the shard folder to write (required)"}}};
 
 int Run(int argc, char** argv) {
@@ -57,6 +61,16 @@ int Run(int argc, char** argv) {
     layers = *parsed;
   }
 
+  std::optional<DType> dtype;
+  if (std::optional<std::string> text = flags.Last("dtype")) {
+    std::string upper = *text;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    dtype = ParseDType(upper);
+    if (!dtype) {
+      return Fail(Error::InvalidArgument("--dtype " + *text + ": not a type (choose f32, bf16, f16, q8_0 or q4_0)"));
+    }
+  }
+
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
   if (!checkpoint) return Fail(checkpoint.error());
   Result<ShardPlan> plan =
@@ -67,7 +81,7 @@ int Run(int argc, char** argv) {
   uint64_t last_done = 0, last_total = 0;
   const auto start = std::chrono::steady_clock::now();
   Result<ShardJobReport> report =
-      WriteShards(**checkpoint, *model, *plan, *out, [&](uint64_t done, uint64_t total) {
+      WriteShards(**checkpoint, *model, *plan, dtype, *out, [&](uint64_t done, uint64_t total) {
         last_done = done;
         last_total = total;
         display.Update(done, total);

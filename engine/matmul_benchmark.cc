@@ -1,0 +1,62 @@
+// MatMul throughput per weight type on the TinyLlama-1.1B shapes: the
+// matrix-vector product of decode (n = 1, bound by reading the weights:
+// reported as weight GB/s) and the matrix-matrix product of prefill (n = 64
+// positions: reported as GFLOP/s, 2 flops per multiply-add). Args: the
+// type (index into kAllDTypes), rows, cols, n. One thread; the kernels are
+// those KernelInstructionSet() names (INFERNO_KERNEL_ISA=avx2|baseline asks
+// for less).
+//
+//   bazel run -c opt //engine:matmul_benchmark -- --benchmark_repetitions=3
+#include <random>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "engine/kernels.h"
+#include "engine/thread_pool.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+namespace {
+
+void BM_MatMul(benchmark::State& state) {
+  const DType dtype = kAllDTypes[state.range(0)];
+  const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(n * cols));
+  for (float& v : values) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  const int64_t bytes = DTypeBytes(dtype, rows * cols).value();
+  std::vector<std::byte> w(static_cast<size_t>(bytes));
+  CHECK(ConvertFromF32(dtype, values, w.data()).ok());
+  std::vector<float> out(static_cast<size_t>(n * rows));
+  const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
+  ThreadPool pool(1);
+  for (auto _ : state) {
+    MatMul(out, x, matrix, n, rows, cols, pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(DTypeName(dtype)) + " " + KernelInstructionSet());
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] = benchmark::Counter(calls * static_cast<double>(bytes) / 1e9,
+                                                     benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(calls * 2.0 * static_cast<double>(n * rows * cols) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {1, 64}) {
+    for (int64_t dtype = 0; dtype < static_cast<int64_t>(std::size(kAllDTypes)); ++dtype) {
+      b->Args({dtype, 5632, 2048, n});  // gate or up
+      b->Args({dtype, 2048, 5632, n});  // down
+    }
+  }
+}
+BENCHMARK(BM_MatMul)->Apply(Shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace inferno
+
+BENCHMARK_MAIN();

@@ -1,0 +1,55 @@
+// Internal to //engine:kernels: the row loops of MatMul and the vector dot
+// product, compiled once per instruction set (matmul_kernels_<isa>.cc, each
+// built with its own -m flags from the one source, matmul_kernels.inc) and
+// chosen once at run time by what the CPU supports (kernels.cc), so a plain
+// `-c opt` build runs the same AVX2 / AVX-512 code as a -march=native one.
+//
+// A row's result depends only on the instruction set chosen, never on the
+// thread count, the row split or the batch: every row goes through the same
+// operations whichever rows it is grouped with.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace inferno::matmul_internal {
+
+// The rows of x (n, cols) in the forms the row loops read: f32 values, and,
+// when a block-typed (Q8_0, Q4_0) matrix is in the product, x quantized to
+// 8-bit blocks of 32: cols / 32 f32 scales and cols int8 codes per row, codes
+// in [-127, 127] (QuantizeInput).
+struct InputRows {
+  const float* values = nullptr;
+  const float* scales = nullptr;
+  const int8_t* codes = nullptr;
+};
+
+// out (n, rows): columns [row_begin, row_end) of every row t of out get
+// dot(x row t, w row r), w pointing at row row_begin of a matrix of
+// `row_bytes`-byte rows of `cols` elements in one stored type.
+using RowsFunction = void (*)(float* out, const InputRows& x, const std::byte* w, int64_t row_bytes, int64_t n,
+                              int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end);
+
+struct IsaKernels {
+  const char* name;  // "baseline", "avx2", "avx512vnni"
+  RowsFunction f32, bf16, f16, q8_0, q4_0;
+  // Dot product of a[0, n) and b[0, n) in f32, as the f32 row loop computes
+  // one element.
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // Quantizes `count` (a multiple of 32) values of x into count / 32 scales
+  // and `count` codes. A block holding a NaN or an infinity gets a NaN scale,
+  // so the products it enters are NaN, as in f32.
+  void (*quantize_input)(const float* x, int64_t count, float* scales, int8_t* codes);
+};
+
+// The build target's code (baseline x86-64 unless -march says more).
+IsaKernels BaselineKernels();
+// AVX2 + FMA + F16C. Precondition: the CPU has them.
+IsaKernels Avx2Kernels();
+// AVX-512 F/BW/VL + VNNI (256-bit vectors, VPDPBUSD for the block types).
+// Precondition: the CPU has them.
+IsaKernels Avx512VnniKernels();
+
+}  // namespace inferno::matmul_internal
