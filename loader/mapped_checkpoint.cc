@@ -7,7 +7,10 @@
 
 #include <glog/logging.h>
 
+#include "loader/gguf_format.h"
+#include "loader/gguf_llama.h"
 #include "loader/llama2c_format.h"
+#include "loader/llama_layout.h"
 #include "loader/safetensors_format.h"
 
 namespace inferno {
@@ -70,6 +73,20 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenLlama2c(const st
   return std::make_unique<MappedCheckpoint>(std::move(layout->config), std::move(files), std::move(tensors));
 }
 
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenGguf(const std::string& path) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  if (!file) return file.error();
+  Result<GgufFile> gguf = ParseGgufFile((*file)->bytes(), path);
+  if (!gguf) return gguf.error();
+  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, path);
+  if (!model) return model.error();
+  std::vector<Storage> tensors;
+  for (GgufLlamaTensor& t : model->tensors) tensors.push_back({std::move(t.info), 0, t.begin, t.interleaved_heads});
+  std::vector<std::unique_ptr<MappedFile>> files;
+  files.push_back(std::move(*file));
+  return std::make_unique<MappedCheckpoint>(std::move(model->config), std::move(files), std::move(tensors));
+}
+
 std::optional<size_t> MappedCheckpoint::IndexOf(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return std::nullopt;
@@ -97,12 +114,7 @@ std::span<const std::byte> MappedCheckpoint::Row(size_t index, int64_t row) cons
   DCHECK_GE(row, 0);
   DCHECK_LT(row, NumRows(index));
   int64_t stored_row = row;
-  if (s.llama2c_rope_heads > 0) {
-    // Hugging Face row h*hd + j*hd/2 + i holds llama2.c row h*hd + 2i + j.
-    const int64_t head_dim = NumRows(index) / s.llama2c_rope_heads;
-    const int64_t head = row / head_dim, within = row % head_dim, half = head_dim / 2;
-    stored_row = head * head_dim + 2 * (within % half) + within / half;
-  }
+  if (s.llama2c_rope_heads > 0) stored_row = InterleavedRopeRow(row, NumRows(index) / s.llama2c_rope_heads);
   const int64_t row_bytes = RowBytes(index);
   return files_[s.file]->bytes().subspan(s.begin + static_cast<uint64_t>(stored_row * row_bytes),
                                          static_cast<size_t>(row_bytes));

@@ -1,6 +1,7 @@
 // MappedCheckpoint: the Checkpoint behind every supported format. Each tensor
-// is a byte range of a memory-mapped file (a safetensors file or a llama2.c
-// .bin), stored row-major, possibly with its rows in llama2.c's RoPE order.
+// is a byte range of a memory-mapped file (a safetensors file, a llama2.c
+// .bin or a GGUF file), stored row-major, possibly with its rows in Meta's
+// interleaved RoPE order (llama2.c's and GGUF's).
 // Beyond Checkpoint it hands out the stored bytes of each row (Hugging Face row
 // order), so tensors can be copied without conversion, and lets a streaming
 // reader drop the pages it has finished with.
@@ -36,7 +37,8 @@ class MappedCheckpoint final : public Checkpoint {
     size_t file = 0;     // index into the checkpoint's files
     uint64_t begin = 0;  // byte offset of the tensor in that file
     // 0: rows stored in order. > 0: a (heads * head_dim, in) projection
-    // stored in llama2.c's RoPE order (pairs (2i, 2i+1) of each head) with
+    // stored in Meta's interleaved RoPE order, as llama2.c and GGUF store
+    // q and k (pairs (2i, 2i+1) of each head), with
     // this many heads; rows are handed out in Hugging Face order (pairs
     // (i, i + head_dim/2)).
     int64_t llama2c_rope_heads = 0;
@@ -58,6 +60,8 @@ class MappedCheckpoint final : public Checkpoint {
       std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config);
   // A llama2.c v0 .bin file (see llama2c_format.h).
   static Result<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
+  // A GGUF file of the llama architecture (see gguf_llama.h).
+  static Result<std::unique_ptr<MappedCheckpoint>> OpenGguf(const std::string& path);
 
   const ModelConfig& config() const override { return config_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
