@@ -81,7 +81,7 @@ const CommandSpec kSpec{
     "Generates a continuation of every prompt, over a grid of pipeline stages x tensor-parallel ranks\n"
     "(alone, under launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on\n"
     "every rank.",
-    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, or llama2.c .bin"},
+    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
@@ -418,15 +418,17 @@ Result<RankModel> OpenRankModel(const InferOptions& options, int rank, int world
   return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
 }
 
-// The folder whose tokenizer.json is the default --tokenizer: the model
-// folder or the folder of its safetensors file or index, the shard folder;
-// none for a llama2.c file.
+// Where the default --tokenizer comes from (see LoadTokenizer): the model
+// folder or the folder of its safetensors file or index, the shard folder,
+// whose tokenizer.json it is; a GGUF file, which embeds it; none for a
+// llama2.c file.
 std::string ModelFolder(const InferOptions& options) {
   namespace fs = std::filesystem;
   const fs::path path(options.model);
   std::error_code ec;
   if (options.shards || fs::is_directory(path, ec)) return options.model;
   if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
+  if (path.extension() == ".gguf") return options.model;
   return "";
 }
 

@@ -1,0 +1,38 @@
+// The tokenizer a GGUF file embeds (loader/gguf_vocabulary.h) behind
+// Tokenizer, and the GGUF vocabulary of a llama2.c tokenizer.bin.
+//
+// tokenizer.ggml.model "llama" is a SentencePiece-style BPE vocabulary with
+// scores and byte fallback, which BpeTokenizer encodes and decodes (its
+// pieces spell a space U+2581 "▁", BpeTokenizer ' '). BpeTokenizer's
+// conventions are llama2.c's and Llama 2's: BOS is id 1 and the byte tokens
+// <0x00>..<0xFF> are ids 3..258; a vocabulary laid out otherwise is refused.
+// tokenizer.ggml.model "gpt2" (byte-level BPE with merges) is not
+// implemented yet and is refused naming it.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "engine/tokenizer.h"
+#include "loader/gguf_vocabulary.h"
+
+namespace inferno {
+
+// The tokenizer of `vocabulary`; errors name `source`.
+Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocabulary, const std::string& source);
+
+// The "llama" GGUF vocabulary of a llama2.c tokenizer.bin, typed as
+// llama.cpp types SentencePiece tokens (0 unknown, 1 and 2 control, <0xNN>
+// byte, the rest normal), BOS 1, EOS 2.
+GgufVocabulary GgufVocabularyOf(const BpeTokenizer& tokenizer);
+
+// A "llama" GGUF vocabulary of `size` tokens (>= 259) for models without a
+// tokenizer of their own (toy models, or a checkpoint whose vocabulary is
+// not at hand): <unk>, <s>, </s>, the byte tokens, then unused "<extra_N>"
+// pieces, all scored 0 — text is encoded byte by byte.
+GgufVocabulary ByteFallbackVocabulary(int64_t size);
+
+}  // namespace inferno
