@@ -47,6 +47,12 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles
     Result<SafetensorsHeader> header = ParseSafetensorsHeader(files[f]->bytes(), path);
     if (!header) return header.error();
     for (SafetensorsEntry& entry : header->tensors) {
+      if (entry.info.shape.size() == 1 && DTypeBlockElements(entry.info.dtype) > 1) {
+        // Rows of a 1-D tensor are its elements, which a block type cannot
+        // address one by one (ggml keeps such tensors, the norms, in F32).
+        return Error::Unimplemented(path + ": tensor '" + entry.info.name + "' is 1-D in block type " +
+                                    std::string(DTypeName(entry.info.dtype)) + "; store 1-D tensors as F32, F16 or BF16");
+      }
       auto [it, inserted] = file_of.emplace(entry.info.name, f);
       if (!inserted) {
         return Error::Corruption(path + ": tensor '" + entry.info.name + "' is also in " +
@@ -102,11 +108,15 @@ int64_t MappedCheckpoint::NumRows(size_t index) const {
   return shape.empty() ? 1 : shape[0];
 }
 
-int64_t MappedCheckpoint::RowBytes(size_t index) const {
+int64_t MappedCheckpoint::RowElements(size_t index) const {
   const TensorInfo& info = storage_[index].info;
   int64_t elements = 1;
   for (size_t d = 1; d < info.shape.size(); ++d) elements *= info.shape[d];
-  return elements * DTypeSize(info.dtype);
+  return elements;
+}
+
+int64_t MappedCheckpoint::RowBytes(size_t index) const {
+  return DTypeBytes(storage_[index].info.dtype, RowElements(index)).value();
 }
 
 std::span<const std::byte> MappedCheckpoint::Row(size_t index, int64_t row) const {
@@ -141,7 +151,7 @@ Status MappedCheckpoint::CheckRows(const std::string& name, int64_t row_begin, i
                                   std::to_string(row_begin) + ", " + std::to_string(row_end) +
                                   ") out of its " + std::to_string(rows) + " rows");
   }
-  const int64_t row_elements = RowBytes(*found) / DTypeSize(storage_[*found].info.dtype);
+  const int64_t row_elements = RowElements(*found);
   if (static_cast<int64_t>(out_size) != (row_end - row_begin) * row_elements) {
     return Error::InvalidArgument(FilePathOf(*found) + ": tensor '" + name + "': output holds " +
                                   std::to_string(out_size) + " floats, rows [" + std::to_string(row_begin) +
@@ -175,7 +185,7 @@ Status MappedCheckpoint::ReadRowsF32(const std::string& name, int64_t row_begin,
   if (contiguous) {
     ConvertToF32(s.info.dtype, Row(index, row_begin).data(), out);
   } else {
-    const size_t row_elements = static_cast<size_t>(RowBytes(index) / DTypeSize(s.info.dtype));
+    const size_t row_elements = static_cast<size_t>(RowElements(index));
     for (int64_t row = row_begin; row < row_end; ++row) {
       ConvertToF32(s.info.dtype, Row(index, row).data(),
                    out.subspan(static_cast<size_t>(row - row_begin) * row_elements, row_elements));

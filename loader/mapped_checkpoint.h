@@ -75,8 +75,11 @@ class MappedCheckpoint final : public Checkpoint {
   std::optional<size_t> IndexOf(const std::string& name) const;
   // The file holding tensors()[index].
   const std::string& FilePathOf(size_t index) const;
-  // Rows of tensors()[index] and stored bytes per row.
+  // Rows of tensors()[index], elements per row and stored bytes per row (a
+  // row of a block type is whole blocks: 1-D tensors of block types are
+  // refused when a file is opened).
   int64_t NumRows(size_t index) const;
+  int64_t RowElements(size_t index) const;
   int64_t RowBytes(size_t index) const;
   // The stored bytes of row `row` (Hugging Face order) of tensors()[index].
   // Precondition: index < tensors().size(), 0 <= row < NumRows(index).

@@ -83,7 +83,7 @@ Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value, 
   std::optional<DType> dtype = ParseDType(dtype_name);
   if (!dtype) {
     return TensorError(source, name,
-                       "unknown dtype '" + Printable(dtype_name) + "' (supported: F32, F16, BF16)");
+                       "unknown dtype '" + Printable(dtype_name) + "' (supported: " + DTypeNames() + ")");
   }
   entry.info.dtype = *dtype;
 
@@ -103,10 +103,9 @@ Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value, 
     }
     entry.info.shape.push_back(static_cast<int64_t>(d));
   }
-  uint64_t bytes;
-  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(DTypeSize(*dtype)), &bytes)) {
-    return TensorError(source, name, "shape " + shape_it->dump() + " x " + dtype_name + " overflows 64 bits");
-  }
+  const Result<int64_t> stored_bytes = StoredBytes(entry.info);
+  if (!stored_bytes) return TensorError(source, name, stored_bytes.error().message);
+  const uint64_t bytes = static_cast<uint64_t>(*stored_bytes);
 
   auto offsets_it = value.find("data_offsets");
   if (offsets_it == value.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
@@ -131,7 +130,7 @@ Result<SafetensorsEntry> ParseEntry(const std::string& name, const json& value, 
 }  // namespace
 
 uint64_t TensorByteSize(const TensorInfo& tensor) {
-  return static_cast<uint64_t>(tensor.num_elements()) * static_cast<uint64_t>(DTypeSize(tensor.dtype));
+  return static_cast<uint64_t>(StoredBytes(tensor).value());
 }
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file, const std::string& source) {

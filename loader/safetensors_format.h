@@ -63,7 +63,9 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
 std::string EncodeSafetensorsHeader(const std::vector<TensorInfo>& tensors,
                                     const std::map<std::string, std::string>& metadata);
 
-// Bytes of one tensor's data: num_elements() x DTypeSize(dtype).
+// Bytes of one tensor's data (StoredBytes). Precondition (CHECKed): its rows
+// are whole blocks of its dtype and the size fits int64, as for every tensor
+// ParseSafetensorsHeader returns.
 uint64_t TensorByteSize(const TensorInfo& tensor);
 
 }  // namespace inferno

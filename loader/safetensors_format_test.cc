@@ -109,6 +109,21 @@ TEST(ParseSafetensorsHeader, ByteLengthNotMatchingShapeTimesDtype) {
               {"tensor 'lm_head.weight'", "96 bytes", "[4, 8] x F32 = 128 bytes"});
 }
 
+TEST(ParseSafetensorsHeader, BlockTypesAreSizedByWholeBlocks) {
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(
+      MakeFile("{\"q\": " + Entry("Q8_0", "[2, 64]", 0, 136) + ", \"r\": " + Entry("Q4_0", "[1, 32]", 136, 154) + "}",
+               154),
+      "m.safetensors");
+  ASSERT_TRUE(header.ok()) << header.error().message;
+  EXPECT_EQ(header->tensors[0].info.dtype, DType::kQ8_0);
+  EXPECT_EQ(TensorByteSize(header->tensors[1].info), 18u);
+}
+
+TEST(ParseSafetensorsHeader, BlockTypeRowSplittingABlock) {
+  ExpectError(MakeFile("{\"q\": " + Entry("Q8_0", "[3, 48]", 0, 153) + "}", 153),
+              {"tensor 'q'", "[3, 48] x Q8_0", "48 elements", "32-element blocks"});
+}
+
 TEST(ParseSafetensorsHeader, ShapeSizeOverflowingSixtyFourBits) {
   ExpectError(MakeFile("{\"a\": " + Entry("F32", "[4294967296, 4294967296]", 0, 0) + "}", 0),
               {"tensor 'a'", "overflows"});

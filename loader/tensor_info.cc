@@ -1,35 +1,45 @@
 #include "loader/tensor_info.h"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <glog/logging.h>
+
+#include "loader/float16.h"
+#include "loader/quant_blocks.h"
 
 namespace inferno {
 namespace {
 
-// IEEE 754 binary16 -> binary32, exact for every input (subnormals, inf, NaN).
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {
-    // Subnormal: normalize the mantissa.
-    int32_t e = 127 - 15 + 1;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --e;
-    }
-    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3ffu) << 13);
+static_assert(std::endian::native == std::endian::little, "checkpoints are little-endian");
+
+// Converts whole blocks of a block type through an aligned copy of the
+// blocks (`src` may sit at any byte offset in a mapped file).
+template <typename Block, void (*Dequantize)(std::span<const Block>, std::span<float>)>
+void DequantizeUnaligned(const std::byte* src, std::span<float> out) {
+  CHECK_EQ(out.size() % kQuantBlockElements, 0u) << "a partial block";
+  constexpr size_t kChunkBlocks = 64;
+  Block chunk[kChunkBlocks];
+  const size_t blocks = out.size() / kQuantBlockElements;
+  for (size_t b = 0; b < blocks; b += kChunkBlocks) {
+    const size_t n = std::min(kChunkBlocks, blocks - b);
+    std::memcpy(chunk, src + b * sizeof(Block), n * sizeof(Block));
+    Dequantize(std::span<const Block>(chunk, n), out.subspan(b * kQuantBlockElements, n * kQuantBlockElements));
   }
-  return std::bit_cast<float>(bits);
+}
+
+template <typename Block, void (*Quantize)(std::span<const float>, std::span<Block>)>
+void QuantizeUnaligned(std::span<const float> values, std::byte* dst) {
+  constexpr size_t kChunkBlocks = 64;
+  Block chunk[kChunkBlocks];
+  const size_t blocks = values.size() / kQuantBlockElements;
+  for (size_t b = 0; b < blocks; b += kChunkBlocks) {
+    const size_t n = std::min(kChunkBlocks, blocks - b);
+    Quantize(values.subspan(b * kQuantBlockElements, n * kQuantBlockElements), std::span<Block>(chunk, n));
+    std::memcpy(dst + b * sizeof(Block), chunk, n * sizeof(Block));
+  }
 }
 
 }  // namespace
@@ -40,15 +50,60 @@ int64_t TensorInfo::num_elements() const {
   return n;
 }
 
-int64_t DTypeSize(DType dtype) {
+int64_t DTypeBlockElements(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return 1;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      return kQuantBlockElements;
+  }
+  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
+}
+
+int64_t DTypeBlockBytes(DType dtype) {
   switch (dtype) {
     case DType::kF32:
       return 4;
     case DType::kF16:
     case DType::kBF16:
       return 2;
+    case DType::kQ8_0:
+      return sizeof(BlockQ8_0);
+    case DType::kQ4_0:
+      return sizeof(BlockQ4_0);
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
+}
+
+Result<int64_t> DTypeBytes(DType dtype, int64_t elements) {
+  const int64_t block = DTypeBlockElements(dtype);
+  if (elements < 0 || elements % block != 0) {
+    return Error::InvalidArgument(std::to_string(elements) + " elements of " + std::string(DTypeName(dtype)) +
+                                  " are not a whole number of " + std::to_string(block) + "-element blocks");
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(elements / block, DTypeBlockBytes(dtype), &bytes)) {
+    return Error::InvalidArgument(std::to_string(elements) + " elements of " + std::string(DTypeName(dtype)) +
+                                  ": the byte count overflows 64 bits");
+  }
+  return bytes;
+}
+
+Result<int64_t> StoredBytes(const TensorInfo& tensor) {
+  const std::string what = "shape " + ShapeToString(tensor.shape) + " x " + std::string(DTypeName(tensor.dtype));
+  const int64_t row_elements = tensor.shape.empty() ? 1 : tensor.shape.back();
+  Result<int64_t> row_bytes = DTypeBytes(tensor.dtype, row_elements);
+  if (!row_bytes) return Error::InvalidArgument(what + ": rows of " + row_bytes.error().message);
+  int64_t bytes = *row_bytes;
+  for (size_t d = 0; d + 1 < tensor.shape.size(); ++d) {
+    if (tensor.shape[d] < 0 || __builtin_mul_overflow(bytes, tensor.shape[d], &bytes)) {
+      return Error::InvalidArgument(what + " overflows 64 bits");
+    }
+  }
+  return bytes;
 }
 
 std::string_view DTypeName(DType dtype) {
@@ -59,19 +114,28 @@ std::string_view DTypeName(DType dtype) {
       return "F16";
     case DType::kBF16:
       return "BF16";
+    case DType::kQ8_0:
+      return "Q8_0";
+    case DType::kQ4_0:
+      return "Q4_0";
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
 
 std::optional<DType> ParseDType(std::string_view name) {
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) {
+  for (DType d : kAllDTypes) {
     if (DTypeName(d) == name) return d;
   }
   return std::nullopt;
 }
 
+std::string DTypeNames() {
+  std::string names;
+  for (DType d : kAllDTypes) names += (names.empty() ? "" : ", ") + std::string(DTypeName(d));
+  return names;
+}
+
 void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out) {
-  static_assert(std::endian::native == std::endian::little, "checkpoints are little-endian");
   switch (dtype) {
     case DType::kF32:
       std::memcpy(out.data(), src, out.size_bytes());
@@ -87,9 +151,46 @@ void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out) {
       for (size_t i = 0; i < out.size(); ++i) {
         uint16_t b;
         std::memcpy(&b, src + 2 * i, 2);
-        out[i] = std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+        out[i] = BFloat16ToFloat(b);
       }
       return;
+    case DType::kQ8_0:
+      DequantizeUnaligned<BlockQ8_0, DequantizeRowQ8_0>(src, out);
+      return;
+    case DType::kQ4_0:
+      DequantizeUnaligned<BlockQ4_0, DequantizeRowQ4_0>(src, out);
+      return;
+  }
+  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
+}
+
+Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst) {
+  if (Result<int64_t> bytes = DTypeBytes(dtype, static_cast<int64_t>(values.size())); !bytes) return bytes.error();
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, values.data(), values.size_bytes());
+      return {};
+    case DType::kF16:
+    case DType::kBF16:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t h = dtype == DType::kF16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return {};
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (!std::isfinite(values[i])) {
+          return Error::InvalidArgument("element " + std::to_string(i) + " is " + std::to_string(values[i]) +
+                                        ", which " + std::string(DTypeName(dtype)) + " cannot represent");
+        }
+      }
+      if (dtype == DType::kQ8_0) {
+        QuantizeUnaligned<BlockQ8_0, QuantizeRowQ8_0>(values, dst);
+      } else {
+        QuantizeUnaligned<BlockQ4_0, QuantizeRowQ4_0>(values, dst);
+      }
+      return {};
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
