@@ -81,6 +81,36 @@ TEST(GgufCheckpoint, GivesHuggingFaceNamesShapesAndValues) {
   }
 }
 
+// Matrices stored as F16, BF16, Q8_0, Q4_0 read back as the f32 values of
+// their stored (rounded or quantized) rows, each q/k row in Hugging Face
+// order; norms stay F32.
+TEST(GgufCheckpoint, ReadsEveryMatrixTypeAsItsDequantizedValues) {
+  ModelConfig config = TestConfig(2, false);
+  config.hidden_size = 64;  // rows of 64 and 96: whole 32-element blocks
+  config.intermediate_size = 96;
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    const std::string path = TestPath("typed_" + std::string(DTypeName(dtype)) + ".gguf");
+    ASSERT_TRUE(WriteTestGgufModel(path, config, dtype));
+    Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+    for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
+      const TensorInfo info = (*checkpoint)->Find(spec.name).value();
+      EXPECT_EQ(info.dtype, spec.shape.size() == 2 ? dtype : DType::kF32) << spec.name;
+      const std::vector<float> weights = TestWeights(spec);
+      std::vector<float> expected(weights.size());
+      const int64_t row = spec.shape.back();
+      std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(info.dtype, row).value()));
+      for (size_t begin = 0; begin < weights.size(); begin += static_cast<size_t>(row)) {
+        ASSERT_TRUE(ConvertFromF32(info.dtype, std::span(weights).subspan(begin, row), stored.data()));
+        ConvertToF32(info.dtype, stored.data(), std::span(expected).subspan(begin, row));
+      }
+      std::vector<float> read(weights.size());
+      ASSERT_TRUE((*checkpoint)->ReadF32(spec.name, read)) << spec.name;
+      EXPECT_EQ(read, expected) << DTypeName(dtype) << " " << spec.name;
+    }
+  }
+}
+
 // The GGUF's stored q and k rows are llama2.c's (Meta's interleaved order),
 // compared with the llama2.c file test_models writes with its own
 // permutation; dims are stored fastest-first.

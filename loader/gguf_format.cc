@@ -196,42 +196,43 @@ Status ReadTensorInfo(GgufReader& in, std::unordered_set<std::string>& names, Gg
                                     .message);
   }
   info.type = static_cast<GgmlType>(type);
-  const int64_t block = GgmlBlockElements(info.type);
+  const DType dtype = GgmlTypeDType(info.type);
+  const int64_t block = DTypeBlockElements(dtype);
   const int64_t row = info.ne.empty() ? 1 : info.ne[0];
   if (row % block != 0) {
     return in.Fail(dims_at, what + ": row length ne[0] = " + std::to_string(row) + " is not a multiple of " +
                                 GgmlTypeName(type) + "'s block of " + std::to_string(block));
   }
-  uint64_t elements = 1, bytes;
+  int64_t elements = 1;
   for (int64_t ne : info.ne) {
-    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(ne), &elements) ||
-        elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    if (__builtin_mul_overflow(elements, ne, &elements)) {
       return in.Fail(dims_at, what + ": element count overflows int64");
     }
   }
-  if (__builtin_mul_overflow(elements / static_cast<uint64_t>(block), static_cast<uint64_t>(GgmlBlockBytes(info.type)),
-                             &bytes) ||
-      bytes > std::numeric_limits<uint64_t>::max() / 2) {
-    return in.Fail(dims_at, what + ": byte size overflows 64 bits");
+  if (Result<int64_t> bytes = DTypeBytes(dtype, elements); !bytes) {
+    return in.Fail(dims_at, what + ": " + bytes.error().message);
   }
   return in.Read(offset, "tensor offset");
 }
 
 }  // namespace
 
-int64_t GgmlBlockElements(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 ? kGgmlQuantBlockElements : 1;
-}
-
-int64_t GgmlBlockBytes(GgmlType type) {
+DType GgmlTypeDType(GgmlType type) {
   switch (type) {
-    case GgmlType::kF32: return 4;
-    case GgmlType::kF16:
-    case GgmlType::kBF16: return 2;
-    case GgmlType::kQ8_0: return kGgmlQ8_0BlockBytes;
-    case GgmlType::kQ4_0: return kGgmlQ4_0BlockBytes;
+    case GgmlType::kF32: return DType::kF32;
+    case GgmlType::kF16: return DType::kF16;
+    case GgmlType::kBF16: return DType::kBF16;
+    case GgmlType::kQ8_0: return DType::kQ8_0;
+    case GgmlType::kQ4_0: return DType::kQ4_0;
   }
   LOG(FATAL) << "unknown GgmlType " << static_cast<uint32_t>(type);
+}
+
+GgmlType DTypeGgmlType(DType dtype) {
+  for (GgmlType type : kGgmlSupportedTypes) {
+    if (GgmlTypeDType(type) == dtype) return type;
+  }
+  LOG(FATAL) << "no ggml type for " << DTypeName(dtype);
 }
 
 std::string GgmlTypeName(uint32_t type) {
@@ -271,10 +272,9 @@ const GgufValue* GgufFile::Find(std::string_view key) const {
 }
 
 uint64_t GgufTensorBytes(const GgufTensorInfo& tensor) {
-  uint64_t elements = 1;
-  for (int64_t ne : tensor.ne) elements *= static_cast<uint64_t>(ne);
-  return elements / static_cast<uint64_t>(GgmlBlockElements(tensor.type)) *
-         static_cast<uint64_t>(GgmlBlockBytes(tensor.type));
+  int64_t elements = 1;
+  for (int64_t ne : tensor.ne) elements *= ne;
+  return static_cast<uint64_t>(DTypeBytes(GgmlTypeDType(tensor.type), elements).value());
 }
 
 uint64_t GgufPadded(uint64_t bytes, uint64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }

@@ -17,6 +17,7 @@
 // Dimensions are stored fastest-first: ne[0] is the length of a row, so a
 // (rows, columns) matrix is stored with ne = {columns, rows}. The quantized
 // types are ggml's blocks of 32 elements along the row:
+// (loader/quant_blocks.h):
 //   Q8_0: f16 scale d, int8 q[32]                  x = d * q[i]
 //   Q4_0: f16 scale d, uint8 q[16]                  x[i] = d * ((q[i] & 15) - 8),
 //                                                   x[i + 16] = d * ((q[i] >> 4) - 8)
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
 
@@ -74,13 +76,11 @@ enum class GgmlType : uint32_t {
 inline constexpr GgmlType kGgmlSupportedTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
                                                    GgmlType::kQ8_0, GgmlType::kQ4_0};
 
-// Elements per block and bytes per block of a type (1 and the element size
-// for the float types).
-inline constexpr int64_t kGgmlQuantBlockElements = 32;
-inline constexpr int64_t kGgmlQ8_0BlockBytes = 2 + 32;
-inline constexpr int64_t kGgmlQ4_0BlockBytes = 2 + 16;
-int64_t GgmlBlockElements(GgmlType type);
-int64_t GgmlBlockBytes(GgmlType type);
+// The DType holding a ggml type's elements (tensor_info.h: the same bytes,
+// block layouts bit-compatible with ggml's).
+DType GgmlTypeDType(GgmlType type);
+// The ggml type of a DType.
+GgmlType DTypeGgmlType(DType dtype);
 
 // ggml's name of any ggml_type value ("Q4_K", "F32"), or "unknown type 77".
 std::string GgmlTypeName(uint32_t type);

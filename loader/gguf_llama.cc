@@ -219,20 +219,6 @@ std::optional<std::string> HfName(std::string_view name) {
   return std::nullopt;
 }
 
-// The DType a GGUF tensor is held in.
-Result<DType> HeldType(const GgufTensor& tensor, const std::string& source) {
-  switch (tensor.info.type) {
-    case GgmlType::kF32: return DType::kF32;
-    case GgmlType::kF16: return DType::kF16;
-    case GgmlType::kBF16: return DType::kBF16;
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0: break;
-  }
-  return Error::Unimplemented(source + ": tensor '" + tensor.info.name + "' has ggml type " +
-                              GgmlTypeName(static_cast<uint32_t>(tensor.info.type)) +
-                              ", which this build does not hold yet (F32, F16, BF16)");
-}
-
 }  // namespace
 
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source) {
@@ -255,11 +241,9 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
       return Error::Unimplemented(source + ": tensor '" + tensor.info.name +
                                   "' is not part of a GGUF llama model, and inferno would ignore it");
     }
-    Result<DType> dtype = HeldType(tensor, source);
-    if (!dtype) return dtype.error();
     GgufLlamaTensor held;
     held.info.name = std::move(*name);
-    held.info.dtype = *dtype;
+    held.info.dtype = GgmlTypeDType(tensor.info.type);
     held.info.shape.assign(tensor.info.ne.rbegin(), tensor.info.ne.rend());
     held.begin = tensor.begin;
     const std::string_view suffix = LayerTensorSuffix(held.info.name);

@@ -61,7 +61,7 @@ inline constexpr char kGgufLlamaArchitecture[] = "llama";
 struct GgufLlamaTensor {
   TensorInfo info;
   uint64_t begin = 0;          // absolute byte offset of its data in the file
-  int64_t interleaved_heads = 0;  // > 0: rows in Meta's interleaved RoPE order with this many heads
+  int64_t interleaved_heads = 0;  // > 0: rows in Meta's interleaved RoPE order, this many heads
 };
 
 struct GgufLlamaModel {
@@ -71,9 +71,8 @@ struct GgufLlamaModel {
 
 // The model of a parsed GGUF file. Fails, naming `source` and the key or
 // tensor, on another architecture, a missing, mistyped, contradictory or
-// unknown llama.* key, a tensor name outside the list above, or a tensor type
-// inferno cannot hold. Shapes are checked against the config by the caller
-// (CheckTensorsMatchConfig).
+// unknown llama.* key, or a tensor name outside the list above. Shapes are
+// checked against the config by the caller (CheckTensorsMatchConfig).
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source);
 
 // The GGUF name of a Hugging Face Llama tensor name (the list above).

@@ -38,10 +38,9 @@ class MappedCheckpoint final : public Checkpoint {
     uint64_t begin = 0;  // byte offset of the tensor in that file
     // 0: rows stored in order. > 0: a (heads * head_dim, in) projection
     // stored in Meta's interleaved RoPE order, as llama2.c and GGUF store
-    // q and k (pairs (2i, 2i+1) of each head), with
-    // this many heads; rows are handed out in Hugging Face order (pairs
-    // (i, i + head_dim/2)).
-    int64_t llama2c_rope_heads = 0;
+    // q and k (pairs (2i, 2i+1) of each head), with this many heads; rows
+    // are handed out in Hugging Face order (pairs (i, i + head_dim/2)).
+    int64_t interleaved_rope_heads = 0;
   };
 
   // Precondition: every Storage lies inside its file and names are unique.
@@ -84,6 +83,10 @@ class MappedCheckpoint final : public Checkpoint {
   // The stored bytes of row `row` (Hugging Face order) of tensors()[index].
   // Precondition: index < tensors().size(), 0 <= row < NumRows(index).
   std::span<const std::byte> Row(size_t index, int64_t row) const;
+  // All stored bytes of tensors()[index] in the mapping, as they lie in the
+  // file (rows in file order: Meta's interleaved order when
+  // interleaved_rope_heads > 0). Valid while the checkpoint lives.
+  std::span<const std::byte> StoredTensorBytes(size_t index) const;
   // Read-ahead hint for, and release of the resident pages of, the tensor.
   void WillNeed(size_t index) const;
   void Release(size_t index) const;

@@ -99,7 +99,7 @@ Status WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& c
   return WriteSafetensorsF32(folder + "/model.safetensors", tensors, {{"format", "pt"}});
 }
 
-Status WriteTestGgufModel(const std::string& path, const ModelConfig& config) {
+Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DType matrix_type) {
   const std::vector<TensorSpec> specs = LlamaTensorSpecs(config);
   std::vector<std::vector<float>> values;
   std::vector<NamedTensorF32> tensors;
@@ -110,7 +110,7 @@ Status WriteTestGgufModel(const std::string& path, const ModelConfig& config) {
     vocabulary.tokens.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "t" + std::to_string(id));
     vocabulary.scores.push_back(0.0f);
   }
-  return WriteGgufLlama(path, config, tensors, vocabulary, "test model");
+  return WriteGgufLlama(path, config, tensors, matrix_type, vocabulary, "test model");
 }
 
 Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {
