@@ -100,4 +100,22 @@ GgufVocabulary ByteFallbackVocabulary(int64_t size) {
   return vocabulary;
 }
 
+Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin, int64_t vocab_size) {
+  if (!tokenizer_bin) {
+    if (vocab_size < ByteTokenizer::kVocabSize) {
+      return Error::InvalidArgument("a vocabulary of " + std::to_string(vocab_size) +
+                                    " tokens is too small for a byte-fallback tokenizer (259 or more)");
+    }
+    return ByteFallbackVocabulary(vocab_size);
+  }
+  Result<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::Load(*tokenizer_bin);
+  if (!tokenizer) return tokenizer.error();
+  if ((*tokenizer)->vocab_size() != vocab_size) {
+    return Error::InvalidArgument("--tokenizer: " + *tokenizer_bin + " holds " +
+                                  std::to_string((*tokenizer)->vocab_size()) + " tokens, the model " +
+                                  std::to_string(vocab_size));
+  }
+  return GgufVocabularyOf(**tokenizer);
+}
+
 }  // namespace inferno

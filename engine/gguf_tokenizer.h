@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -34,5 +35,11 @@ GgufVocabulary GgufVocabularyOf(const BpeTokenizer& tokenizer);
 // not at hand): <unk>, <s>, </s>, the byte tokens, then unused "<extra_N>"
 // pieces, all scored 0 — text is encoded byte by byte.
 GgufVocabulary ByteFallbackVocabulary(int64_t size);
+
+// The vocabulary a GGUF writer embeds for a model of `vocab_size` tokens:
+// that of the llama2.c tokenizer.bin at `tokenizer_bin` when given (it must
+// hold exactly `vocab_size` tokens), else ByteFallbackVocabulary. Errors name
+// the file (--tokenizer).
+Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin, int64_t vocab_size);
 
 }  // namespace inferno
