@@ -6,8 +6,14 @@
 // pieces spell a space U+2581 "▁", BpeTokenizer ' '). BpeTokenizer's
 // conventions are llama2.c's and Llama 2's: BOS is id 1 and the byte tokens
 // <0x00>..<0xFF> are ids 3..258; a vocabulary laid out otherwise is refused.
-// tokenizer.ggml.model "gpt2" (byte-level BPE with merges) is not
-// implemented yet and is refused naming it.
+// tokenizer.ggml.model "gpt2" (byte-level BPE with merges, Llama 3, Qwen) is
+// handed to HfTokenizer's byte-level BPE as the tokenizer.json it stands for:
+// the tokens of types control and user-defined become added tokens (special
+// and not), the others the vocabulary, the merges in order, and the
+// pre-tokenizer of tokenizer.ggml.pre — GPT-2's (absent, "default",
+// "gpt-2"), Llama 3's ("llama-bpe", which also ignores merges for whole
+// words) or Qwen 2's ("qwen2", after NFC); other values are refused naming
+// them.
 //
 // Thread-safety: pure functions.
 #pragma once

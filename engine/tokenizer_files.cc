@@ -51,7 +51,11 @@ Result<LoadedTokenizer> LoadGguf(const std::string& path) {
   loaded.tokenizer = std::move(*tokenizer);
   loaded.source = path;
   loaded.sha256 = Sha256Hex(EncodeGgufHeader(GgufVocabularyMetadata(*vocabulary), {}, kGgufDefaultAlignment));
-  loaded.bos_id = static_cast<int32_t>(vocabulary->bos_id);
+  // llama.cpp's default: BOS for SentencePiece-style vocabularies, none for
+  // byte-level ones, unless tokenizer.ggml.add_bos_token says otherwise.
+  if (vocabulary->add_bos.value_or(vocabulary->model == kGgufLlamaTokenizer)) {
+    loaded.bos_id = static_cast<int32_t>(vocabulary->bos_id);
+  }
   loaded.stop_ids = {static_cast<int32_t>(vocabulary->eos_id)};
   return loaded;
 }

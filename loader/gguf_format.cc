@@ -26,15 +26,7 @@ bool IsValueType(uint32_t type) { return type <= static_cast<uint32_t>(GgufValue
 
 std::string ValueTypeName(GgufValueType type) { return kValueTypeNames[static_cast<uint32_t>(type)]; }
 
-// `text` with control characters shown as '?', so that messages stay on one line.
-std::string Printable(std::string_view text, size_t limit = 80) {
-  std::string out(text.substr(0, limit));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  if (text.size() > limit) out += "...";
-  return out;
-}
+std::string Printable(std::string_view text) { return PrintableInMessage(text); }
 
 // Reads the file front to back; every error names the source and the byte
 // offset where the faulty field starts.
@@ -60,7 +52,7 @@ class GgufReader {
 
   Status ReadString(std::string& out, const char* what) {
     const size_t at = offset();
-    uint64_t length;
+    uint64_t length = 0;
     if (Status s = Read(length, what); !s) return s;
     std::span<const std::byte> bytes;
     if (length > remaining() || !reader_.GetBytes(static_cast<size_t>(length), bytes)) {
@@ -86,7 +78,7 @@ class GgufReader {
       case GgufValueType::kFloat32: return ReadAs<float, double>(out);
       case GgufValueType::kFloat64: return ReadAs<double, double>(out);
       case GgufValueType::kBool: {
-        uint8_t b;
+        uint8_t b = 0;
         if (Status s = Read(b, "bool"); !s) return s;
         if (b > 1) return Fail(at, "bool value " + std::to_string(b) + " is neither 0 nor 1");
         out = b == 1;
@@ -106,7 +98,7 @@ class GgufReader {
 
   Status ReadValueType(GgufValueType& type, const char* what) {
     const size_t at = offset();
-    uint32_t raw;
+    uint32_t raw = 0;
     if (Status s = Read(raw, what); !s) return s;
     if (!IsValueType(raw)) return Fail(at, std::string("unknown ") + what + " " + std::to_string(raw));
     type = static_cast<GgufValueType>(raw);
@@ -124,7 +116,7 @@ class GgufReader {
     if (Status s = ReadValueType(value.element_type, "array element type"); !s) return s;
     if (value.element_type == GgufValueType::kArray) return Fail(at, "nested arrays are not supported");
     const size_t count_at = offset();
-    uint64_t count;
+    uint64_t count = 0;
     if (Status s = Read(count, "array length"); !s) return s;
     // Every element takes at least one byte: a count above the bytes left
     // is corrupt, and is refused before anything is allocated for it.
@@ -142,7 +134,7 @@ class GgufReader {
  private:
   template <typename Stored, typename Held>
   Status ReadAs(GgufValue::Scalar& out) {
-    Stored v;
+    Stored v{};
     if (Status s = Read(v, "value"); !s) return s;
     out = static_cast<Held>(v);
     return {};

@@ -104,13 +104,13 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
     return Error::Corruption(source + ": GGUF key '" + kGgufArchitectureKey + "' is missing or not a string");
   }
   if (*architecture->AsString() != kGgufLlamaArchitecture) {
-    return Error::Unimplemented(source + ": GGUF architecture '" + *architecture->AsString() +
+    return Error::Unimplemented(source + ": GGUF architecture '" + PrintableInMessage(*architecture->AsString()) +
                                 "' is not supported (inferno reads 'llama')");
   }
   for (const GgufKeyValue& kv : file.metadata) {
     if (kv.key.starts_with(kLlamaPrefix) &&
         std::find(std::begin(kKnownLlamaKeys), std::end(kKnownLlamaKeys), kv.key) == std::end(kKnownLlamaKeys)) {
-      return Error::Unimplemented(source + ": GGUF key '" + kv.key +
+      return Error::Unimplemented(source + ": GGUF key '" + PrintableInMessage(kv.key) +
                                   "' is not implemented, and inferno would ignore it");
     }
   }
@@ -181,7 +181,7 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       c.rope_scaling.factor = *factor;
     } else if (*type != "none") {
-      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" + *type +
+      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" + PrintableInMessage(*type) +
                                   "' is not implemented (none and linear are)");
     }
   }
@@ -238,7 +238,7 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
   for (const GgufTensor& tensor : file.tensors) {
     std::optional<std::string> name = HfName(tensor.info.name);
     if (!name) {
-      return Error::Unimplemented(source + ": tensor '" + tensor.info.name +
+      return Error::Unimplemented(source + ": tensor '" + PrintableInMessage(tensor.info.name) +
                                   "' is not part of a GGUF llama model, and inferno would ignore it");
     }
     GgufLlamaTensor held;

@@ -54,7 +54,7 @@ Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::strin
   GgufVocabulary vocabulary;
   vocabulary.model = *model->AsString();
   if (vocabulary.model != kGgufLlamaTokenizer && vocabulary.model != kGgufGpt2Tokenizer) {
-    return Error::Unimplemented(source + ": GGUF tokenizer model '" + vocabulary.model +
+    return Error::Unimplemented(source + ": GGUF tokenizer model '" + PrintableInMessage(vocabulary.model) +
                                 "' is not implemented (llama and gpt2 are)");
   }
   Result<const GgufValue*> tokens = Array(file, source, kGgufTokensKey, {GgufValueType::kString}, -1);
@@ -96,6 +96,14 @@ Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::strin
   } else if (vocabulary.model == kGgufGpt2Tokenizer) {
     return KeyError(source, kGgufMergesKey, "is missing (a gpt2 tokenizer merges by rank)");
   }
+  if (const GgufValue* pre = file.Find(kGgufPreTokenizerKey)) {
+    if (pre->AsString() == nullptr) return KeyError(source, kGgufPreTokenizerKey, "is not a string");
+    vocabulary.pre = *pre->AsString();
+  }
+  if (const GgufValue* add_bos = file.Find(kGgufAddBosKey)) {
+    if (add_bos->type != GgufValueType::kBool) return KeyError(source, kGgufAddBosKey, "is not a bool");
+    vocabulary.add_bos = std::get<bool>(add_bos->values[0]);
+  }
   Result<std::optional<int64_t>> bos = TokenId(file, source, kGgufBosTokenIdKey, vocab);
   Result<std::optional<int64_t>> eos = TokenId(file, source, kGgufEosTokenIdKey, vocab);
   Result<std::optional<int64_t>> unknown = TokenId(file, source, kGgufUnknownTokenIdKey, vocab);
@@ -126,6 +134,8 @@ std::vector<GgufKeyValue> GgufVocabularyMetadata(const GgufVocabulary& v) {
     metadata.push_back({kGgufTokenTypesKey, std::move(types)});
   }
   if (!v.merges.empty()) metadata.push_back({kGgufMergesKey, StringArray(v.merges)});
+  if (!v.pre.empty()) metadata.push_back({kGgufPreTokenizerKey, {GgufValueType::kString, GgufValueType::kString, {v.pre}}});
+  if (v.add_bos) metadata.push_back({kGgufAddBosKey, {GgufValueType::kBool, GgufValueType::kBool, {*v.add_bos}}});
   metadata.push_back({kGgufBosTokenIdKey, Uint32(v.bos_id)});
   metadata.push_back({kGgufEosTokenIdKey, Uint32(v.eos_id)});
   if (v.unknown_id) metadata.push_back({kGgufUnknownTokenIdKey, Uint32(*v.unknown_id)});

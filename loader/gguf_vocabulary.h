@@ -9,6 +9,9 @@
 //   tokenizer.ggml.scores         array of float32, one per id (llama; optional for gpt2)
 //   tokenizer.ggml.token_type     array of int32, one per id (GgufTokenType)
 //   tokenizer.ggml.merges         array of string "left right" (gpt2)
+//   tokenizer.ggml.pre            string: gpt2's pre-tokenizer by llama.cpp's name
+//                                 ("llama-bpe", "qwen2", ...; absent: GPT-2's)
+//   tokenizer.ggml.add_bos_token  bool (optional)
 //   tokenizer.ggml.bos_token_id   uint32
 //   tokenizer.ggml.eos_token_id   uint32
 //   tokenizer.ggml.unknown_token_id uint32 (optional)
@@ -31,6 +34,8 @@ inline constexpr char kGgufTokensKey[] = "tokenizer.ggml.tokens";
 inline constexpr char kGgufScoresKey[] = "tokenizer.ggml.scores";
 inline constexpr char kGgufTokenTypesKey[] = "tokenizer.ggml.token_type";
 inline constexpr char kGgufMergesKey[] = "tokenizer.ggml.merges";
+inline constexpr char kGgufPreTokenizerKey[] = "tokenizer.ggml.pre";
+inline constexpr char kGgufAddBosKey[] = "tokenizer.ggml.add_bos_token";
 inline constexpr char kGgufBosTokenIdKey[] = "tokenizer.ggml.bos_token_id";
 inline constexpr char kGgufEosTokenIdKey[] = "tokenizer.ggml.eos_token_id";
 inline constexpr char kGgufUnknownTokenIdKey[] = "tokenizer.ggml.unknown_token_id";
@@ -53,6 +58,8 @@ struct GgufVocabulary {
   std::vector<float> scores;           // (vocab), or empty (gpt2 only)
   std::vector<int32_t> token_types;    // (vocab), or empty
   std::vector<std::string> merges;     // gpt2: "left right", highest priority first
+  std::string pre;                     // gpt2: tokenizer.ggml.pre, or empty
+  std::optional<bool> add_bos;         // tokenizer.ggml.add_bos_token
   int64_t bos_id = 0;
   int64_t eos_id = 0;
   std::optional<int64_t> unknown_id;

@@ -105,7 +105,10 @@ Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DT
   std::vector<NamedTensorF32> tensors;
   for (const TensorSpec& spec : specs) values.push_back(TestWeights(spec));
   for (size_t i = 0; i < specs.size(); ++i) tensors.push_back({specs[i].name, specs[i].shape, values[i]});
-  GgufVocabulary vocabulary{.model = kGgufLlamaTokenizer, .bos_id = 1, .eos_id = 2};
+  GgufVocabulary vocabulary;
+  vocabulary.model = kGgufLlamaTokenizer;
+  vocabulary.bos_id = 1;
+  vocabulary.eos_id = 2;
   for (int64_t id = 0; id < config.vocab_size; ++id) {
     vocabulary.tokens.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "t" + std::to_string(id));
     vocabulary.scores.push_back(0.0f);
