@@ -49,6 +49,15 @@ const char* ErrorKindName(ErrorKind kind) {
 
 std::string Error::ToString() const { return std::string(ErrorKindName(kind)) + ": " + message; }
 
+std::string PrintableInMessage(std::string_view text, size_t limit) {
+  std::string out(text.substr(0, limit));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  if (text.size() > limit) out += "...";
+  return out;
+}
+
 Error Error::Prefixed(std::string_view prefix) const { return {kind, std::string(prefix) + message}; }
 
 Error Error::InvalidArgument(std::string message) {

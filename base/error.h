@@ -70,6 +70,11 @@ struct Error {
   static Error Closed(const std::string& where);
 };
 
+// `text` (a name or value read from a file) as it may appear in a message:
+// control characters (NUL, newline, ...) shown as '?', so that the message
+// stays on one line, and cut after `limit` bytes with "...".
+std::string PrintableInMessage(std::string_view text, size_t limit = 120);
+
 template <typename T>
 using Result = Expected<T, Error>;
 using Status = Expected<void, Error>;

@@ -8,6 +8,8 @@
 
 #include "base/byte_codec.h"
 
+#include <glog/logging.h>
+
 namespace inferno {
 namespace {
 
@@ -53,7 +55,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Parse(std::string_view bytes
   };
   int32_t max_token_length = 0;
   if (!reader.Get(max_token_length)) return truncated(0);
-  std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
   for (int32_t id = 0; reader.remaining() > 0; ++id) {
     float score = 0.0f;
     int32_t length = 0;
@@ -67,18 +70,29 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Parse(std::string_view bytes
     // length field may claim.
     std::span<const std::byte> piece_bytes;
     if (!reader.GetBytes(static_cast<size_t>(length), piece_bytes)) return truncated(id);
-    const std::string piece(reinterpret_cast<const char*>(piece_bytes.data()), piece_bytes.size());
-    tokenizer->scores_.push_back(score);
-    tokenizer->ids_.emplace(piece, id);  // the first of duplicate pieces wins
-    tokenizer->pieces_.push_back(std::move(piece));
+    pieces.emplace_back(reinterpret_cast<const char*>(piece_bytes.data()), piece_bytes.size());
+    scores.push_back(score);
   }
+  return FromVocabulary(std::move(pieces), std::move(scores), path);
+}
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromVocabulary(std::vector<std::string> pieces,
+                                                                   std::vector<float> scores,
+                                                                   const std::string& source) {
+  CHECK_EQ(pieces.size(), scores.size());
   // Encode falls back to ids 3..258, one per byte, for text the vocabulary
   // lacks (as llama2.c does), so those ids must exist.
-  if (tokenizer->pieces_.size() < static_cast<size_t>(ByteTokenizer::kVocabSize)) {
-    return Error::Corruption(path + ": " + std::to_string(tokenizer->pieces_.size()) +
+  if (pieces.size() < static_cast<size_t>(ByteTokenizer::kVocabSize)) {
+    return Error::Corruption(source + ": " + std::to_string(pieces.size()) +
                              " tokens, but byte fallback needs at least " +
                              std::to_string(ByteTokenizer::kVocabSize) + " (3 specials, then one per byte)");
   }
+  std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    tokenizer->ids_.emplace(pieces[id], static_cast<int32_t>(id));  // the first of duplicate pieces wins
+  }
+  tokenizer->pieces_ = std::move(pieces);
+  tokenizer->scores_ = std::move(scores);
   return tokenizer;
 }
 

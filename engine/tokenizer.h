@@ -65,6 +65,15 @@ class BpeTokenizer final : public Tokenizer {
   static Result<std::unique_ptr<BpeTokenizer>> Load(const std::string& path);
   // Parses the contents of a tokenizer.bin; `source` names it in errors.
   static Result<std::unique_ptr<BpeTokenizer>> Parse(std::string_view bytes, const std::string& source);
+  // The tokenizer of `pieces` (a space spelled ' ', bytes as "<0xNN>" at ids
+  // 3..258) with their `scores` (as many), e.g. a GGUF file's. Fails naming
+  // `source` when there are fewer than 259 pieces.
+  static Result<std::unique_ptr<BpeTokenizer>> FromVocabulary(std::vector<std::string> pieces,
+                                                              std::vector<float> scores, const std::string& source);
+
+  // The vocabulary: piece and score of each id.
+  const std::vector<std::string>& pieces() const { return pieces_; }
+  const std::vector<float>& scores() const { return scores_; }
 
   std::vector<int32_t> Encode(std::string_view text) const override;
   std::string Decode(int32_t previous, int32_t token) const override;

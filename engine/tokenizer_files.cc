@@ -6,7 +6,12 @@
 #include <iterator>
 #include <span>
 
+#include "base/byte_codec.h"
+#include "engine/gguf_tokenizer.h"
 #include "engine/hf_tokenizer/hf_tokenizer.h"
+#include "loader/gguf_format.h"
+#include "loader/gguf_vocabulary.h"
+#include "loader/mapped_file.h"
 #include "loader/sha256.h"
 
 namespace inferno {
@@ -23,7 +28,40 @@ std::string Sha256Hex(std::string_view bytes) {
   return hash.HexDigest();
 }
 
+// Whether `path` is a GGUF file (by its magic).
+bool IsGguf(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  char magic[4] = {};
+  return file.read(magic, sizeof(magic)) &&
+         LoadLittleEndian<uint32_t>(std::as_bytes(std::span(magic))) == kGgufMagic;
+}
+
+// The tokenizer a GGUF file embeds; its sha256 is that of its
+// tokenizer.ggml.* keys as GGUF encodes them (not of the weights around them).
+Result<LoadedTokenizer> LoadGguf(const std::string& path) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  if (!file) return file.error();
+  Result<GgufFile> gguf = ParseGgufFile((*file)->bytes(), path);
+  if (!gguf) return gguf.error();
+  Result<GgufVocabulary> vocabulary = ReadGgufVocabulary(*gguf, path);
+  if (!vocabulary) return vocabulary.error();
+  Result<std::unique_ptr<Tokenizer>> tokenizer = MakeGgufTokenizer(*vocabulary, path);
+  if (!tokenizer) return tokenizer.error();
+  LoadedTokenizer loaded;
+  loaded.tokenizer = std::move(*tokenizer);
+  loaded.source = path;
+  loaded.sha256 = Sha256Hex(EncodeGgufHeader(GgufVocabularyMetadata(*vocabulary), {}, kGgufDefaultAlignment));
+  // llama.cpp's default: BOS for SentencePiece-style vocabularies, none for
+  // byte-level ones, unless tokenizer.ggml.add_bos_token says otherwise.
+  if (vocabulary->add_bos.value_or(vocabulary->model == kGgufLlamaTokenizer)) {
+    loaded.bos_id = static_cast<int32_t>(vocabulary->bos_id);
+  }
+  loaded.stop_ids = {static_cast<int32_t>(vocabulary->eos_id)};
+  return loaded;
+}
+
 Result<LoadedTokenizer> LoadFile(const std::string& path) {
+  if (IsGguf(path)) return LoadGguf(path);
   std::ifstream file(path, std::ios::binary);
   if (!file) return Error::NotFound("--tokenizer: cannot open '" + path + "'");
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -83,6 +121,11 @@ Result<std::optional<LoadedTokenizer>> LoadTokenizer(const std::optional<std::st
   std::error_code ec;
   if (!flag) {
     if (model_folder.empty()) return std::optional<LoadedTokenizer>();
+    if (!fs::is_directory(model_folder, ec) && IsGguf(model_folder)) {
+      Result<LoadedTokenizer> loaded = LoadGguf(model_folder);
+      if (!loaded) return loaded.error();
+      return std::optional<LoadedTokenizer>(std::move(*loaded));
+    }
     const fs::path beside = fs::path(model_folder) / kTokenizerJson;
     if (!fs::exists(beside, ec)) return std::optional<LoadedTokenizer>();
     Result<LoadedTokenizer> loaded = LoadFile(beside.string());

@@ -23,7 +23,8 @@ struct LoadedTokenizer {
   std::string sha256;  // of the file's bytes (hex), or "byte-level"
   // Ids that end a sequence by the tokenizer's own convention: llama2.c's
   // EOS and BOS for tokenizer.bin and the byte-level tokenizer; for a
-  // tokenizer.json, the eos_token of the tokenizer_config.json beside it.
+  // tokenizer.json, the eos_token of the tokenizer_config.json beside it;
+  // a GGUF file's tokenizer.ggml.eos_token_id.
   std::vector<int32_t> stop_ids;
   // The tokenizer_config.json beside a tokenizer.json (chat template, BOS
   // and EOS strings), when there is one.
@@ -38,9 +39,11 @@ struct LoadedTokenizer {
 inline constexpr char kByteLevelTokenizer[] = "byte-level";
 
 // `flag` (--tokenizer): kByteLevelTokenizer, a tokenizer.json, a folder
-// holding one, or a llama2.c tokenizer.bin (told apart by content: a JSON
-// object or not). Without it: `model_folder`'s tokenizer.json when there is
-// one, else nullopt (`model_folder` may be empty). A tokenizer.json's
+// holding one, a GGUF file (its embedded tokenizer: engine/gguf_tokenizer.h),
+// or a llama2.c tokenizer.bin (told apart by content: the GGUF magic, a JSON
+// object or neither). Without it: the tokenizer of `model_folder` when it is
+// a GGUF file, else `model_folder`'s tokenizer.json when there is one, else
+// nullopt (`model_folder` may be empty). A tokenizer.json's
 // tokenizer_config.json is read from the same folder. Errors name the file:
 // NotFound (no file, a folder without tokenizer.json), Corruption and
 // Unimplemented (see HfTokenizer and BpeTokenizer), Io.

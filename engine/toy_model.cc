@@ -1,5 +1,7 @@
 #include "engine/toy_model.h"
 
+#include "loader/gguf_writer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -104,6 +106,15 @@ Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint6
   config_file.close();
   if (!config_file) return Error::Io("cannot write '" + config_path + "'");
   return {};
+}
+
+Status WriteToyModelGguf(const std::string& path, const ModelConfig& config, uint64_t seed, DType matrix_type,
+                         const GgufVocabulary& vocabulary) {
+  const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
+  std::vector<NamedTensorF32> named;
+  for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
+  return WriteGgufLlama(path, config, named, matrix_type, vocabulary,
+                        "inferno toy model, seed " + std::to_string(seed));
 }
 
 }  // namespace inferno

@@ -1,6 +1,7 @@
 // ToyModel: a deterministic, randomly initialized Llama-architecture model of
 // any shape — the project's embedded default model (//tools:make_toy_model
-// writes it as safetensors + config.json) and the model of engine tests.
+// writes it as safetensors + config.json, or as GGUF) and the model of
+// engine tests.
 //
 // Tensors carry Hugging Face Llama names and layouts (see loader/checkpoint.h).
 // Values come from a fixed counter-based generator seeded by `seed` and the
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "loader/gguf_vocabulary.h"
 #include "loader/model_config.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
 
@@ -60,5 +63,10 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
 // Writes `folder`/config.json and `folder`/model.safetensors (f32) of the toy
 // model, creating `folder` if needed. Fails naming the file on I/O errors.
 Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
+
+// Writes the toy model as the GGUF file `path` (loader/gguf_writer.h), its
+// matrices stored as `matrix_type`, embedding `vocabulary`.
+Status WriteToyModelGguf(const std::string& path, const ModelConfig& config, uint64_t seed, DType matrix_type,
+                         const GgufVocabulary& vocabulary);
 
 }  // namespace inferno

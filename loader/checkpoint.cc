@@ -1,11 +1,14 @@
 #include "loader/checkpoint.h"
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "base/byte_codec.h"
+#include "loader/gguf_format.h"
 #include "loader/llama_layout.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/mapped_file.h"
@@ -111,8 +114,16 @@ Result<std::unique_ptr<MappedCheckpoint>> OpenFolder(const fs::path& folder) {
   return Error::NotFound(folder.string() + ": holds neither " + kSingleFile + " nor " + kIndexFile);
 }
 
-// A folder, an index, a single safetensors file (config.json beside it), or
-// else a llama2.c file.
+// Whether the file at `path` starts with the GGUF magic.
+bool HasGgufMagic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, sizeof(magic))) return false;
+  return LoadLittleEndian<uint32_t>(std::as_bytes(std::span(magic))) == kGgufMagic;
+}
+
+// A folder, an index, a single safetensors file (config.json beside it), a
+// GGUF file (by its magic), or else a llama2.c file.
 Result<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
@@ -123,6 +134,7 @@ Result<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path)
     if (!config) return config.error();
     return MappedCheckpoint::OpenSafetensors({path}, std::move(*config));
   }
+  if (HasGgufMagic(path)) return MappedCheckpoint::OpenGguf(path);
   return MappedCheckpoint::OpenLlama2c(path);
 }
 

@@ -18,8 +18,8 @@
 //   model.norm.weight                              (hidden_size)
 //   lm_head.weight                                 (vocab_size, hidden_size), absent when tied
 // q_proj and k_proj rows are in Hugging Face's RoPE order (rotating pairs
-// (i, i + head_dim/2) of each head); a llama2.c checkpoint, which rotates
-// adjacent pairs (2i, 2i+1), is permuted into that order on read.
+// (i, i + head_dim/2) of each head); a llama2.c or GGUF checkpoint, which
+// rotates adjacent pairs (2i, 2i+1), is permuted into that order on read.
 //
 // Thread-safety: const methods may be called from several threads at once.
 #pragma once
@@ -44,7 +44,8 @@ class Checkpoint {
 
   // Opens a safetensors file, a folder holding model.safetensors or a sharded
   // model.safetensors.index.json (plus config.json, and the eos_token_id of
-  // generation_config.json when there is one), or a llama2.c .bin file.
+  // generation_config.json when there is one), a GGUF file of the llama
+  // architecture (told by its magic), or a llama2.c .bin file.
   // Validates headers, and that the tensors are exactly those the config
   // requires, with their shapes.
   static Result<std::unique_ptr<Checkpoint>> Open(const std::string& path);

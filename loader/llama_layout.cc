@@ -62,6 +62,11 @@ TensorSpec EmbeddingSpec(const ModelConfig& c) { return {kEmbedTokensName, {c.vo
 TensorSpec FinalNormSpec(const ModelConfig& c) { return {kFinalNormName, {c.hidden_size}}; }
 TensorSpec LmHeadSpec(const ModelConfig& c) { return {kLmHeadName, {c.vocab_size, c.hidden_size}}; }
 
+int64_t InterleavedRopeRow(int64_t hf_row, int64_t head_dim) {
+  const int64_t head = hf_row / head_dim, within = hf_row % head_dim, half = head_dim / 2;
+  return head * head_dim + 2 * (within % half) + within / half;
+}
+
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config) {
   std::vector<TensorSpec> specs = {EmbeddingSpec(config)};
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {

@@ -56,6 +56,13 @@ TensorSpec EmbeddingSpec(const ModelConfig& config);  // (vocab_size, hidden_siz
 TensorSpec FinalNormSpec(const ModelConfig& config);  // (hidden_size)
 TensorSpec LmHeadSpec(const ModelConfig& config);     // (vocab_size, hidden_size)
 
+// Meta's interleaved RoPE layout, in which llama2.c and GGUF files store the
+// q and k projections: each head's rotating pairs are adjacent rows (2i,
+// 2i+1) where Hugging Face has them half a head apart (i, i + head_dim/2).
+// The stored row of a (heads * head_dim, in) projection that holds Hugging
+// Face row `hf_row`: h*hd + j*hd/2 + i -> h*hd + 2i + j.
+int64_t InterleavedRopeRow(int64_t hf_row, int64_t head_dim);
+
 // Every tensor the model needs: the embedding, each layer's, the final norm
 // and, unless tie_word_embeddings, lm_head.
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);

@@ -95,3 +95,16 @@ TEST(CheckTensorsMatchConfig, BiasesAreRequiredWhenDeclaredAndRefusedWhenNot) {
 
 }  // namespace
 }  // namespace inferno
+
+namespace inferno {
+namespace {
+
+TEST(LlamaLayout, InterleavedRopeRowPutsEachHeadsPairsSideBySide) {
+  // head_dim 4: Hugging Face rows (0, 2) and (1, 3) rotate together; stored
+  // interleaved they are rows (0, 1) and (2, 3). Head 1 is offset by 4.
+  const int64_t expected[] = {0, 2, 1, 3, 4, 6, 5, 7};
+  for (int64_t row = 0; row < 8; ++row) EXPECT_EQ(InterleavedRopeRow(row, 4), expected[row]) << row;
+}
+
+}  // namespace
+}  // namespace inferno

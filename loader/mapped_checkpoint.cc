@@ -10,10 +10,27 @@
 
 #include <glog/logging.h>
 
+#include "loader/gguf_format.h"
+#include "loader/gguf_llama.h"
 #include "loader/llama2c_format.h"
+#include "loader/llama_layout.h"
 #include "loader/safetensors_format.h"
 
 namespace inferno {
+
+namespace {
+
+// Rows of a 1-D tensor are its elements, which a block type cannot address
+// one by one (ggml keeps such tensors, the norms, in F32).
+Status CheckRowsAddressable(const TensorInfo& info, const std::string& path) {
+  if (info.shape.size() == 1 && DTypeBlockElements(info.dtype) > 1) {
+    return Error::Unimplemented(path + ": tensor '" + info.name + "' is 1-D in block type " +
+                                std::string(DTypeName(info.dtype)) + "; store 1-D tensors as F32, F16 or BF16");
+  }
+  return {};
+}
+
+}  // namespace
 
 MappedCheckpoint::MappedCheckpoint(ModelConfig config, std::vector<std::unique_ptr<MappedFile>> files,
                                    std::vector<Storage> tensors)
@@ -47,12 +64,7 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::FromSafetensorsFiles
     Result<SafetensorsHeader> header = ParseSafetensorsHeader(files[f]->bytes(), path);
     if (!header) return header.error();
     for (SafetensorsEntry& entry : header->tensors) {
-      if (entry.info.shape.size() == 1 && DTypeBlockElements(entry.info.dtype) > 1) {
-        // Rows of a 1-D tensor are its elements, which a block type cannot
-        // address one by one (ggml keeps such tensors, the norms, in F32).
-        return Error::Unimplemented(path + ": tensor '" + entry.info.name + "' is 1-D in block type " +
-                                    std::string(DTypeName(entry.info.dtype)) + "; store 1-D tensors as F32, F16 or BF16");
-      }
+      if (Status s = CheckRowsAddressable(entry.info, path); !s) return s.error();
       auto [it, inserted] = file_of.emplace(entry.info.name, f);
       if (!inserted) {
         return Error::Corruption(path + ": tensor '" + entry.info.name + "' is also in " +
@@ -77,6 +89,23 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenLlama2c(const st
   std::vector<std::unique_ptr<MappedFile>> files;
   files.push_back(std::move(*file));
   return std::make_unique<MappedCheckpoint>(std::move(layout->config), std::move(files), std::move(tensors));
+}
+
+Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenGguf(const std::string& path) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  if (!file) return file.error();
+  Result<GgufFile> gguf = ParseGgufFile((*file)->bytes(), path);
+  if (!gguf) return gguf.error();
+  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, path);
+  if (!model) return model.error();
+  std::vector<Storage> tensors;
+  for (GgufLlamaTensor& t : model->tensors) {
+    if (Status s = CheckRowsAddressable(t.info, path); !s) return s.error();
+    tensors.push_back({std::move(t.info), 0, t.begin, t.interleaved_heads});
+  }
+  std::vector<std::unique_ptr<MappedFile>> files;
+  files.push_back(std::move(*file));
+  return std::make_unique<MappedCheckpoint>(std::move(model->config), std::move(files), std::move(tensors));
 }
 
 std::optional<size_t> MappedCheckpoint::IndexOf(const std::string& name) const {
@@ -110,15 +139,15 @@ std::span<const std::byte> MappedCheckpoint::Row(size_t index, int64_t row) cons
   DCHECK_GE(row, 0);
   DCHECK_LT(row, NumRows(index));
   int64_t stored_row = row;
-  if (s.llama2c_rope_heads > 0) {
-    // Hugging Face row h*hd + j*hd/2 + i holds llama2.c row h*hd + 2i + j.
-    const int64_t head_dim = NumRows(index) / s.llama2c_rope_heads;
-    const int64_t head = row / head_dim, within = row % head_dim, half = head_dim / 2;
-    stored_row = head * head_dim + 2 * (within % half) + within / half;
-  }
+  if (s.interleaved_rope_heads > 0) stored_row = InterleavedRopeRow(row, NumRows(index) / s.interleaved_rope_heads);
   const int64_t row_bytes = RowBytes(index);
   return files_[s.file]->bytes().subspan(s.begin + static_cast<uint64_t>(stored_row * row_bytes),
                                          static_cast<size_t>(row_bytes));
+}
+
+std::span<const std::byte> MappedCheckpoint::StoredTensorBytes(size_t index) const {
+  const Storage& s = storage_[index];
+  return files_[s.file]->bytes().subspan(s.begin, TensorByteSize(s.info));
 }
 
 void MappedCheckpoint::WillNeed(size_t index) const {
@@ -165,7 +194,7 @@ void MappedCheckpoint::ForEachRowRun(
   constexpr int64_t kRunBytes = int64_t{16} << 20;
   const MappedFile& file = *files_[s.file];
   const int64_t row_bytes = RowBytes(index);
-  if (s.llama2c_rope_heads != 0) {
+  if (s.interleaved_rope_heads != 0) {
     // Rows permuted within the tensor (a q or k projection): mapped whole.
     file.WillNeed(s.begin, s.begin + TensorByteSize(s.info));
     for (int64_t row = row_begin; row < row_end; ++row) run(Row(index, row).data(), row, 1);
@@ -219,7 +248,7 @@ std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRowsF32(const std::st
   const std::optional<size_t> index = IndexOf(name);
   if (!index) return std::nullopt;
   const Storage& s = storage_[*index];
-  if (s.info.dtype != DType::kF32 || s.llama2c_rope_heads != 0) return std::nullopt;
+  if (s.info.dtype != DType::kF32 || s.interleaved_rope_heads != 0) return std::nullopt;
   if (row_begin < 0 || row_end <= row_begin || row_end > NumRows(*index)) return std::nullopt;
   const std::shared_ptr<const MappedFile>& file = files_[s.file];
   const uint64_t first = s.begin + static_cast<uint64_t>(row_begin * RowBytes(*index));

@@ -1,6 +1,7 @@
 // MappedCheckpoint: the Checkpoint behind every supported format. Each tensor
-// is a byte range of a memory-mapped file (a safetensors file or a llama2.c
-// .bin), stored row-major, possibly with its rows in llama2.c's RoPE order.
+// is a byte range of a memory-mapped file (a safetensors file, a llama2.c
+// .bin or a GGUF file), stored row-major, possibly with its rows in Meta's
+// interleaved RoPE order (llama2.c's and GGUF's).
 // Beyond Checkpoint it hands out the stored bytes of each row (Hugging Face row
 // order), so tensors can be copied without conversion, and lets a streaming
 // reader drop the pages it has finished with.
@@ -37,10 +38,10 @@ class MappedCheckpoint final : public Checkpoint {
     size_t file = 0;     // index into the checkpoint's files
     uint64_t begin = 0;  // byte offset of the tensor in that file
     // 0: rows stored in order. > 0: a (heads * head_dim, in) projection
-    // stored in llama2.c's RoPE order (pairs (2i, 2i+1) of each head) with
-    // this many heads; rows are handed out in Hugging Face order (pairs
-    // (i, i + head_dim/2)).
-    int64_t llama2c_rope_heads = 0;
+    // stored in Meta's interleaved RoPE order, as llama2.c and GGUF store
+    // q and k (pairs (2i, 2i+1) of each head), with this many heads; rows
+    // are handed out in Hugging Face order (pairs (i, i + head_dim/2)).
+    int64_t interleaved_rope_heads = 0;
   };
 
   // Precondition: every Storage lies inside its file and names are unique.
@@ -59,6 +60,8 @@ class MappedCheckpoint final : public Checkpoint {
       std::vector<std::unique_ptr<MappedFile>> files, ModelConfig config);
   // A llama2.c v0 .bin file (see llama2c_format.h).
   static Result<std::unique_ptr<MappedCheckpoint>> OpenLlama2c(const std::string& path);
+  // A GGUF file of the llama architecture (see gguf_llama.h).
+  static Result<std::unique_ptr<MappedCheckpoint>> OpenGguf(const std::string& path);
 
   const ModelConfig& config() const override { return config_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
@@ -83,6 +86,10 @@ class MappedCheckpoint final : public Checkpoint {
   // The stored bytes of row `row` (Hugging Face order) of tensors()[index].
   // Precondition: index < tensors().size(), 0 <= row < NumRows(index).
   std::span<const std::byte> Row(size_t index, int64_t row) const;
+  // All stored bytes of tensors()[index] in the mapping, as they lie in the
+  // file (rows in file order: Meta's interleaved order when
+  // interleaved_rope_heads > 0). Valid while the checkpoint lives.
+  std::span<const std::byte> StoredTensorBytes(size_t index) const;
   // Read-ahead hint for, and release of the resident pages of, the tensor.
   void WillNeed(size_t index) const;
   void Release(size_t index) const;

@@ -18,14 +18,7 @@ Error HeaderError(const std::string& source, const std::string& what) {
   return Error::Corruption(source + ": " + what);
 }
 
-// `text` with control characters (NUL, newline, ...) shown as '?', so that
-// messages stay on one line.
-std::string Printable(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  return text;
-}
+std::string Printable(std::string_view text) { return PrintableInMessage(text); }
 
 Error TensorError(const std::string& source, const std::string& name, const std::string& what) {
   return Error::Corruption(source + ": tensor '" + Printable(name) + "': " + what);

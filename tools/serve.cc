@@ -52,7 +52,7 @@ const CommandSpec kSpec{
     "(--model PATH | --shards DIR) [--listen HOST:PORT] [flags]",
     "Serves the OpenAI API (completions, chat completions, streaming) over a pipeline of the job's ranks\n"
     "(alone or under launch), with continuous batching. Rank 0 serves HTTP. SIGTERM drains and exits 0.",
-    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, or llama2.c .bin"},
+    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
      {"listen", "HOST:PORT", "the address to serve on (default 127.0.0.1:8080; port 0: any free port)"},
      {"model-name", "NAME", "the model id requests name (default: the file or folder name of --model)"},

@@ -4,8 +4,9 @@
 //   shard --model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR
 //
 // PATH is a safetensors file or folder (with config.json), a Hugging Face
-// sharded folder, or a llama2.c .bin. Progress goes to stderr; re-running over
-// a finished DIR verifies the files and skips them.
+// sharded folder, a GGUF file (whose embedded tokenizer infer reads with
+// --tokenizer FILE.gguf), or a llama2.c .bin. Progress goes to stderr;
+// re-running over a finished DIR verifies the files and skips them.
 #include <unistd.h>
 
 #include <cctype>
@@ -32,7 +33,7 @@ const CommandSpec kSpec{
     "--model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR",
     "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor-) parallel job,\n"
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
-    "folder, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips them.",
+    "folder, a GGUF file, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips them.",
     {{"model", "PATH", "the checkpoint to split (required)"},
      {"pp", "N", "pipeline stages (required)"},
      {"tp", "M", "tensor-parallel ranks per stage (default 1)"},

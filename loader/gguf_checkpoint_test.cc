@@ -1,0 +1,224 @@
+// GGUF files of the llama architecture through Checkpoint::Open.
+#include <cstring>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "loader/checkpoint.h"
+#include "loader/gguf_format.h"
+#include "loader/gguf_llama.h"
+#include "loader/gguf_vocabulary.h"
+#include "loader/llama2c_format.h"
+#include "loader/llama_layout.h"
+#include "loader/mapped_file.h"
+#include "loader/test_models.h"
+
+namespace inferno {
+namespace {
+
+std::string FileBytes(const std::string& path) {
+  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  CHECK(file) << file.error().message;
+  const std::span<const std::byte> bytes = (*file)->bytes();
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A copy of the GGUF file `from` at `to` with its header edited by `edit`
+// (metadata, tensor names and types; the data stays as it was).
+void Rewrite(const std::string& from, const std::string& to, const std::function<void(GgufFile&)>& edit) {
+  const std::string bytes = FileBytes(from);
+  Result<GgufFile> file = ParseGgufFile(std::as_bytes(std::span(bytes.data(), bytes.size())), from);
+  ASSERT_TRUE(file) << file.error().message;
+  edit(*file);
+  std::vector<GgufTensorInfo> infos;
+  for (const GgufTensor& t : file->tensors) infos.push_back(t.info);
+  ASSERT_TRUE(WriteBytes(to, EncodeGgufHeader(file->metadata, infos, file->alignment) +
+                                 bytes.substr(file->data_begin)));
+}
+
+GgufKeyValue* Key(GgufFile& file, const std::string& key) {
+  for (GgufKeyValue& kv : file.metadata) {
+    if (kv.key == key) return &kv;
+  }
+  return nullptr;
+}
+
+std::string ExpectOpenFails(const std::string& path) {
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  if (checkpoint) {
+    ADD_FAILURE() << "opened a bad checkpoint " << path;
+    return "";
+  }
+  EXPECT_EQ(checkpoint.error().message.find('\n'), std::string::npos);
+  return checkpoint.error().message;
+}
+
+std::string ValidModel(const std::string& name, const ModelConfig& config = TestConfig(2, false)) {
+  const std::string path = TestPath(name);
+  CHECK(WriteTestGgufModel(path, config));
+  return path;
+}
+
+TEST(GgufCheckpoint, GivesHuggingFaceNamesShapesAndValues) {
+  for (bool tied : {false, true}) {
+    const ModelConfig expected = TestConfig(3, tied);
+    const std::string path = ValidModel(tied ? "tied.gguf" : "untied.gguf", expected);
+    Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+    const ModelConfig& c = (*checkpoint)->config();
+    EXPECT_EQ(c.hidden_size, expected.hidden_size);
+    EXPECT_EQ(c.intermediate_size, expected.intermediate_size);
+    EXPECT_EQ(c.num_hidden_layers, 3);
+    EXPECT_EQ(c.num_attention_heads, expected.num_attention_heads);
+    EXPECT_EQ(c.num_key_value_heads, expected.num_key_value_heads);
+    EXPECT_EQ(c.vocab_size, expected.vocab_size);
+    EXPECT_EQ(c.max_position_embeddings, expected.max_position_embeddings);
+    EXPECT_EQ(c.rms_norm_eps, expected.rms_norm_eps);
+    EXPECT_EQ(c.rope_theta, expected.rope_theta);
+    EXPECT_EQ(c.tie_word_embeddings, tied);
+    EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{2});
+    ExpectHoldsTestWeights(**checkpoint);
+  }
+}
+
+// Matrices stored as F16, BF16, Q8_0, Q4_0 read back as the f32 values of
+// their stored (rounded or quantized) rows, each q/k row in Hugging Face
+// order; norms stay F32.
+TEST(GgufCheckpoint, ReadsEveryMatrixTypeAsItsDequantizedValues) {
+  ModelConfig config = TestConfig(2, false);
+  config.hidden_size = 64;  // rows of 64 and 96: whole 32-element blocks
+  config.intermediate_size = 96;
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    const std::string path = TestPath("typed_" + std::string(DTypeName(dtype)) + ".gguf");
+    ASSERT_TRUE(WriteTestGgufModel(path, config, dtype));
+    Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+    for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
+      const TensorInfo info = (*checkpoint)->Find(spec.name).value();
+      EXPECT_EQ(info.dtype, spec.shape.size() == 2 ? dtype : DType::kF32) << spec.name;
+      const std::vector<float> weights = TestWeights(spec);
+      std::vector<float> expected(weights.size());
+      const int64_t row = spec.shape.back();
+      std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(info.dtype, row).value()));
+      for (size_t begin = 0; begin < weights.size(); begin += static_cast<size_t>(row)) {
+        ASSERT_TRUE(ConvertFromF32(info.dtype, std::span(weights).subspan(begin, row), stored.data()));
+        ConvertToF32(info.dtype, stored.data(), std::span(expected).subspan(begin, row));
+      }
+      std::vector<float> read(weights.size());
+      ASSERT_TRUE((*checkpoint)->ReadF32(spec.name, read)) << spec.name;
+      EXPECT_EQ(read, expected) << DTypeName(dtype) << " " << spec.name;
+    }
+  }
+}
+
+// The GGUF's stored q and k rows are llama2.c's (Meta's interleaved order),
+// compared with the llama2.c file test_models writes with its own
+// permutation; dims are stored fastest-first.
+TEST(GgufCheckpoint, StoresQAndKRowsInterleavedLikeLlama2c) {
+  const ModelConfig config = TestConfig(1, true);
+  const std::string gguf_path = ValidModel("interleaved.gguf", config);
+  const std::string bin_path = TestPath("interleaved.bin");
+  ASSERT_TRUE(WriteTestLlama2cModel(bin_path, config));
+  const std::string gguf_bytes = FileBytes(gguf_path), bin_bytes = FileBytes(bin_path);
+  Result<GgufFile> gguf = ParseGgufFile(std::as_bytes(std::span(gguf_bytes.data(), gguf_bytes.size())), gguf_path);
+  Result<Llama2cLayout> bin = ParseLlama2cFile(std::as_bytes(std::span(bin_bytes.data(), bin_bytes.size())), bin_path);
+  ASSERT_TRUE(gguf && bin);
+  for (const auto& [gguf_name, hf_name] : {std::pair{"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight"},
+                                           std::pair{"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"},
+                                           std::pair{"blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight"}}) {
+    const GgufTensor* stored = nullptr;
+    for (const GgufTensor& t : gguf->tensors) {
+      if (t.info.name == gguf_name) stored = &t;
+    }
+    const Llama2cTensor* reference = nullptr;
+    for (const Llama2cTensor& t : bin->tensors) {
+      if (t.spec.name == hf_name) reference = &t;
+    }
+    ASSERT_TRUE(stored && reference) << gguf_name;
+    EXPECT_EQ(stored->info.ne, (std::vector<int64_t>{reference->spec.shape[1], reference->spec.shape[0]}));
+    EXPECT_EQ(gguf_bytes.substr(stored->begin, stored->end - stored->begin),
+              bin_bytes.substr(reference->offset, stored->end - stored->begin))
+        << gguf_name;
+  }
+}
+
+TEST(GgufCheckpoint, FailsOnAnotherArchitecture) {
+  const std::string path = TestPath("qwen.gguf");
+  Rewrite(ValidModel("arch.gguf"), path, [](GgufFile& f) {
+    Key(f, "general.architecture")->value.values[0] = std::string("qwen2");
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("GGUF architecture 'qwen2' is not supported"), std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnMissingKey) {
+  const std::string path = TestPath("missing.gguf");
+  Rewrite(ValidModel("m.gguf"), path, [](GgufFile& f) {
+    std::erase_if(f.metadata, [](const GgufKeyValue& kv) { return kv.key == "llama.block_count"; });
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("GGUF key 'llama.block_count' is missing"), std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnMistypedKey) {
+  const std::string path = TestPath("mistyped.gguf");
+  Rewrite(ValidModel("t.gguf"), path, [](GgufFile& f) {
+    Key(f, "llama.attention.layer_norm_rms_epsilon")->value = {GgufValueType::kString, GgufValueType::kString,
+                                                              {std::string("1e-5")}};
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("'llama.attention.layer_norm_rms_epsilon' is a string, not a finite float"),
+            std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnContradictoryKeys) {
+  const std::string path = TestPath("contradictory.gguf");
+  Rewrite(ValidModel("c.gguf"), path, [](GgufFile& f) { Key(f, "llama.vocab_size")->value.values[0] = uint64_t{99}; });
+  EXPECT_NE(ExpectOpenFails(path).find("'llama.vocab_size' = 99 differs from token_embd.weight's 24 rows"),
+            std::string::npos);
+  Rewrite(ValidModel("c.gguf"), path,
+          [](GgufFile& f) { Key(f, "llama.rope.dimension_count")->value.values[0] = uint64_t{2}; });
+  EXPECT_NE(ExpectOpenFails(path).find("partial RoPE is not implemented"), std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnUnknownLlamaKey) {
+  const std::string path = TestPath("unknown_key.gguf");
+  Rewrite(ValidModel("u.gguf"), path, [](GgufFile& f) {
+    f.metadata.push_back({"llama.attention.sliding_window", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("GGUF key 'llama.attention.sliding_window' is not implemented"),
+            std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnShapeThatContradictsTheConfig) {
+  const std::string path = TestPath("shape.gguf");
+  Rewrite(ValidModel("s.gguf"), path,
+          [](GgufFile& f) { Key(f, "llama.feed_forward_length")->value.values[0] = uint64_t{48}; });
+  EXPECT_NE(ExpectOpenFails(path).find("has shape [40, 16] but the config needs [48, 16]"), std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnTensorOutsideTheLlamaLayout) {
+  const std::string path = TestPath("extra.gguf");
+  Rewrite(ValidModel("e.gguf"), path, [](GgufFile& f) { f.tensors[1].info.name = "blk.0.attn_qkv.weight"; });
+  EXPECT_NE(ExpectOpenFails(path).find("tensor 'blk.0.attn_qkv.weight' is not part of a GGUF llama model"),
+            std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnMissingTensor) {
+  const std::string path = TestPath("no_output_norm.gguf");
+  Rewrite(ValidModel("n.gguf"), path, [](GgufFile& f) {
+    for (GgufTensor& t : f.tensors) {
+      if (t.info.name == "output_norm.weight") t.info.name = "blk.9.attn_norm.weight";
+    }
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("is not part of a LlamaForCausalLM model"), std::string::npos);
+}
+
+TEST(GgufCheckpoint, FailsOnCorruptFileWithByteOffset) {
+  const std::string path = TestPath("truncated.gguf");
+  const std::string bytes = FileBytes(ValidModel("x.gguf"));
+  ASSERT_TRUE(WriteBytes(path, bytes.substr(0, bytes.size() / 2)));
+  const std::string message = ExpectOpenFails(path);
+  EXPECT_NE(message.find(path + ": byte "), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace inferno

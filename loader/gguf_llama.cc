@@ -1,0 +1,293 @@
+#include "loader/gguf_llama.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include <glog/logging.h>
+
+#include "loader/llama_layout.h"
+
+namespace inferno {
+namespace {
+
+constexpr std::string_view kLlamaPrefix = "llama.";
+constexpr std::string_view kBlockPrefix = "blk.";
+
+// GGUF names of the global tensors and of each layer's, with the Hugging
+// Face name (global) or suffix (layer).
+constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
+    {"token_embd.weight", kEmbedTokensName},
+    {"output_norm.weight", kFinalNormName},
+    {"output.weight", kLmHeadName},
+};
+constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+GgufValue Uint32(int64_t value) {
+  return {GgufValueType::kUint32, GgufValueType::kUint32, {static_cast<uint64_t>(value)}};
+}
+GgufValue Float32(float value) {
+  return {GgufValueType::kFloat32, GgufValueType::kFloat32, {static_cast<double>(value)}};
+}
+
+// Reads the llama.* keys; every error names the source and the key.
+class LlamaKeys {
+ public:
+  LlamaKeys(const GgufFile& file, const std::string& source) : file_(file), source_(source) {}
+
+  Error Fail(std::string_view key, const std::string& what) const {
+    return Error::Corruption(source_ + ": GGUF key '" + std::string(key) + "' " + what);
+  }
+
+  // A non-negative integer key; `fallback` when absent (nullopt: required).
+  Result<int64_t> Int(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const {
+    const GgufValue* value = file_.Find(key);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return Fail(key, "is missing (a llama model needs it)");
+    }
+    const std::optional<int64_t> v = value->AsInt();
+    if (!v || *v < 0) return Fail(key, "is a " + value->TypeName() + ", not a non-negative integer");
+    return *v;
+  }
+
+  Result<float> Float(std::string_view key, std::optional<float> fallback = std::nullopt) const {
+    const GgufValue* value = file_.Find(key);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return Fail(key, "is missing (a llama model needs it)");
+    }
+    const std::optional<double> v = value->AsFloat();
+    if (!v || !std::isfinite(*v)) return Fail(key, "is a " + value->TypeName() + ", not a finite float");
+    return static_cast<float>(*v);
+  }
+
+ private:
+  const GgufFile& file_;
+  const std::string& source_;
+};
+
+constexpr std::string_view kKnownLlamaKeys[] = {
+    "llama.context_length",
+    "llama.embedding_length",
+    "llama.block_count",
+    "llama.feed_forward_length",
+    "llama.attention.head_count",
+    "llama.attention.head_count_kv",
+    "llama.attention.layer_norm_rms_epsilon",
+    "llama.rope.freq_base",
+    "llama.rope.dimension_count",
+    "llama.attention.key_length",
+    "llama.attention.value_length",
+    "llama.rope.scaling.type",
+    "llama.rope.scaling.factor",
+    "llama.vocab_size",
+    "llama.expert_count",
+    "llama.expert_used_count",
+};
+
+// The config of a file whose token_embd.weight has `vocab_size` rows.
+Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, int64_t vocab_size) {
+  const GgufValue* architecture = file.Find(kGgufArchitectureKey);
+  if (architecture == nullptr || architecture->AsString() == nullptr) {
+    return Error::Corruption(source + ": GGUF key '" + kGgufArchitectureKey + "' is missing or not a string");
+  }
+  if (*architecture->AsString() != kGgufLlamaArchitecture) {
+    return Error::Unimplemented(source + ": GGUF architecture '" + PrintableInMessage(*architecture->AsString()) +
+                                "' is not supported (inferno reads 'llama')");
+  }
+  for (const GgufKeyValue& kv : file.metadata) {
+    if (kv.key.starts_with(kLlamaPrefix) &&
+        std::find(std::begin(kKnownLlamaKeys), std::end(kKnownLlamaKeys), kv.key) == std::end(kKnownLlamaKeys)) {
+      return Error::Unimplemented(source + ": GGUF key '" + PrintableInMessage(kv.key) +
+                                  "' is not implemented, and inferno would ignore it");
+    }
+  }
+  const LlamaKeys keys(file, source);
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.vocab_size = vocab_size;
+  Result<int64_t> vocab = keys.Int("llama.vocab_size", vocab_size);
+  if (!vocab) return vocab.error();
+  if (*vocab != vocab_size) {
+    return keys.Fail("llama.vocab_size", "= " + std::to_string(*vocab) + " differs from token_embd.weight's " +
+                                             std::to_string(vocab_size) + " rows");
+  }
+  const std::pair<const char*, int64_t*> required[] = {
+      {"llama.context_length", &c.max_position_embeddings},
+      {"llama.embedding_length", &c.hidden_size},
+      {"llama.block_count", &c.num_hidden_layers},
+      {"llama.feed_forward_length", &c.intermediate_size},
+      {"llama.attention.head_count", &c.num_attention_heads},
+  };
+  for (const auto& [key, field] : required) {
+    Result<int64_t> value = keys.Int(key);
+    if (!value) return value.error();
+    *field = *value;
+  }
+  Result<int64_t> kv_heads = keys.Int("llama.attention.head_count_kv", c.num_attention_heads);
+  if (!kv_heads) return kv_heads.error();
+  c.num_key_value_heads = *kv_heads;
+  Result<float> eps = keys.Float("llama.attention.layer_norm_rms_epsilon");
+  if (!eps) return eps.error();
+  c.rms_norm_eps = *eps;
+  Result<float> theta = keys.Float("llama.rope.freq_base", 10000.0f);
+  if (!theta) return theta.error();
+  c.rope_theta = *theta;
+
+  Result<int64_t> key_length = keys.Int("llama.attention.key_length", 0);
+  Result<int64_t> value_length = keys.Int("llama.attention.value_length", 0);
+  if (!key_length) return key_length.error();
+  if (!value_length) return value_length.error();
+  if (*key_length != *value_length) {
+    return keys.Fail("llama.attention.value_length", "= " + std::to_string(*value_length) +
+                                                         " differs from llama.attention.key_length = " +
+                                                         std::to_string(*key_length));
+  }
+  if (*key_length > 0 && c.num_attention_heads > 0 && *key_length * c.num_attention_heads != c.hidden_size) {
+    c.explicit_head_dim = *key_length;
+  }
+  Result<int64_t> rope_dims = keys.Int("llama.rope.dimension_count", 0);
+  if (!rope_dims) return rope_dims.error();
+  if (Status valid = c.Validate(source); !valid) return valid.error();
+  if (*rope_dims != 0 && *rope_dims != c.head_dim()) {
+    return keys.Fail("llama.rope.dimension_count", "= " + std::to_string(*rope_dims) + " differs from head_dim " +
+                                                       std::to_string(c.head_dim()) +
+                                                       " (partial RoPE is not implemented)");
+  }
+  for (const char* key : {"llama.expert_count", "llama.expert_used_count"}) {
+    Result<int64_t> experts = keys.Int(key, 0);
+    if (!experts) return experts.error();
+    if (*experts != 0) return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
+  }
+  if (const GgufValue* scaling = file.Find("llama.rope.scaling.type")) {
+    const std::string* type = scaling->AsString();
+    if (type == nullptr) return keys.Fail("llama.rope.scaling.type", "is not a string");
+    if (*type == "linear") {
+      Result<float> factor = keys.Float("llama.rope.scaling.factor");
+      if (!factor) return factor.error();
+      if (!(*factor > 0)) return keys.Fail("llama.rope.scaling.factor", "is not positive");
+      c.rope_scaling.type = RopeScaling::Type::kLinear;
+      c.rope_scaling.factor = *factor;
+    } else if (*type != "none") {
+      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" + PrintableInMessage(*type) +
+                                  "' is not implemented (none and linear are)");
+    }
+  }
+  if (const GgufValue* eos = file.Find(kGgufEosTokenIdKey)) {
+    const std::optional<int64_t> id = eos->AsInt();
+    if (!id || *id < 0) {
+      return Error::Corruption(source + ": GGUF key '" + kGgufEosTokenIdKey + "' is a " + eos->TypeName() +
+                               ", not a token id");
+    }
+    if (*id >= vocab_size) {
+      return Error::Corruption(source + ": GGUF key '" + kGgufEosTokenIdKey + "' = " + std::to_string(*id) +
+                               " is outside the vocabulary of " + std::to_string(vocab_size));
+    }
+    c.eos_token_ids.push_back(*id);
+  }
+  return c;
+}
+
+// The Hugging Face name of a GGUF llama tensor name, or nullopt.
+std::optional<std::string> HfName(std::string_view name) {
+  for (const auto& [gguf, hf] : kGlobalNames) {
+    if (name == gguf) return std::string(hf);
+  }
+  if (!name.starts_with(kBlockPrefix)) return std::nullopt;
+  name.remove_prefix(kBlockPrefix.size());
+  int64_t layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '.') {
+    return std::nullopt;
+  }
+  const std::string_view suffix = name.substr(static_cast<size_t>(end - name.data()) + 1);
+  for (const auto& [gguf, hf] : kLayerNames) {
+    if (suffix == gguf) return LayerTensorName(layer, hf);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source) {
+  int64_t vocab_size = 0;
+  for (const GgufTensor& tensor : file.tensors) {
+    if (tensor.info.name == kGlobalNames[0].first && tensor.info.ne.size() == 2) vocab_size = tensor.info.ne[1];
+  }
+  if (vocab_size == 0) {
+    return Error::NotFound(source + ": tensor 'token_embd.weight' is missing, empty or not 2-D (it gives the "
+                                    "vocabulary size)");
+  }
+  Result<ModelConfig> config = ReadConfig(file, source, vocab_size);
+  if (!config) return config.error();
+  GgufLlamaModel model;
+  model.config = std::move(*config);
+  model.config.tie_word_embeddings = true;
+  for (const GgufTensor& tensor : file.tensors) {
+    std::optional<std::string> name = HfName(tensor.info.name);
+    if (!name) {
+      return Error::Unimplemented(source + ": tensor '" + PrintableInMessage(tensor.info.name) +
+                                  "' is not part of a GGUF llama model, and inferno would ignore it");
+    }
+    GgufLlamaTensor held;
+    held.info.name = std::move(*name);
+    held.info.dtype = GgmlTypeDType(tensor.info.type);
+    held.info.shape.assign(tensor.info.ne.rbegin(), tensor.info.ne.rend());
+    held.begin = tensor.begin;
+    const std::string_view suffix = LayerTensorSuffix(held.info.name);
+    if (suffix == "self_attn.q_proj.weight") held.interleaved_heads = model.config.num_attention_heads;
+    if (suffix == "self_attn.k_proj.weight") held.interleaved_heads = model.config.num_key_value_heads;
+    if (held.info.name == kLmHeadName) model.config.tie_word_embeddings = false;
+    model.tensors.push_back(std::move(held));
+  }
+  return model;
+}
+
+std::string GgufTensorName(std::string_view hf_name) {
+  for (const auto& [gguf, hf] : kGlobalNames) {
+    if (hf_name == hf) return std::string(gguf);
+  }
+  const std::optional<int64_t> layer = LayerIndexOf(hf_name);
+  CHECK(layer) << hf_name;
+  const std::string_view suffix = LayerTensorSuffix(hf_name);
+  for (const auto& [gguf, hf] : kLayerNames) {
+    if (suffix == hf) return std::string(kBlockPrefix) + std::to_string(*layer) + "." + std::string(gguf);
+  }
+  LOG(FATAL) << "no GGUF name for " << hf_name;
+}
+
+std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
+  CHECK(c.rope_scaling.type == RopeScaling::Type::kNone) << "RoPE scaling is not written to GGUF";
+  std::vector<GgufKeyValue> metadata = {
+      {kGgufArchitectureKey, {GgufValueType::kString, GgufValueType::kString, {std::string(kGgufLlamaArchitecture)}}},
+      {"llama.vocab_size", Uint32(c.vocab_size)},
+      {"llama.context_length", Uint32(c.max_position_embeddings)},
+      {"llama.embedding_length", Uint32(c.hidden_size)},
+      {"llama.block_count", Uint32(c.num_hidden_layers)},
+      {"llama.feed_forward_length", Uint32(c.intermediate_size)},
+      {"llama.rope.dimension_count", Uint32(c.head_dim())},
+      {"llama.attention.head_count", Uint32(c.num_attention_heads)},
+      {"llama.attention.head_count_kv", Uint32(c.num_key_value_heads)},
+      {"llama.attention.layer_norm_rms_epsilon", Float32(c.rms_norm_eps)},
+      {"llama.rope.freq_base", Float32(c.rope_theta)},
+  };
+  if (c.explicit_head_dim > 0) {
+    metadata.push_back({"llama.attention.key_length", Uint32(c.head_dim())});
+    metadata.push_back({"llama.attention.value_length", Uint32(c.head_dim())});
+  }
+  return metadata;
+}
+
+}  // namespace inferno

@@ -1,0 +1,86 @@
+// The llama architecture in GGUF, as llama.cpp writes and reads it, in one
+// place: its metadata keys and the ModelConfig they give, and its tensor
+// names and layouts against Hugging Face's (loader/checkpoint.h).
+//
+//   general.architecture                   "llama" (nothing else is read)
+//   llama.context_length                   max_position_embeddings
+//   llama.embedding_length                 hidden_size
+//   llama.block_count                      num_hidden_layers
+//   llama.feed_forward_length              intermediate_size
+//   llama.attention.head_count             num_attention_heads
+//   llama.attention.head_count_kv          num_key_value_heads (default: head_count)
+//   llama.attention.layer_norm_rms_epsilon rms_norm_eps
+//   llama.rope.freq_base                   rope_theta (default 10000)
+//   llama.rope.dimension_count             must equal head_dim (no partial RoPE)
+//   llama.attention.key_length, .value_length  head_dim when given (must agree)
+//   llama.rope.scaling.type, .factor       "none" or "linear" (others refused)
+//   llama.vocab_size                       must equal token_embd's rows
+//   llama.expert_count, .expert_used_count must be 0 (no mixture of experts)
+//   tokenizer.ggml.eos_token_id            eos_token_ids
+// Any other llama.* key is refused; general.* and tokenizer.* keys describe
+// the file and its tokenizer (engine/gguf_tokenizer.h) and do not change the
+// arithmetic.
+//
+//   token_embd.weight        model.embed_tokens.weight
+//   blk.{i}.attn_norm.weight model.layers.{i}.input_layernorm.weight
+//   blk.{i}.attn_q.weight    ...self_attn.q_proj.weight   (rows interleaved, see below)
+//   blk.{i}.attn_k.weight    ...self_attn.k_proj.weight   (rows interleaved)
+//   blk.{i}.attn_v.weight    ...self_attn.v_proj.weight
+//   blk.{i}.attn_output.weight ...self_attn.o_proj.weight
+//   blk.{i}.ffn_norm.weight  ...post_attention_layernorm.weight
+//   blk.{i}.ffn_gate.weight  ...mlp.gate_proj.weight
+//   blk.{i}.ffn_up.weight    ...mlp.up_proj.weight
+//   blk.{i}.ffn_down.weight  ...mlp.down_proj.weight
+//   output_norm.weight       model.norm.weight
+//   output.weight            lm_head.weight (absent: tied to token_embd)
+// A (rows, columns) tensor is stored with ne = {columns, rows}. llama.cpp's
+// converter stores attn_q and attn_k rows in Meta's interleaved RoPE order
+// (each head's rotating pairs adjacent, as llama2.c): Hugging Face row
+// h*hd + j*hd/2 + i is GGUF row h*hd + 2i + j.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "loader/gguf_format.h"
+#include "loader/gguf_vocabulary.h"
+#include "loader/model_config.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+
+inline constexpr char kGgufArchitectureKey[] = "general.architecture";
+inline constexpr char kGgufLlamaArchitecture[] = "llama";
+
+// One tensor of a GGUF llama file under its Hugging Face name and shape.
+struct GgufLlamaTensor {
+  TensorInfo info;
+  uint64_t begin = 0;          // absolute byte offset of its data in the file
+  int64_t interleaved_heads = 0;  // > 0: rows in Meta's interleaved RoPE order, this many heads
+};
+
+struct GgufLlamaModel {
+  ModelConfig config;
+  std::vector<GgufLlamaTensor> tensors;  // in file order
+};
+
+// The model of a parsed GGUF file. Fails, naming `source` and the key or
+// tensor, on another architecture, a missing, mistyped, contradictory or
+// unknown llama.* key, or a tensor name outside the list above. Shapes are
+// checked against the config by the caller (CheckTensorsMatchConfig).
+Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source);
+
+// The GGUF name of a Hugging Face Llama tensor name (the list above).
+// Precondition: `hf_name` is one of LlamaTensorSpecs' names.
+std::string GgufTensorName(std::string_view hf_name);
+
+// general.architecture and the llama.* keys of `config`, in the order
+// llama.cpp's converter writes them.
+std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& config);
+
+}  // namespace inferno

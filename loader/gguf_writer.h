@@ -1,0 +1,36 @@
+// Writes a Llama model as a GGUF file the way llama.cpp's converter
+// (gguf-py) does: general.architecture "llama" and the llama.* keys
+// (gguf_llama.h), the embedded tokenizer (gguf_vocabulary.h), alignment 32,
+// GGUF tensor names, q and k rows in Meta's interleaved RoPE order, matrices
+// in the requested type and norms in F32 (as llama.cpp keeps 1-D tensors),
+// general.file_type and general.quantization_version as llama.cpp sets them.
+// The file appears under `path` only once complete (AtomicFile).
+//
+// Thread-safety: pure function; concurrent calls must use distinct paths.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "loader/gguf_vocabulary.h"
+#include "loader/model_config.h"
+#include "loader/safetensors_writer.h"
+#include "loader/tensor_info.h"
+
+namespace inferno {
+
+// Writes `tensors` (Hugging Face names and layouts, f32, exactly the tensors
+// of LlamaTensorSpecs(config) with their shapes) in the given order, with
+// `vocabulary` and general.name = `name`. 2-D tensors are stored as
+// `matrix_type` (converted by ConvertFromF32: F16/BF16 rounded to nearest
+// even, Q8_0/Q4_0 quantized as ggml's reference quantizers do), 1-D ones as
+// F32. Fails on I/O errors naming the file, on a config GGUF cannot express
+// (another architecture, biases, RoPE scaling), on tensors that do not match
+// the config, and on rows that are not whole blocks of `matrix_type` or hold
+// values it cannot represent, naming the tensor.
+Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
+                      const std::vector<NamedTensorF32>& tensors, DType matrix_type,
+                      const GgufVocabulary& vocabulary, const std::string& name);
+
+}  // namespace inferno

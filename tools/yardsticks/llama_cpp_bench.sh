@@ -1,0 +1,85 @@
+#!/bin/bash
+# Side-by-side benchmark, inferno against llama.cpp (node-llama-cpp 3.21.1's
+# prebuilt CPU build, see fetch_llama_cpp.sh), on the same GGUF files of the
+# stories15M shape (dim 288, hidden 768, 6 layers, 6 heads, vocab 32000,
+# context 512; random weights from make_toy_model --format gguf), one file per
+# type, at 1 and 2 threads: decode tokens/s (128 tokens after a 1-token
+# prompt) and prefill tokens/s of a 200-token prompt (the prompt's tokens over
+# the time to the first generated token). Runs alternate between the two
+# engines, ROUNDS times; each line is one measurement, then a median summary
+# with the ratio inferno / llama.cpp. llama.cpp runs with its defaults (F16
+# KV cache, flash attention auto), as its users run it.
+#
+# Usage: llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
+#   e.g. bazel build --config=opt //tools:infer //tools:make_toy_model
+#        tools/yardsticks/llama_cpp_bench.sh 3 bazel-bin/tools/infer bazel-bin/tools/make_toy_model f32 f16
+set -u
+if [ $# -lt 3 ]; then
+  echo "usage: $0 ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]" >&2
+  exit 2
+fi
+ROUNDS=$1 INFER=$2 MAKE_TOY=$3
+shift 3
+DTYPES=("$@")
+[ ${#DTYPES[@]} -eq 0 ] && DTYPES=(f32 f16 q8_0 q4_0)
+GENERATE="$(dirname "$(readlink -f "$0")")/llama_cpp_generate.mjs"
+PACKAGE="${INFERNO_CACHE:-$HOME/.cache/inferno}/yardsticks/node-llama-cpp-3.21.1"
+if [ ! -d "$PACKAGE/node_modules/@node-llama-cpp/linux-x64" ]; then
+  echo "$PACKAGE is absent: run tools/yardsticks/fetch_llama_cpp.sh" >&2
+  exit 1
+fi
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+PROMPT200="1 $(seq 300 498 | tr '\n' ' ')"
+DECODE_TOKENS=128
+
+for dtype in "${DTYPES[@]}"; do
+  "$MAKE_TOY" --format gguf --dtype "$dtype" --dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 \
+    --seq-len 512 --out "$WORK/$dtype.gguf" >/dev/null || exit 1
+done
+
+# ours DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
+ours() {
+  local stats
+  stats="$("$INFER" --model "$WORK/$1.gguf" --threads "$2" --prompt-ids "$3" --max-new-tokens "$4" --output ids \
+    2>&1 >/dev/null | grep '^prompt tokens')" || { echo "? ?"; return; }
+  echo "$stats" | awk -F'[:,]' '{gsub(/[^0-9.]/, "", $2); gsub(/[^0-9.]/, "", $6); gsub(/[^0-9.]/, "", $8);
+    printf "%.1f %s\n", $2 / ($6 / 1000), $8}'
+}
+# llama DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
+llama() {
+  node "$GENERATE" --package "$PACKAGE" --model "$WORK/$1.gguf" --threads "$2" --prompt-ids "$3" \
+    --max-new-tokens "$4" 2>/dev/null | awk '/^prefill/{print $4, $9}'
+}
+
+RESULTS="$WORK/results"
+printf '%-6s %-7s %-6s %-8s %10s\n' type threads engine measure tok/s
+for round in $(seq "$ROUNDS"); do
+  for threads in 1 2; do
+    for dtype in "${DTYPES[@]}"; do
+      for engine in ours llama; do
+        read -r _ decode < <("$engine" "$dtype" "$threads" "1" "$DECODE_TOKENS")
+        read -r prefill _ < <("$engine" "$dtype" "$threads" "$PROMPT200" 2)
+        printf '%-6s %-7s %-6s %-8s %10s\n' "$dtype" "$threads" "$engine" decode "$decode" "$dtype" "$threads" \
+          "$engine" prefill "$prefill" | tee -a "$RESULTS"
+      done
+    done
+  done
+done
+
+echo
+echo "medians over $ROUNDS rounds (inferno / llama.cpp):"
+printf '%-6s %-7s %-8s %10s %10s %7s\n' type threads measure inferno llama.cpp ratio
+for dtype in "${DTYPES[@]}"; do
+  for threads in 1 2; do
+    for measure in decode prefill; do
+      median() {
+        awk -v d="$dtype" -v t="$threads" -v e="$1" -v m="$measure" '$1==d && $2==t && $3==e && $4==m {print $5}' \
+          "$RESULTS" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
+      }
+      a=$(median ours) b=$(median llama)
+      printf '%-6s %-7s %-8s %10s %10s %7s\n' "$dtype" "$threads" "$measure" "$a" "$b" \
+        "$(awk -v a="$a" -v b="$b" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}')"
+    done
+  done
+done
