@@ -5,6 +5,9 @@
       {"status", "body"} (JSON body parsed) or, for "stream": true, the
       stream folded: {"status", "text", "finish", "usage", "done", "chunks",
       "objects", "error"}
+  serve_client.py slow URL KEY N              N clients trickle a request a
+      byte every 0.2 s while a normal completion runs: it must succeed;
+      exits non-zero otherwise
   serve_client.py concurrent URL KEY N        N streaming completions with
       seeds 1..N run one at a time, then all at once: every concurrent stream
       must equal its solo run (text, finish, usage); prints PASS or FAIL lines
@@ -12,8 +15,10 @@
 """
 import http.client
 import json
+import socket
 import sys
 import threading
+import time
 import urllib.parse
 
 
@@ -93,11 +98,49 @@ def concurrent(url, key, n):
     return failures
 
 
+def slow(url, key, n):
+    parsed = urllib.parse.urlparse(url)
+    body = b'{"model": "toy", "prompt": "slow", "max_tokens": 4}'
+    raw = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+           (b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b"") +
+           b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stop = threading.Event()
+
+    def trickle():
+        sock = socket.create_connection((parsed.hostname, parsed.port), timeout=30)
+        try:
+            for byte in raw:
+                if stop.is_set():
+                    break
+                sock.sendall(bytes([byte]))
+                time.sleep(0.2)
+        except OSError:
+            pass  # dropped by the server: fine
+        finally:
+            sock.close()
+
+    threads = [threading.Thread(target=trickle) for _ in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    result = request(url, key, "/v1/completions", '{"model": "toy", "prompt": "fast", "max_tokens": 8}', timeout=30)
+    stop.set()
+    for t in threads:
+        t.join()
+    if result["status"] != 200:
+        print("FAIL: with %d slow clients a request got %s" % (n, result))
+        return 1
+    print("PASS: a request succeeds while %d clients send a byte every 0.2 s" % n)
+    return 0
+
+
 def main():
     command = sys.argv[1]
     if command == "request":
         url, key, path, body = sys.argv[2:6]
         print(json.dumps(request(url, key, path, body if body != "-" else None)))
+    elif command == "slow":
+        sys.exit(slow(sys.argv[2], sys.argv[3], int(sys.argv[4])))
     elif command == "concurrent":
         url, key, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
         sys.exit(1 if concurrent(url, key, n) else 0)

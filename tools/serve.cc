@@ -64,6 +64,7 @@ const CommandSpec kSpec{
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"threads", "N", "compute threads per rank (default 1)"},
+     {"tp", "T", "tensor-parallel ranks per stage: only 1 for now"},
      {"pp", "P", "pipeline stages (default: the world size)"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use f32 ones in place (default copy)"}}};
@@ -127,6 +128,14 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
     options.context = *context;
+  }
+  if (flags.Has("tp")) {
+    Result<int64_t> tp = flags.Int("tp", 1, 1, 1 << 16);
+    if (!tp) return tp.error();
+    if (*tp != 1) {
+      return Error::Unimplemented("--tp " + std::to_string(*tp) +
+                                  ": serve runs pipelines of tensor-parallel size 1 for now");
+    }
   }
   if (flags.Has("pp")) {
     Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
