@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <glog/logging.h>
 
 #include "engine/matmul_kernels.h"
@@ -21,6 +25,14 @@ using matmul_internal::RowsFunction;
 // Chosen once, by what the CPU supports: every build mode runs the AVX2 or
 // AVX-512 code on a CPU that has it (-c opt without -march=native was 3x
 // slower with build-target kernels).
+#if defined(__x86_64__)
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c").
+bool HasF16c() {
+  unsigned int eax, ebx, ecx, edx;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 // INFERNO_KERNEL_ISA=baseline|avx2 picks a lesser set, for tests and
 // benchmarks that compare them; a set the CPU lacks is not honoured.
 const IsaKernels& Kernels() {
@@ -32,10 +44,10 @@ const IsaKernels& Kernels() {
     __builtin_cpu_init();
     if (wanted != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        __builtin_cpu_supports("fma") && HasF16c()) {
       return matmul_internal::Avx512VnniKernels();
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c()) {
       return matmul_internal::Avx2Kernels();
     }
 #endif
