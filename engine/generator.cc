@@ -25,15 +25,15 @@ constexpr std::chrono::milliseconds kIdleTick{1000};
 
 // A KV-cache slot and the sequence running in it.
 struct Slot {
-  bool busy = false;         // last stage: a sequence runs in it
-  int64_t id = 0;            // last stage: SequenceSpec::id
-  int64_t prompt_length = 0; // last stage
-  int64_t pos = 0;           // positions this stage has run
-  int32_t previous = 0;      // last stage: the last token fed or sampled
-  int64_t generated = 0;     // last stage: tokens sampled and kept
+  bool busy = false;          // last stage: a sequence runs in it
+  int64_t id = 0;             // last stage: SequenceSpec::id
+  int64_t prompt_length = 0;  // last stage
+  int64_t pos = 0;            // positions this stage has run
+  int32_t previous = 0;       // last stage: the last token fed or sampled
+  int64_t generated = 0;      // last stage: tokens sampled and kept
   int64_t max_new_tokens = 0;
-  int32_t next = 0;          // one stage: the sampled token to run next
-  bool greedy = false;       // last stage: temperature 0
+  int32_t next = 0;                // one stage: the sampled token to run next
+  bool greedy = false;             // last stage: temperature 0
   std::optional<Sampler> sampler;  // last stage
 };
 
@@ -384,7 +384,8 @@ class PipelineRun {
       Result<Received> received = Receive();
       if (!received) return received.error();
       const PipelineMessage& message = received->message;
-      Status handled = std::visit([&](const auto& header) { return Handle(header, message); }, message.header);
+      Status handled =
+          std::visit([&](const auto& header) { return Handle(header, message); }, message.header);
       if (!handled) return handled;
       if (ended_) return {};
     }

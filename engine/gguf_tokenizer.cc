@@ -59,7 +59,9 @@ Result<std::string> ByteLevelTokenizerJson(const GgufVocabulary& v, const std::s
                                 "' is not implemented (gpt-2, llama-bpe and qwen2 are)");
   }
   using nlohmann::json;
-  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
+  const json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", false},
                            {"use_regex", pre->regex.empty()}};
   json pre_tokenizer = byte_level;
   if (!pre->regex.empty()) {
@@ -73,24 +75,24 @@ Result<std::string> ByteLevelTokenizerJson(const GgufVocabulary& v, const std::s
   }
   json vocab = json::object(), added = json::array();
   for (size_t id = 0; id < v.tokens.size(); ++id) {
-    const int32_t type = v.token_types.empty() ? static_cast<int32_t>(GgufTokenType::kNormal) : v.token_types[id];
+    const int32_t type =
+        v.token_types.empty() ? static_cast<int32_t>(GgufTokenType::kNormal) : v.token_types[id];
     if (type == static_cast<int32_t>(GgufTokenType::kControl) ||
         type == static_cast<int32_t>(GgufTokenType::kUserDefined)) {
       const bool special = type == static_cast<int32_t>(GgufTokenType::kControl);
-      added.push_back({{"id", id}, {"content", v.tokens[id]}, {"special", special}, {"normalized", !special}});
+      added.push_back(
+          {{"id", id}, {"content", v.tokens[id]}, {"special", special}, {"normalized", !special}});
     } else {
       vocab[v.tokens[id]] = id;
     }
   }
-  const json file = {{"pre_tokenizer", pre_tokenizer},
-                     {"normalizer", pre->nfc ? json{{"type", "NFC"}} : json()},
-                     {"decoder", byte_level},
-                     {"added_tokens", added},
-                     {"model",
-                      {{"type", "BPE"},
-                       {"ignore_merges", pre->ignore_merges},
-                       {"vocab", vocab},
-                       {"merges", v.merges}}}};
+  const json file = {
+      {"pre_tokenizer", pre_tokenizer},
+      {"normalizer", pre->nfc ? json{{"type", "NFC"}} : json()},
+      {"decoder", byte_level},
+      {"added_tokens", added},
+      {"model",
+       {{"type", "BPE"}, {"ignore_merges", pre->ignore_merges}, {"vocab", vocab}, {"merges", v.merges}}}};
   return file.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -112,7 +114,8 @@ std::string BytePiece(int byte) {
 
 }  // namespace
 
-Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocabulary, const std::string& source) {
+Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocabulary,
+                                                     const std::string& source) {
   if (vocabulary.model == kGgufGpt2Tokenizer) {
     Result<std::string> json = ByteLevelTokenizerJson(vocabulary, source);
     if (!json) return json.error();
@@ -125,7 +128,8 @@ Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocab
                                 "' is not implemented (llama and gpt2 are)");
   }
   if (vocabulary.bos_id != kLlama2cBosId) {
-    return Error::Unimplemented(source + ": GGUF llama tokenizer with BOS id " + std::to_string(vocabulary.bos_id) +
+    return Error::Unimplemented(source + ": GGUF llama tokenizer with BOS id " +
+                                std::to_string(vocabulary.bos_id) +
                                 " (inferno's SentencePiece tokenizer needs BOS 1)");
   }
   for (int byte = 0; byte < 256; ++byte) {
@@ -136,7 +140,8 @@ Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocab
     }
   }
   std::vector<std::string> pieces;
-  for (const std::string& token : vocabulary.tokens) pieces.push_back(Replace(token, kSentencePieceSpace, " "));
+  for (const std::string& token : vocabulary.tokens)
+    pieces.push_back(Replace(token, kSentencePieceSpace, " "));
   Result<std::unique_ptr<BpeTokenizer>> tokenizer =
       BpeTokenizer::FromVocabulary(std::move(pieces), vocabulary.scores, source);
   if (!tokenizer) return tokenizer.error();
@@ -183,7 +188,8 @@ GgufVocabulary ByteFallbackVocabulary(int64_t size) {
   return vocabulary;
 }
 
-Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin, int64_t vocab_size) {
+Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin,
+                                          int64_t vocab_size) {
   if (!tokenizer_bin) {
     if (vocab_size < ByteTokenizer::kVocabSize) {
       return Error::InvalidArgument("a vocabulary of " + std::to_string(vocab_size) +

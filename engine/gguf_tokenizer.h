@@ -29,7 +29,8 @@
 namespace inferno {
 
 // The tokenizer of `vocabulary`; errors name `source`.
-Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocabulary, const std::string& source);
+Result<std::unique_ptr<Tokenizer>> MakeGgufTokenizer(const GgufVocabulary& vocabulary,
+                                                     const std::string& source);
 
 // The "llama" GGUF vocabulary of a llama2.c tokenizer.bin, typed as
 // llama.cpp types SentencePiece tokens (0 unknown, 1 and 2 control, <0xNN>
@@ -46,6 +47,7 @@ GgufVocabulary ByteFallbackVocabulary(int64_t size);
 // that of the llama2.c tokenizer.bin at `tokenizer_bin` when given (it must
 // hold exactly `vocab_size` tokens), else ByteFallbackVocabulary. Errors name
 // the file (--tokenizer).
-Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin, int64_t vocab_size);
+Result<GgufVocabulary> VocabularyForModel(const std::optional<std::string>& tokenizer_bin,
+                                          int64_t vocab_size);
 
 }  // namespace inferno

@@ -37,9 +37,9 @@ TEST(GgufTokenizer, GivesTheTokenizerBinIdsAndText) {
   Result<std::unique_ptr<Tokenizer>> tokenizer = MakeGgufTokenizer(*read, "t.gguf");
   ASSERT_TRUE(tokenizer) << tokenizer.error().message;
   EXPECT_EQ((*tokenizer)->vocab_size(), 32000);
-  for (const char* text : {"I believe the meaning of life is", "Once upon a time, there was a little girl named Lily.",
-                           "  two spaces, tabs\tand \xE2\x96\x81 a literal piece", "\xF0\x9F\x98\x80 emoji and \xC3\xA9",
-                           "x"}) {
+  for (const char* text :
+       {"I believe the meaning of life is", "Once upon a time, there was a little girl named Lily.",
+        "  two spaces, tabs\tand \xE2\x96\x81 a literal piece", "\xF0\x9F\x98\x80 emoji and \xC3\xA9", "x"}) {
     const std::vector<int32_t> ids = (*tokenizer)->Encode(text);
     EXPECT_EQ(ids, (*reference)->Encode(text)) << text;
     std::string decoded, expected;
@@ -75,19 +75,22 @@ GgufVocabulary Gpt2VocabularyOf(const std::string& path, const std::string& pre)
   auto put = [&](int64_t id, const std::string& token, GgufTokenType type) {
     if (static_cast<int64_t>(vocabulary.tokens.size()) <= id) {
       vocabulary.tokens.resize(static_cast<size_t>(id) + 1);
-      vocabulary.token_types.resize(static_cast<size_t>(id) + 1, static_cast<int32_t>(GgufTokenType::kUnused));
+      vocabulary.token_types.resize(static_cast<size_t>(id) + 1,
+                                    static_cast<int32_t>(GgufTokenType::kUnused));
     }
     vocabulary.tokens[static_cast<size_t>(id)] = token;
     vocabulary.token_types[static_cast<size_t>(id)] = static_cast<int32_t>(type);
   };
-  for (const auto& [token, id] : json["model"]["vocab"].items()) put(id.get<int64_t>(), token, GgufTokenType::kNormal);
+  for (const auto& [token, id] : json["model"]["vocab"].items())
+    put(id.get<int64_t>(), token, GgufTokenType::kNormal);
   for (const nlohmann::json& added : json["added_tokens"]) {
     put(added["id"].get<int64_t>(), added["content"].get<std::string>(),
         added["special"].get<bool>() ? GgufTokenType::kControl : GgufTokenType::kUserDefined);
   }
   for (const nlohmann::json& merge : json["model"]["merges"]) {
-    vocabulary.merges.push_back(merge.is_string() ? merge.get<std::string>()
-                                                  : merge[0].get<std::string>() + " " + merge[1].get<std::string>());
+    vocabulary.merges.push_back(merge.is_string()
+                                    ? merge.get<std::string>()
+                                    : merge[0].get<std::string>() + " " + merge[1].get<std::string>());
   }
   return vocabulary;
 }
@@ -135,7 +138,8 @@ TEST(GgufTokenizer, RefusesUnknownPreTokenizerNamingIt) {
   vocabulary.pre = "deepseek-llm";
   Result<std::unique_ptr<Tokenizer>> tokenizer = MakeGgufTokenizer(vocabulary, "t.gguf");
   ASSERT_FALSE(tokenizer);
-  EXPECT_NE(tokenizer.error().message.find("t.gguf: GGUF tokenizer pre-tokenizer 'deepseek-llm'"), std::string::npos);
+  EXPECT_NE(tokenizer.error().message.find("t.gguf: GGUF tokenizer pre-tokenizer 'deepseek-llm'"),
+            std::string::npos);
 }
 
 TEST(GgufTokenizer, RefusesAnotherModelNamingIt) {

@@ -87,8 +87,8 @@ const char* KernelInstructionSet() { return Kernels().name; }
 
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const float> w, int64_t n, int64_t rows,
             int64_t cols, ThreadPool& pool) {
-  const WeightMatrix matrix[] = {{DType::kF32, reinterpret_cast<const std::byte*>(w.data()),
-                                  static_cast<int64_t>(w.size()) / cols}};
+  const WeightMatrix matrix[] = {
+      {DType::kF32, reinterpret_cast<const std::byte*>(w.data()), static_cast<int64_t>(w.size()) / cols}};
   MatMul(out, x, matrix, n, rows, cols, pool);
 }
 
@@ -125,8 +125,8 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
       const int64_t end = std::min(row_end, end_row);
       if (begin < end) {
         const int64_t row_bytes = DTypeBytes(matrix.dtype, cols).value();
-        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (begin - first_row) * row_bytes, row_bytes,
-                                       n, rows, cols, begin, end);
+        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (begin - first_row) * row_bytes,
+                                       row_bytes, n, rows, cols, begin, end);
       }
       first_row = end_row;
     }

@@ -1,6 +1,6 @@
 // Kernels: the numerical building blocks of a Llama forward pass — matrix
-// products (f32 activations against weights of any stored type), RMSNorm, softmax, RoPE, SwiGLU and causal attention over a
-// KV cache.
+// products (f32 activations against weights of any stored type), RMSNorm, softmax, RoPE, SwiGLU and causal
+// attention over a KV cache.
 //
 // Determinism: each output element is computed by the same sequence of
 // floating-point operations whatever the thread count, the row split or the

@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <string>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -112,8 +112,8 @@ TEST(MatMul, RowsInSeveralBlocksGiveTheSameBitsAsOneMatrix) {
   const std::vector<float> first(w.begin(), w.begin() + 5 * cols);
   const std::vector<float> second(w.begin() + 5 * cols, w.begin() + 6 * cols);
   const std::vector<float> third(w.begin() + 6 * cols, w.end());
-  const WeightMatrix blocks[] = {{DType::kF32, AsBytes(first), 5}, {DType::kF32, AsBytes(second), 1},
-                                 {DType::kF32, AsBytes(third), 17}};
+  const WeightMatrix blocks[] = {
+      {DType::kF32, AsBytes(first), 5}, {DType::kF32, AsBytes(second), 1}, {DType::kF32, AsBytes(third), 17}};
   MatMul(blocked, x, blocks, n, rows, cols, pool);
   EXPECT_EQ(blocked, whole);
 }

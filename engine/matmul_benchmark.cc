@@ -40,8 +40,8 @@ void BM_MatMul(benchmark::State& state) {
   }
   state.SetLabel(std::string(DTypeName(dtype)) + " " + KernelInstructionSet());
   const double calls = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(calls * static_cast<double>(bytes) / 1e9,
-                                                     benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(calls * static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(calls * 2.0 * static_cast<double>(n * rows * cols) / 1e9,
                                                  benchmark::Counter::kIsRate);
 }

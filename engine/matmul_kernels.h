@@ -29,8 +29,8 @@ struct InputRows {
 // out (n, rows): columns [row_begin, row_end) of every row t of out get
 // dot(x row t, w row r), w pointing at row row_begin of a matrix of
 // `row_bytes`-byte rows of `cols` elements in one stored type.
-using RowsFunction = void (*)(float* out, const InputRows& x, const std::byte* w, int64_t row_bytes, int64_t n,
-                              int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end);
+using RowsFunction = void (*)(float* out, const InputRows& x, const std::byte* w, int64_t row_bytes,
+                              int64_t n, int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end);
 
 struct IsaKernels {
   const char* name;  // "baseline", "avx2", "avx512vnni"

@@ -92,7 +92,8 @@ struct ControlMessage {
   int32_t signal = kTick;
 };
 
-using MessageHeader = std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;
+using MessageHeader =
+    std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;
 
 // A received message: its header and a view of its payload (f32 values, or
 // for AdmitMessage i32 token ids),

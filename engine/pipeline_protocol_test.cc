@@ -81,7 +81,8 @@ TEST(PipelineProtocol, DecodeGivesBackEveryKindAndViewsThePayloadInPlace) {
   EXPECT_EQ(std::get<AdmitMessage>(admit->header).n, 3);
   EXPECT_EQ(KindOf(admit->header), MessageKind::kAdmit);
 
-  Result<PipelineMessage> end = DecodePipelineMessage(MessageBytes(ControlMessage{0, ControlMessage::kEnd}, 0));
+  Result<PipelineMessage> end =
+      DecodePipelineMessage(MessageBytes(ControlMessage{0, ControlMessage::kEnd}, 0));
   ASSERT_TRUE(end.ok()) << end.error().message;
   ASSERT_TRUE(std::holds_alternative<ControlMessage>(end->header));
   EXPECT_EQ(std::get<ControlMessage>(end->header).signal, ControlMessage::kEnd);

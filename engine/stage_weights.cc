@@ -37,8 +37,8 @@ Error SliceMismatch(const TensorSlice& slice, const TensorInfo& info, int64_t co
 
 // The plan's `slice` (count elements) of a 1-D tensor, or of a matrix whose
 // columns it slices across Q8_0/Q4_0 blocks, converted to f32.
-Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSlice& slice, const TensorInfo& info,
-                                    int64_t count) {
+Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSlice& slice,
+                                    const TensorInfo& info, int64_t count) {
   const bool whole = info.num_elements() == count;
   WeightBuffer buffer;
   AllocateWeights(buffer, static_cast<size_t>(count) * sizeof(float));
@@ -51,7 +51,8 @@ Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSl
   } else if (slice.split_dim == 0) {
     status = checkpoint.ReadRowsF32(slice.name, slice.begin, slice.end, into);
     if (info.shape.size() == 2) cols = info.shape[1];
-  } else if (slice.split_dim == 1 && info.shape.size() == 2 && info.shape[0] * (slice.end - slice.begin) == count) {
+  } else if (slice.split_dim == 1 && info.shape.size() == 2 &&
+             info.shape[0] * (slice.end - slice.begin) == count) {
     // Columns [begin, end) of a (rows, cols) matrix: read whole, keep those.
     const int64_t rows = info.shape[0];
     const int64_t all_cols = info.shape[1];

@@ -69,7 +69,8 @@ class BpeTokenizer final : public Tokenizer {
   // 3..258) with their `scores` (as many), e.g. a GGUF file's. Fails naming
   // `source` when there are fewer than 259 pieces.
   static Result<std::unique_ptr<BpeTokenizer>> FromVocabulary(std::vector<std::string> pieces,
-                                                              std::vector<float> scores, const std::string& source);
+                                                              std::vector<float> scores,
+                                                              const std::string& source);
 
   // The vocabulary: piece and score of each id.
   const std::vector<std::string>& pieces() const { return pieces_; }

@@ -215,10 +215,11 @@ TEST_P(TransformerTest, WeightsInPlaceGiveTheSameBitsAsCopiedOnes) {
     EXPECT_EQ(copied->ByteSize().in_place, 0);
     EXPECT_EQ(mapped->ByteSize().total, copied->ByteSize().total);
     // Only o_proj and down_proj are sliced by columns, which must be copied.
-    const int64_t column_slices = part.heads.size() == config.num_attention_heads
-                                      ? 0
-                                      : part.layers.size() * static_cast<int64_t>(mapped->layers[0].wo.bytes().size() +
-                                                                                  mapped->layers[0].w_down.bytes().size());
+    const int64_t column_slices =
+        part.heads.size() == config.num_attention_heads
+            ? 0
+            : part.layers.size() * static_cast<int64_t>(mapped->layers[0].wo.bytes().size() +
+                                                        mapped->layers[0].w_down.bytes().size());
     EXPECT_EQ(mapped->ByteSize().in_place, mapped->ByteSize().total - column_slices);
     if (part.heads.size() != config.num_attention_heads) continue;  // needs its group to run
     ThreadPool pool(1);

@@ -115,7 +115,8 @@ TEST(CheckpointOpen, ReadRowsStoredGivesTheStoredBytesOfARowRange) {
   std::vector<std::byte> f32_sized(3 * 16 * 4);
   const Status wrong = (*checkpoint)->ReadRowsStored(spec.name, 5, 8, f32_sized);
   ASSERT_FALSE(wrong);
-  EXPECT_NE(wrong.error().message.find("output holds 192 bytes, rows [5, 8) hold 96 bytes"), std::string::npos)
+  EXPECT_NE(wrong.error().message.find("output holds 192 bytes, rows [5, 8) hold 96 bytes"),
+            std::string::npos)
       << wrong.error().message;
   EXPECT_FALSE((*checkpoint)->ReadRowsStored(spec.name, 38, 41, stored));
 }

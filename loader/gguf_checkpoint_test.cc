@@ -32,8 +32,8 @@ void Rewrite(const std::string& from, const std::string& to, const std::function
   edit(*file);
   std::vector<GgufTensorInfo> infos;
   for (const GgufTensor& t : file->tensors) infos.push_back(t.info);
-  ASSERT_TRUE(WriteBytes(to, EncodeGgufHeader(file->metadata, infos, file->alignment) +
-                                 bytes.substr(file->data_begin)));
+  ASSERT_TRUE(WriteBytes(
+      to, EncodeGgufHeader(file->metadata, infos, file->alignment) + bytes.substr(file->data_begin)));
 }
 
 GgufKeyValue* Key(GgufFile& file, const std::string& key) {
@@ -120,12 +120,15 @@ TEST(GgufCheckpoint, StoresQAndKRowsInterleavedLikeLlama2c) {
   const std::string bin_path = TestPath("interleaved.bin");
   ASSERT_TRUE(WriteTestLlama2cModel(bin_path, config));
   const std::string gguf_bytes = FileBytes(gguf_path), bin_bytes = FileBytes(bin_path);
-  Result<GgufFile> gguf = ParseGgufFile(std::as_bytes(std::span(gguf_bytes.data(), gguf_bytes.size())), gguf_path);
-  Result<Llama2cLayout> bin = ParseLlama2cFile(std::as_bytes(std::span(bin_bytes.data(), bin_bytes.size())), bin_path);
+  Result<GgufFile> gguf =
+      ParseGgufFile(std::as_bytes(std::span(gguf_bytes.data(), gguf_bytes.size())), gguf_path);
+  Result<Llama2cLayout> bin =
+      ParseLlama2cFile(std::as_bytes(std::span(bin_bytes.data(), bin_bytes.size())), bin_path);
   ASSERT_TRUE(gguf && bin);
-  for (const auto& [gguf_name, hf_name] : {std::pair{"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight"},
-                                           std::pair{"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"},
-                                           std::pair{"blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight"}}) {
+  for (const auto& [gguf_name, hf_name] :
+       {std::pair{"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight"},
+        std::pair{"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"},
+        std::pair{"blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight"}}) {
     const GgufTensor* stored = nullptr;
     for (const GgufTensor& t : gguf->tensors) {
       if (t.info.name == gguf_name) stored = &t;
@@ -144,9 +147,8 @@ TEST(GgufCheckpoint, StoresQAndKRowsInterleavedLikeLlama2c) {
 
 TEST(GgufCheckpoint, FailsOnAnotherArchitecture) {
   const std::string path = TestPath("qwen.gguf");
-  Rewrite(ValidModel("arch.gguf"), path, [](GgufFile& f) {
-    Key(f, "general.architecture")->value.values[0] = std::string("qwen2");
-  });
+  Rewrite(ValidModel("arch.gguf"), path,
+          [](GgufFile& f) { Key(f, "general.architecture")->value.values[0] = std::string("qwen2"); });
   EXPECT_NE(ExpectOpenFails(path).find("GGUF architecture 'qwen2' is not supported"), std::string::npos);
 }
 
@@ -161,16 +163,18 @@ TEST(GgufCheckpoint, FailsOnMissingKey) {
 TEST(GgufCheckpoint, FailsOnMistypedKey) {
   const std::string path = TestPath("mistyped.gguf");
   Rewrite(ValidModel("t.gguf"), path, [](GgufFile& f) {
-    Key(f, "llama.attention.layer_norm_rms_epsilon")->value = {GgufValueType::kString, GgufValueType::kString,
-                                                              {std::string("1e-5")}};
+    Key(f, "llama.attention.layer_norm_rms_epsilon")->value = {
+        GgufValueType::kString, GgufValueType::kString, {std::string("1e-5")}};
   });
-  EXPECT_NE(ExpectOpenFails(path).find("'llama.attention.layer_norm_rms_epsilon' is a string, not a finite float"),
-            std::string::npos);
+  EXPECT_NE(
+      ExpectOpenFails(path).find("'llama.attention.layer_norm_rms_epsilon' is a string, not a finite float"),
+      std::string::npos);
 }
 
 TEST(GgufCheckpoint, FailsOnContradictoryKeys) {
   const std::string path = TestPath("contradictory.gguf");
-  Rewrite(ValidModel("c.gguf"), path, [](GgufFile& f) { Key(f, "llama.vocab_size")->value.values[0] = uint64_t{99}; });
+  Rewrite(ValidModel("c.gguf"), path,
+          [](GgufFile& f) { Key(f, "llama.vocab_size")->value.values[0] = uint64_t{99}; });
   EXPECT_NE(ExpectOpenFails(path).find("'llama.vocab_size' = 99 differs from token_embd.weight's 24 rows"),
             std::string::npos);
   Rewrite(ValidModel("c.gguf"), path,
@@ -181,7 +185,8 @@ TEST(GgufCheckpoint, FailsOnContradictoryKeys) {
 TEST(GgufCheckpoint, FailsOnUnknownLlamaKey) {
   const std::string path = TestPath("unknown_key.gguf");
   Rewrite(ValidModel("u.gguf"), path, [](GgufFile& f) {
-    f.metadata.push_back({"llama.attention.sliding_window", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
+    f.metadata.push_back(
+        {"llama.attention.sliding_window", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
   });
   EXPECT_NE(ExpectOpenFails(path).find("GGUF key 'llama.attention.sliding_window' is not implemented"),
             std::string::npos);
@@ -191,7 +196,8 @@ TEST(GgufCheckpoint, FailsOnShapeThatContradictsTheConfig) {
   const std::string path = TestPath("shape.gguf");
   Rewrite(ValidModel("s.gguf"), path,
           [](GgufFile& f) { Key(f, "llama.feed_forward_length")->value.values[0] = uint64_t{48}; });
-  EXPECT_NE(ExpectOpenFails(path).find("has shape [40, 16] but the config needs [48, 16]"), std::string::npos);
+  EXPECT_NE(ExpectOpenFails(path).find("has shape [40, 16] but the config needs [48, 16]"),
+            std::string::npos);
 }
 
 TEST(GgufCheckpoint, FailsOnTensorOutsideTheLlamaLayout) {

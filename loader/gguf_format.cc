@@ -13,14 +13,16 @@ namespace inferno {
 namespace {
 
 constexpr const char* kGgmlTypeNames[] = {
-    "F32",     "F16",     "Q4_0",    "Q4_1",  "Q4_2",    "Q4_3",   "Q5_0",   "Q5_1",  "Q8_0",    "Q8_1",
-    "Q2_K",    "Q3_K",    "Q4_K",    "Q5_K",  "Q6_K",    "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
-    "IQ4_NL",  "IQ3_S",   "IQ2_S",   "IQ4_XS", "I8",     "I16",    "I32",    "I64",   "F64",     "IQ1_M",
-    "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8",
-    "IQ4_NL_8_8", "MXFP4", "NVFP4", "Q1_0"};
+    "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+    "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+    "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+    "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+    "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+    "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4",    "NVFP4",    "Q1_0"};
 
-constexpr const char* kValueTypeNames[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32", "float32",
-                                           "bool",  "string", "array",  "uint64", "int64",  "float64"};
+constexpr const char* kValueTypeNames[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                           "int32",  "float32", "bool",   "string", "array",
+                                           "uint64", "int64",   "float64"};
 
 bool IsValueType(uint32_t type) { return type <= static_cast<uint32_t>(GgufValueType::kFloat64); }
 
@@ -67,16 +69,26 @@ class GgufReader {
   Status ReadScalar(GgufValueType type, GgufValue::Scalar& out) {
     const size_t at = offset();
     switch (type) {
-      case GgufValueType::kUint8: return ReadAs<uint8_t, uint64_t>(out);
-      case GgufValueType::kInt8: return ReadAs<int8_t, int64_t>(out);
-      case GgufValueType::kUint16: return ReadAs<uint16_t, uint64_t>(out);
-      case GgufValueType::kInt16: return ReadAs<int16_t, int64_t>(out);
-      case GgufValueType::kUint32: return ReadAs<uint32_t, uint64_t>(out);
-      case GgufValueType::kInt32: return ReadAs<int32_t, int64_t>(out);
-      case GgufValueType::kUint64: return ReadAs<uint64_t, uint64_t>(out);
-      case GgufValueType::kInt64: return ReadAs<int64_t, int64_t>(out);
-      case GgufValueType::kFloat32: return ReadAs<float, double>(out);
-      case GgufValueType::kFloat64: return ReadAs<double, double>(out);
+      case GgufValueType::kUint8:
+        return ReadAs<uint8_t, uint64_t>(out);
+      case GgufValueType::kInt8:
+        return ReadAs<int8_t, int64_t>(out);
+      case GgufValueType::kUint16:
+        return ReadAs<uint16_t, uint64_t>(out);
+      case GgufValueType::kInt16:
+        return ReadAs<int16_t, int64_t>(out);
+      case GgufValueType::kUint32:
+        return ReadAs<uint32_t, uint64_t>(out);
+      case GgufValueType::kInt32:
+        return ReadAs<int32_t, int64_t>(out);
+      case GgufValueType::kUint64:
+        return ReadAs<uint64_t, uint64_t>(out);
+      case GgufValueType::kInt64:
+        return ReadAs<int64_t, int64_t>(out);
+      case GgufValueType::kFloat32:
+        return ReadAs<float, double>(out);
+      case GgufValueType::kFloat64:
+        return ReadAs<double, double>(out);
       case GgufValueType::kBool: {
         uint8_t b = 0;
         if (Status s = Read(b, "bool"); !s) return s;
@@ -211,11 +223,16 @@ Status ReadTensorInfo(GgufReader& in, std::unordered_set<std::string>& names, Gg
 
 DType GgmlTypeDType(GgmlType type) {
   switch (type) {
-    case GgmlType::kF32: return DType::kF32;
-    case GgmlType::kF16: return DType::kF16;
-    case GgmlType::kBF16: return DType::kBF16;
-    case GgmlType::kQ8_0: return DType::kQ8_0;
-    case GgmlType::kQ4_0: return DType::kQ4_0;
+    case GgmlType::kF32:
+      return DType::kF32;
+    case GgmlType::kF16:
+      return DType::kF16;
+    case GgmlType::kBF16:
+      return DType::kBF16;
+    case GgmlType::kQ8_0:
+      return DType::kQ8_0;
+    case GgmlType::kQ4_0:
+      return DType::kQ4_0;
   }
   LOG(FATAL) << "unknown GgmlType " << static_cast<uint32_t>(type);
 }
@@ -269,7 +286,9 @@ uint64_t GgufTensorBytes(const GgufTensorInfo& tensor) {
   return static_cast<uint64_t>(DTypeBytes(GgmlTypeDType(tensor.type), elements).value());
 }
 
-uint64_t GgufPadded(uint64_t bytes, uint64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+uint64_t GgufPadded(uint64_t bytes, uint64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 Result<GgufFile> ParseGgufFile(std::span<const std::byte> file, const std::string& source) {
   GgufReader in(file, source);
@@ -342,7 +361,8 @@ Result<GgufFile> ParseGgufFile(std::span<const std::byte> file, const std::strin
     const uint64_t offset = offsets[t];
     if (offset % result.alignment != 0) {
       return in.Fail(info_at[t], what + ": data offset " + std::to_string(offset) +
-                                     " is not a multiple of the alignment " + std::to_string(result.alignment));
+                                     " is not a multiple of the alignment " +
+                                     std::to_string(result.alignment));
     }
     if (offset != expected) {
       return in.Fail(info_at[t], what + ": data offset " + std::to_string(offset) +
@@ -361,10 +381,9 @@ Result<GgufFile> ParseGgufFile(std::span<const std::byte> file, const std::strin
     expected = GgufPadded(offset + bytes, result.alignment);
   }
   if (data_bytes > expected) {
-    return in.Fail(result.data_begin + expected, "trailing bytes: the data section holds " +
-                                                     std::to_string(data_bytes) +
-                                                     " bytes but its padded tensors end at " +
-                                                     std::to_string(expected));
+    return in.Fail(result.data_begin + expected,
+                   "trailing bytes: the data section holds " + std::to_string(data_bytes) +
+                       " bytes but its padded tensors end at " + std::to_string(expected));
   }
   return result;
 }
@@ -387,19 +406,32 @@ std::string EncodeGgufHeader(const std::vector<GgufKeyValue>& metadata,
     auto i = [&] { return std::get<int64_t>(scalar); };
     auto f = [&] { return std::get<double>(scalar); };
     switch (type) {
-      case GgufValueType::kUint8: return put(static_cast<uint8_t>(u()));
-      case GgufValueType::kInt8: return put(static_cast<int8_t>(i()));
-      case GgufValueType::kUint16: return put(static_cast<uint16_t>(u()));
-      case GgufValueType::kInt16: return put(static_cast<int16_t>(i()));
-      case GgufValueType::kUint32: return put(static_cast<uint32_t>(u()));
-      case GgufValueType::kInt32: return put(static_cast<int32_t>(i()));
-      case GgufValueType::kUint64: return put(u());
-      case GgufValueType::kInt64: return put(i());
-      case GgufValueType::kFloat32: return put(static_cast<float>(f()));
-      case GgufValueType::kFloat64: return put(f());
-      case GgufValueType::kBool: return put(static_cast<uint8_t>(std::get<bool>(scalar)));
-      case GgufValueType::kString: return put_string(std::get<std::string>(scalar));
-      case GgufValueType::kArray: break;
+      case GgufValueType::kUint8:
+        return put(static_cast<uint8_t>(u()));
+      case GgufValueType::kInt8:
+        return put(static_cast<int8_t>(i()));
+      case GgufValueType::kUint16:
+        return put(static_cast<uint16_t>(u()));
+      case GgufValueType::kInt16:
+        return put(static_cast<int16_t>(i()));
+      case GgufValueType::kUint32:
+        return put(static_cast<uint32_t>(u()));
+      case GgufValueType::kInt32:
+        return put(static_cast<int32_t>(i()));
+      case GgufValueType::kUint64:
+        return put(u());
+      case GgufValueType::kInt64:
+        return put(i());
+      case GgufValueType::kFloat32:
+        return put(static_cast<float>(f()));
+      case GgufValueType::kFloat64:
+        return put(f());
+      case GgufValueType::kBool:
+        return put(static_cast<uint8_t>(std::get<bool>(scalar)));
+      case GgufValueType::kString:
+        return put_string(std::get<std::string>(scalar));
+      case GgufValueType::kArray:
+        break;
     }
     LOG(FATAL) << "not a scalar type " << static_cast<uint32_t>(type);
   };

@@ -74,7 +74,9 @@ void Put32(std::string& file, size_t at, uint32_t value) {
 }
 
 // The byte offset of tensor `name`'s n_dims field.
-size_t DimsOffset(const std::string& file, const std::string& name) { return OffsetOf(file, name) + name.size(); }
+size_t DimsOffset(const std::string& file, const std::string& name) {
+  return OffsetOf(file, name) + name.size();
+}
 
 TEST(GgufFormat, RoundTripsEveryValueTypeAndTensorType) {
   const std::string file = SampleFile();
@@ -89,7 +91,8 @@ TEST(GgufFormat, RoundTripsEveryValueTypeAndTensorType) {
   EXPECT_EQ(*parsed->Find("general.architecture")->AsString(), "llama");
   EXPECT_EQ(parsed->Find("llama.block_count")->AsInt(), 2);
   EXPECT_EQ(parsed->Find("some.signed")->AsInt(), -3);
-  EXPECT_FLOAT_EQ(static_cast<float>(*parsed->Find("llama.attention.layer_norm_rms_epsilon")->AsFloat()), 1e-5f);
+  EXPECT_FLOAT_EQ(static_cast<float>(*parsed->Find("llama.attention.layer_norm_rms_epsilon")->AsFloat()),
+                  1e-5f);
   EXPECT_EQ(parsed->Find("tokenizer.ggml.tokens")->TypeName(), "array of string");
   EXPECT_EQ(parsed->Find("missing"), nullptr);
   ASSERT_EQ(parsed->tensors.size(), SampleTensors().size());
@@ -254,7 +257,9 @@ TEST(GgufFormat, FailsOnTensorPastTheEndOfTheFile) {
   ExpectError(file.substr(0, file.size() - 40), "tensor 'output.weight': data [");
 }
 
-TEST(GgufFormat, FailsOnTrailingBytes) { ExpectError(SampleFile() + std::string(32, '\0'), "trailing bytes"); }
+TEST(GgufFormat, FailsOnTrailingBytes) {
+  ExpectError(SampleFile() + std::string(32, '\0'), "trailing bytes");
+}
 
 TEST(GgufFormat, FailsOnNonZeroPadding) {
   std::string file = SampleFile();

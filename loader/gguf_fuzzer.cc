@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string again = EncodeGgufHeader(parsed->metadata, infos, parsed->alignment);
   again.append(at - parsed->data_begin, '\0');
-  Result<GgufFile> reparsed = ParseGgufFile(std::as_bytes(std::span(again.data(), again.size())), "re-encoded");
+  Result<GgufFile> reparsed =
+      ParseGgufFile(std::as_bytes(std::span(again.data(), again.size())), "re-encoded");
   CHECK(reparsed) << reparsed.error().message;
   CHECK_EQ(reparsed->tensors.size(), parsed->tensors.size());
   CHECK_EQ(reparsed->metadata.size(), parsed->metadata.size());

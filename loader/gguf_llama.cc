@@ -23,14 +23,10 @@ constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
     {"output.weight", kLmHeadName},
 };
 constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
 };
 
@@ -104,12 +100,13 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
     return Error::Corruption(source + ": GGUF key '" + kGgufArchitectureKey + "' is missing or not a string");
   }
   if (*architecture->AsString() != kGgufLlamaArchitecture) {
-    return Error::Unimplemented(source + ": GGUF architecture '" + PrintableInMessage(*architecture->AsString()) +
+    return Error::Unimplemented(source + ": GGUF architecture '" +
+                                PrintableInMessage(*architecture->AsString()) +
                                 "' is not supported (inferno reads 'llama')");
   }
   for (const GgufKeyValue& kv : file.metadata) {
-    if (kv.key.starts_with(kLlamaPrefix) &&
-        std::find(std::begin(kKnownLlamaKeys), std::end(kKnownLlamaKeys), kv.key) == std::end(kKnownLlamaKeys)) {
+    if (kv.key.starts_with(kLlamaPrefix) && std::find(std::begin(kKnownLlamaKeys), std::end(kKnownLlamaKeys),
+                                                      kv.key) == std::end(kKnownLlamaKeys)) {
       return Error::Unimplemented(source + ": GGUF key '" + PrintableInMessage(kv.key) +
                                   "' is not implemented, and inferno would ignore it");
     }
@@ -121,7 +118,8 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   Result<int64_t> vocab = keys.Int("llama.vocab_size", vocab_size);
   if (!vocab) return vocab.error();
   if (*vocab != vocab_size) {
-    return keys.Fail("llama.vocab_size", "= " + std::to_string(*vocab) + " differs from token_embd.weight's " +
+    return keys.Fail("llama.vocab_size", "= " + std::to_string(*vocab) +
+                                             " differs from token_embd.weight's " +
                                              std::to_string(vocab_size) + " rows");
   }
   const std::pair<const char*, int64_t*> required[] = {
@@ -151,9 +149,9 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   if (!key_length) return key_length.error();
   if (!value_length) return value_length.error();
   if (*key_length != *value_length) {
-    return keys.Fail("llama.attention.value_length", "= " + std::to_string(*value_length) +
-                                                         " differs from llama.attention.key_length = " +
-                                                         std::to_string(*key_length));
+    return keys.Fail("llama.attention.value_length",
+                     "= " + std::to_string(*value_length) +
+                         " differs from llama.attention.key_length = " + std::to_string(*key_length));
   }
   if (*key_length > 0 && c.num_attention_heads > 0 && *key_length * c.num_attention_heads != c.hidden_size) {
     c.explicit_head_dim = *key_length;
@@ -162,14 +160,15 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   if (!rope_dims) return rope_dims.error();
   if (Status valid = c.Validate(source); !valid) return valid.error();
   if (*rope_dims != 0 && *rope_dims != c.head_dim()) {
-    return keys.Fail("llama.rope.dimension_count", "= " + std::to_string(*rope_dims) + " differs from head_dim " +
-                                                       std::to_string(c.head_dim()) +
-                                                       " (partial RoPE is not implemented)");
+    return keys.Fail("llama.rope.dimension_count",
+                     "= " + std::to_string(*rope_dims) + " differs from head_dim " +
+                         std::to_string(c.head_dim()) + " (partial RoPE is not implemented)");
   }
   for (const char* key : {"llama.expert_count", "llama.expert_used_count"}) {
     Result<int64_t> experts = keys.Int(key, 0);
     if (!experts) return experts.error();
-    if (*experts != 0) return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
+    if (*experts != 0)
+      return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
   }
   if (const GgufValue* scaling = file.Find("llama.rope.scaling.type")) {
     const std::string* type = scaling->AsString();
@@ -181,8 +180,8 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       c.rope_scaling.factor = *factor;
     } else if (*type != "none") {
-      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" + PrintableInMessage(*type) +
-                                  "' is not implemented (none and linear are)");
+      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" +
+                                  PrintableInMessage(*type) + "' is not implemented (none and linear are)");
     }
   }
   if (const GgufValue* eos = file.Find(kGgufEosTokenIdKey)) {
@@ -224,11 +223,13 @@ std::optional<std::string> HfName(std::string_view name) {
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source) {
   int64_t vocab_size = 0;
   for (const GgufTensor& tensor : file.tensors) {
-    if (tensor.info.name == kGlobalNames[0].first && tensor.info.ne.size() == 2) vocab_size = tensor.info.ne[1];
+    if (tensor.info.name == kGlobalNames[0].first && tensor.info.ne.size() == 2)
+      vocab_size = tensor.info.ne[1];
   }
   if (vocab_size == 0) {
-    return Error::NotFound(source + ": tensor 'token_embd.weight' is missing, empty or not 2-D (it gives the "
-                                    "vocabulary size)");
+    return Error::NotFound(source +
+                           ": tensor 'token_embd.weight' is missing, empty or not 2-D (it gives the "
+                           "vocabulary size)");
   }
   Result<ModelConfig> config = ReadConfig(file, source, vocab_size);
   if (!config) return config.error();
@@ -271,7 +272,8 @@ std::string GgufTensorName(std::string_view hf_name) {
 std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
   CHECK(c.rope_scaling.type == RopeScaling::Type::kNone) << "RoPE scaling is not written to GGUF";
   std::vector<GgufKeyValue> metadata = {
-      {kGgufArchitectureKey, {GgufValueType::kString, GgufValueType::kString, {std::string(kGgufLlamaArchitecture)}}},
+      {kGgufArchitectureKey,
+       {GgufValueType::kString, GgufValueType::kString, {std::string(kGgufLlamaArchitecture)}}},
       {"llama.vocab_size", Uint32(c.vocab_size)},
       {"llama.context_length", Uint32(c.max_position_embeddings)},
       {"llama.embedding_length", Uint32(c.hidden_size)},

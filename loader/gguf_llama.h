@@ -60,7 +60,7 @@ inline constexpr char kGgufLlamaArchitecture[] = "llama";
 // One tensor of a GGUF llama file under its Hugging Face name and shape.
 struct GgufLlamaTensor {
   TensorInfo info;
-  uint64_t begin = 0;          // absolute byte offset of its data in the file
+  uint64_t begin = 0;             // absolute byte offset of its data in the file
   int64_t interleaved_heads = 0;  // > 0: rows in Meta's interleaved RoPE order, this many heads
 };
 

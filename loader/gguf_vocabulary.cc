@@ -43,13 +43,16 @@ GgufValue StringArray(const std::vector<std::string>& strings) {
   return value;
 }
 
-GgufValue Uint32(int64_t id) { return {GgufValueType::kUint32, GgufValueType::kUint32, {static_cast<uint64_t>(id)}}; }
+GgufValue Uint32(int64_t id) {
+  return {GgufValueType::kUint32, GgufValueType::kUint32, {static_cast<uint64_t>(id)}};
+}
 
 }  // namespace
 
 Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::string& source) {
   const GgufValue* model = file.Find(kGgufTokenizerModelKey);
-  if (model == nullptr) return Error::NotFound(source + ": holds no tokenizer (no '" + kGgufTokenizerModelKey + "')");
+  if (model == nullptr)
+    return Error::NotFound(source + ": holds no tokenizer (no '" + kGgufTokenizerModelKey + "')");
   if (model->AsString() == nullptr) return KeyError(source, kGgufTokenizerModelKey, "is not a string");
   GgufVocabulary vocabulary;
   vocabulary.model = *model->AsString();
@@ -62,7 +65,8 @@ Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::strin
   if (*tokens == nullptr || (*tokens)->values.empty()) {
     return KeyError(source, kGgufTokensKey, "is missing or empty");
   }
-  for (const GgufValue::Scalar& token : (*tokens)->values) vocabulary.tokens.push_back(std::get<std::string>(token));
+  for (const GgufValue::Scalar& token : (*tokens)->values)
+    vocabulary.tokens.push_back(std::get<std::string>(token));
   const int64_t vocab = static_cast<int64_t>(vocabulary.tokens.size());
 
   Result<const GgufValue*> scores = Array(file, source, kGgufScoresKey, {GgufValueType::kFloat32}, vocab);
@@ -81,9 +85,11 @@ Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::strin
   if (!types) return types.error();
   if (*types != nullptr) {
     for (const GgufValue::Scalar& type : (*types)->values) {
-      const int64_t t = std::holds_alternative<int64_t>(type) ? std::get<int64_t>(type)
-                                                               : static_cast<int64_t>(std::get<uint64_t>(type));
-      if (t < static_cast<int32_t>(GgufTokenType::kNormal) || t > static_cast<int32_t>(GgufTokenType::kByte)) {
+      const int64_t t = std::holds_alternative<int64_t>(type)
+                            ? std::get<int64_t>(type)
+                            : static_cast<int64_t>(std::get<uint64_t>(type));
+      if (t < static_cast<int32_t>(GgufTokenType::kNormal) ||
+          t > static_cast<int32_t>(GgufTokenType::kByte)) {
         return KeyError(source, kGgufTokenTypesKey, "holds token type " + std::to_string(t) + ", not 1..6");
       }
       vocabulary.token_types.push_back(static_cast<int32_t>(t));
@@ -92,7 +98,8 @@ Result<GgufVocabulary> ReadGgufVocabulary(const GgufFile& file, const std::strin
   Result<const GgufValue*> merges = Array(file, source, kGgufMergesKey, {GgufValueType::kString}, -1);
   if (!merges) return merges.error();
   if (*merges != nullptr) {
-    for (const GgufValue::Scalar& merge : (*merges)->values) vocabulary.merges.push_back(std::get<std::string>(merge));
+    for (const GgufValue::Scalar& merge : (*merges)->values)
+      vocabulary.merges.push_back(std::get<std::string>(merge));
   } else if (vocabulary.model == kGgufGpt2Tokenizer) {
     return KeyError(source, kGgufMergesKey, "is missing (a gpt2 tokenizer merges by rank)");
   }
@@ -134,8 +141,10 @@ std::vector<GgufKeyValue> GgufVocabularyMetadata(const GgufVocabulary& v) {
     metadata.push_back({kGgufTokenTypesKey, std::move(types)});
   }
   if (!v.merges.empty()) metadata.push_back({kGgufMergesKey, StringArray(v.merges)});
-  if (!v.pre.empty()) metadata.push_back({kGgufPreTokenizerKey, {GgufValueType::kString, GgufValueType::kString, {v.pre}}});
-  if (v.add_bos) metadata.push_back({kGgufAddBosKey, {GgufValueType::kBool, GgufValueType::kBool, {*v.add_bos}}});
+  if (!v.pre.empty())
+    metadata.push_back({kGgufPreTokenizerKey, {GgufValueType::kString, GgufValueType::kString, {v.pre}}});
+  if (v.add_bos)
+    metadata.push_back({kGgufAddBosKey, {GgufValueType::kBool, GgufValueType::kBool, {*v.add_bos}}});
   metadata.push_back({kGgufBosTokenIdKey, Uint32(v.bos_id)});
   metadata.push_back({kGgufEosTokenIdKey, Uint32(v.eos_id)});
   if (v.unknown_id) metadata.push_back({kGgufUnknownTokenIdKey, Uint32(*v.unknown_id)});

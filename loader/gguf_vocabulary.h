@@ -53,13 +53,13 @@ enum class GgufTokenType : int32_t {
 };
 
 struct GgufVocabulary {
-  std::string model;                   // kGgufLlamaTokenizer or kGgufGpt2Tokenizer
-  std::vector<std::string> tokens;     // (vocab)
-  std::vector<float> scores;           // (vocab), or empty (gpt2 only)
-  std::vector<int32_t> token_types;    // (vocab), or empty
-  std::vector<std::string> merges;     // gpt2: "left right", highest priority first
-  std::string pre;                     // gpt2: tokenizer.ggml.pre, or empty
-  std::optional<bool> add_bos;         // tokenizer.ggml.add_bos_token
+  std::string model;                 // kGgufLlamaTokenizer or kGgufGpt2Tokenizer
+  std::vector<std::string> tokens;   // (vocab)
+  std::vector<float> scores;         // (vocab), or empty (gpt2 only)
+  std::vector<int32_t> token_types;  // (vocab), or empty
+  std::vector<std::string> merges;   // gpt2: "left right", highest priority first
+  std::string pre;                   // gpt2: tokenizer.ggml.pre, or empty
+  std::optional<bool> add_bos;       // tokenizer.ggml.add_bos_token
   int64_t bos_id = 0;
   int64_t eos_id = 0;
   std::optional<int64_t> unknown_id;

@@ -21,11 +21,16 @@ constexpr uint64_t kGgmlQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 // llama.cpp's llama_ftype of a file whose matrices are `dtype`.
 uint64_t LlamaFileType(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 0;    // LLAMA_FTYPE_ALL_F32
-    case DType::kF16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
-    case DType::kQ4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
-    case DType::kQ8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
-    case DType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case DType::kF32:
+      return 0;  // LLAMA_FTYPE_ALL_F32
+    case DType::kF16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case DType::kQ4_0:
+      return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case DType::kQ8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case DType::kBF16:
+      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
@@ -39,23 +44,25 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
                       const GgufVocabulary& vocabulary, const std::string& name) {
   if (config.architecture != "LlamaForCausalLM" || config.qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
-    return Error::InvalidArgument(path + ": GGUF llama holds Llama models without biases, RoPE scaling or a "
-                                         "sliding window");
+    return Error::InvalidArgument(path +
+                                  ": GGUF llama holds Llama models without biases, RoPE scaling or a "
+                                  "sliding window");
   }
   std::vector<TensorInfo> infos;
   for (const NamedTensorF32& t : tensors) {
     infos.push_back({t.name, DType::kF32, t.shape});
     if (static_cast<int64_t>(t.data.size()) != infos.back().num_elements()) {
       return Error::InvalidArgument(path + ": tensor '" + t.name + "': shape " + ShapeToString(t.shape) +
-                                    " needs " + std::to_string(infos.back().num_elements()) + " floats, data has " +
-                                    std::to_string(t.data.size()));
+                                    " needs " + std::to_string(infos.back().num_elements()) +
+                                    " floats, data has " + std::to_string(t.data.size()));
     }
   }
   if (Status s = CheckTensorsMatchConfig(infos, config, path); !s) return s;
 
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);
-  metadata.insert(metadata.begin() + 1, {{kGeneralNameKey, {GgufValueType::kString, GgufValueType::kString, {name}}},
-                                         {kGeneralFileTypeKey, Uint32(LlamaFileType(matrix_type))}});
+  metadata.insert(metadata.begin() + 1,
+                  {{kGeneralNameKey, {GgufValueType::kString, GgufValueType::kString, {name}}},
+                   {kGeneralFileTypeKey, Uint32(LlamaFileType(matrix_type))}});
   if (DTypeBlockElements(matrix_type) > 1) {
     metadata.push_back({kGeneralQuantizationVersionKey, Uint32(kGgmlQuantizationVersion)});
   }
@@ -64,11 +71,12 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   for (const NamedTensorF32& t : tensors) {
     const DType dtype = t.shape.size() == 2 ? matrix_type : DType::kF32;
     if (t.shape.size() == 2 && t.shape[1] % DTypeBlockElements(dtype) != 0) {
-      return Error::InvalidArgument(path + ": tensor '" + t.name + "': rows of " + std::to_string(t.shape[1]) +
-                                    " are not whole " + std::string(DTypeName(dtype)) + " blocks of " +
-                                    std::to_string(DTypeBlockElements(dtype)));
+      return Error::InvalidArgument(
+          path + ": tensor '" + t.name + "': rows of " + std::to_string(t.shape[1]) + " are not whole " +
+          std::string(DTypeName(dtype)) + " blocks of " + std::to_string(DTypeBlockElements(dtype)));
     }
-    gguf_tensors.push_back({GgufTensorName(t.name), DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
+    gguf_tensors.push_back(
+        {GgufTensorName(t.name), DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
   }
 
   Result<AtomicFile> file = AtomicFile::Create(path);
@@ -87,8 +95,8 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
       const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;
       permuted.resize(t.data.size());
       for (int64_t row = 0; row < rows; ++row) {
-        std::memcpy(permuted.data() + InterleavedRopeRow(row, head_dim) * columns, t.data.data() + row * columns,
-                    static_cast<size_t>(columns) * sizeof(float));
+        std::memcpy(permuted.data() + InterleavedRopeRow(row, head_dim) * columns,
+                    t.data.data() + row * columns, static_cast<size_t>(columns) * sizeof(float));
       }
       values = permuted;
     }

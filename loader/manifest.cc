@@ -97,8 +97,8 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   if (j.contains("dtype")) {
     m.dtype = ParseDType(j.at("dtype").get<std::string>());
     if (!m.dtype) {
-      return Error::Corruption(source + ": unknown dtype " + j.at("dtype").dump() + " (supported: " + DTypeNames() +
-                               ")");
+      return Error::Corruption(source + ": unknown dtype " + j.at("dtype").dump() +
+                               " (supported: " + DTypeNames() + ")");
     }
   }
   Result<ModelConfig> config = ParseModelConfigJson(j.at("config").dump(), source + " (config)");
@@ -126,15 +126,18 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
                                ", tp_index " + std::to_string(shard.tp_index) +
                                ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
     }
-    ShardFile file{rank, r.at("file").get<std::string>(), r.at("bytes").get<uint64_t>(),
-                   r.at("crc32c").get<std::string>(), {}};
+    ShardFile file{rank,
+                   r.at("file").get<std::string>(),
+                   r.at("bytes").get<uint64_t>(),
+                   r.at("crc32c").get<std::string>(),
+                   {}};
     for (const json& t : r.at("tensors")) {
       if (!t.contains("dtype")) continue;
       const std::optional<DType> dtype = ParseDType(t.at("dtype").get<std::string>());
       if (!dtype) {
         return Error::Corruption(source + ": rank " + std::to_string(rank) + " tensor '" +
-                                 t.at("name").get<std::string>() + "' has unknown dtype " + t.at("dtype").dump() +
-                                 " (supported: " + DTypeNames() + ")");
+                                 t.at("name").get<std::string>() + "' has unknown dtype " +
+                                 t.at("dtype").dump() + " (supported: " + DTypeNames() + ")");
       }
       file.dtypes.push_back(*dtype);
     }

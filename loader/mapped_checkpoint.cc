@@ -25,7 +25,8 @@ namespace {
 Status CheckRowsAddressable(const TensorInfo& info, const std::string& path) {
   if (info.shape.size() == 1 && DTypeBlockElements(info.dtype) > 1) {
     return Error::Unimplemented(path + ": tensor '" + info.name + "' is 1-D in block type " +
-                                std::string(DTypeName(info.dtype)) + "; store 1-D tensors as F32, F16 or BF16");
+                                std::string(DTypeName(info.dtype)) +
+                                "; store 1-D tensors as F32, F16 or BF16");
   }
   return {};
 }
@@ -139,7 +140,8 @@ std::span<const std::byte> MappedCheckpoint::Row(size_t index, int64_t row) cons
   DCHECK_GE(row, 0);
   DCHECK_LT(row, NumRows(index));
   int64_t stored_row = row;
-  if (s.interleaved_rope_heads > 0) stored_row = InterleavedRopeRow(row, NumRows(index) / s.interleaved_rope_heads);
+  if (s.interleaved_rope_heads > 0)
+    stored_row = InterleavedRopeRow(row, NumRows(index) / s.interleaved_rope_heads);
   const int64_t row_bytes = RowBytes(index);
   return files_[s.file]->bytes().subspan(s.begin + static_cast<uint64_t>(stored_row * row_bytes),
                                          static_cast<size_t>(row_bytes));
@@ -238,7 +240,8 @@ Status MappedCheckpoint::ReadRowsStored(const std::string& name, int64_t row_beg
   if (Status s = CheckRows(name, row_begin, row_end, out.size(), OutUnit::kBytes, &index); !s) return s;
   const int64_t row_bytes = RowBytes(index);
   ForEachRowRun(index, row_begin, row_end, [&](const std::byte* stored, int64_t first_row, int64_t count) {
-    std::memcpy(out.data() + (first_row - row_begin) * row_bytes, stored, static_cast<size_t>(count * row_bytes));
+    std::memcpy(out.data() + (first_row - row_begin) * row_bytes, stored,
+                static_cast<size_t>(count * row_bytes));
   });
   return {};
 }

@@ -104,9 +104,9 @@ class MappedCheckpoint final : public Checkpoint {
   // tensors()[index] in Hugging Face order, in runs of consecutive stored
   // rows of at most 16 MiB (single rows when the rows are permuted), with
   // their pages mapped in for the call and released after.
-  void ForEachRowRun(size_t index, int64_t row_begin, int64_t row_end,
-                     const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run)
-      const;
+  void ForEachRowRun(
+      size_t index, int64_t row_begin, int64_t row_end,
+      const std::function<void(const std::byte* stored, int64_t first_row, int64_t count)>& run) const;
 
   ModelConfig config_;
   std::vector<std::shared_ptr<const MappedFile>> files_;

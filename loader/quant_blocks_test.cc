@@ -100,7 +100,7 @@ TEST(DequantizeRowQ4_0, LowNibblesAreTheFirstHalf) {
   BlockQ4_0 block{};
   block.d = 0x4000;  // 2
   for (uint8_t& q : block.qs) q = 0x88;
-  block.qs[0] = 0xf0;  // element 0: (0 - 8) * 2, element 16: (15 - 8) * 2
+  block.qs[0] = 0xf0;   // element 0: (0 - 8) * 2, element 16: (15 - 8) * 2
   block.qs[15] = 0x19;  // element 15: (9 - 8) * 2, element 31: (1 - 8) * 2
   std::vector<float> out(32);
   DequantizeRowQ4_0({&block, 1}, out);

@@ -110,10 +110,11 @@ TEST(ParseSafetensorsHeader, ByteLengthNotMatchingShapeTimesDtype) {
 }
 
 TEST(ParseSafetensorsHeader, BlockTypesAreSizedByWholeBlocks) {
-  Result<SafetensorsHeader> header = ParseSafetensorsHeader(
-      MakeFile("{\"q\": " + Entry("Q8_0", "[2, 64]", 0, 136) + ", \"r\": " + Entry("Q4_0", "[1, 32]", 136, 154) + "}",
-               154),
-      "m.safetensors");
+  Result<SafetensorsHeader> header =
+      ParseSafetensorsHeader(MakeFile("{\"q\": " + Entry("Q8_0", "[2, 64]", 0, 136) +
+                                          ", \"r\": " + Entry("Q4_0", "[1, 32]", 136, 154) + "}",
+                                      154),
+                             "m.safetensors");
   ASSERT_TRUE(header.ok()) << header.error().message;
   EXPECT_EQ(header->tensors[0].info.dtype, DType::kQ8_0);
   EXPECT_EQ(TensorByteSize(header->tensors[1].info), 18u);

@@ -45,7 +45,8 @@ Status CopySlice(const MappedCheckpoint& checkpoint, size_t index, const SliceBo
   std::span<const std::byte> pending;
   for (int64_t row = b.row_begin; row < b.row_end; ++row) {
     const std::span<const std::byte> part =
-        checkpoint.Row(index, row).subspan(static_cast<size_t>(column_offset), static_cast<size_t>(column_bytes));
+        checkpoint.Row(index, row)
+            .subspan(static_cast<size_t>(column_offset), static_cast<size_t>(column_bytes));
     if (!pending.empty() && pending.data() + pending.size() == part.data()) {
       pending = std::span(pending.data(), pending.size() + part.size());
       continue;
@@ -77,7 +78,8 @@ Status ConvertSlice(const MappedCheckpoint& checkpoint, size_t index, const Slic
         return s.error().Prefixed("tensor '" + info.name + "' row " + std::to_string(row) + ": ");
       }
       if (to == *convert) {
-        out = std::span<const std::byte>(quantized).subspan(DTypeBytes(to, b.column_begin).value(), converted.size());
+        out = std::span<const std::byte>(quantized).subspan(DTypeBytes(to, b.column_begin).value(),
+                                                            converted.size());
       } else {
         ConvertToF32(*convert, quantized.data(), values);
       }
@@ -147,8 +149,8 @@ Status ChunkedSink::Flush() {
 
 DType ShardDType(const TensorInfo& source, const TensorSlice& slice, std::optional<DType> convert) {
   const bool matrix = source.shape.size() == 2;
-  const DType dtype = convert && matrix && source.shape[1] % DTypeBlockElements(*convert) == 0 ? *convert
-                                                                                                : source.dtype;
+  const DType dtype =
+      convert && matrix && source.shape[1] % DTypeBlockElements(*convert) == 0 ? *convert : source.dtype;
   const int64_t block = DTypeBlockElements(dtype);
   if (slice.split_dim == 1 && (slice.begin % block != 0 || slice.end % block != 0)) return DType::kF32;
   return dtype;
@@ -167,7 +169,8 @@ std::vector<TensorInfo> ShardTensorInfos(const Checkpoint& checkpoint, const Ran
 uint64_t RankShardBytes(const Checkpoint& checkpoint, const ShardPlan& plan, int rank,
                         std::optional<DType> convert) {
   uint64_t bytes = RankHeader(checkpoint, plan, rank, convert).size();
-  for (const TensorInfo& info : ShardTensorInfos(checkpoint, plan.ranks[static_cast<size_t>(rank)], convert)) {
+  for (const TensorInfo& info :
+       ShardTensorInfos(checkpoint, plan.ranks[static_cast<size_t>(rank)], convert)) {
     bytes += TensorByteSize(info);
   }
   return bytes;

@@ -79,7 +79,8 @@ Result<std::string> WriteRankFile(const MappedCheckpoint& checkpoint, const Shar
     progress.Add(bytes.size());
     return {};
   });
-  if (Status s = StreamRankShard(checkpoint, plan, rank, convert, sink); !s) return s.error().Prefixed(path + ": ");
+  if (Status s = StreamRankShard(checkpoint, plan, rank, convert, sink); !s)
+    return s.error().Prefixed(path + ": ");
   if (Status s = file->Commit(); !s) return s.error();
   return crc.HexDigest();
 }
@@ -188,8 +189,8 @@ Result<ShardJobReport> WriteShards(const MappedCheckpoint& checkpoint, const std
   RunInParallel(to_write.size(), [&](size_t i) {
     if (failed) return;  // stop starting files after a failure
     const int rank = static_cast<int>(to_write[i]);
-    digests[i] =
-        WriteRankFile(checkpoint, plan, rank, convert, out_dir + "/" + manifest.files[to_write[i]].file, counter);
+    digests[i] = WriteRankFile(checkpoint, plan, rank, convert,
+                               out_dir + "/" + manifest.files[to_write[i]].file, counter);
     if (!*digests[i]) failed = true;
   });
   report.bytes_written = counter.done();

@@ -111,8 +111,8 @@ class ConvertedShards : public testing::TestWithParam<DType> {};
 TEST_P(ConvertedShards, HoldTheWholeRowsConvertedValues) {
   const DType dtype = GetParam();
   ModelConfig config = TestConfig(2, false);
-  config.hidden_size = 64;         // rows of 2 blocks
-  config.intermediate_size = 96;   // TP2 cuts down_proj's rows at 48: mid-block
+  config.hidden_size = 64;        // rows of 2 blocks
+  config.intermediate_size = 96;  // TP2 cuts down_proj's rows at 48: mid-block
   const std::string model = TestPath("convert_" + std::string(DTypeName(dtype)), true);
   ASSERT_TRUE(WriteTestSafetensorsModel(model, config));
   std::unique_ptr<MappedCheckpoint> original = Open(model);
@@ -136,9 +136,13 @@ TEST_P(ConvertedShards, HoldTheWholeRowsConvertedValues) {
       const TensorInfo source = *original->Find(slice.name);
       const TensorInfo stored = *shard->checkpoint->Find(slice.name);
       EXPECT_EQ(manifest->files[rank].dtypes[i], stored.dtype) << slice.name;
-      const bool cut = slice.split_dim == 1 && DTypeBlockElements(dtype) > 1 && (slice.begin % 32 != 0 || slice.end % 32 != 0);
+      const bool cut = slice.split_dim == 1 && DTypeBlockElements(dtype) > 1 &&
+                       (slice.begin % 32 != 0 || slice.end % 32 != 0);
       saw_cut = saw_cut || cut;
-      EXPECT_EQ(stored.dtype, source.shape.size() != 2 ? DType::kF32 : cut ? DType::kF32 : dtype) << slice.name;
+      EXPECT_EQ(stored.dtype, source.shape.size() != 2 ? DType::kF32
+                              : cut                    ? DType::kF32
+                                                       : dtype)
+          << slice.name;
       // Expected: each whole source row through `dtype` and back, then cut.
       std::vector<float> whole(static_cast<size_t>(source.num_elements()));
       ASSERT_TRUE(original->ReadF32(slice.name, whole).ok());

@@ -105,8 +105,9 @@ Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const Shard
   for (size_t i = 0; i < file.dtypes.size(); ++i) {
     const TensorInfo info = *(*checkpoint)->Find(shard.tensors[i].name);
     if (info.dtype != file.dtypes[i]) {
-      return Error::Corruption(path + ": tensor '" + info.name + "' is " + std::string(DTypeName(info.dtype)) +
-                               " but the manifest records " + std::string(DTypeName(file.dtypes[i])));
+      return Error::Corruption(path + ": tensor '" + info.name + "' is " +
+                               std::string(DTypeName(info.dtype)) + " but the manifest records " +
+                               std::string(DTypeName(file.dtypes[i])));
     }
   }
   return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};

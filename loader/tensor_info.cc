@@ -26,7 +26,8 @@ void DequantizeUnaligned(const std::byte* src, std::span<float> out) {
   for (size_t b = 0; b < blocks; b += kChunkBlocks) {
     const size_t n = std::min(kChunkBlocks, blocks - b);
     std::memcpy(chunk, src + b * sizeof(Block), n * sizeof(Block));
-    Dequantize(std::span<const Block>(chunk, n), out.subspan(b * kQuantBlockElements, n * kQuantBlockElements));
+    Dequantize(std::span<const Block>(chunk, n),
+               out.subspan(b * kQuantBlockElements, n * kQuantBlockElements));
   }
 }
 
@@ -93,7 +94,8 @@ Result<int64_t> DTypeBytes(DType dtype, int64_t elements) {
 }
 
 Result<int64_t> StoredBytes(const TensorInfo& tensor) {
-  const std::string what = "shape " + ShapeToString(tensor.shape) + " x " + std::string(DTypeName(tensor.dtype));
+  const std::string what =
+      "shape " + ShapeToString(tensor.shape) + " x " + std::string(DTypeName(tensor.dtype));
   const int64_t row_elements = tensor.shape.empty() ? 1 : tensor.shape.back();
   Result<int64_t> row_bytes = DTypeBytes(tensor.dtype, row_elements);
   if (!row_bytes) return Error::InvalidArgument(what + ": rows of " + row_bytes.error().message);
@@ -165,7 +167,8 @@ void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out) {
 }
 
 Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst) {
-  if (Result<int64_t> bytes = DTypeBytes(dtype, static_cast<int64_t>(values.size())); !bytes) return bytes.error();
+  if (Result<int64_t> bytes = DTypeBytes(dtype, static_cast<int64_t>(values.size())); !bytes)
+    return bytes.error();
   switch (dtype) {
     case DType::kF32:
       std::memcpy(dst, values.data(), values.size_bytes());

@@ -110,7 +110,10 @@ Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DT
   vocabulary.bos_id = 1;
   vocabulary.eos_id = 2;
   for (int64_t id = 0; id < config.vocab_size; ++id) {
-    vocabulary.tokens.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "t" + std::to_string(id));
+    vocabulary.tokens.push_back(id == 0   ? "<unk>"
+                                : id == 1 ? "<s>"
+                                : id == 2 ? "</s>"
+                                          : "t" + std::to_string(id));
     vocabulary.scores.push_back(0.0f);
   }
   return WriteGgufLlama(path, config, tensors, matrix_type, vocabulary, "test model");

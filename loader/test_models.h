@@ -49,7 +49,8 @@ Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& config)
 // Writes a GGUF file of `config` (gguf_writer.h) holding the TestWeights
 // values, matrices as `matrix_type`, with a vocabulary of "<unk>", "<s>",
 // "</s>", then "t3", "t4", ...
-Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DType matrix_type = DType::kF32);
+Status WriteTestGgufModel(const std::string& path, const ModelConfig& config,
+                          DType matrix_type = DType::kF32);
 
 // Writes `bytes` to `path` (for hand-made bad files).
 Status WriteBytes(const std::string& path, const std::string& bytes);

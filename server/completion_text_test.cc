@@ -30,12 +30,16 @@ class PieceTokenizer final : public Tokenizer {
 };
 
 TEST(CompletionText, NeverSplitsAUtf8Character) {
-  PieceTokenizer tokenizer({"a", "\xC3", "\xBC", "\xE6\x97", "\xA5" "b"});
+  PieceTokenizer tokenizer({"a", "\xC3", "\xBC", "\xE6\x97",
+                            "\xA5"
+                            "b"});
   CompletionText text(tokenizer, {});
   const std::vector<int32_t> ids = {0, 1};
   EXPECT_EQ(text.Add(0, ids), "a");
   EXPECT_EQ(text.Add(1, std::vector<int32_t>{2, 3}), "\xC3\xBC");
-  EXPECT_EQ(text.Add(3, std::vector<int32_t>{4}), "\xE6\x97\xA5" "b");
+  EXPECT_EQ(text.Add(3, std::vector<int32_t>{4}),
+            "\xE6\x97\xA5"
+            "b");
 }
 
 TEST(CompletionText, CutsBeforeTheFirstStopStringEvenAcrossTokenGroups) {

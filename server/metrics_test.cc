@@ -15,8 +15,10 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   metrics.ObserveTimeToFirstToken(0.2);
   metrics.ObserveTimeToFirstToken(60);
   const std::string text = metrics.Render(4, 2);
-  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos);
-  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"429\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"429\"} 1\n"),
+            std::string::npos);
   EXPECT_NE(text.find("inferno_prompt_tokens_total 10\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_generated_tokens_total 3\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_queue_depth 4\n"), std::string::npos);

@@ -51,8 +51,10 @@ TEST(ParseOpenAiRequest, MalformedOrNonObjectBodyIsRefused) {
 
 TEST(ParseOpenAiRequest, FieldsOfTheWrongTypeOrRangeAreNamed) {
   EXPECT_EQ(ErrorOf(R"({"model": 3, "prompt": "x"})"), "'model' must be a string");
-  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": 5})"), "'prompt' must be a string (or an array of one string)");
-  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "max_tokens": "9"})"), "'max_tokens' must be an integer");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": 5})"),
+            "'prompt' must be a string (or an array of one string)");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "max_tokens": "9"})"),
+            "'max_tokens' must be an integer");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "max_tokens": 0})"), "'max_tokens' must be at least 1");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "temperature": 3})"),
             "'temperature' must be at least 0.000000 and at most 2.000000");
@@ -75,7 +77,8 @@ TEST(ParseOpenAiRequest, UnknownAndUnsupportedFieldsAreRefusedNotIgnored) {
             "'frequency_penalty' is supported only as 0");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})"),
             "unrecognized field 'messages'");
-  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x"})", Endpoint::kChatCompletions), "unrecognized field 'prompt'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x"})", Endpoint::kChatCompletions),
+            "unrecognized field 'prompt'");
 }
 
 TEST(ParseOpenAiRequest, RequiredFieldsAreNamed) {

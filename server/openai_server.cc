@@ -120,7 +120,8 @@ struct OpenAiServer::Handlers {
     if (!events.tokens.empty()) {
       const Clock::time_point now = Clock::now();
       if (!exchange.last_token) {
-        server.metrics_.ObserveTimeToFirstToken(std::chrono::duration<double>(now - exchange.handle->submitted()).count());
+        server.metrics_.ObserveTimeToFirstToken(
+            std::chrono::duration<double>(now - exchange.handle->submitted()).count());
       } else {
         const double each = std::chrono::duration<double>(now - *exchange.last_token).count() /
                             static_cast<double>(events.tokens.size());
@@ -149,7 +150,8 @@ struct OpenAiServer::Handlers {
       std::lock_guard<std::mutex> lock(server.mutex_);
       if (server.state_ == State::kLoading) return ServerError("the model is loading; retry later");
       if (server.state_ == State::kDraining) return ServerError("the server is shutting down");
-      if (server.state_ == State::kUnhealthy) return ServerError("the pipeline failed: " + server.unhealthy_reason_);
+      if (server.state_ == State::kUnhealthy)
+        return ServerError("the pipeline failed: " + server.unhealthy_reason_);
       maker = server.maker_;
     }
     Result<OpenAiRequest> parsed = ParseOpenAiRequest(req.body, endpoint);
@@ -166,8 +168,11 @@ struct OpenAiServer::Handlers {
     std::vector<int32_t> prompt;
     if (exchange->chat()) {
       if (maker.chat == nullptr) {
-        return ApiError{400, "invalid_request_error",
-                        "this model has no chat template (start serve with --chat-template)", "messages", {}};
+        return ApiError{400,
+                        "invalid_request_error",
+                        "this model has no chat template (start serve with --chat-template)",
+                        "messages",
+                        {}};
       }
       ChatRequest chat;
       chat.messages = request.messages;
@@ -184,8 +189,9 @@ struct OpenAiServer::Handlers {
     if (prompt.empty()) return ApiError{400, "invalid_request_error", "the prompt is empty", "prompt", {}};
     if (static_cast<int64_t>(prompt.size()) > maker.context_length) {
       return ApiError{400, "invalid_request_error",
-                      "the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
-                          std::to_string(maker.context_length) + " positions",
+                      "the prompt has " + std::to_string(prompt.size()) +
+                          " tokens, more than the context of " + std::to_string(maker.context_length) +
+                          " positions",
                       exchange->chat() ? "messages" : "prompt", "context_length_exceeded"};
     }
     exchange->prompt_tokens = static_cast<int64_t>(prompt.size());
@@ -201,10 +207,12 @@ struct OpenAiServer::Handlers {
     if (submission.outcome == Submission::kQueueFull) {
       return ApiError{429, "rate_limit_error", "the request queue is full; retry later", {}, "queue_full"};
     }
-    if (submission.outcome == Submission::kUnavailable) return ServerError("the server is not accepting requests");
+    if (submission.outcome == Submission::kUnavailable)
+      return ServerError("the server is not accepting requests");
     server.metrics_.CountTokens(exchange->prompt_tokens, 0);
     exchange->handle = std::move(submission.request);
-    exchange->id = std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
+    exchange->id =
+        std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
     exchange->created = static_cast<int64_t>(std::time(nullptr));
     exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
     return exchange;
@@ -266,7 +274,8 @@ struct OpenAiServer::Handlers {
           };
           if (!*started && exchange->chat()) {
             *started = true;
-            if (!send(exchange->Chunk(model, {{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+            if (!send(exchange->Chunk(model, {{"role", "assistant"}, {"content", ""}}, nullptr)))
+              return false;
           }
           Step step = Next(*exchange, Clock::now() + kKeepAlive);
           if (step.error) {
@@ -303,7 +312,10 @@ struct OpenAiServer::Handlers {
 };
 
 OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerMetrics& metrics)
-    : settings_(std::move(settings)), queue_(queue), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+    : settings_(std::move(settings)),
+      queue_(queue),
+      metrics_(metrics),
+      http_(std::make_unique<httplib::Server>()) {
   httplib::Server& http = *http_;
   const int threads = settings_.threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -312,32 +324,37 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
   http.set_write_timeout(std::chrono::seconds(10));
   http.set_keep_alive_timeout(2);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!settings_.api_key || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (!settings_.api_key || req.path.rfind("/v1/", 0) != 0)
+      return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + *settings_.api_key) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    SendError(res, {401, "invalid_request_error", "a valid API key is required: Authorization: Bearer KEY", {},
+    SendError(res, {401,
+                    "invalid_request_error",
+                    "a valid API key is required: Authorization: Bearer KEY",
+                    {},
                     "invalid_api_key"});
     metrics_.CountRequest(req.path, 401);
     return httplib::Server::HandlerResponse::Handled;
   });
   // Statuses httplib answers itself (404, 413, 400 for a malformed request
   // line) get an error object too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                      httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError error{res.status, "invalid_request_error", "", {}, {}};
-    if (res.status == 404) {
-      error.message = "no route " + req.method + " " + req.path;
-    } else if (res.status == 413) {
-      error.message = "the request body is larger than " + std::to_string(settings_.max_body_bytes) + " bytes";
-    } else {
-      error.message = "HTTP " + std::to_string(res.status);
-    }
-    SendError(res, error);
-    metrics_.CountRequest(req.path, res.status);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ApiError error{res.status, "invalid_request_error", "", {}, {}};
+        if (res.status == 404) {
+          error.message = "no route " + req.method + " " + req.path;
+        } else if (res.status == 413) {
+          error.message =
+              "the request body is larger than " + std::to_string(settings_.max_body_bytes) + " bytes";
+        } else {
+          error.message = "HTTP " + std::to_string(res.status);
+        }
+        SendError(res, error);
+        metrics_.CountRequest(req.path, res.status);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   auto handlers = std::make_shared<Handlers>(Handlers{*this});
   http.Post("/v1/completions", [handlers](const httplib::Request& req, httplib::Response& res) {
     handlers->Complete(req, res, Endpoint::kCompletions);
@@ -346,7 +363,8 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
     handlers->Complete(req, res, Endpoint::kChatCompletions);
   });
   http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-    const Json model = {{"id", settings_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "inferno"}};
+    const Json model = {
+        {"id", settings_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "inferno"}};
     res.set_content(Dump(Json{{"object", "list"}, {"data", Json::array({model})}}), "application/json");
     metrics_.CountRequest(req.path, 200);
   });
@@ -389,7 +407,8 @@ void OpenAiServer::Start() {
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // Stop must find it running, or it would not stop it.
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
-  while (!http_->is_running() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!http_->is_running() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void OpenAiServer::SetReady(PromptMaker maker) {

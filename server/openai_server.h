@@ -47,9 +47,9 @@ struct ServerSettings {
 // What turns a request into a prompt, known once the model is loaded.
 struct PromptMaker {
   const Tokenizer* tokenizer = nullptr;
-  std::optional<int32_t> bos_id;             // starts a completion prompt
-  const ChatTemplate* chat = nullptr;        // none: chat requests get 400
-  std::optional<std::string> bos_token;      // for the chat template
+  std::optional<int32_t> bos_id;         // starts a completion prompt
+  const ChatTemplate* chat = nullptr;    // none: chat requests get 400
+  std::optional<std::string> bos_token;  // for the chat template
   std::optional<std::string> eos_token;
   int64_t context_length = 0;  // positions per sequence, prompt included
 };

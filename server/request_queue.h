@@ -36,8 +36,8 @@ class RequestQueue;
 
 // What a request has produced since the last Take.
 struct RequestEvents {
-  std::vector<int32_t> tokens;  // new tokens, in order
-  int32_t previous = 0;         // the token before tokens[0] (the last prompt token at first)
+  std::vector<int32_t> tokens;         // new tokens, in order
+  int32_t previous = 0;                // the token before tokens[0] (the last prompt token at first)
   std::optional<FinishReason> finish;  // set once: the request has ended
   std::optional<Error> error;          // set once: the request failed (the pipeline is lost)
 };

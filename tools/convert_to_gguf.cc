@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<float>> values(specs.size());
   std::vector<NamedTensorF32> tensors;
   for (size_t i = 0; i < specs.size(); ++i) {
-    values[i].resize(static_cast<size_t>(TensorInfo{specs[i].name, DType::kF32, specs[i].shape}.num_elements()));
+    values[i].resize(
+        static_cast<size_t>(TensorInfo{specs[i].name, DType::kF32, specs[i].shape}.num_elements()));
     if (Status read = (*checkpoint)->ReadF32(specs[i].name, values[i]); !read) {
       std::fprintf(stderr, "convert_to_gguf: %s\n", read.error().ToString().c_str());
       return 1;
@@ -68,11 +69,12 @@ int main(int argc, char** argv) {
     tensors.push_back({specs[i].name, specs[i].shape, values[i]});
   }
   const std::string out = *flags.Last("out");
-  if (Status written = WriteGgufLlama(out, config, tensors, *dtype, *vocabulary, *flags.Last("model")); !written) {
+  if (Status written = WriteGgufLlama(out, config, tensors, *dtype, *vocabulary, *flags.Last("model"));
+      !written) {
     std::fprintf(stderr, "convert_to_gguf: %s\n", written.error().ToString().c_str());
     return 1;
   }
-  std::printf("wrote %s (GGUF, %s matrices, %zu tensors)\n", out.c_str(), std::string(DTypeName(*dtype)).c_str(),
-              tensors.size());
+  std::printf("wrote %s (GGUF, %s matrices, %zu tensors)\n", out.c_str(),
+              std::string(DTypeName(*dtype)).c_str(), tensors.size());
   return 0;
 }

@@ -107,7 +107,8 @@ int Run(int argc, char** argv) {
   const ModelConfig& config = (*reference)->config();
   for (int64_t id : *prompt) {
     if (id < 0 || id >= config.vocab_size) {
-      return Fail(Error::InvalidArgument("--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary [0, " +
+      return Fail(Error::InvalidArgument("--prompt-ids: id " + std::to_string(id) +
+                                         " is outside the vocabulary [0, " +
                                          std::to_string(config.vocab_size) + ")"));
     }
   }
@@ -145,7 +146,8 @@ int Run(int argc, char** argv) {
     agree += ArgMax(lb) == token;
   }
   std::printf("%s vs %s: %lld steps, top-1 agreement %.1f%%, mean KL %.3g nats (max %.3g)\n", shards->c_str(),
-              model->c_str(), static_cast<long long>(*steps), 100.0 * agree / *steps, kl_sum / *steps, kl_max);
+              model->c_str(), static_cast<long long>(*steps), 100.0 * agree / *steps, kl_sum / *steps,
+              kl_max);
   return 0;
 }
 

@@ -77,7 +77,8 @@ const CommandSpec kSpec{
     "Generates a continuation of every prompt, over a grid of pipeline stages x tensor-parallel ranks\n"
     "(alone, under launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on\n"
     "every rank.",
-    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
+    {{"model", "PATH",
+      "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       {{"out", "DIR", "the folder to write (required; with --format gguf, the file)"},
        {"format", "safetensors|gguf", "the file format (default safetensors)"},
        {"dtype", "f32|f16|bf16|q8_0|q4_0", "gguf: the type of the matrices (default f32; norms stay f32)"},
-       {"tokenizer", "FILE", "gguf: a llama2.c tokenizer.bin of --vocab tokens to embed (default: byte fallback)"},
+       {"tokenizer", "FILE",
+        "gguf: a llama2.c tokenizer.bin of --vocab tokens to embed (default: byte fallback)"},
        {"dim", "N", "model width (default 64)"},
        {"layers", "N", "transformer layers (default 4)"},
        {"heads", "N", "attention heads (default 4)"},
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
       return 2;
     }
-    if (Status written = WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype, *vocabulary);
+    if (Status written =
+            WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype, *vocabulary);
         !written) {
       std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
       return 1;

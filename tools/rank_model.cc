@@ -75,7 +75,8 @@ std::string ModelFolder(const ModelChoice& choice) {
 Result<std::optional<LoadedTokenizer>> LoadJobTokenizer(const std::optional<std::string>& flag,
                                                         const ModelChoice& choice, bool beside_model,
                                                         const ModelConfig& config) {
-  Result<std::optional<LoadedTokenizer>> loaded = LoadTokenizer(flag, beside_model ? ModelFolder(choice) : "");
+  Result<std::optional<LoadedTokenizer>> loaded =
+      LoadTokenizer(flag, beside_model ? ModelFolder(choice) : "");
   if (!loaded) return loaded.error();
   if (!loaded->has_value() && config.vocab_size == ByteTokenizer::kVocabSize) {
     loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
@@ -95,7 +96,8 @@ Error NoTokenizerError(const ModelConfig& config) {
                                 std::to_string(config.vocab_size) + " tokens: pass --tokenizer");
 }
 
-Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag, const LoadedTokenizer& tokenizer) {
+Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag,
+                                      const LoadedTokenizer& tokenizer) {
   const std::optional<TokenizerChatConfig>& config = tokenizer.chat_config;
   std::string source;
   std::string where;
@@ -130,14 +132,14 @@ Result<StageWeights> LoadRankWeights(const RankModel& model, int rank, WeightPla
                  static_cast<long long>(done), static_cast<long long>(total),
                  std::chrono::duration<double>(now - load_start).count());
   };
-  auto weights = LoadStageWeights(*model.checkpoint, model.plan.ranks[static_cast<size_t>(rank)], placement,
-                                  progress);
+  auto weights =
+      LoadStageWeights(*model.checkpoint, model.plan.ranks[static_cast<size_t>(rank)], placement, progress);
   if (!weights) return weights.error();
   if (const double seconds = std::chrono::duration<double>(Clock::now() - load_start).count(); seconds >= 2) {
     const StageWeights::Bytes bytes = weights->ByteSize();
     std::fprintf(stderr, "%s: rank %d: loaded %.2f GB of weights (%.2f GB in place in the file) in %.1f s\n",
-                 program, rank, static_cast<double>(bytes.total) / 1e9, static_cast<double>(bytes.in_place) / 1e9,
-                 seconds);
+                 program, rank, static_cast<double>(bytes.total) / 1e9,
+                 static_cast<double>(bytes.in_place) / 1e9, seconds);
   }
   return weights;
 }

@@ -74,7 +74,8 @@ Error NoTokenizerError(const ModelConfig& config);
 // The chat template: the file `flag` (--chat-template) if given, else the
 // chat_template of the tokenizer's tokenizer_config.json. Errors name where
 // the template came from, or say to pass --chat-template.
-Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag, const LoadedTokenizer& tokenizer);
+Result<ChatTemplate> LoadChatTemplate(const std::optional<std::string>& flag,
+                                      const LoadedTokenizer& tokenizer);
 
 // Loads rank `rank`'s weights of `model`, printing "<program>: rank R:
 // loading weights: ..." every 2 s while it takes longer than that.

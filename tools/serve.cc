@@ -52,7 +52,8 @@ const CommandSpec kSpec{
     "(--model PATH | --shards DIR) [--listen HOST:PORT] [flags]",
     "Serves the OpenAI API (completions, chat completions, streaming) over a pipeline of the job's ranks\n"
     "(alone or under launch), with continuous batching. Rank 0 serves HTTP. SIGTERM drains and exits 0.",
-    {{"model", "PATH", "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
+    {{"model", "PATH",
+      "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
      {"listen", "HOST:PORT", "the address to serve on (default 127.0.0.1:8080; port 0: any free port)"},
      {"model-name", "NAME", "the model id requests name (default: the file or folder name of --model)"},
@@ -60,7 +61,8 @@ const CommandSpec kSpec{
      {"chat-template", "FILE", "a Jinja chat template instead of tokenizer_config.json's"},
      {"slots", "N", "sequences generated at once: KV-cache slots per rank (default 8)"},
      {"queue", "N", "requests that may wait for a slot; more get 429 (default 64)"},
-     {"context", "N", "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
+     {"context", "N",
+      "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"threads", "N", "compute threads per rank (default 1)"},
@@ -106,12 +108,14 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
     options.port = std::stoi(port);
   }
   const std::filesystem::path path(options.model.model);
-  options.model_name = flags.Last("model-name").value_or(
-      path.has_filename() ? path.stem().string() : path.parent_path().filename().string());
+  options.model_name =
+      flags.Last("model-name")
+          .value_or(path.has_filename() ? path.stem().string() : path.parent_path().filename().string());
   options.tokenizer = flags.Last("tokenizer");
   options.chat_template = flags.Last("chat-template");
   options.api_key = flags.Last("api-key");
-  if (options.api_key && options.api_key->empty()) return Error::InvalidArgument("--api-key: the key is empty");
+  if (options.api_key && options.api_key->empty())
+    return Error::InvalidArgument("--api-key: the key is empty");
   Result<int64_t> slots = flags.Int("slots", 8, 1, 4096);
   Result<int64_t> queue = flags.Int("queue", 64, 0, 1 << 20);
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
@@ -176,22 +180,25 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
     return Error::Unimplemented("serve runs pipelines of tensor-parallel size 1; the shards have tp " +
                                 std::to_string(model->plan.tp));
   }
-  Result<std::optional<LoadedTokenizer>> tokenizer = LoadJobTokenizer(options.tokenizer, options.model, true, config);
+  Result<std::optional<LoadedTokenizer>> tokenizer =
+      LoadJobTokenizer(options.tokenizer, options.model, true, config);
   if (!tokenizer) return tokenizer.error();
   if (!tokenizer->has_value()) return NoTokenizerError(config);
   prepared.tokenizer = std::move(**tokenizer);
   Result<std::vector<int32_t>> stop_ids = StopIds(config, prepared.tokenizer);
   if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
   prepared.stop_ids = std::move(*stop_ids);
-  if (options.chat_template || (prepared.tokenizer.chat_config && prepared.tokenizer.chat_config->chat_template)) {
+  if (options.chat_template ||
+      (prepared.tokenizer.chat_config && prepared.tokenizer.chat_config->chat_template)) {
     Result<ChatTemplate> chat = LoadChatTemplate(options.chat_template, prepared.tokenizer);
     if (!chat) return chat.error();
     prepared.chat = std::move(*chat);
   }
   prepared.context_length = options.context.value_or(config.max_position_embeddings);
   if (prepared.context_length > config.max_position_embeddings) {
-    return Error::InvalidArgument("--context " + std::to_string(prepared.context_length) + " exceeds the model's " +
-                                  std::to_string(config.max_position_embeddings) + " positions");
+    return Error::InvalidArgument("--context " + std::to_string(prepared.context_length) +
+                                  " exceeds the model's " + std::to_string(config.max_position_embeddings) +
+                                  " positions");
   }
   if (Status fits = config.CheckContextFits(prepared.context_length); !fits) return fits.error();
   auto weights = LoadRankWeights(*model, rank, options.weight_placement, "serve");
@@ -203,7 +210,8 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
 }
 
 // What the ranks must agree on (see RendezvousOptions::fingerprint).
-std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options, const PreparedRank& prepared) {
+std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
+                                                    const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.context_length << " slots=" << options.slots << " stop_ids=";
   for (int32_t id : prepared.stop_ids) settings << id << ",";
@@ -308,8 +316,9 @@ int main(int argc, char** argv) {
   settings.stop_ids = prepared->stop_ids;
   settings.report_logits = false;
   Timeline timeline(false);
-  Result<GenerationReport> report = RunGenerator(*group, prepared->plan, stage, settings,
-                                                 leader ? &queue : nullptr, leader ? &queue : nullptr, timeline);
+  Result<GenerationReport> report =
+      RunGenerator(*group, prepared->plan, stage, settings, leader ? &queue : nullptr,
+                   leader ? &queue : nullptr, timeline);
   if (!report) {
     const Error& error = report.error();
     std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());

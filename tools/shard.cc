@@ -33,14 +33,16 @@ const CommandSpec kSpec{
     "--model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR",
     "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor-) parallel job,\n"
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
-    "folder, a GGUF file, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips them.",
+    "folder, a GGUF file, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips "
+    "them.",
     {{"model", "PATH", "the checkpoint to split (required)"},
      {"pp", "N", "pipeline stages (required)"},
      {"tp", "M", "tensor-parallel ranks per stage (default 1)"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
      {"dtype", "T",
       "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
-      "types); norms stay as they are, and a matrix whose rows are not whole 32-element blocks keeps its type"},
+      "types); norms stay as they are, and a matrix whose rows are not whole 32-element blocks keeps its "
+      "type"},
      {"out", "DIR", "the shard folder to write (required)"}}};
 
 int Run(int argc, char** argv) {
@@ -68,7 +70,8 @@ int Run(int argc, char** argv) {
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     dtype = ParseDType(upper);
     if (!dtype) {
-      return Fail(Error::InvalidArgument("--dtype " + *text + ": not a type (choose f32, bf16, f16, q8_0 or q4_0)"));
+      return Fail(
+          Error::InvalidArgument("--dtype " + *text + ": not a type (choose f32, bf16, f16, q8_0 or q4_0)"));
     }
   }
 
