@@ -13,12 +13,15 @@ packages=(
   iproute2 procps python3
   libopenmpi-dev openmpi-bin libgloo-dev
   libpcre2-dev libicu-dev
-  libcpp-httplib-dev curl nodejs npm
+  libcpp-httplib-dev curl nodejs
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian's package, unless npm is already there (NodeSource's nodejs
+# package bundles it and conflicts with Debian's npm).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -ne 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
