@@ -40,16 +40,6 @@ std::string SafetensorsBytes(const std::vector<TensorSpec>& specs, DType dtype) 
   return bytes;
 }
 
-std::string ExpectOpenFails(const std::string& path) {
-  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
-  if (checkpoint) {
-    ADD_FAILURE() << "opened a bad checkpoint " << path;
-    return "";
-  }
-  EXPECT_EQ(checkpoint.error().message.find('\n'), std::string::npos);
-  return checkpoint.error().message;
-}
-
 TEST(CheckpointOpen, SafetensorsFolderHoldsEveryTensor) {
   const std::string folder = TestPath("folder", true);
   ASSERT_TRUE(WriteTestSafetensorsModel(folder, TestConfig()));

@@ -43,16 +43,6 @@ GgufKeyValue* Key(GgufFile& file, const std::string& key) {
   return nullptr;
 }
 
-std::string ExpectOpenFails(const std::string& path) {
-  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
-  if (checkpoint) {
-    ADD_FAILURE() << "opened a bad checkpoint " << path;
-    return "";
-  }
-  EXPECT_EQ(checkpoint.error().message.find('\n'), std::string::npos);
-  return checkpoint.error().message;
-}
-
 std::string ValidModel(const std::string& name, const ModelConfig& config = TestConfig(2, false)) {
   const std::string path = TestPath(name);
   CHECK(WriteTestGgufModel(path, config));

@@ -41,6 +41,16 @@ std::vector<float> TestWeights(const TensorSpec& spec) {
   return values;
 }
 
+std::string ExpectOpenFails(const std::string& path) {
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+  if (checkpoint) {
+    ADD_FAILURE() << "opened a bad checkpoint " << path;
+    return "";
+  }
+  EXPECT_EQ(checkpoint.error().message.find('\n'), std::string::npos);
+  return checkpoint.error().message;
+}
+
 void ExpectHoldsTestWeights(const Checkpoint& checkpoint) {
   for (const TensorSpec& spec : LlamaTensorSpecs(checkpoint.config())) {
     Result<TensorInfo> info = checkpoint.Find(spec.name);

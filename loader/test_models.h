@@ -28,6 +28,10 @@ std::vector<float> TestWeights(const TensorSpec& spec);
 // TestWeights values.
 void ExpectHoldsTestWeights(const Checkpoint& checkpoint);
 
+// Expects (gtest) Checkpoint::Open(path) to fail with a one-line message, and
+// returns that message ("" when it opened).
+std::string ExpectOpenFails(const std::string& path);
+
 // The values of `slice` of `original`'s tensor, cut out independently of the
 // loader's slicing code.
 std::vector<float> ExpectedSliceValues(const Checkpoint& original, const TensorSlice& slice);

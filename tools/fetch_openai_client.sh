@@ -14,25 +14,16 @@ sha256="a2aa74ff8be1a80a215af201a3d2228e999464d166c1eaec2c9ca313395fbef1"
 dir="${INFERNO_CACHE:-$HOME/.cache/inferno}/openai-client"
 target="$dir/node_modules/openai"
 
+# shellcheck source=tools/npm_pack_verified.sh
+source "$(dirname "$0")/npm_pack_verified.sh"
+
 warn() { echo "fetch_openai_client: warning: $*; serve_openai_client_test will skip" >&2; }
 
 [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$sha256" ] && [ -f "$target/package.json" ] && exit 0
-if ! command -v npm >/dev/null 2>&1; then
-  warn "npm not found, cannot fetch $package"
-  exit 0
-fi
 work="$(mktemp -d)" || { warn "mktemp failed"; exit 0; }
 trap 'rm -rf "$work"' EXIT
-if ! tarball="$(cd "$work" && npm pack --silent "$package" 2>/dev/null | tail -n 1)" || [ ! -f "$work/$tarball" ]; then
-  warn "npm pack $package failed (offline?)"
-  exit 0
-fi
-actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
-if [ "$actual" != "$sha256" ]; then
-  warn "$package has sha256 $actual, expected $sha256; not using it"
-  exit 0
-fi
+tarball="$(npm_pack_verified "$package" "$sha256" "$work")" || exit 0
 rm -rf "$dir" && mkdir -p "$target" &&
-  tar -xzf "$work/$tarball" -C "$target" --strip-components=1 &&
+  tar -xzf "$tarball" -C "$target" --strip-components=1 &&
   echo "$sha256" >"$dir/.sha256" || { warn "extracting $package into $dir failed"; exit 0; }
 echo "fetch_openai_client: $package -> $target" >&2

