@@ -13,16 +13,6 @@
 namespace inferno {
 namespace {
 
-std::string ExpectOpenFails(const std::string& path) {
-  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
-  if (checkpoint) {
-    ADD_FAILURE() << "opened a bad checkpoint " << path;
-    return "";
-  }
-  EXPECT_EQ(checkpoint.error().message.find('\n'), std::string::npos);
-  return checkpoint.error().message;
-}
-
 std::string HeaderBytes(std::vector<int32_t> fields) {
   return std::string(reinterpret_cast<const char*>(fields.data()), fields.size() * sizeof(int32_t));
 }
