@@ -11,6 +11,7 @@
 
 #include <glog/logging.h>
 
+#include "loader/column_slice.h"
 #include "loader/llama_layout.h"
 
 namespace inferno {
@@ -53,15 +54,14 @@ Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSl
     if (info.shape.size() == 2) cols = info.shape[1];
   } else if (slice.split_dim == 1 && info.shape.size() == 2 &&
              info.shape[0] * (slice.end - slice.begin) == count) {
-    // Columns [begin, end) of a (rows, cols) matrix: read whole, keep those.
-    const int64_t rows = info.shape[0];
-    const int64_t all_cols = info.shape[1];
     cols = slice.end - slice.begin;
-    std::vector<float> matrix(static_cast<size_t>(rows * all_cols));
-    status = checkpoint.ReadF32(slice.name, matrix);
-    for (int64_t r = 0; status && r < rows; ++r) {
-      std::copy_n(matrix.data() + r * all_cols + slice.begin, cols, into.data() + r * cols);
-    }
+    status = ReadColumnSlice(
+        info.shape[0], info.shape[1] * sizeof(float), slice.begin * sizeof(float), cols * sizeof(float),
+        buffer, [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
+          return checkpoint.ReadRowsF32(
+              slice.name, row_begin, row_end,
+              {reinterpret_cast<float*>(into_rows.data()), into_rows.size() / sizeof(float)});
+        });
   } else {
     return SliceMismatch(slice, info, count);
   }
@@ -104,16 +104,13 @@ Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& 
     AllocateWeights(buffer, static_cast<size_t>((row_end - row_begin) * row_bytes(all_cols)));
     status = checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer);
   } else if (slice.split_dim == 1 && rows * (slice.end - slice.begin) == count) {
-    // Columns [begin, end) of a (rows, all_cols) matrix, whole blocks: read
-    // whole, keep those bytes of every row.
+    // Columns [begin, end) of a (rows, all_cols) matrix, whole blocks.
     cols = slice.end - slice.begin;
-    std::vector<std::byte> matrix(static_cast<size_t>(rows * row_bytes(all_cols)));
-    status = checkpoint.ReadRowsStored(slice.name, 0, rows, matrix);
     AllocateWeights(buffer, static_cast<size_t>(rows * row_bytes(cols)));
-    for (int64_t r = 0; status && r < rows; ++r) {
-      std::copy_n(matrix.data() + r * row_bytes(all_cols) + row_bytes(slice.begin), row_bytes(cols),
-                  buffer.data() + r * row_bytes(cols));
-    }
+    status = ReadColumnSlice(rows, row_bytes(all_cols), row_bytes(slice.begin), row_bytes(cols), buffer,
+                             [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
+                               return checkpoint.ReadRowsStored(slice.name, row_begin, row_end, into_rows);
+                             });
   } else {
     return SliceMismatch(slice, *info, count);
   }
