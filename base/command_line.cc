@@ -68,6 +68,16 @@ Result<CommandLine> CommandLine::Parse(int argc, const char* const* argv, const 
     command_line.flags_.emplace_back(flag->name, std::move(value));
   }
   for (; i < argc; ++i) command_line.command_.emplace_back(argv[i]);
+  std::vector<std::string> missing;
+  for (const std::string& name : spec.required) {
+    if (!command_line.Has(name)) missing.push_back("--" + name);
+  }
+  if (!missing.empty()) {
+    std::string list = missing.front();
+    for (size_t m = 1; m < missing.size(); ++m)
+      list += (m + 1 == missing.size() ? " and " : ", ") + missing[m];
+    return Error::InvalidArgument(list + (missing.size() == 1 ? " is required" : " are required"));
+  }
   return command_line;
 }
 
@@ -127,7 +137,10 @@ std::string Usage(const CommandSpec& spec) {
   }
   usage += "\nflags:\n";
   for (size_t i = 0; i < spec.flags.size(); ++i) {
-    usage += "  " + names[i] + std::string(width + 2 - names[i].size(), ' ') + spec.flags[i].help + "\n";
+    const bool required =
+        std::find(spec.required.begin(), spec.required.end(), spec.flags[i].name) != spec.required.end();
+    usage += "  " + names[i] + std::string(width + 2 - names[i].size(), ' ') + spec.flags[i].help +
+             (required ? " (required)" : "") + "\n";
   }
   usage += "  -h, --help" + std::string(width + 2 - 10, ' ') + "print this usage and exit\n";
   return usage;

@@ -41,13 +41,16 @@ struct CommandSpec {
   std::string description;  // a few lines shown under the usage line
   std::vector<FlagSpec> flags;
   bool takes_command = false;  // trailing arguments are a command to run
+  // Flags (names without dashes) that must be given; Usage marks them.
+  std::vector<std::string> required = {};
 };
 
 class CommandLine {
  public:
   // Fails on a flag not in `spec` ("unknown flag --foo"), a flag without a
-  // value, a switch given a value, and a bare argument when the spec takes
-  // no command.
+  // value, a switch given a value, a bare argument when the spec takes no
+  // command, and, unless --help was asked for, missing flags of
+  // spec.required ("--model and --out are required", naming the missing).
   static Result<CommandLine> Parse(int argc, const char* const* argv, const CommandSpec& spec);
 
   // True when --help or -h was given; nothing after it was parsed.

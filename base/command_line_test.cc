@@ -1,5 +1,9 @@
 #include "base/command_line.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace inferno {
@@ -89,6 +93,29 @@ TEST(CommandLine, OutOfRangeOrMalformedNumbersFailNamingTheFlag) {
   ASSERT_FALSE(threads.ok());
   EXPECT_NE(threads.error().message.find("--threads"), std::string::npos);
   EXPECT_FALSE(parsed->Double("top-p", 1.0, 0.0, 1.0).ok());
+}
+
+TEST(CommandLine, MissingRequiredFlagsFailNamingEachMissingOne) {
+  const CommandSpec spec{"t",   "",
+                         "",    {{"model", "PATH", "m"}, {"pp", "N", "p"}, {"out", "DIR", "o"}},
+                         false, {"model", "pp", "out"}};
+  const std::vector<std::pair<std::vector<const char*>, std::string>> cases = {
+      {{"t", "--pp", "2"}, "--model and --out are required"},
+      {{"t"}, "--model, --pp and --out are required"},
+      {{"t", "--model", "m", "--pp", "1"}, "--out is required"},
+  };
+  for (const auto& [argv, message] : cases) {
+    Result<CommandLine> parsed = CommandLine::Parse(static_cast<int>(argv.size()), argv.data(), spec);
+    ASSERT_FALSE(parsed) << message;
+    EXPECT_EQ(parsed.error().message, message);
+  }
+  const std::vector<const char*> all = {"t", "--model", "m", "--pp", "1", "--out", "o"};
+  EXPECT_TRUE(CommandLine::Parse(static_cast<int>(all.size()), all.data(), spec));
+  const std::vector<const char*> help = {"t", "--help"};
+  Result<CommandLine> asked = CommandLine::Parse(static_cast<int>(help.size()), help.data(), spec);
+  ASSERT_TRUE(asked);
+  EXPECT_TRUE(asked->help_requested());
+  EXPECT_NE(Usage(spec).find(" o (required)\n"), std::string::npos) << Usage(spec);
 }
 
 TEST(Usage, ListsEveryFlagWithItsValueAndHelp) {

@@ -26,15 +26,13 @@ int main(int argc, char** argv) {
       "--model PATH --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer tokenizer.bin]",
       "Writes a checkpoint (llama2.c .bin, safetensors file or folder, GGUF) of a Llama model as one\n"
       "GGUF file with llama.cpp's conventions.",
-      {{"model", "PATH", "the checkpoint to convert (required)"},
-       {"out", "FILE", "the GGUF file to write (required)"},
+      {{"model", "PATH", "the checkpoint to convert"},
+       {"out", "FILE", "the GGUF file to write"},
        {"dtype", "f32|f16|bf16|q8_0|q4_0", "the type of the matrices (default f32; norms stay f32)"},
-       {"tokenizer", "FILE", "a llama2.c tokenizer.bin of the model's vocabulary (default: byte fallback)"}}};
+       {"tokenizer", "FILE", "a llama2.c tokenizer.bin of the model's vocabulary (default: byte fallback)"}},
+      false,
+      {"model", "out"}};
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
-  if (!flags.Has("model") || !flags.Has("out")) {
-    std::fprintf(stderr, "convert_to_gguf: --model and --out are required (see convert_to_gguf --help)\n");
-    return 2;
-  }
   std::string dtype_name = flags.Last("dtype").value_or("f32");
   std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
   const std::optional<DType> dtype = ParseDType(dtype_name);

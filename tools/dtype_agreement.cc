@@ -82,18 +82,16 @@ int Run(int argc, char** argv) {
       "--model PATH --shards DIR --prompt-ids IDS [--steps N]",
       "Compares a 1-rank shard folder written by shard --dtype with its source model along the source's\n"
       "greedy continuation: top-1 agreement and mean KL(source || shards) per generated step.",
-      {{"model", "PATH", "the source model (required)"},
-       {"shards", "DIR", "a 1-rank shard folder of the same model (required)"},
-       {"prompt-ids", "IDS", "the prompt, e.g. \"1 403 407\" (required)"},
-       {"steps", "N", "generated steps compared (default 200)"}}};
+      {{"model", "PATH", "the source model"},
+       {"shards", "DIR", "a 1-rank shard folder of the same model"},
+       {"prompt-ids", "IDS", "the prompt, e.g. \"1 403 407\""},
+       {"steps", "N", "generated steps compared (default 200)"}},
+      false,
+      {"model", "shards", "prompt-ids"}};
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
   const std::optional<std::string> model = flags.Last("model");
   const std::optional<std::string> shards = flags.Last("shards");
   const std::optional<std::string> prompt_text = flags.Last("prompt-ids");
-  if (!model || !shards || !prompt_text) {
-    std::fprintf(stderr, "dtype_agreement: --model, --shards and --prompt-ids are required\n");
-    return 2;
-  }
   Result<int64_t> steps = flags.Int("steps", 200, 1, 1 << 20);
   if (!steps) return Fail(steps.error());
   Result<std::vector<int64_t>> prompt = ParseIntList(*prompt_text, "--prompt-ids");

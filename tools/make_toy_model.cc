@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       "Writes the embedded toy model (deterministic random weights, byte-level vocabulary)\n"
       "as DIR/model.safetensors + DIR/config.json, or with --format gguf as one GGUF file.\n"
       "The same flags always give the same bytes.",
-      {{"out", "DIR", "the folder to write (required; with --format gguf, the file)"},
+      {{"out", "DIR", "the folder to write (with --format gguf, the file)"},
        {"format", "safetensors|gguf", "the file format (default safetensors)"},
        {"dtype", "f32|f16|bf16|q8_0|q4_0", "gguf: the type of the matrices (default f32; norms stay f32)"},
        {"tokenizer", "FILE",
@@ -52,12 +52,10 @@ int main(int argc, char** argv) {
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
        {"rope-scaling", "linear|llama3",
         "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
-       {"rope-factor", "F", "the RoPE scaling factor (default 8)"}}};
+       {"rope-factor", "F", "the RoPE scaling factor (default 8)"}},
+      false,
+      {"out"}};
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
-  if (!flags.Has("out")) {
-    std::fprintf(stderr, "make_toy_model: --out DIR is required (see make_toy_model --help)\n");
-    return 2;
-  }
   const ToyModelShape defaults;
   Result<int64_t> values[] = {
       flags.Int("dim", defaults.dim, 2, 1 << 16),

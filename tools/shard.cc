@@ -35,24 +35,22 @@ const CommandSpec kSpec{
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
     "folder, a GGUF file, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips "
     "them.",
-    {{"model", "PATH", "the checkpoint to split (required)"},
-     {"pp", "N", "pipeline stages (required)"},
+    {{"model", "PATH", "the checkpoint to split"},
+     {"pp", "N", "pipeline stages"},
      {"tp", "M", "tensor-parallel ranks per stage (default 1)"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
      {"dtype", "T",
       "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
       "types); norms stay as they are, and a matrix whose rows are not whole 32-element blocks keeps its "
       "type"},
-     {"out", "DIR", "the shard folder to write (required)"}}};
+     {"out", "DIR", "the shard folder to write"}},
+    false,
+    {"model", "pp", "out"}};
 
 int Run(int argc, char** argv) {
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, kSpec);
   const std::optional<std::string> model = flags.Last("model");
   const std::optional<std::string> out = flags.Last("out");
-  if (!model || !out || !flags.Has("pp")) {
-    std::fprintf(stderr, "shard: --model, --pp and --out are required (see shard --help)\n");
-    return 2;
-  }
   Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
   if (!pp) return Fail(pp.error());
   Result<int64_t> tp = flags.Int("tp", 1, 1, 1 << 16);

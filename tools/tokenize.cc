@@ -20,13 +20,11 @@ int main(int argc, char** argv) {
       "Prints the token ids of TEXT (without BOS), space-separated, as the tokenizer encodes it.",
       {{"tokenizer", "FILE",
         "a tokenizer.json or a folder holding one, a llama2.c tokenizer.bin, or byte-level (the default)"},
-       {"text", "TEXT", "the text to encode (required)"}}};
+       {"text", "TEXT", "the text to encode"}},
+      false,
+      {"text"}};
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
   const std::optional<std::string> text = flags.Last("text");
-  if (!text) {
-    std::cerr << "tokenize: --text is required (see tokenize --help)\n";
-    return 2;
-  }
   auto loaded = inferno::LoadTokenizer(flags.Last("tokenizer").value_or(inferno::kByteLevelTokenizer),
                                        /*model_folder=*/"");
   if (!loaded) {
