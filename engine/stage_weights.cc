@@ -71,7 +71,7 @@ Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSl
 
 // The plan's `slice` of its tensor (count elements): a matrix in its stored
 // type (with kInPlace, the checkpoint's own pages when its rows are stored
-// as f32 in order), a 1-D tensor as f32.
+// in order: see Checkpoint::MapRows), a 1-D tensor as f32.
 Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& slice, int64_t count,
                                WeightPlacement placement) {
   Result<TensorInfo> info = checkpoint.Find(slice.name);
@@ -81,9 +81,13 @@ Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& 
   if (placement == WeightPlacement::kInPlace && (whole || slice.split_dim == 0)) {
     const int64_t row_begin = whole ? 0 : slice.begin;
     const int64_t row_end = whole ? (info->shape.empty() ? 1 : info->shape[0]) : slice.end;
-    std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRowsF32(slice.name, row_begin, row_end);
-    if (mapped && static_cast<int64_t>(mapped->values.size()) == count)
-      return WeightTensor(matrix ? info->shape[1] : count, std::move(*mapped));
+    std::optional<Checkpoint::MappedRows> mapped = checkpoint.MapRows(slice.name, row_begin, row_end);
+    // 1-D tensors are held as f32 (see WeightTensor).
+    if (mapped && (matrix || mapped->dtype == DType::kF32)) {
+      const Result<int64_t> expected_bytes = DTypeBytes(mapped->dtype, count);
+      if (expected_bytes && static_cast<int64_t>(mapped->bytes.size()) == *expected_bytes)
+        return WeightTensor(matrix ? info->shape[1] : count, std::move(*mapped));
+    }
   }
   if (!matrix) return LoadSliceAsF32(checkpoint, slice, *info, count);
   const int64_t rows = info->shape[0];
@@ -175,8 +179,9 @@ WeightTensor::WeightTensor(DType dtype, int64_t cols, WeightBuffer owned)
 }
 
 WeightTensor::WeightTensor(int64_t cols, Checkpoint::MappedRows mapped)
-    : dtype_(DType::kF32), cols_(cols), mapped_(std::move(mapped)) {
-  CHECK(cols_ > 0 && mapped_.values.size() % static_cast<size_t>(cols_) == 0);
+    : dtype_(mapped.dtype), cols_(cols), mapped_(std::move(mapped)) {
+  CHECK(cols_ > 0 && static_cast<int64_t>(mapped_.bytes.size()) % DTypeBytes(dtype_, cols_).value() == 0)
+      << mapped_.bytes.size() << " mapped bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
 }
 
 int64_t WeightTensor::rows() const {
@@ -184,7 +189,7 @@ int64_t WeightTensor::rows() const {
 }
 
 std::span<const std::byte> WeightTensor::bytes() const {
-  if (mapped_.mapping) return std::as_bytes(mapped_.values);
+  if (mapped_.mapping) return mapped_.bytes;
   return {owned_.data(), owned_.size()};
 }
 

@@ -7,8 +7,9 @@
 // Layout: the checkpoint's. Every tensor, or the plan's slice of it, keeps
 // its Hugging Face row order (q and k rows pair (i, i + head_dim/2) for
 // RoPE) and matrices keep their stored type (WeightTensor); with
-// WeightPlacement::kInPlace, f32 rows stored contiguously in the file are
-// used where they lie in the memory map, without a copy; anything else is
+// WeightPlacement::kInPlace, rows stored contiguously in the file as they are
+// used (any type; 1-D tensors only as f32) are used where they lie in the
+// memory map, without a copy; anything else is
 // read into memory of its own on load. One exception to keeping the type: a
 // tensor-parallel slice of Q8_0/Q4_0 columns that does not start and end on
 // a 32-column block boundary is dequantized to f32 (a block cannot be cut).
@@ -56,8 +57,8 @@ struct UninitializedAllocator : std::allocator<T> {
 using WeightBuffer = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 
 // One weight tensor (or the plan's slice of one), read-only, as rows of
-// `cols` elements in one stored type: in memory of its own, or (f32 only)
-// where its rows lie in the checkpoint's mapping (which it keeps mapped).
+// `cols` elements in one stored type: in memory of its own, or where its
+// rows lie in the checkpoint's mapping (which it keeps mapped).
 // Matrices keep their checkpoint's type (f32, bf16, f16, Q8_0, Q4_0); 1-D
 // tensors (norms, biases) are held as f32. Empty when default-constructed.
 class WeightTensor {
@@ -65,7 +66,7 @@ class WeightTensor {
   WeightTensor() = default;
   // `owned` holds whole rows of DTypeBytes(dtype, cols) bytes each.
   WeightTensor(DType dtype, int64_t cols, WeightBuffer owned);
-  // F32 rows of `cols` floats in the checkpoint's mapping.
+  // Rows of `cols` elements of mapped.dtype in the checkpoint's mapping.
   WeightTensor(int64_t cols, Checkpoint::MappedRows mapped);
 
   DType dtype() const { return dtype_; }
@@ -150,8 +151,9 @@ struct StageWeights {
 // plan. `progress` (may be empty) is called after each layer with the
 // layers loaded so far and the part's layer count.
 //
-// kInPlace uses every f32 tensor stored contiguously (a whole tensor, a slice
-// of its rows, or a shard holding just the slice) where it lies in the
+// kInPlace uses every tensor stored contiguously in the order it is used (a
+// whole tensor, a slice of its rows, or a shard holding just the slice; a
+// matrix of any type, a 1-D tensor if f32) where it lies in the
 // checkpoint's mapping: loading costs no copy, but each pass over the weights
 // then goes through the page cache's pages — 4 KiB ones unless the file was
 // read into huge pages (measured in docs/engine.md). kCopy converts every

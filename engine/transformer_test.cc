@@ -12,9 +12,11 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
+#include "engine/gguf_tokenizer.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
+#include "loader/tensor_info.h"
 
 namespace inferno {
 namespace {
@@ -222,6 +224,43 @@ TEST_P(TransformerTest, WeightsInPlaceGiveTheSameBitsAsCopiedOnes) {
                                                         mapped->layers[0].w_down.bytes().size());
     EXPECT_EQ(mapped->ByteSize().in_place, mapped->ByteSize().total - column_slices);
     if (part.heads.size() != config.num_attention_heads) continue;  // needs its group to run
+    ThreadPool pool(1);
+    const int64_t context = config.max_position_embeddings;
+    TransformerStage from_mapping(config, std::move(*mapped), 1, context, pool);
+    TransformerStage from_copy(config, std::move(*copied), 1, context, pool);
+    EXPECT_EQ(RunStages({&from_mapping}, kTokens, 3), RunStages({&from_copy}, kTokens, 3));
+  }
+}
+
+// GGUF matrices of other types are used in place too, except q and k, which
+// GGUF stores in Meta's interleaved row order: the same bits as copied.
+TEST_P(TransformerTest, TypedGgufWeightsInPlaceGiveTheSameBitsAsCopiedOnes) {
+  const ModelConfig config = Config();
+  for (const DType dtype : {DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    SCOPED_TRACE(std::string(DTypeName(dtype)));
+    const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/in_place_" +
+                             std::string(DTypeName(dtype)) + (GetParam() ? "_tied" : "") + ".gguf";
+    ASSERT_TRUE(WriteToyModelGguf(path, config, kSeed, dtype, ByteFallbackVocabulary(config.vocab_size)));
+    std::optional<StageWeights> mapped, copied;
+    {
+      auto checkpoint = Checkpoint::Open(path);
+      ASSERT_TRUE(checkpoint.ok()) << checkpoint.error().message;
+      auto in_place = LoadStageWeights(**checkpoint, Whole(config), WeightPlacement::kInPlace);
+      ASSERT_TRUE(in_place.ok()) << in_place.error().message;
+      auto copy = LoadStageWeights(**checkpoint, Whole(config), WeightPlacement::kCopy);
+      ASSERT_TRUE(copy.ok()) << copy.error().message;
+      mapped = std::move(*in_place);
+      copied = std::move(*copy);
+    }
+    EXPECT_EQ(mapped->layers[0].w_down.dtype(), dtype);
+    EXPECT_TRUE(mapped->layers[0].w_down.in_place());
+    EXPECT_EQ(copied->ByteSize().in_place, 0);
+    EXPECT_EQ(mapped->ByteSize().total, copied->ByteSize().total);
+    int64_t reordered = 0;
+    for (const LayerWeights& layer : mapped->layers) {
+      reordered += static_cast<int64_t>(layer.wq.bytes().size() + layer.wk.bytes().size());
+    }
+    EXPECT_EQ(mapped->ByteSize().in_place, mapped->ByteSize().total - reordered);
     ThreadPool pool(1);
     const int64_t context = config.max_position_embeddings;
     TransformerStage from_mapping(config, std::move(*mapped), 1, context, pool);

@@ -77,19 +77,23 @@ class Checkpoint {
                                 std::span<std::byte> out) const = 0;
 
   // Rows of a tensor used where they lie in the checkpoint's file, without a
-  // copy: `values` stays valid, and its pages shared with the page cache, as
-  // long as `mapping` (which keeps the file mapped) is held — also after the
-  // Checkpoint is gone.
+  // copy: `bytes` (rows of `dtype`, as ReadRowsStored gives them) stays
+  // valid, and its pages shared with the page cache, as long as `mapping`
+  // (which keeps the file mapped) is held — also after the Checkpoint is
+  // gone.
   struct MappedRows {
-    std::span<const float> values;
+    DType dtype = DType::kF32;
+    std::span<const std::byte> bytes;
     std::shared_ptr<const void> mapping;
   };
   // Rows [row_begin, row_end) of tensor `name` in place, with their pages
-  // mapped in, when they are stored as the f32 values ReadRowsF32 would give,
-  // in that order and aligned for float; nullopt when they must be converted
-  // or reordered (or the tensor or rows do not exist: ReadRowsF32 says why).
-  virtual std::optional<MappedRows> MapRowsF32(const std::string& name, int64_t row_begin,
-                                               int64_t row_end) const = 0;
+  // mapped in, when the file holds exactly the bytes ReadRowsStored would
+  // give, in that order (not reordered, as llama2.c's and GGUF's q and k
+  // rows are), aligned for their element type (4 bytes for F32, 2 for the
+  // 16-bit types and the f16 scales of Q8_0/Q4_0 blocks); nullopt otherwise
+  // (or when the tensor or rows do not exist: ReadRowsStored says why).
+  virtual std::optional<MappedRows> MapRows(const std::string& name, int64_t row_begin,
+                                            int64_t row_end) const = 0;
 };
 
 }  // namespace inferno

@@ -246,22 +246,24 @@ Status MappedCheckpoint::ReadRowsStored(const std::string& name, int64_t row_beg
   return {};
 }
 
-std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRowsF32(const std::string& name, int64_t row_begin,
-                                                                   int64_t row_end) const {
+std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRows(const std::string& name, int64_t row_begin,
+                                                                int64_t row_end) const {
   const std::optional<size_t> index = IndexOf(name);
   if (!index) return std::nullopt;
   const Storage& s = storage_[*index];
-  if (s.info.dtype != DType::kF32 || s.interleaved_rope_heads != 0) return std::nullopt;
+  if (s.interleaved_rope_heads != 0) return std::nullopt;
+  if (DTypeBlockElements(s.info.dtype) > 1 && s.info.shape.size() < 2)
+    return std::nullopt;  // not whole blocks
   if (row_begin < 0 || row_end <= row_begin || row_end > NumRows(*index)) return std::nullopt;
   const std::shared_ptr<const MappedFile>& file = files_[s.file];
   const uint64_t first = s.begin + static_cast<uint64_t>(row_begin * RowBytes(*index));
   const uint64_t last = s.begin + static_cast<uint64_t>(row_end * RowBytes(*index));
   const std::byte* bytes = file->bytes().data() + first;
-  if (reinterpret_cast<uintptr_t>(bytes) % alignof(float) != 0) return std::nullopt;
+  const uintptr_t alignment = s.info.dtype == DType::kF32 ? alignof(float) : alignof(uint16_t);
+  if (reinterpret_cast<uintptr_t>(bytes) % alignment != 0) return std::nullopt;
   file->KeepMapped(first, last);
   return MappedRows{
-      .values = {reinterpret_cast<const float*>(bytes), static_cast<size_t>((last - first) / sizeof(float))},
-      .mapping = file};
+      .dtype = s.info.dtype, .bytes = {bytes, static_cast<size_t>(last - first)}, .mapping = file};
 }
 
 }  // namespace inferno

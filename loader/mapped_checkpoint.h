@@ -70,8 +70,8 @@ class MappedCheckpoint final : public Checkpoint {
                      std::span<float> out) const override;
   Status ReadRowsStored(const std::string& name, int64_t row_begin, int64_t row_end,
                         std::span<std::byte> out) const override;
-  std::optional<MappedRows> MapRowsF32(const std::string& name, int64_t row_begin,
-                                       int64_t row_end) const override;
+  std::optional<MappedRows> MapRows(const std::string& name, int64_t row_begin,
+                                    int64_t row_end) const override;
 
   // The index of `name` in tensors(), or nullopt.
   std::optional<size_t> IndexOf(const std::string& name) const;

@@ -105,7 +105,7 @@ const CommandSpec kSpec{
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"weights", "copy|mapped",
-      "copy weights into memory, or use f32 ones in place in the file's pages (loads ~10x faster; decode "
+      "copy weights into memory, or use them in place in the file's pages (loads ~10x faster; decode "
       "is as fast only where the page cache holds the file in huge pages) (default copy)"},
      {"trace", "FILE", "write a Chrome trace of every rank's time"},
      {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"}}};

@@ -69,7 +69,7 @@ const CommandSpec kSpec{
      {"tp", "T", "tensor-parallel ranks per stage: only 1 for now"},
      {"pp", "P", "pipeline stages (default: the world size)"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
-     {"weights", "copy|mapped", "copy weights into memory, or use f32 ones in place (default copy)"}}};
+     {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
 
 struct ServeOptions {
   ModelChoice model;
