@@ -7,7 +7,8 @@
 # - the toy model as Q8_0 and Q4_0 GGUF gives on --pp 2 the ids and logits
 #   of 1 rank, and on --tp 2 its greedy ids (tensor-parallel sums partial
 #   products in another order: logits agree within rounding, which
-#   infer_tensor_parallel_test bounds);
+#   infer_tensor_parallel_test bounds), used in place (--weights mapped) the
+#   ids and logits of 1 rank, and the Q8_0 file's shards the same;
 # - stories260K.bin converted to GGUF (convert_to_gguf, F32) gives the same
 #   greedy token ids as the .bin, on 1 and 2 ranks (skipped without
 #   ../shared/models).
@@ -50,7 +51,17 @@ for dtype in q8_0 q4_0; do
   MODEL="$WORK/toy_$dtype.gguf"; run "$dtype-1" 1 "${ARGS[@]}"
   MODEL="$WORK/toy_$dtype.gguf"; run "$dtype-pp2" 2 "${ARGS[@]}" && same "$dtype-1" "$dtype-pp2"
   MODEL="$WORK/toy_$dtype.gguf"; infer_ids "$dtype-tp2" 2 --tp 2 "${ARGS[@]}" && same "$dtype-1" "$dtype-tp2"
+  MODEL="$WORK/toy_$dtype.gguf"; run "$dtype-mapped" 1 --weights mapped "${ARGS[@]}" && same "$dtype-1" "$dtype-mapped"
 done
+# A Q8_0 GGUF sharded keeps its type (shard copies the blocks) and gives the
+# ids and logits of the file itself.
+if "$SHARD" --model "$WORK/toy_q8_0.gguf" --pp 2 --out "$WORK/shards_q8_0" 2>"$WORK/shard_q8_0.err"; then
+  grep -q '"dtype": "Q8_0"' "$WORK/shards_q8_0/manifest.json" || fail "shards of toy_q8_0.gguf: the manifest records no Q8_0"
+  run q8_0-shards 2 --shards "$WORK/shards_q8_0" --tokenizer "$WORK/toy_q8_0.gguf" "${ARGS[@]}" && same q8_0-1 q8_0-shards
+else
+  cat "$WORK/shard_q8_0.err" >&2
+  fail "shard --model toy_q8_0.gguf"
+fi
 
 if [ -f "${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")/shared/models}/stories260K.bin" ]; then
   shared_model stories260K.bin
