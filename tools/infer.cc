@@ -129,14 +129,9 @@ struct InferOptions {
 
 Result<InferOptions> ParseOptions(const CommandLine& flags) {
   InferOptions options;
-  if (flags.Has("shards") == flags.Has("model")) {
-    return Error::InvalidArgument("exactly one of --model and --shards is required (see infer --help)");
-  }
-  options.model.shards = flags.Has("shards");
-  options.model.model = *flags.Last(options.model.shards ? "shards" : "model");
-  if (options.model.shards && flags.Has("layers")) {
-    return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
-  }
+  Result<ModelChoice> model = ParseModelChoice(flags, "infer");
+  if (!model) return model.error();
+  options.model = *std::move(model);
   options.tokenizer = flags.Last("tokenizer");
   Result<int64_t> max_prompt_bytes =
       flags.Int("max-prompt-bytes", kDefaultMaxPromptBytes, 1, int64_t{1} << 32);
@@ -212,25 +207,13 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.generation.sampling = {static_cast<float>(*temperature), static_cast<int32_t>(*top_k),
                                  static_cast<float>(*top_p), static_cast<uint64_t>(*seed)};
   options.threads = static_cast<int>(*threads);
-  for (const auto& [name, out] : {std::pair{"tp", &options.model.tp}, std::pair{"pp", &options.model.pp}}) {
-    if (!flags.Has(name)) continue;
-    Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
-    if (!value) return value.error();
-    *out = static_cast<int>(*value);
-  }
-  if (const std::optional<std::string> layers = flags.Last("layers")) {
-    Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
-    if (!counts) return counts.error();
-    options.model.layers_per_stage = *counts;
-  }
   const std::string output = flags.Last("output").value_or("text");
   if (output != "text" && output != "ids")
     return Error::InvalidArgument("--output: '" + output + "' is not text or ids");
   options.output_ids = output == "ids";
-  const std::string weights = flags.Last("weights").value_or("copy");
-  if (weights != "copy" && weights != "mapped")
-    return Error::InvalidArgument("--weights: '" + weights + "' is not copy or mapped");
-  options.weight_placement = weights == "mapped" ? WeightPlacement::kInPlace : WeightPlacement::kCopy;
+  Result<WeightPlacement> placement = ParseWeightPlacement(flags);
+  if (!placement) return placement.error();
+  options.weight_placement = *placement;
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
   return options;

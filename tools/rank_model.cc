@@ -13,6 +13,38 @@
 
 namespace inferno {
 
+Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program) {
+  ModelChoice choice;
+  if (flags.Has("shards") == flags.Has("model")) {
+    return Error::InvalidArgument("exactly one of --model and --shards is required (see " + program +
+                                  " --help)");
+  }
+  choice.shards = flags.Has("shards");
+  choice.model = *flags.Last(choice.shards ? "shards" : "model");
+  if (choice.shards && flags.Has("layers")) {
+    return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
+  }
+  for (const auto& [name, out] : {std::pair{"tp", &choice.tp}, std::pair{"pp", &choice.pp}}) {
+    if (!flags.Has(name)) continue;
+    Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
+    if (!value) return value.error();
+    *out = static_cast<int>(*value);
+  }
+  if (const std::optional<std::string> layers = flags.Last("layers")) {
+    Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
+    if (!counts) return counts.error();
+    choice.layers_per_stage = *counts;
+  }
+  return choice;
+}
+
+Result<WeightPlacement> ParseWeightPlacement(const CommandLine& flags) {
+  const std::string weights = flags.Last("weights").value_or("copy");
+  if (weights != "copy" && weights != "mapped")
+    return Error::InvalidArgument("--weights: '" + weights + "' is not copy or mapped");
+  return weights == "mapped" ? WeightPlacement::kInPlace : WeightPlacement::kCopy;
+}
+
 std::string ShortDigest(std::string_view text) {
   Sha256 hash;
   hash.Update(std::as_bytes(std::span(text.data(), text.size())));

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/command_line.h"
 #include "base/error.h"
 #include "engine/chat_template/chat_template.h"
 #include "engine/stage_weights.h"
@@ -33,6 +34,14 @@ struct ModelChoice {
   std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
 };
+
+// The --model or --shards (exactly one), --tp, --pp and --layers flags (not
+// --layers with --shards, whose manifest fixes the split); `program` names
+// the tool in the error for a missing model.
+Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
+
+// The --weights copy|mapped flag (default copy).
+Result<WeightPlacement> ParseWeightPlacement(const CommandLine& flags);
 
 struct RankModel {
   std::unique_ptr<Checkpoint> checkpoint;

@@ -89,11 +89,13 @@ struct ServeOptions {
 
 Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   ServeOptions options;
-  if (flags.Has("shards") == flags.Has("model")) {
-    return Error::InvalidArgument("exactly one of --model and --shards is required (see serve --help)");
+  Result<ModelChoice> model = ParseModelChoice(flags, "serve");
+  if (!model) return model.error();
+  options.model = *std::move(model);
+  if (options.model.tp && *options.model.tp != 1) {
+    return Error::Unimplemented("--tp " + std::to_string(*options.model.tp) +
+                                ": serve runs pipelines of tensor-parallel size 1 for now");
   }
-  options.model.shards = flags.Has("shards");
-  options.model.model = *flags.Last(options.model.shards ? "shards" : "model");
   if (const std::optional<std::string> listen = flags.Last("listen")) {
     const size_t colon = listen->rfind(':');
     if (colon == std::string::npos || colon == 0) {
@@ -133,28 +135,9 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
     if (!context) return context.error();
     options.context = *context;
   }
-  if (flags.Has("tp")) {
-    Result<int64_t> tp = flags.Int("tp", 1, 1, 1 << 16);
-    if (!tp) return tp.error();
-    if (*tp != 1) {
-      return Error::Unimplemented("--tp " + std::to_string(*tp) +
-                                  ": serve runs pipelines of tensor-parallel size 1 for now");
-    }
-  }
-  if (flags.Has("pp")) {
-    Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
-    if (!pp) return pp.error();
-    options.model.pp = static_cast<int>(*pp);
-  }
-  if (const std::optional<std::string> layers = flags.Last("layers")) {
-    Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
-    if (!counts) return counts.error();
-    options.model.layers_per_stage = *counts;
-  }
-  const std::string weights = flags.Last("weights").value_or("copy");
-  if (weights != "copy" && weights != "mapped")
-    return Error::InvalidArgument("--weights: '" + weights + "' is not copy or mapped");
-  options.weight_placement = weights == "mapped" ? WeightPlacement::kInPlace : WeightPlacement::kCopy;
+  Result<WeightPlacement> placement = ParseWeightPlacement(flags);
+  if (!placement) return placement.error();
+  options.weight_placement = *placement;
   return options;
 }
 
