@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/completion_text.h"
+#include "server/http_server.h"
 #include "server/openai_request.h"
 
 namespace inferno {
@@ -18,9 +19,13 @@ namespace {
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// How long a streaming handler waits for tokens before it writes a
-// keep-alive comment (which is how a gone client is noticed).
+// How long a handler waits for tokens before it checks that its client is
+// still there (and a streaming one writes a keep-alive comment).
 constexpr std::chrono::seconds kKeepAlive{1};
+
+// The status recorded in /metrics for a request whose client left before
+// its answer (nginx's "client closed request"); nothing is sent.
+constexpr int kClientClosedRequest = 499;
 
 struct ApiError {
   int status = 400;
@@ -235,6 +240,11 @@ struct OpenAiServer::Handlers {
     std::string text;
     const char* finish = nullptr;
     while (finish == nullptr) {
+      if (HttpServer::ClientGone()) {
+        exchange->handle->Cancel();
+        server.metrics_.CountRequest(path, kClientClosedRequest);
+        return;
+      }
       Step step = Next(*exchange, Clock::now() + kKeepAlive);
       text += step.text;
       if (step.error) {
@@ -261,7 +271,8 @@ struct OpenAiServer::Handlers {
   }
 
   // Server-sent events: a chunk per group of tokens, the finish, usage if
-  // asked, [DONE]. A failed write (the client left) cancels the request.
+  // asked, [DONE]. A client that left (seen while waiting, or by a failed
+  // write) cancels the request.
   void Stream(std::shared_ptr<Exchange> exchange, httplib::Response& res) {
     const std::string model = server.settings_.model_name;
     auto started = std::make_shared<bool>(false);
@@ -277,6 +288,7 @@ struct OpenAiServer::Handlers {
             if (!send(exchange->Chunk(model, {{"role", "assistant"}, {"content", ""}}, nullptr)))
               return false;
           }
+          if (HttpServer::ClientGone()) return false;
           Step step = Next(*exchange, Clock::now() + kKeepAlive);
           if (step.error) {
             send(ErrorJson(ServerError("the pipeline failed: " + *step.error)));
@@ -315,8 +327,8 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
     : settings_(std::move(settings)),
       queue_(queue),
       metrics_(metrics),
-      http_(std::make_unique<httplib::Server>()) {
-  httplib::Server& http = *http_;
+      http_(std::make_unique<HttpServer>(settings_.request_deadline)) {
+  HttpServer& http = *http_;
   const int threads = settings_.threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http.set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
@@ -338,12 +350,20 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
     return httplib::Server::HandlerResponse::Handled;
   });
   // Statuses httplib answers itself (404, 413, 400 for a malformed request
-  // line) get an error object too.
+  // line, or one that came too slowly: 408) get an error object too.
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (HttpServer::RequestLate()) {
+          res.status = 408;
+          res.set_header("Connection", "close");
+        }
         ApiError error{res.status, "invalid_request_error", "", {}, {}};
-        if (res.status == 404) {
+        if (res.status == 408) {
+          error.message = "the request did not arrive within " +
+                          std::to_string(settings_.request_deadline.count()) + " ms";
+          error.code = "request_timeout";
+        } else if (res.status == 404) {
           error.message = "no route " + req.method + " " + req.path;
         } else if (res.status == 413) {
           error.message =

@@ -10,14 +10,17 @@
 // than the context, 401 for a missing or wrong API key (--api-key), 404 for
 // an unknown model or path, 413 for a body over the size limit, 429 when the
 // queue is full, 503 while loading, draining or after the pipeline failed.
-// A streaming client that disconnects cancels its request (noticed at the
-// next write: a token, or a keep-alive comment each second).
+// A client that disconnects cancels its request, streamed or not (noticed
+// within a second: the handler checks its connection while it waits). A
+// request whose line, headers and body do not all arrive within
+// `request_deadline` gets 408 and its connection is closed (server/http_server.h).
 //
 // Thread-safety: Bind and Start once, from one thread; then the Set* methods
 // and Stop from any thread. Handlers run on the server's own threads.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -31,17 +34,19 @@
 #include "server/metrics.h"
 #include "server/request_queue.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace inferno {
+
+class HttpServer;
 
 struct ServerSettings {
   std::string model_name;              // the id of GET /v1/models, which requests must name
   std::optional<std::string> api_key;  // requires "Authorization: Bearer KEY" on /v1/
   int64_t max_body_bytes = 1 << 20;
-  int threads = 24;  // HTTP handler threads: at least the slots plus the queue
+  // A request's line, headers and body must arrive within this of its first byte.
+  std::chrono::milliseconds request_deadline{10000};
+  // HTTP handler threads: the slots plus the queue (each running or queued
+  // request holds one), plus room for clients still sending their request.
+  int threads = 24;
 };
 
 // What turns a request into a prompt, known once the model is loaded.
@@ -81,7 +86,7 @@ class OpenAiServer {
   ServerSettings settings_;
   RequestQueue& queue_;
   ServerMetrics& metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpServer> http_;
   std::thread thread_;
   mutable std::mutex mutex_;
   State state_ = State::kLoading;  // guarded by mutex_

@@ -5,9 +5,17 @@
       {"status", "body"} (JSON body parsed) or, for "stream": true, the
       stream folded: {"status", "text", "finish", "usage", "done", "chunks",
       "objects", "error"}
-  serve_client.py slow URL KEY N              N clients trickle a request a
-      byte every 0.2 s while a normal completion runs: it must succeed;
-      exits non-zero otherwise
+  serve_client.py slow URL KEY N DEADLINE_MS  N clients send a request a
+      byte a second (half of them the request line at once, then the
+      headers a byte a second) while normal completions run: those must
+      succeed, and every slow client must be disconnected within
+      DEADLINE_MS + 4 s of its first byte, the ones past the request line
+      answered 408 first; prints PASS or FAIL lines, exits non-zero on a
+      failure
+  serve_client.py health URL SECONDS          polls GET /health (every
+      10 ms) until the server stops answering or SECONDS pass; prints each
+      new answer on a line as it comes: [200, "ok"], [503, "unhealthy"],
+      ..., "refused"
   serve_client.py concurrent URL KEY N        N streaming completions with
       seeds 1..N run one at a time, then all at once: every concurrent stream
       must equal its solo run (text, finish, usage); prints PASS or FAIL lines
@@ -15,6 +23,7 @@
 """
 import http.client
 import json
+import select
 import socket
 import sys
 import threading
@@ -98,40 +107,89 @@ def concurrent(url, key, n):
     return failures
 
 
-def slow(url, key, n):
+def slow(url, key, n, deadline_ms):
     parsed = urllib.parse.urlparse(url)
     body = b'{"model": "toy", "prompt": "slow", "max_tokens": 4}'
-    raw = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-           (b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b"") +
-           b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stop = threading.Event()
+    line = b"POST /v1/completions HTTP/1.1\r\n"
+    rest = (b"Host: x\r\nContent-Type: application/json\r\n" +
+            (b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b"") +
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    outcomes = [None] * n  # (seconds from the first byte to the close, the answer)
 
-    def trickle():
+    def trickle(i):
         sock = socket.create_connection((parsed.hostname, parsed.port), timeout=30)
+        at_once, dribble = (line, rest) if i % 2 else (b"", line + rest)
+        start = time.monotonic()
+        answer = b""
         try:
-            for byte in raw:
-                if stop.is_set():
-                    break
+            if at_once:
+                sock.sendall(at_once)
+            for byte in dribble:
                 sock.sendall(bytes([byte]))
-                time.sleep(0.2)
+                # A second until the next byte, unless the server answers or closes.
+                readable, _, _ = select.select([sock], [], [], 1.0)
+                if readable:
+                    break
+            while True:
+                got = sock.recv(4096)
+                if not got:
+                    break
+                answer += got
         except OSError:
-            pass  # dropped by the server: fine
-        finally:
-            sock.close()
+            pass  # reset by the server: closed
+        outcomes[i] = (time.monotonic() - start, answer)
+        sock.close()
 
-    threads = [threading.Thread(target=trickle) for _ in range(n)]
+    threads = [threading.Thread(target=trickle, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     time.sleep(0.5)
-    result = request(url, key, "/v1/completions", '{"model": "toy", "prompt": "fast", "max_tokens": 8}', timeout=30)
-    stop.set()
+    failures = 0
+    fast = '{"model": "toy", "prompt": "fast", "max_tokens": 8}'
+    for _ in range(3):
+        begin = time.monotonic()
+        result = request(url, key, "/v1/completions", fast, timeout=30)
+        if result["status"] != 200:
+            print("FAIL: with %d slow clients a request got %s" % (n, result))
+            failures += 1
+        else:
+            print("a request among %d slow clients took %.2f s" % (n, time.monotonic() - begin))
     for t in threads:
         t.join()
-    if result["status"] != 200:
-        print("FAIL: with %d slow clients a request got %s" % (n, result))
-        return 1
-    print("PASS: a request succeeds while %d clients send a byte every 0.2 s" % n)
-    return 0
+    bound = deadline_ms / 1000 + 4
+    for i, (seconds, answer) in enumerate(outcomes):
+        head = answer.split(b"\r\n", 1)[0].decode("latin-1")
+        if seconds > bound:
+            print("FAIL: slow client %d was disconnected after %.1f s (bound %.1f s)" % (i, seconds, bound))
+            failures += 1
+        elif i % 2 and not (head.startswith("HTTP/1.1 408 ") and b'"request_timeout"' in answer):
+            print("FAIL: slow client %d (past its request line) got %r, not 408" % (i, answer))
+            failures += 1
+        elif i % 2 == 0 and answer and not head.startswith("HTTP/1.1 408 "):
+            print("FAIL: slow client %d got %r" % (i, answer))
+            failures += 1
+        else:
+            print("slow client %d: disconnected after %.1f s, answer %r" % (i, seconds, head))
+    if failures == 0:
+        print("PASS: requests succeed while %d clients send a byte a second; those are dropped" % n)
+    return failures
+
+
+def health(url, seconds):
+    last = None
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            body = request(url, "", "/health", None, timeout=2)
+            state = [body["status"], body["body"].get("status") if isinstance(body["body"], dict) else body["body"]]
+        except (OSError, http.client.HTTPException):
+            state = "refused"
+        if state != last:
+            print(json.dumps(state), flush=True)
+            last = state
+        if state == "refused":
+            break
+        time.sleep(0.01)
 
 
 def main():
@@ -140,7 +198,9 @@ def main():
         url, key, path, body = sys.argv[2:6]
         print(json.dumps(request(url, key, path, body if body != "-" else None)))
     elif command == "slow":
-        sys.exit(slow(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        sys.exit(1 if slow(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])) else 0)
+    elif command == "health":
+        health(sys.argv[2], float(sys.argv[3]))
     elif command == "concurrent":
         url, key, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
         sys.exit(1 if concurrent(url, key, n) else 0)

@@ -5,7 +5,10 @@
 #   leader lost), never hangs;
 # - every surviving rank exits on its own, non-zero, within
 #   INFERNO_TIMEOUT_MS + 2 s of the fault, with a "serve: rank R:" line naming
-#   a PeerLost or Timeout; launch exits non-zero.
+#   a PeerLost or Timeout; launch exits non-zero;
+# - a client polling /health sees it answer 503 "unhealthy" between the
+#   fault and the exit (a rank other than the leader lost), then the
+#   connection refused.
 # An idle server outlives the transport's timeout (its ticks keep the ring
 # alive) and still answers. The survivors inherit SIGTERM as ignored, so
 # launch's SIGTERM cannot end them: they must notice the loss themselves.
@@ -50,10 +53,14 @@ run_case() {
     out=$(curl -s --max-time 30 -w '\n%{http_code}' "$URL/v1/completions" -d '{"model": "toy", "prompt": "x", "max_tokens": 3}')
     [ "$(tail -1 <<<"$out")" = 200 ] || fail "$name: a request after idling past the timeout: $out"
   fi
+  local bound=$((TIMEOUT_MS + SLACK_MS)) survivor=$((1 - victim)) gone_after=""
+  python3 "$CLIENT" health "$URL" $(((bound + 3000) / 1000)) >"$WORK/$name.health" &
+  local watcher_pid=$!
+  # Until the watcher has its first answer (the server is up: 200).
+  for _ in $(seq 400); do [ -s "$WORK/$name.health" ] && break; sleep 0.05; done
   local fault_at
   fault_at=$(now_ms)
   kill "-$signal" "${pid_of[$victim]}"
-  local bound=$((TIMEOUT_MS + SLACK_MS)) survivor=$((1 - victim)) gone_after=""
   while [ "$(now_ms)" -lt $((fault_at + bound + 1000)) ]; do
     if ! kill -0 "${pid_of[$survivor]}" 2>/dev/null; then
       gone_after=$(($(now_ms) - fault_at))
@@ -67,6 +74,14 @@ run_case() {
     fail "$name: rank $survivor still running $((bound + 1000)) ms after the fault"
   elif [ "$gone_after" -gt "$bound" ]; then
     fail "$name: rank $survivor exited $gone_after ms after the fault (limit $bound ms)"
+  fi
+  wait "$watcher_pid"
+  local seen
+  seen=$(paste -sd ' ' "$WORK/$name.health")
+  [ "$(head -1 "$WORK/$name.health")" = '[200, "ok"]' ] || fail "$name: /health before the fault: $seen"
+  [ "$(tail -1 "$WORK/$name.health")" = '"refused"' ] || fail "$name: /health still answered after the job ended: $seen"
+  if [ "$victim" -ne 0 ] && ! grep -qxF '[503, "unhealthy"]' "$WORK/$name.health"; then
+    fail "$name: /health never answered 503 unhealthy between the fault and the exit: $seen"
   fi
   grep -Eq "serve: rank $survivor: (PeerLost|Timeout): .*rank $victim" "$SERVER_OUT" ||
     fail "$name: rank $survivor does not name the lost rank $victim: $(grep 'serve: rank' "$SERVER_OUT")"
@@ -86,7 +101,7 @@ assert r['error'] and r['error']['type'] == 'server_error' and not r['done'], r"
       kill -KILL "${pid_of[$rank]}"
     fi
   done
-  echo "$name: rank $survivor exited after ${gone_after:-?} ms"
+  echo "$name: rank $survivor exited after ${gone_after:-?} ms; /health answered $seen"
   [ "$FAILURES" -eq 0 ] || cat "$SERVER_OUT" >&2
 }
 

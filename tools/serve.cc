@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -65,6 +66,9 @@ const CommandSpec kSpec{
       "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
+     {"read-deadline-ms", "N",
+      "a request's line, headers and body must arrive within N ms of its first byte; slower clients "
+      "get 408 and are disconnected (default 10000)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per stage: only 1 for now"},
      {"pp", "P", "pipeline stages (default: the world size)"},
@@ -83,6 +87,7 @@ struct ServeOptions {
   std::optional<int64_t> context;
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
+  int64_t read_deadline_ms = 10000;
   int threads = 1;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
 };
@@ -121,14 +126,17 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> slots = flags.Int("slots", 8, 1, 4096);
   Result<int64_t> queue = flags.Int("queue", 64, 0, 1 << 20);
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
+  Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
   Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
-  for (const Error* error : {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(),
-                             body ? nullptr : &body.error(), threads ? nullptr : &threads.error()}) {
+  for (const Error* error :
+       {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(), body ? nullptr : &body.error(),
+        read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error()}) {
     if (error != nullptr) return *error;
   }
   options.slots = static_cast<int>(*slots);
   options.queue = *queue;
   options.max_body_bytes = *body;
+  options.read_deadline_ms = *read_deadline;
   options.threads = static_cast<int>(*threads);
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
@@ -140,6 +148,13 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.weight_placement = *placement;
   return options;
 }
+
+// HTTP threads beyond one per running or queued request.
+constexpr int kReaderThreads = 32;
+
+// How long the leader keeps answering after the pipeline failed (503s, and
+// /health "unhealthy"), at most.
+constexpr std::chrono::milliseconds kUnhealthyLinger{1000};
 
 // What a rank holds before it talks to the others.
 struct PreparedRank {
@@ -257,7 +272,12 @@ int main(int argc, char** argv) {
     settings.model_name = options->model_name;
     settings.api_key = options->api_key;
     settings.max_body_bytes = options->max_body_bytes;
-    settings.threads = static_cast<int>(options->slots + options->queue + 8);
+    settings.request_deadline = std::chrono::milliseconds(options->read_deadline_ms);
+    // Each running or queued request holds a thread; kReaderThreads more
+    // serve clients still sending their request, /health and /metrics, so
+    // that many slow senders at once delay nobody (more may delay others by
+    // up to the read deadline).
+    settings.threads = static_cast<int>(options->slots + options->queue + kReaderThreads);
     server.emplace(settings, queue, metrics);
     Result<int> port = server->Bind(options->host, options->port);
     if (!port) return Fail(rank, port.error(), 1);
@@ -310,9 +330,12 @@ int main(int argc, char** argv) {
     if (leader) {
       server->SetUnhealthy(error.ToString());
       queue.Fail(error);
-      // The handlers answer their requests at once; a client that reads
-      // slowly is not waited for.
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      // The handlers answer their requests at once, and /health answers 503
+      // "unhealthy" until the exit, kUnhealthyLinger (at most a quarter of
+      // the transport's timeout) from now; a client that reads slowly is not
+      // waited for.
+      std::this_thread::sleep_for(
+          std::min<std::chrono::milliseconds>(kUnhealthyLinger, group->transport()->timeout() / 4));
       std::fflush(stdout);
     }
     std::_Exit(1);

@@ -7,9 +7,11 @@
 # docs/serving.md, and the CPU the machine's other processes used meanwhile.
 #
 #   bazel build --config=opt //tools:launch //tools:serve //tools:make_toy_model
-#   tools/serve_bench.sh bazel-bin/tools [TOKENS] [REQUESTS] [ROUNDS]
+#   tools/serve_bench.sh bazel-bin/tools [TOKENS] [REQUESTS] [ROUNDS] [PNG]
+#
+# With PNG, serve_bench.py also plots the latencies there (needs matplotlib).
 set -u
-BIN="$1" TOKENS="${2:-64}" REQUESTS="${3:-2}" ROUNDS="${4:-2}"
+BIN="$1" TOKENS="${2:-64}" REQUESTS="${3:-2}" ROUNDS="${4:-2}" PNG="${5:-}"
 WORK="$(mktemp -d)"
 trap 'kill -TERM "$RANK0" 2>/dev/null; wait "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 "$BIN/make_toy_model" --out "$WORK/s15m" --dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 \
@@ -26,5 +28,6 @@ for _ in $(seq 600); do
 done
 RANK0=$(for pid in $(pgrep -P "$SERVER"); do tr '\0' '\n' <"/proc/$pid/environ" | grep -qx RANK=0 && echo "$pid"; done)
 echo "serve on $URL (tokenizer $TOKENIZER), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 "$(dirname "$0")/serve_bench.py" "$URL" --tokens "$TOKENS" --requests "$REQUESTS" --rounds "$ROUNDS"
+python3 "$(dirname "$0")/serve_bench.py" "$URL" --tokens "$TOKENS" --requests "$REQUESTS" --rounds "$ROUNDS" \
+  ${PNG:+--plot "$PNG"}
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,162 @@
+#include "server/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// An HttpServer on a free loopback port, serving on its own thread.
+class RunningServer {
+ public:
+  explicit RunningServer(milliseconds deadline) : server(deadline) {
+    server.set_read_timeout(std::chrono::seconds(10));
+    server.set_keep_alive_timeout(2);
+    server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+      if (HttpServer::RequestLate()) res.status = 408;
+      res.set_content("error " + std::to_string(res.status), "text/plain");
+    });
+  }
+  void Start() {
+    port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    thread = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running()) std::this_thread::sleep_for(milliseconds(1));
+  }
+  ~RunningServer() {
+    server.stop();
+    if (thread.joinable()) thread.join();
+  }
+
+  HttpServer server;
+  int port = 0;
+  std::thread thread;
+};
+
+// A raw TCP connection to 127.0.0.1:port (receives time out after 10 s).
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
+
+void Send(int fd, const std::string& bytes) {
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+// Everything the server sends until it closes the connection (or 10 s pass).
+std::string ReadToEnd(int fd) {
+  std::string all;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = recv(fd, buffer, sizeof buffer, 0)) > 0) all.append(buffer, static_cast<size_t>(got));
+  return all;
+}
+
+TEST(HttpServer, ServesKeepAliveRequestsOnOneConnection) {
+  RunningServer running(milliseconds(2000));
+  running.server.Get(
+      "/hi", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  running.Start();
+  httplib::Client client("127.0.0.1", running.port);
+  client.set_keep_alive(true);
+  for (int i = 0; i < 3; ++i) {
+    httplib::Result result = client.Get("/hi");
+    ASSERT_TRUE(result) << httplib::to_string(result.error());
+    EXPECT_EQ(result->status, 200);
+    EXPECT_EQ(result->body, "hello");
+  }
+}
+
+TEST(HttpServer, ClientTricklingHeadersGets408AtTheDeadlineWhileOthersAreServed) {
+  RunningServer running(milliseconds(500));
+  running.server.Get(
+      "/hi", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  running.Start();
+  const int slow = Connect(running.port);
+  Send(slow, "GET /hi HTTP/1.1\r\n");
+  std::future<std::string> answer = std::async(std::launch::async, [slow] {
+    // A header byte every 50 ms (3 s for all): each read is quick, the whole
+    // is not. Stops sending once the server answers.
+    for (char byte :
+         std::string("Host: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n")) {
+      if (send(slow, &byte, 1, MSG_NOSIGNAL) != 1) break;
+      pollfd answered{slow, POLLIN, 0};
+      if (poll(&answered, 1, 50) != 0) break;
+    }
+    return ReadToEnd(slow);
+  });
+  httplib::Client client("127.0.0.1", running.port);
+  httplib::Result result = client.Get("/hi");
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  const std::string slow_answer = answer.get();
+  // Without the deadline all of it would arrive, and get 200.
+  EXPECT_EQ(slow_answer.rfind("HTTP/1.1 408 ", 0), 0u) << slow_answer;
+  close(slow);
+}
+
+TEST(HttpServer, RequestLineThatNeverEndsIsClosedWithoutAnswer) {
+  RunningServer running(milliseconds(300));
+  running.Start();
+  const int slow = Connect(running.port);
+  Send(slow, "GET /");
+  // The server closes: ReadToEnd returns before its 10 s receive timeout.
+  const Clock::time_point start = Clock::now();
+  EXPECT_EQ(ReadToEnd(slow), "");
+  EXPECT_LT(Clock::now() - start, milliseconds(9000));
+  close(slow);
+}
+
+TEST(HttpServer, HandlerSeesItsClientLeaveAndNotOneThatStays) {
+  RunningServer running(milliseconds(2000));
+  std::promise<bool> gone_seen;
+  running.server.Get("/wait", [&gone_seen](const httplib::Request& req, httplib::Response& res) {
+    // Waits up to `ms` for the client to leave.
+    const Clock::time_point until = Clock::now() + milliseconds(std::stoi(req.get_param_value("ms")));
+    bool gone = false;
+    while (!gone && Clock::now() < until) {
+      gone = HttpServer::ClientGone();
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    if (req.has_param("report")) gone_seen.set_value(gone);
+    res.set_content(gone ? "gone" : "here", "text/plain");
+  });
+  running.Start();
+  EXPECT_FALSE(HttpServer::ClientGone());  // not a handler's thread
+
+  httplib::Client client("127.0.0.1", running.port);
+  httplib::Result stayed = client.Get("/wait?ms=300");
+  ASSERT_TRUE(stayed) << httplib::to_string(stayed.error());
+  EXPECT_EQ(stayed->body, "here");
+
+  const int leaving = Connect(running.port);
+  Send(leaving, "GET /wait?ms=10000&report=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::this_thread::sleep_for(milliseconds(100));
+  close(leaving);
+  std::future<bool> seen = gone_seen.get_future();
+  ASSERT_EQ(seen.wait_for(std::chrono::seconds(9)), std::future_status::ready);
+  EXPECT_TRUE(seen.get());
+}
+
+}  // namespace
+}  // namespace inferno
