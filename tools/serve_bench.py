@@ -24,7 +24,6 @@ measuring, so the plot in docs/ is always that of the table there.
 import argparse
 import http.client
 import json
-import statistics
 import sys
 import threading
 import time
