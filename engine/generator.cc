@@ -225,10 +225,8 @@ class PipelineRun {
   // Last stage: stops the sequences of `slots` that sample no more, and
   // writes the final-normed last hidden state of each other one — rows of
   // `hidden` (slots.size(), dim), in order — as the next row of `normed`
-  // (rows `stride` floats apart); returns those sequences' slots in
-  // classified_.
-  void NormForClassifier(std::span<const int> slots, std::span<const float> hidden, std::span<float> normed,
-                         int64_t stride) {
+  // (dim floats each); returns those sequences' slots in classified_.
+  void NormForClassifier(std::span<const int> slots, std::span<const float> hidden, std::span<float> normed) {
     TimedScope scope(timeline_, SpanKind::kCompute, "final norm", Label(slots.size(), slots[0]));
     classified_.clear();
     for (size_t i = 0; i < slots.size(); ++i) {
@@ -236,7 +234,7 @@ class PipelineRun {
         Stop(slots[i], FinishReason::kLength);
         continue;
       }
-      stage_.FinalNorm(hidden.subspan(i * dim_, dim_), normed.subspan(classified_.size() * stride, dim_));
+      stage_.FinalNorm(hidden.subspan(i * dim_, dim_), normed.subspan(classified_.size() * dim_, dim_));
       classified_.push_back(slots[i]);
     }
   }
@@ -339,7 +337,7 @@ class PipelineRun {
   // position run of each sequence of `slots`, in one pass, and their next
   // tokens, kept in each slot's `next` unless the sequence stops.
   Status ClassifyAlone(std::span<const int> slots, std::span<const float> hidden) {
-    NormForClassifier(slots, hidden, normed_, dim_);
+    NormForClassifier(slots, hidden, normed_);
     if (classified_.empty()) return {};
     ++report_.sampling_steps;
     const std::span<float> logits =
@@ -600,7 +598,7 @@ class PipelineRun {
     if (ready.empty()) return {};  // a prompt chunk before the last
     // This step's group reached the classifier: it goes on as a classify
     // step, or ends here when none of its sequences samples another.
-    NormForClassifier(ready, x.first(ready.size() * dim_), classify_, dim_);
+    NormForClassifier(ready, x.first(ready.size() * dim_), classify_);
     if (classified_.empty()) {
       --groups_on_the_way_;
       return FlushReady();
