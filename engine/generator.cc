@@ -55,9 +55,12 @@ class PipelineRun {
         dim_(stage.config().hidden_size),
         vocab_(stage.config().vocab_size),
         idle_tick_(std::min<std::chrono::milliseconds>(kIdleTick, group.transport()->timeout() / 4)),
+        max_group_(std::min<int64_t>(stage.max_positions_per_call(), stage.num_slots())),
         hidden_(stage.max_positions_per_call() * dim_),
         slots_(static_cast<size_t>(stage.num_slots())) {
-    classify_.resize(dim_ + ring_rows_.size());
+    classify_.resize(max_group_ * (dim_ + ring_rows_.size()));
+    normed_.resize(max_group_ * dim_);
+    own_logits_.resize(max_group_ * stage.classifier_rows().size());
     if (tensor_parallel_) {
       // Every ring's rows, padded to the longest (index 0's), for all_gather.
       gathered_width_ = plan_.TpClassifierRows(0).size();
@@ -86,11 +89,12 @@ class PipelineRun {
   }
 
  private:
-  // A received message, decoded: `message.payload` views `bytes`, the
+  // A received message, decoded into the messages of its step (one, or a
+  // group's members, all of one kind): their payloads view `bytes`, the
   // transport's buffer, which lives as long as this does.
   struct Received {
     Payload bytes;
-    PipelineMessage message;
+    std::vector<PipelineMessage> step;
   };
 
   // The ring of this rank's tensor-parallel index: each stage sends to the
@@ -111,22 +115,46 @@ class PipelineRun {
     return Error::Corruption("malformed message from rank " + std::to_string(predecessor()) + ": " + what);
   }
 
-  // Runs the stage's layers over positions x (n, dim) of the sequence in
-  // `slot`.
-  Status Forward(int slot, std::span<float> x) {
-    Slot& s = slots_[slot];
-    if (Status done = stage_.Forward(slot, s.pos, x, &timeline_, slot); !done) return done;
-    s.pos += static_cast<int64_t>(x.size()) / dim_;
+  // The timeline's label of a step over `slots` sequences, the first of
+  // which is `first`: the sequence, or -1 for a group.
+  static int Label(size_t slots, int first) { return slots == 1 ? first : -1; }
+
+  // Runs the stage's layers over x (rows, dim), the positions of `batch`,
+  // and advances each part's slot past them.
+  Status Forward(std::span<const SlotPositions> batch, std::span<float> x) {
+    if (Status done = stage_.Forward(batch, x, &timeline_, Label(batch.size(), batch[0].slot)); !done) {
+      return done;
+    }
+    for (const SlotPositions& part : batch) slots_[part.slot].pos += part.n;
     return {};
   }
 
-  // Embeds `tokens` (first stage) into the hidden buffer and runs the
-  // stage's layers; returns the hidden states (n, dim).
-  Result<std::span<float>> EmbedAndForward(int slot, std::span<const int32_t> tokens) {
-    std::span<float> x = std::span<float>(hidden_).first(tokens.size() * dim_);
-    if (Status embedded = stage_.Embed(tokens, x); !embedded) return embedded.error();
-    if (Status done = Forward(slot, x); !done) return done.error();
+  // First stage: embeds the tokens of `batch_` (one position of each part,
+  // tokens_[i] for part i; or one part and its tokens) into the hidden
+  // buffer and runs the stage's layers; returns the hidden states (rows,
+  // dim).
+  Result<std::span<float>> EmbedAndForward() {
+    std::span<float> x = std::span<float>(hidden_).first(tokens_.size() * dim_);
+    if (Status embedded = stage_.Embed(tokens_, x); !embedded) return embedded.error();
+    if (Status done = Forward(batch_, x); !done) return done.error();
     return x;
+  }
+
+  // First stage: prefills `prompt` in the slot, in calls of at most
+  // max_positions_per_call positions; calls `chunk_done(begin, x)` with
+  // each chunk's first position and hidden states (n, dim).
+  template <typename ChunkDone>
+  Status Prefill(int slot, std::span<const int32_t> prompt, ChunkDone chunk_done) {
+    slots_[slot].pos = 0;
+    for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
+      const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
+      tokens_.assign(prompt.begin() + begin, prompt.begin() + begin + n);
+      batch_.assign(1, SlotPositions{slot, static_cast<int64_t>(begin), static_cast<int64_t>(n)});
+      Result<std::span<float>> x = EmbedAndForward();
+      if (!x) return x.error();
+      if (Status done = chunk_done(static_cast<int64_t>(begin), *x); !done) return done;
+    }
+    return {};
   }
 
   // Last stage: a free slot, or -1.
@@ -167,15 +195,17 @@ class PipelineRun {
             !sent) {
           return sent;
         }
+        ++groups_on_the_way_;
         continue;
       }
-      Result<std::span<float>> x = std::span<float>();
-      for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
-        const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
-        x = EmbedAndForward(slot, std::span<const int32_t>(prompt).subspan(begin, n));
-        if (!x) return x.error();
-      }
-      if (Status sampled = ClassifyAlone(slot, x->last(dim_)); !sampled) return sampled;
+      std::span<const float> last;
+      Status prefilled = Prefill(slot, prompt, [&](int64_t, std::span<const float> x) {
+        last = x.last(dim_);
+        return Status();
+      });
+      if (!prefilled) return prefilled;
+      const int slots[] = {slot};
+      if (Status sampled = ClassifyAlone(slots, last); !sampled) return sampled;
     }
     return {};
   }
@@ -192,20 +222,36 @@ class PipelineRun {
     --running_;
   }
 
+  // Last stage: stops the sequences of `slots` that sample no more, and
+  // writes the final-normed last hidden state of each other one — rows of
+  // `hidden` (slots.size(), dim), in order — as the next row of `normed`
+  // (dim floats each); returns those sequences' slots in classified_.
+  void NormForClassifier(std::span<const int> slots, std::span<const float> hidden, std::span<float> normed) {
+    TimedScope scope(timeline_, SpanKind::kCompute, "final norm", Label(slots.size(), slots[0]));
+    classified_.clear();
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!SamplesAnother(slots[i])) {
+        Stop(slots[i], FinishReason::kLength);
+        continue;
+      }
+      stage_.FinalNorm(hidden.subspan(i * dim_, dim_), normed.subspan(classified_.size() * dim_, dim_));
+      classified_.push_back(slots[i]);
+    }
+  }
+
   // Last stage: the next token of the sequence in `slot` from the logits of
-  // the ring's rows (classify_ after dim), which it may overwrite; reports
-  // it, and returns it, or -1 when the sequence stops. Under tensor
-  // parallelism every rank of the last stage calls it and gets the same
-  // token: greedy without reported logits exchanges each rank's best
-  // (value, id), otherwise every rank gathers the whole vector and samples
-  // it with the same sampler. Precondition: SamplesAnother(slot).
-  Result<int32_t> SampleNext(int slot) {
+  // the ring's rows, `ring_logits` (ring_rows_.size()), which it may
+  // overwrite; reports it, and returns it, or -1 when the sequence stops.
+  // Under tensor parallelism every rank of the last stage calls it and gets
+  // the same token: greedy without reported logits exchanges each rank's
+  // best (value, id), otherwise every rank gathers the whole vector and
+  // samples it with the same sampler. Precondition: SamplesAnother(slot).
+  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits) {
     Slot& s = slots_[slot];
     if (source_->Cancelled(s.id)) {
       Stop(slot, FinishReason::kCancelled);
       return -1;
     }
-    const std::span<float> ring_logits = std::span<float>(classify_).subspan(dim_, ring_rows_.size());
     int32_t token;
     if (!tensor_parallel_) {
       TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
@@ -277,41 +323,59 @@ class PipelineRun {
     return {};
   }
 
-  // One stage: the classifier over `hidden` (dim), the last position run of
-  // the sequence in `slot`, and its next token, kept in the slot's `next`
-  // unless the sequence stops. The classifier writes the logits straight
-  // into classify_, which the sampler may overwrite: no per-token copy.
-  Status ClassifyAlone(int slot, std::span<const float> hidden) {
-    if (!SamplesAnother(slot)) {
-      Stop(slot, FinishReason::kLength);
-      return {};
+  // own_logits_ (n, this rank's classifier rows) = the logits of this
+  // rank's rows for the final-normed hidden states normed_ (n, dim), in one
+  // pass over the rows.
+  std::span<float> ClassifyOwnRows(int64_t n, int label) {
+    TimedScope scope(timeline_, SpanKind::kCompute, "classifier", label);
+    const std::span<float> logits = std::span<float>(own_logits_).first(n * stage_.classifier_rows().size());
+    stage_.ClassifierSlice(std::span<const float>(normed_).first(n * dim_), logits);
+    return logits;
+  }
+
+  // One stage: the classifier over `hidden` (slots.size(), dim), the last
+  // position run of each sequence of `slots`, in one pass, and their next
+  // tokens, kept in each slot's `next` unless the sequence stops.
+  Status ClassifyAlone(std::span<const int> slots, std::span<const float> hidden) {
+    NormForClassifier(slots, hidden, normed_);
+    if (classified_.empty()) return {};
+    ++report_.sampling_steps;
+    const std::span<float> logits =
+        ClassifyOwnRows(static_cast<int64_t>(classified_.size()), Label(classified_.size(), classified_[0]));
+    const int64_t rows = ring_rows_.size();
+    for (size_t i = 0; i < classified_.size(); ++i) {
+      const Result<int32_t> token = SampleNext(classified_[i], logits.subspan(i * rows, rows));
+      if (!token) return token.error();
+      slots_[classified_[i]].next = *token;
     }
-    const std::span<float> normed = std::span<float>(classify_).first(dim_);
-    {
-      TimedScope scope(timeline_, SpanKind::kCompute, "classifier", slot);
-      stage_.FinalNorm(hidden, normed);
-      stage_.ClassifierSlice(normed, std::span<float>(classify_).subspan(dim_, ring_rows_.size()));
-    }
-    const Result<int32_t> token = SampleNext(slot);
-    if (!token) return token.error();
-    slots_[slot].next = *token;
     return {};
   }
 
   // One stage: while the source has sequences or any runs, admits sequences
   // into free slots (between rounds), and runs one token of every running
-  // sequence per round, in slot order.
+  // sequence per round, as batches of up to max_group_ sequences in slot
+  // order.
   Status RunAlone() {
     while (true) {
       const Clock::time_point deadline = running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
       if (Status admitted = Admit(deadline); !admitted) return admitted;
       if (running_ == 0 && source_->Exhausted()) return {};
+      std::vector<int> round;
       for (size_t slot = 0; slot < slots_.size(); ++slot) {
-        if (!slots_[slot].busy) continue;
-        const int id = static_cast<int>(slot);
-        Result<std::span<float>> x = EmbedAndForward(id, std::span<const int32_t>(&slots_[slot].next, 1));
+        if (slots_[slot].busy) round.push_back(static_cast<int>(slot));
+      }
+      for (size_t begin = 0; begin < round.size(); begin += max_group_) {
+        const std::span<const int> group =
+            std::span<const int>(round).subspan(begin, std::min<size_t>(max_group_, round.size() - begin));
+        tokens_.clear();
+        batch_.clear();
+        for (int slot : group) {
+          tokens_.push_back(slots_[slot].next);
+          batch_.push_back(SlotPositions{slot, slots_[slot].pos, 1});
+        }
+        Result<std::span<float>> x = EmbedAndForward();
         if (!x) return x.error();
-        if (Status sampled = ClassifyAlone(id, x->last(dim_)); !sampled) return sampled;
+        if (Status sampled = ClassifyAlone(group, *x); !sampled) return sampled;
       }
     }
   }
@@ -319,36 +383,50 @@ class PipelineRun {
   // Sends `header` and `payload` to the ring successor as one message; the
   // transport copies both straight from here into its buffers.
   Status Send(const char* label, const MessageHeader& header, std::span<const std::byte> payload) {
-    TimedScope scope(timeline_, SpanKind::kSend, label, SequenceOf(header));
+    return SendBytes(label, EncodeMessageHeader(header), payload, SequenceOf(header));
+  }
+
+  // Sends the messages of one step to the ring successor: `headers` (all of
+  // one kind) with their payloads, (headers.size(), one message's payload)
+  // in `payload`; a group when there are several.
+  Status SendStep(const char* label, std::span<const MessageHeader> headers,
+                  std::span<const std::byte> payload) {
+    if (headers.size() == 1) return Send(label, headers[0], payload);
+    return SendBytes(label, EncodeGroupHeader(headers), payload, -1);
+  }
+
+  Status SendBytes(const char* label, std::span<const std::byte> head, std::span<const std::byte> payload,
+                   int sequence) {
+    TimedScope scope(timeline_, SpanKind::kSend, label, sequence);
     const int to = successor();
-    const std::array<std::byte, kMessageHeaderBytes> header_bytes = EncodeMessageHeader(header);
-    if (Status sent = group_.send_bytes(to, kMessageTag, header_bytes, payload); !sent) {
+    if (Status sent = group_.send_bytes(to, kMessageTag, head, payload); !sent) {
       return Failure(std::string(label) + ": send to", to, sent.error());
     }
     return {};
   }
 
-  Status SendHidden(int slot, int64_t pos, std::span<const float> x) {
-    return Send("send hidden",
-                HiddenMessage{slot, static_cast<int32_t>(pos), static_cast<int32_t>(x.size() / dim_)},
-                std::as_bytes(x));
-  }
-
-  // Waits for the next message from the ring predecessor; decodes its header
-  // and checks its sequence. The payload is not copied.
+  // Waits for the next message from the ring predecessor; decodes the
+  // headers of its step and checks their sequences. The payload is not
+  // copied.
   Result<Received> Receive() {
     const int from = predecessor();
     TimedScope scope(timeline_, SpanKind::kWait, "wait", -1);
     Result<Payload> bytes = group_.recv_payload(from, kMessageTag);
     if (!bytes) return Failure("receive from", from, bytes.error());
-    Result<PipelineMessage> message = DecodePipelineMessage(bytes->bytes());
-    if (!message) return Malformed(message.error().message);
-    const MessageHeader& header = message->header;
-    if (SequenceOf(header) >= static_cast<int>(slots_.size())) {
-      return Malformed("kind " + std::to_string(static_cast<int32_t>(KindOf(header))) + ", sequence " +
-                       std::to_string(SequenceOf(header)));
+    Result<std::vector<PipelineMessage>> step = DecodePipelineMessages(bytes->bytes());
+    if (!step) return Malformed(step.error().message);
+    for (const PipelineMessage& message : *step) {
+      const MessageHeader& header = message.header;
+      if (SequenceOf(header) >= static_cast<int>(slots_.size())) {
+        return Malformed("kind " + std::to_string(static_cast<int32_t>(KindOf(header))) + ", sequence " +
+                         std::to_string(SequenceOf(header)));
+      }
     }
-    return Received{std::move(*bytes), std::move(*message)};
+    if (step->size() > static_cast<size_t>(max_group_)) {
+      return Malformed("a group of " + std::to_string(step->size()) + " sequences, more than " +
+                       std::to_string(max_group_));
+    }
+    return Received{std::move(*bytes), std::move(*step)};
   }
 
   // Copies `message`'s payload into `out`, which it must fill exactly: the
@@ -362,6 +440,19 @@ class PipelineRun {
                        std::to_string(out.size()));
     }
     if (!out.empty()) std::memcpy(out.data(), message.payload.data(), out.size_bytes());
+    return {};
+  }
+
+  // Malformed unless the sequences of `step` are distinct.
+  Status CheckDistinct(const std::vector<PipelineMessage>& step) {
+    for (size_t i = 0; i < step.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (SequenceOf(step[i].header) == SequenceOf(step[j].header)) {
+          return Malformed("a group naming sequence " + std::to_string(SequenceOf(step[i].header)) +
+                           " twice");
+        }
+      }
+    }
     return {};
   }
 
@@ -383,9 +474,28 @@ class PipelineRun {
       }
       Result<Received> received = Receive();
       if (!received) return received.error();
-      const PipelineMessage& message = received->message;
-      Status handled =
-          std::visit([&](const auto& header) { return Handle(header, message); }, message.header);
+      const std::vector<PipelineMessage>& step = received->step;
+      if (Status distinct = CheckDistinct(step); !distinct) return distinct;
+      Status handled;
+      switch (KindOf(step[0].header)) {
+        case MessageKind::kHidden:
+          handled = HandleHidden(step);
+          break;
+        case MessageKind::kToken:
+          handled = HandleTokens(step);
+          break;
+        case MessageKind::kClassify:
+          handled = HandleClassify(step);
+          break;
+        case MessageKind::kAdmit:
+          handled = Handle(std::get<AdmitMessage>(step[0].header), step[0]);
+          break;
+        case MessageKind::kControl:
+          handled = Handle(std::get<ControlMessage>(step[0].header), step[0]);
+          break;
+        case MessageKind::kGroup:
+          LOG(FATAL) << "a group is decoded into its members";
+      }
       if (!handled) return handled;
       if (ended_) return {};
     }
@@ -412,94 +522,165 @@ class PipelineRun {
     for (int32_t id : prompt_) {
       if (id < 0 || id >= vocab_) return Malformed("admit of token " + std::to_string(id));
     }
-    slots_[header.sequence].pos = 0;
-    for (size_t begin = 0; begin < prompt_.size(); begin += stage_.max_positions_per_call()) {
-      const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt_.size() - begin);
-      Result<std::span<float>> x =
-          EmbedAndForward(header.sequence, std::span<const int32_t>(prompt_).subspan(begin, n));
-      if (!x) return x.error();
-      if (Status sent = SendHidden(header.sequence, static_cast<int64_t>(begin), *x); !sent) return sent;
-    }
-    return {};
+    return Prefill(header.sequence, prompt_, [&](int64_t begin, std::span<const float> x) {
+      return Send(
+          "send hidden",
+          HiddenMessage{header.sequence, static_cast<int32_t>(begin), static_cast<int32_t>(x.size() / dim_)},
+          std::as_bytes(x));
+    });
   }
 
-  // First stage: the next token of a sequence.
-  Status Handle(const TokenMessage& header, const PipelineMessage& message) {
-    if (!stage_.is_first() || header.token < 0 || header.token >= vocab_ || message.payload.size() != 0 ||
-        slots_[header.sequence].pos >= stage_.context_length()) {
-      return Malformed("token " + std::to_string(header.token) + " with " +
-                       std::to_string(message.payload_floats()) + " floats");
+  // First stage: the next token of each sequence of the step: one batched
+  // forward; their hidden states go on as one step.
+  Status HandleTokens(const std::vector<PipelineMessage>& step) {
+    tokens_.clear();
+    batch_.clear();
+    for (const PipelineMessage& message : step) {
+      const TokenMessage& header = std::get<TokenMessage>(message.header);
+      if (!stage_.is_first() || header.token < 0 || header.token >= vocab_ || message.payload.size() != 0 ||
+          slots_[header.sequence].pos >= stage_.context_length()) {
+        return Malformed("token " + std::to_string(header.token) + " with " +
+                         std::to_string(message.payload_floats()) + " floats");
+      }
+      tokens_.push_back(header.token);
+      batch_.push_back(SlotPositions{header.sequence, slots_[header.sequence].pos, 1});
     }
-    const int64_t pos = slots_[header.sequence].pos;
-    Result<std::span<float>> x = EmbedAndForward(header.sequence, std::span<const int32_t>(&header.token, 1));
+    Result<std::span<float>> x = EmbedAndForward();
     if (!x) return x.error();
-    return SendHidden(header.sequence, pos, *x);
+    headers_.clear();
+    for (const SlotPositions& part : batch_) {
+      headers_.push_back(HiddenMessage{part.slot, static_cast<int32_t>(part.pos), 1});
+    }
+    return SendStep("send hidden", headers_, std::as_bytes(*x));
   }
 
   // Hidden states from the previous stage (position 0 starts the slot's
-  // sequence anew); the last stage starts the classifier once a sequence's
-  // prompt is in.
-  Status Handle(const HiddenMessage& header, const PipelineMessage& message) {
-    Slot& s = slots_[header.sequence];
-    if (header.pos == 0) s.pos = 0;
-    if (stage_.is_first() || header.pos != s.pos || header.n < 1 ||
-        header.n > stage_.max_positions_per_call() || s.pos + header.n > stage_.context_length() ||
-        (stage_.is_last() && !s.busy)) {
-      return Malformed("hidden states of sequence " + std::to_string(header.sequence) + " at position " +
-                       std::to_string(header.pos) + ", " + std::to_string(header.n) + " positions");
+  // sequence anew), of one or several sequences: one batched forward. The
+  // last stage starts the classifier for the sequences whose prompt is in.
+  Status HandleHidden(const std::vector<PipelineMessage>& step) {
+    batch_.clear();
+    int64_t rows = 0;
+    for (const PipelineMessage& message : step) {
+      const HiddenMessage& header = std::get<HiddenMessage>(message.header);
+      Slot& s = slots_[header.sequence];
+      if (header.pos == 0) s.pos = 0;
+      if (stage_.is_first() || header.pos != s.pos || header.n < 1 ||
+          header.n > stage_.max_positions_per_call() - rows || s.pos + header.n > stage_.context_length() ||
+          (stage_.is_last() && !s.busy)) {
+        return Malformed("hidden states of sequence " + std::to_string(header.sequence) + " at position " +
+                         std::to_string(header.pos) + ", " + std::to_string(header.n) + " positions");
+      }
+      const std::span<float> x = std::span<float>(hidden_).subspan(rows * dim_, header.n * dim_);
+      if (Status taken = TakePayload("recv hidden", message, x); !taken) return taken;
+      batch_.push_back(SlotPositions{header.sequence, header.pos, header.n});
+      rows += header.n;
     }
-    const std::span<float> x = std::span<float>(hidden_).first(header.n * dim_);
-    if (Status taken = TakePayload("recv hidden", message, x); !taken) return taken;
-    if (Status done = Forward(header.sequence, x); !done) return done;
-    if (!stage_.is_last()) return SendHidden(header.sequence, header.pos, x);
-    if (s.pos < s.prompt_length) return {};
-    return StartClassifier(header.sequence, x.last(dim_));
+    const std::span<float> x = std::span<float>(hidden_).first(rows * dim_);
+    if (Status done = Forward(batch_, x); !done) return done;
+    if (!stage_.is_last()) {
+      headers_.clear();
+      for (const PipelineMessage& message : step) headers_.push_back(message.header);
+      return SendStep("send hidden", headers_, std::as_bytes(x));
+    }
+    // The last position of each sequence whose prompt is in, and its slot.
+    std::vector<int>& ready = step_slots_;
+    ready.clear();
+    int64_t row = 0;
+    for (const SlotPositions& part : batch_) {
+      row += part.n;
+      const Slot& s = slots_[part.slot];
+      if (s.pos < s.prompt_length) continue;
+      if (row - 1 != static_cast<int64_t>(ready.size())) {
+        std::copy_n(x.data() + (row - 1) * dim_, dim_, x.data() + ready.size() * dim_);
+      }
+      ready.push_back(part.slot);
+    }
+    if (ready.empty()) return {};  // a prompt chunk before the last
+    // This step's group reached the classifier: it goes on as a classify
+    // step, or ends here when none of its sequences samples another.
+    NormForClassifier(ready, x.first(ready.size() * dim_), classify_);
+    if (classified_.empty()) {
+      --groups_on_the_way_;
+      return FlushReady();
+    }
+    headers_.clear();
+    for (int slot : classified_) headers_.push_back(ClassifyMessage{slot, 0});
+    return SendStep("send classify", headers_,
+                    std::as_bytes(std::span<const float>(classify_).first(classified_.size() * dim_)));
   }
 
-  // Last stage: sends the final-normed `hidden` (dim) of the sequence in
-  // `slot` around the ring — or, when it samples no more, stops it.
-  Status StartClassifier(int slot, std::span<const float> hidden) {
-    if (!SamplesAnother(slot)) {
-      Stop(slot, FinishReason::kLength);
-      return {};
-    }
-    const std::span<float> normed = std::span<float>(classify_).first(dim_);
-    {
-      TimedScope scope(timeline_, SpanKind::kCompute, "final norm", slot);
-      stage_.FinalNorm(hidden, normed);
-    }
-    return Send("send classify", ClassifyMessage{slot, 0}, std::as_bytes(std::span<const float>(normed)));
-  }
-
-  // Appends the logits of this rank's rows to a classify message; passes it
-  // on, or on the last stage, where they complete the ring's rows, samples
-  // and sends the token on. The last stage computes its rows only now, not
-  // while the others compute theirs: its units of work stay short, so a
-  // sequence whose logits are back waits less for it.
-  Status Handle(const ClassifyMessage& header, const PipelineMessage& message) {
+  // Appends the logits of this rank's rows to each message of a classify
+  // step, in one pass over the rows; passes them on as one step, or on the
+  // last stage, where they complete the ring's rows, samples each sequence's
+  // next token. The last stage computes its rows only now, not while the
+  // others compute theirs: its units of work stay short, so a group whose
+  // logits are back waits less for it.
+  Status HandleClassify(const std::vector<PipelineMessage>& step) {
     // Rows relative to the ring's first.
     const RowRange rows{stage_.classifier_rows().begin - ring_rows_.begin,
                         stage_.classifier_rows().end - ring_rows_.begin};
-    if (header.rows != rows.begin || (stage_.is_last() && !slots_[header.sequence].busy)) {
-      return Malformed("logits of " + std::to_string(header.rows) + " rows, expected " +
-                       std::to_string(rows.begin));
+    // classify_ (n, stride): each message's payload, then this rank's logits.
+    const int64_t stride = dim_ + rows.end;
+    const int64_t n = static_cast<int64_t>(step.size());
+    for (int64_t i = 0; i < n; ++i) {
+      const ClassifyMessage& header = std::get<ClassifyMessage>(step[i].header);
+      if (header.rows != rows.begin || (stage_.is_last() && !slots_[header.sequence].busy)) {
+        return Malformed("logits of " + std::to_string(header.rows) + " rows, expected " +
+                         std::to_string(rows.begin));
+      }
+      const std::span<float> row = std::span<float>(classify_).subspan(i * stride, stride);
+      if (Status taken = TakePayload("recv classify", step[i], row.first(dim_ + rows.begin)); !taken) {
+        return taken;
+      }
+      std::copy_n(row.data(), dim_, normed_.data() + i * dim_);
     }
-    const std::span<float> classify = std::span<float>(classify_).first(dim_ + rows.end);
-    if (Status taken = TakePayload("recv classify", message, classify.first(dim_ + rows.begin)); !taken) {
-      return taken;
-    }
-    {
-      TimedScope scope(timeline_, SpanKind::kCompute, "classifier", header.sequence);
-      stage_.ClassifierSlice(classify.first(dim_), classify.subspan(dim_ + rows.begin, rows.size()));
+    const int label = Label(step.size(), SequenceOf(step[0].header));
+    const std::span<const float> own = ClassifyOwnRows(n, label);
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(own.data() + i * rows.size(), rows.size(),
+                  classify_.data() + i * stride + dim_ + rows.begin);
     }
     if (!stage_.is_last()) {
-      return Send("send classify", ClassifyMessage{header.sequence, static_cast<int32_t>(rows.end)},
-                  std::as_bytes(std::span<const float>(classify)));
+      headers_.clear();
+      for (const PipelineMessage& message : step) {
+        headers_.push_back(ClassifyMessage{SequenceOf(message.header), static_cast<int32_t>(rows.end)});
+      }
+      return SendStep("send classify", headers_,
+                      std::as_bytes(std::span<const float>(classify_).first(n * stride)));
     }
-    const Result<int32_t> token = SampleNext(header.sequence);
-    if (!token) return token.error();
-    if (*token < 0) return {};
-    return Send("send token", TokenMessage{header.sequence, *token}, {});
+    ++report_.sampling_steps;
+    --groups_on_the_way_;
+    for (int64_t i = 0; i < n; ++i) {
+      const int slot = SequenceOf(step[i].header);
+      const Result<int32_t> token =
+          SampleNext(slot, std::span<float>(classify_).subspan(i * stride + dim_, ring_rows_.size()));
+      if (!token) return token.error();
+      if (*token >= 0) ready_.push_back(TokenMessage{slot, *token});
+    }
+    return FlushReady();
+  }
+
+  // Last stage, W > 1: sends the sampled tokens of ready_ to the first stage
+  // in groups. The running sequences travel as up to W groups of about equal
+  // size (at most max_group_), so that every stage has a group to work on
+  // while the others work on theirs, and each works on a group with one pass
+  // over its weights: groups of the target size go at once; a smaller rest
+  // waits for the next group to come back (and joins it) while W groups are
+  // on their way, else goes as it is.
+  Status FlushReady() {
+    if (ready_.empty()) return {};
+    const size_t target =
+        static_cast<size_t>(std::min<int64_t>(max_group_, (running_ + plan_.pp - 1) / plan_.pp));
+    size_t begin = 0;
+    while (ready_.size() - begin >= target || (begin < ready_.size() && groups_on_the_way_ < plan_.pp)) {
+      const size_t size = std::min(target, ready_.size() - begin);
+      headers_.assign(ready_.begin() + begin, ready_.begin() + begin + size);
+      if (Status sent = SendStep("send token", headers_, {}); !sent) return sent;
+      ++groups_on_the_way_;
+      begin += size;
+    }
+    ready_.erase(ready_.begin(), ready_.begin() + begin);
+    return {};
   }
 
   ProcessGroup& group_;
@@ -514,18 +695,33 @@ class PipelineRun {
   const int64_t dim_;
   const int64_t vocab_;
   const std::chrono::milliseconds idle_tick_;
+  // The most sequences in one step: a batched forward's positions, at most
+  // one per slot.
+  const int64_t max_group_;
   std::vector<float> hidden_;  // (max_positions_per_call, dim)
-  // (dim + ring_rows_.size()): the final-normed hidden state, then the
-  // logits of the ring's rows (the sampler may overwrite them); with more
-  // than one stage a classify message being extended.
+  // (max_group_, dim + ring_rows_.size()): per sequence of a classify step,
+  // the final-normed hidden state, then the logits of the ring's rows so far
+  // (the sampler may overwrite them).
   std::vector<float> classify_;
+  std::vector<float> normed_;           // (max_group_, dim) the classifier's input
+  std::vector<float> own_logits_;       // (max_group_, this rank's classifier rows)
   int64_t gathered_width_ = 0;          // tp > 1: the longest ring's rows
   std::vector<float> classify_padded_;  // (gathered_width_) tp > 1: the ring's logits, padded
   std::vector<float> logits_;           // (vocab) tp > 1: the gathered logits
   std::vector<int32_t> prompt_;         // first stage: an admitted prompt
+  std::vector<int32_t> tokens_;         // first stage: the tokens of a forward (embedded)
+  std::vector<SlotPositions> batch_;    // the positions of a forward
+  std::vector<MessageHeader> headers_;  // the messages of a step being sent
+  std::vector<int> step_slots_;         // last stage: the sequences of a step at the classifier
+  std::vector<int> classified_;         // last stage: of those, the ones that sample another
   std::vector<Slot> slots_;             // (num_slots)
   int64_t running_ = 0;                 // last stage: busy slots
-  bool ended_ = false;                  // the end message has come
+  // Last stage, W > 1: the steps on their way round the ring that will come
+  // back to the last stage (each admit and each token group, until its
+  // classify step is back or it ends), and the sampled tokens not sent yet.
+  int64_t groups_on_the_way_ = 0;
+  std::vector<TokenMessage> ready_;
+  bool ended_ = false;  // the end message has come
   GenerationReport report_;
   Clock::time_point start_;
   std::optional<Clock::time_point> first_token_;

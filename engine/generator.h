@@ -44,18 +44,30 @@
 //
 // Several sequences are micro-batched: every sequence has its own KV-cache
 // slot on every stage and its own Sampler, and all sequences are in flight at
-// once, so while one sequence is in one rank's layers, another is in the
-// next rank's, a third in the classifier. A sequence's tokens and logits are
-// bit for bit those of running it alone, on one rank or on a pipeline of W
-// (each logit is one row's dot product, whichever rank computes it); with
-// tp > 1 the sums of the all_reduces are ordered differently, so logits
-// match within rounding.
+// once, so while one group of sequences is in one rank's layers, another is
+// in the next rank's, a third in the classifier. Sequences past their prompt
+// travel in groups: one message (a group, pipeline_protocol.h) carries the
+// token, hidden state or logits of each sequence of a group, and each rank
+// runs a group's step with one pass over its weights (one batched forward,
+// one batched classifier pass; batched decode), which on a memory-bound
+// model costs little more than one sequence's step. The last stage forms
+// the groups when it sends the sampled tokens: it aims at W groups of about
+// equal size (so every stage has one to work on), sending a group of that
+// size at once and holding a smaller rest until the next group comes back
+// to join it, while W groups are on their way. A prompt's prefill travels
+// alone. A sequence's tokens and logits are bit for bit those of running it
+// alone, on one rank or on a pipeline of W, in any group (each logit is one
+// row's dot product, whichever rank computes it and whichever rows share
+// the pass); with tp > 1 the sums of the all_reduces are ordered
+// differently, so logits match within rounding.
 //
 // Wire protocol between ring neighbours: one message per step, a header
 // naming the kind (hidden states, token, classify) and the sequence, then the
-// payload; see pipeline_protocol.h.
+// payload, or a group of such messages of one kind; see pipeline_protocol.h.
 //
-// With one stage, the running sequences take turns, one token each.
+// With one stage, every running sequence runs one token per round, the
+// round in groups of up to max_positions_per_call sequences, each group
+// one batched step.
 //
 // Thread-safety: Generate and RunGenerator are called once per rank, from the
 // rank's thread; the source and observer are called from that thread.
@@ -144,6 +156,10 @@ struct GenerationOptions : GeneratorSettings {
 struct GenerationReport {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
+  // The classifier passes that sampled tokens: each samples the next token
+  // of every sequence of a group at once (generated_tokens / sampling_steps
+  // is the mean group size).
+  int64_t sampling_steps = 0;
   double time_to_first_token_seconds = 0;  // start to the first sampled token
   double decode_seconds = 0;               // first sampled token to the end
   double total_seconds = 0;

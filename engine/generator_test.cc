@@ -49,6 +49,7 @@ struct Outcome {
   std::map<int, int> done;
   int64_t generated = 0;
   size_t timelines = 0;
+  int64_t sampling_steps = 0;
 };
 
 // Writes a toy model with 5 layers and a context of 80; `tied` shares the
@@ -117,8 +118,8 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
     Timeline timeline(false);
     auto report = Generate(group, *plan, stage, prompts, options, &observer, timeline);
     CHECK(report.ok()) << report.error().message;
-    return Outcome{observer.logits_, observer.tokens_, observer.done_, report->generated_tokens,
-                   report->timelines.size()};
+    return Outcome{observer.logits_,         observer.tokens_,         observer.done_,
+                   report->generated_tokens, report->timelines.size(), report->sampling_steps};
   });
   return results[0];
 }
@@ -220,6 +221,31 @@ TEST_P(GeneratorTest, AnyClassifierSplitGivesOneRankLogitsBitForBit) {
       EXPECT_EQ(split.logits, alone.logits)
           << (tied ? "tied" : "separate") << ", rows of stage 0: " << rows[0];
     }
+  }
+}
+
+// Eight sequences at once run in groups — one classifier pass samples the
+// next token of several: the leader aims at W groups of 8 / W — and each
+// sequence's tokens and logits are still bit for bit those of running it
+// alone on one rank.
+TEST_P(GeneratorTest, GroupedStepsGiveEachSequenceItsLogitsAloneBitForBit) {
+  GenerationOptions options;
+  options.max_new_tokens = 10;
+  options.sampling = {.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .seed = 7};
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t i = 0; i < 8; ++i) prompts.push_back({1, 60 + i, 7 * i % 50 + 3});
+  prompts[5] = std::vector<int32_t>(67, 41);  // a prefill of two calls among the decode steps
+  const Outcome together = RunPipeline(GetParam(), prompts, options);
+  EXPECT_EQ(together.generated, 80);
+  // Each sequence's first token comes from its prefill, alone; the other 72
+  // come in groups of at least half the aim on average.
+  const int64_t aim = (8 + GetParam() - 1) / GetParam();
+  EXPECT_LE((together.sampling_steps - 8) * aim, 2 * 72) << together.sampling_steps << " steps";
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Outcome alone = RunPipeline(1, {prompts[i]}, options);
+    EXPECT_EQ(alone.sampling_steps, alone.generated);
+    EXPECT_EQ(together.tokens.at(static_cast<int>(i)), alone.tokens.at(0)) << "prompt " << i;
+    EXPECT_EQ(together.logits.at(static_cast<int>(i)), alone.logits.at(0)) << "prompt " << i;
   }
 }
 

@@ -20,6 +20,16 @@
 //   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is alive
 //                           while no sequence runs; kEnd: the run ends).
 //                           From the last stage once around the ring.
+//   kind 5, a group         sequence = count >= 1, a = b = 0: `count`
+//                           messages of one kind (hidden, token or
+//                           classify), each with the same payload size, as
+//                           one step of a micro-batch group of sequences:
+//                           their `count` 16-byte headers, then their
+//                           payloads, (count, member payload) in the same
+//                           order. So a hidden group of single positions
+//                           carries the (count, dim) rows of one batched
+//                           forward, and a classify group the (count, dim +
+//                           rows) of one batched classifier pass.
 // A sequence's number is its KV-cache slot; a slot is reused once its
 // sequence has stopped. Where a kind has no b, it is written as 0 and not
 // read.
@@ -29,6 +39,9 @@
 //
 //   Result<PipelineMessage> message = DecodePipelineMessage(payload.bytes());
 //   if (const auto* hidden = std::get_if<HiddenMessage>(&message->header)) ...
+//
+//   group.send_bytes(to, kMessageTag, EncodeGroupHeader(members), std::as_bytes(rows));
+//   Result<std::vector<PipelineMessage>> step = DecodePipelineMessages(payload.bytes());
 //
 // Decoding checks what the bytes alone can tell (length, kind, sequence >= 0);
 // what depends on the run (the number of sequences, dim, positions, rows) is
@@ -43,6 +56,7 @@
 #include <cstdint>
 #include <span>
 #include <variant>
+#include <vector>
 
 #include "base/error.h"
 
@@ -54,7 +68,14 @@ static_assert(std::endian::native == std::endian::little,
 inline constexpr uint32_t kMessageTag = 102;
 
 // The header's first word.
-enum class MessageKind : int32_t { kHidden = 0, kToken = 1, kClassify = 2, kAdmit = 3, kControl = 4 };
+enum class MessageKind : int32_t {
+  kHidden = 0,
+  kToken = 1,
+  kClassify = 2,
+  kAdmit = 3,
+  kControl = 4,
+  kGroup = 5,
+};
 
 // Four i32 words: kind, sequence, a, b.
 inline constexpr size_t kMessageHeaderBytes = 4 * sizeof(int32_t);
@@ -112,10 +133,23 @@ int32_t SequenceOf(const MessageHeader& header);
 // The 16 header bytes of `header`, little-endian.
 std::array<std::byte, kMessageHeaderBytes> EncodeMessageHeader(const MessageHeader& header);
 
-// Splits a received message into its header and payload (a view into
-// `bytes`). Errors: Corruption naming what is wrong — "a message of N bytes"
-// (shorter than the header, or a payload that is not whole floats), "kind K,
-// sequence S" (an unknown kind or a negative sequence).
+// Splits a received message (not a group) into its header and payload (a
+// view into `bytes`). Errors: Corruption naming what is wrong — "a message of
+// N bytes" (shorter than the header, or a payload that is not whole floats),
+// "kind K, sequence S" (an unknown kind, a group, or a negative sequence).
 Result<PipelineMessage> DecodePipelineMessage(std::span<const std::byte> bytes);
+
+// The group header and the headers of `members` (at least one, all hidden,
+// all token or all classify messages), to be followed by their payloads,
+// each of the same size, in the same order.
+std::vector<std::byte> EncodeGroupHeader(std::span<const MessageHeader> members);
+
+// The messages of a received message: a group's members in order (their
+// payloads views into `bytes`), or the one message it is. Errors: as
+// DecodePipelineMessage, and Corruption "a group of C messages of B bytes"
+// (C < 1, or bytes that do not hold C headers and C equal payloads of whole
+// floats), "a group holding kind K" (a member of a kind that cannot be
+// grouped), "a group of kind K and kind L" (members of two kinds).
+Result<std::vector<PipelineMessage>> DecodePipelineMessages(std::span<const std::byte> bytes);
 
 }  // namespace inferno

@@ -109,5 +109,92 @@ TEST(PipelineProtocol, UnknownKindOrNegativeSequenceIsCorruptionNamingBoth) {
   EXPECT_EQ(DecodeError(MessageBytes(TokenMessage{-2, 5}, 0)), "kind 1, sequence -2");
 }
 
+// A group of `members` followed by `floats` payload floats 0, 1, 2, ...
+std::vector<std::byte> GroupBytes(const std::vector<MessageHeader>& members, size_t floats) {
+  std::vector<std::byte> bytes = EncodeGroupHeader(members);
+  for (size_t i = 0; i < floats; ++i) {
+    const float value = static_cast<float>(i);
+    const auto* begin = reinterpret_cast<const std::byte*>(&value);
+    bytes.insert(bytes.end(), begin, begin + sizeof value);
+  }
+  return bytes;
+}
+
+std::string DecodeStepError(const std::vector<std::byte>& bytes) {
+  Result<std::vector<PipelineMessage>> decoded = DecodePipelineMessages(bytes);
+  if (decoded) return "no error";
+  EXPECT_EQ(decoded.error().kind, ErrorKind::kCorruption);
+  return decoded.error().message;
+}
+
+TEST(PipelineProtocol, GroupIsKindFiveAndCountThenTheMembersHeadersThenTheirPayloads) {
+  const std::vector<std::byte> group = GroupBytes({TokenMessage{1, 0x1ff}, TokenMessage{3, 2}}, 0);
+  EXPECT_EQ(group, Raw({5, 0, 0, 0, 2, 0, 0, 0, 0,    0,    0, 0, 0, 0, 0, 0,  //
+                        1, 0, 0, 0, 1, 0, 0, 0, 0xff, 0x01, 0, 0, 0, 0, 0, 0,  //
+                        1, 0, 0, 0, 3, 0, 0, 0, 2,    0,    0, 0, 0, 0, 0, 0}));
+}
+
+TEST(PipelineProtocol, DecodeStepGivesAGroupsMembersInOrderEachViewingItsPayload) {
+  const std::vector<std::byte> bytes =
+      GroupBytes({HiddenMessage{4, 9, 1}, HiddenMessage{0, 2, 1}, HiddenMessage{7, 30, 1}}, 6);
+  Result<std::vector<PipelineMessage>> step = DecodePipelineMessages(bytes);
+  ASSERT_TRUE(step.ok()) << step.error().message;
+  ASSERT_EQ(step->size(), 3u);
+  const int32_t sequences[] = {4, 0, 7};
+  const int32_t positions[] = {9, 2, 30};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto* h = std::get_if<HiddenMessage>(&(*step)[i].header);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->sequence, sequences[i]);
+    EXPECT_EQ(h->pos, positions[i]);
+    EXPECT_EQ(h->n, 1);
+    EXPECT_EQ((*step)[i].payload.data(), bytes.data() + 4 * kMessageHeaderBytes + i * 2 * sizeof(float));
+    ASSERT_EQ((*step)[i].payload_floats(), 2u);
+    float first;
+    std::memcpy(&first, (*step)[i].payload.data(), sizeof first);
+    EXPECT_EQ(first, static_cast<float>(2 * i));
+  }
+}
+
+TEST(PipelineProtocol, DecodeStepGivesAMessageThatIsNoGroupAsItself) {
+  const std::vector<std::byte> bytes = MessageBytes(ClassifyMessage{3, 4}, 5);
+  Result<std::vector<PipelineMessage>> step = DecodePipelineMessages(bytes);
+  ASSERT_TRUE(step.ok()) << step.error().message;
+  ASSERT_EQ(step->size(), 1u);
+  EXPECT_EQ(std::get<ClassifyMessage>((*step)[0].header).rows, 4);
+  EXPECT_EQ((*step)[0].payload_floats(), 5u);
+  EXPECT_EQ(DecodeStepError(Raw({9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})), "kind 9, sequence 0");
+}
+
+TEST(PipelineProtocol, GroupOfNoMembersCutHeadersOrUnequalPayloadsIsCorruptionNamingItsSize) {
+  EXPECT_EQ(DecodeStepError(Raw({5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})),
+            "a group of 0 messages of 16 bytes");
+  std::vector<std::byte> cut = GroupBytes({TokenMessage{0, 1}, TokenMessage{1, 1}}, 0);
+  cut.resize(cut.size() - kMessageHeaderBytes);
+  EXPECT_EQ(DecodeStepError(cut), "a group of 2 messages of 32 bytes");
+  EXPECT_EQ(DecodeStepError(GroupBytes({HiddenMessage{0, 0, 1}, HiddenMessage{1, 0, 1}}, 3)),
+            "a group of 2 messages of 60 bytes");
+  std::vector<std::byte> partial_float = GroupBytes({HiddenMessage{0, 0, 1}, HiddenMessage{1, 0, 1}}, 2);
+  partial_float.resize(partial_float.size() - 2);
+  EXPECT_EQ(DecodeStepError(partial_float), "a group of 2 messages of 54 bytes");
+}
+
+TEST(PipelineProtocol, GroupOfMixedOrUngroupableKindsIsCorruptionNamingThem) {
+  std::vector<std::byte> mixed = GroupBytes({TokenMessage{0, 1}, TokenMessage{1, 1}}, 0);
+  mixed[2 * kMessageHeaderBytes] = std::byte{2};  // the second member becomes a classify message
+  EXPECT_EQ(DecodeStepError(mixed), "a group of kind 1 and kind 2");
+  std::vector<std::byte> admit = GroupBytes({TokenMessage{0, 1}}, 0);
+  admit[kMessageHeaderBytes] = std::byte{3};
+  EXPECT_EQ(DecodeStepError(admit), "a group holding kind 3");
+  std::vector<std::byte> nested = GroupBytes({TokenMessage{0, 1}}, 0);
+  nested[kMessageHeaderBytes] = std::byte{5};
+  EXPECT_EQ(DecodeStepError(nested), "kind 5, sequence 0");
+  EXPECT_EQ(DecodeStepError(GroupBytes({TokenMessage{0, 1}, TokenMessage{-3, 1}}, 0)), "kind 1, sequence -3");
+}
+
+TEST(PipelineProtocol, DecodeOfOneMessageRefusesAGroup) {
+  EXPECT_EQ(DecodeError(GroupBytes({TokenMessage{0, 1}}, 0)), "kind 5, sequence 1");
+}
+
 }  // namespace
 }  // namespace inferno

@@ -49,6 +49,8 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.scores.resize(pool_.num_threads() * seq_len);
   state_.rope_cos.resize(seq_len * head_dim / 2);
   state_.rope_sin.resize(seq_len * head_dim / 2);
+  state_.row_slot.resize(positions);
+  state_.row_pos.resize(positions);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
   const WeightMatrix classifier = weights_.ClassifierMatrix();
   CHECK_EQ(classifier.rows, part.classifier_rows.size());
@@ -81,6 +83,12 @@ Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float>
 
 Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline,
                                  int sequence) {
+  const SlotPositions part{slot, pos, static_cast<int64_t>(x.size()) / config_.hidden_size};
+  return Forward(std::span<const SlotPositions>(&part, 1), x, timeline, sequence);
+}
+
+Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span<float> x, Timeline* timeline,
+                                 int sequence) {
   const RankShard& part = weights_.part;
   const int64_t dim = config_.hidden_size;
   const int64_t head_dim = config_.head_dim();
@@ -95,8 +103,22 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
   const int64_t n = static_cast<int64_t>(x.size()) / dim;
   CHECK_EQ(n * dim, static_cast<int64_t>(x.size()));
   CHECK(n >= 1 && n <= max_positions_per_call()) << n << " positions";
-  CHECK(slot >= 0 && slot < num_slots_) << "slot " << slot;
-  CHECK(pos >= 0 && pos + n <= seq_len) << "positions [" << pos << ", " << pos + n << ")";
+  // Row t of x is position row_pos[t] of the sequence in slot row_slot[t].
+  int64_t rows = 0;
+  for (const SlotPositions& positions : batch) {
+    CHECK(positions.slot >= 0 && positions.slot < num_slots_) << "slot " << positions.slot;
+    CHECK(positions.n >= 1 && positions.pos >= 0 && positions.pos + positions.n <= seq_len)
+        << "positions [" << positions.pos << ", " << positions.pos + positions.n << ")";
+    CHECK_LE(rows + positions.n, n) << "more positions than rows of x";
+    for (const SlotPositions& other : batch.first(&positions - batch.data())) {
+      CHECK_NE(other.slot, positions.slot) << "slot twice in one batch";
+    }
+    for (int64_t i = 0; i < positions.n; ++i, ++rows) {
+      state_.row_slot[rows] = positions.slot;
+      state_.row_pos[rows] = positions.pos + i;
+    }
+  }
+  CHECK_EQ(rows, n) << "positions of the batch and rows of x";
   const float eps = config_.rms_norm_eps;
   const std::span<const float> x_const(x);
 
@@ -123,12 +145,14 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
   };
   for (int64_t l = 0; l < part.layers.size(); ++l) {
     const LayerWeights& layer = weights_.layers[l];
-    const int64_t cache_offset = (static_cast<int64_t>(slot) * part.layers.size() + l) * seq_len * kv_dim;
-    float* keys = state_.key_cache.data() + cache_offset;
-    float* values = state_.value_cache.data() + cache_offset;
+    // The keys (seq_len, kv_dim) of layer l of the sequence in `slot`; its
+    // values at the same offset of the value cache.
+    const auto cache_offset = [&](int slot) {
+      return (static_cast<int64_t>(slot) * part.layers.size() + l) * seq_len * kv_dim;
+    };
 
     // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); RoPE on
-    // q and k; k and v go to the cache at their positions.
+    // q and k; k and v go to the cache of their slot at their positions.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.attention_norm, eps);
@@ -136,7 +160,8 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
     const WeightMatrix wqkv[] = {layer.wq.Matrix(), layer.wk.Matrix(), layer.wv.Matrix()};
     MatMul(state_.qkv, state_.normed, wqkv, n, qkv_dim, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t p = pos + t;
+      const int64_t p = state_.row_pos[t];
+      const int64_t offset = cache_offset(state_.row_slot[t]);
       std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
       if (!layer.bq.empty()) {
         for (int64_t i = 0; i < q_dim; ++i) row[i] += layer.bq[i];
@@ -147,8 +172,8 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
       const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);
       ApplyRope(row.first(q_dim), head_dim, cos, sin);
       ApplyRope(row.subspan(q_dim, kv_dim), head_dim, cos, sin);
-      std::copy_n(row.data() + q_dim, kv_dim, keys + p * kv_dim);
-      std::copy_n(row.data() + q_dim + kv_dim, kv_dim, values + p * kv_dim);
+      std::copy_n(row.data() + q_dim, kv_dim, state_.key_cache.data() + offset + p * kv_dim);
+      std::copy_n(row.data() + q_dim + kv_dim, kv_dim, state_.value_cache.data() + offset + p * kv_dim);
     }
     pool_.ParallelFor(n * n_heads, [&](int64_t begin, int64_t end, int thread) {
       std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
@@ -156,9 +181,11 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
         const int64_t t = i / n_heads;
         const int64_t head = i % n_heads;  // of the part's heads
         const int64_t kv_head = (part.heads.begin + head) / heads_per_kv - part.kv_heads.begin;
+        const int64_t offset = cache_offset(state_.row_slot[t]);
         AttendOneHead(std::span<float>(state_.attention).subspan(t * q_dim + head * head_dim, head_dim),
                       std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
-                      keys, values, pos + t, kv_dim, kv_head, head_dim, scores);
+                      state_.key_cache.data() + offset, state_.value_cache.data() + offset, state_.row_pos[t],
+                      kv_dim, kv_head, head_dim, scores);
       }
     });
     const WeightMatrix wo[] = {layer.wo.Matrix()};
@@ -199,10 +226,11 @@ void TransformerStage::FinalNorm(std::span<const float> hidden, std::span<float>
 void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<float> logits) {
   const int64_t dim = config_.hidden_size;
   const int64_t rows = classifier_rows().size();
-  CHECK_EQ(static_cast<int64_t>(normed.size()), dim);
-  CHECK_EQ(static_cast<int64_t>(logits.size()), rows);
+  const int64_t n = static_cast<int64_t>(normed.size()) / dim;
+  CHECK_EQ(n * dim, static_cast<int64_t>(normed.size()));
+  CHECK_EQ(static_cast<int64_t>(logits.size()), n * rows);
   const WeightMatrix classifier[] = {weights_.ClassifierMatrix()};
-  if (rows > 0) MatMul(logits, normed, classifier, 1, rows, dim, pool_);
+  if (rows > 0 && n > 0) MatMul(logits, normed, classifier, n, rows, dim, pool_);
 }
 
 }  // namespace inferno

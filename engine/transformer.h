@@ -18,10 +18,11 @@
 // forward pass allocates nothing).
 //
 // A stage serves `num_slots` sequences at once, each with its own KV cache
-// (micro-batched pipelines interleave several prompts). Any number of
-// positions of one sequence — a whole prompt chunk (batched prefill) or one
-// decode token — runs in one Forward call, and every position gives bit for
-// bit the result it would give alone.
+// (micro-batched pipelines interleave several prompts). One Forward call runs
+// positions of several sequences at once — a whole prompt chunk (batched
+// prefill), the next token of every running sequence (batched decode), or
+// both — with one pass over each weight matrix, and every position gives bit
+// for bit the result it would give alone.
 //
 // Thread-safety: not thread-safe; one owner drives a stage. The owner's
 // ThreadPool splits the work inside each call.
@@ -57,6 +58,16 @@ struct StageState {
   std::vector<float> scores;       // (threads, seq_len) attention scratch per thread
   std::vector<float> rope_cos;     // (seq_len, head_dim / 2)
   std::vector<float> rope_sin;     // (seq_len, head_dim / 2)
+  std::vector<int> row_slot;       // (max_positions) the slot of each row of a Forward call
+  std::vector<int64_t> row_pos;    // (max_positions) the position of each row
+};
+
+// Positions [pos, pos + n) of the sequence in `slot`: one part of a Forward
+// call's batch.
+struct SlotPositions {
+  int slot = 0;
+  int64_t pos = 0;
+  int64_t n = 0;
 };
 
 class TransformerStage {
@@ -93,26 +104,33 @@ class TransformerStage {
   // is_first(); every id in [0, vocab).
   Status Embed(std::span<const int32_t> tokens, std::span<float> x);
 
-  // Runs the stage's layers in place over x (n, dim), the hidden states of
-  // positions [pos, pos + n) of the sequence in `slot`; their keys and values
-  // enter the slot's cache. Positions before `pos` must have been run.
-  // Preconditions: 1 <= n <= max_positions_per_call(); pos + n <= context_length();
-  // x.size() == n * dim. Under tensor parallelism every rank of the group
-  // calls it with the same arguments and x, and two all_reduces per layer
-  // make every rank's x the same bits on return (ProcessGroup::all_reduce
-  // combines the ranks' vectors in one order for all, sums being
-  // commutative); fails, naming the layer, when a collective fails.
-  // `timeline` (may be null) records the compute as "forward" spans and each
-  // all_reduce as a wait span "all_reduce", labelled with `sequence`.
+  // Runs the stage's layers in place over x (rows, dim), the hidden states of
+  // the positions of `batch` in its order (rows = the sum of its n); their
+  // keys and values enter their slots' caches. Each part's positions before
+  // its `pos` must have been run; each row attends to its own slot only.
+  // Preconditions: the parts' slots are distinct and in [0, num_slots()),
+  // each n >= 1, pos + n <= context_length(); 1 <= rows <=
+  // max_positions_per_call(). Under tensor parallelism every rank of the
+  // group calls it with the same arguments and x, and two all_reduces per
+  // layer make every rank's x the same bits on return
+  // (ProcessGroup::all_reduce combines the ranks' vectors in one order for
+  // all, sums being commutative); fails, naming the layer, when a collective
+  // fails. `timeline` (may be null) records the compute as "forward" spans
+  // and each all_reduce as a wait span "all_reduce", labelled with
+  // `sequence`.
+  Status Forward(std::span<const SlotPositions> batch, std::span<float> x, Timeline* timeline = nullptr,
+                 int sequence = -1);
+  // Forward of one part: positions [pos, pos + x.size() / dim) of `slot`.
   Status Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline = nullptr, int sequence = -1);
 
   // Last stage: normed (dim) = the final RMSNorm of one hidden state (dim).
   // `normed` may alias `hidden`.
   void FinalNorm(std::span<const float> hidden, std::span<float> normed) const;
 
-  // logits (classifier_rows().size()) = the logits of the stage's classifier
-  // rows for one final-normed hidden state (dim). Each logit is bit for bit
-  // what the whole classifier gives for its row.
+  // logits (n, classifier_rows().size()) = the logits of the stage's
+  // classifier rows for n final-normed hidden states normed (n, dim), with
+  // one pass over the rows. Each logit is bit for bit what the whole
+  // classifier gives for its row and hidden state alone.
   void ClassifierSlice(std::span<const float> normed, std::span<float> logits);
 
   // The vocabulary ids whose logits ClassifierSlice computes.

@@ -342,6 +342,62 @@ TEST_P(TransformerTest, BatchedPrefillAndThreadCountDoNotChangeBits) {
   EXPECT_EQ(RunStages({&batched}, kTokens, static_cast<int64_t>(kTokens.size())).back(), expected);
 }
 
+// One Forward over positions of several slots — single decode positions at
+// different places of their sequences, and a prompt chunk — and one
+// ClassifierSlice over their final-normed rows give every row the bits it
+// gets run alone.
+TEST_P(TransformerTest, BatchOfSeveralSlotsGivesEachRowItsBitsAlone) {
+  const ModelConfig config = Config();
+  const int64_t dim = config.hidden_size;
+  const int64_t vocab = config.vocab_size;
+  auto checkpoint = OpenToyModel(config, GetParam() ? "slots_tied" : "slots");
+  ThreadPool pool(2);
+  const auto make = [&] {
+    auto weights = LoadStageWeights(*checkpoint, Whole(config));
+    EXPECT_TRUE(weights.ok()) << weights.error().message;
+    return TransformerStage(config, std::move(*weights), 3, config.max_position_embeddings, pool);
+  };
+  TransformerStage alone = make(), batched = make();
+  // Slots 0 and 2 have run prompts of 4 and 7 tokens; slot 1 starts.
+  const std::vector<std::vector<int32_t>> prompts = {{1, 72, 105, 33}, {}, {3, 258, 100, 50, 9, 8, 7}};
+  for (TransformerStage* stage : {&alone, &batched}) {
+    for (int slot : {0, 2}) {
+      std::vector<float> x(prompts[slot].size() * dim);
+      ASSERT_TRUE(stage->Embed(prompts[slot], x).ok());
+      ASSERT_TRUE(stage->Forward(slot, 0, x).ok());
+    }
+  }
+  // The batch: slot 2's next token, slot 1's first two, slot 0's next.
+  const std::vector<SlotPositions> batch = {{2, 7, 1}, {1, 0, 2}, {0, 4, 1}};
+  const std::vector<int32_t> tokens = {11, 1, 40, 200};
+  std::vector<float> x(tokens.size() * dim);
+  ASSERT_TRUE(batched.Embed(tokens, x).ok());
+  ASSERT_TRUE(batched.Forward(batch, x).ok());
+  std::vector<float> normed(tokens.size() * dim), logits(tokens.size() * vocab);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    batched.FinalNorm(std::span<const float>(x).subspan(t * dim, dim),
+                      std::span<float>(normed).subspan(t * dim, dim));
+  }
+  batched.ClassifierSlice(normed, logits);
+
+  size_t row = 0;
+  for (const SlotPositions& part : batch) {
+    std::vector<float> y(part.n * dim);
+    ASSERT_TRUE(alone.Embed(std::span<const int32_t>(tokens).subspan(row, part.n), y).ok());
+    ASSERT_TRUE(alone.Forward(part.slot, part.pos, y).ok());
+    EXPECT_EQ(y, std::vector<float>(x.begin() + row * dim, x.begin() + (row + part.n) * dim))
+        << "slot " << part.slot;
+    for (int64_t i = 0; i < part.n; ++i, ++row) {
+      std::vector<float> one_normed(dim), one_logits(vocab);
+      alone.FinalNorm(std::span<const float>(y).subspan(i * dim, dim), one_normed);
+      alone.ClassifierSlice(one_normed, one_logits);
+      EXPECT_EQ(one_logits,
+                std::vector<float>(logits.begin() + row * vocab, logits.begin() + (row + 1) * vocab))
+          << "slot " << part.slot << " position " << part.pos + i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(TiedAndSeparateHead, TransformerTest, ::testing::Bool());
 
 TEST(ToyModel, SameSeedSameWeightsOtherSeedOtherWeights) {
