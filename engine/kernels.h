@@ -40,7 +40,9 @@ struct WeightMatrix {
 // one input, such as q, k and v, in one product without copying them into
 // one matrix. Rows are split among the pool's threads and processed in
 // blocks that stay in cache while every row of x passes over them (batched
-// prefill reads the weights once).
+// prefill reads the weights once), in tiles of a few rows of x by a few rows
+// of w, so each weight vector loaded (and widened or unpacked) serves
+// several positions.
 //   F32, BF16, F16: weights widened to f32 (a BF16 or F16 row gives exactly
 //     the f32 result on its widened values).
 //   Q8_0, Q4_0: x is quantized to 8-bit blocks of 32 (f32 scale per block,

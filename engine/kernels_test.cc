@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -163,6 +164,48 @@ TEST_P(TypedMatMul, BitIdenticalAcrossThreadCountsBatchingAndRowGrouping) {
       float out;
       MatMul({&out, 1}, std::span<const float>(x).first(cols), one, 1, 1, cols, single);
       EXPECT_EQ(out, reference[r]) << "row " << r;
+    }
+  }
+}
+
+// The bit patterns of `values`, so that a test of exactness also tells -0
+// from +0 and compares NaNs.
+std::vector<uint32_t> Bits(std::span<const float> values) {
+  std::vector<uint32_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  return bits;
+}
+
+TEST_P(TypedMatMul, EveryBatchSizeGivesEachPositionTheMatrixVectorBits) {
+  // Batches of 1..64 positions (the transformer's largest, kMaxPositionsPerCall)
+  // go through the matrix-matrix tiles, whole and partial; rows not a multiple
+  // of any tile's rows; for the widened types, columns that end in a whole
+  // and a partial 8-vector after the 32-element steps.
+  const DType dtype = GetParam();
+  constexpr int64_t kMaxBatch = 64;
+  const bool blocks = DTypeBlockElements(dtype) > 1;
+  for (const int64_t cols : blocks ? std::vector<int64_t>{160, 32} : std::vector<int64_t>{173, 64, 5}) {
+    const int64_t rows = 23;
+    const std::vector<float> x = RandomVector(kMaxBatch * cols, 21);
+    const std::vector<std::byte> w = Stored(dtype, RandomVector(rows * cols, 22));
+    const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
+    ThreadPool single(1), pair(2);
+    std::vector<float> vector_products(kMaxBatch * rows);
+    for (int64_t t = 0; t < kMaxBatch; ++t) {
+      MatMul(std::span<float>(vector_products).subspan(t * rows, rows),
+             std::span<const float>(x).subspan(t * cols, cols), matrix, 1, rows, cols, single);
+    }
+    const std::vector<uint32_t> expected = Bits(vector_products);
+    for (int64_t n = 1; n <= kMaxBatch; ++n) {
+      // Batches starting at position 64 - n, so every position is at some
+      // place in some tile.
+      const int64_t first = kMaxBatch - n;
+      std::vector<float> out(n * rows);
+      MatMul(out, std::span<const float>(x).subspan(first * cols, n * cols), matrix, n, rows, cols,
+             n % 2 == 0 ? single : pair);
+      const std::vector<uint32_t> got = Bits(out);
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin() + first * rows))
+          << DTypeName(dtype) << " " << KernelInstructionSet() << ": batch of " << n << ", cols " << cols;
     }
   }
 }

@@ -48,7 +48,8 @@ struct IsaKernels {
 IsaKernels BaselineKernels();
 // AVX2 + FMA + F16C. Precondition: the CPU has them.
 IsaKernels Avx2Kernels();
-// AVX-512 F/BW/VL + VNNI (256-bit vectors, VPDPBUSD for the block types).
+// AVX-512 F/BW/VL + VNNI (512-bit vectors for f32/bf16/f16, 256-bit ones
+// with VPDPBUSD for the block types).
 // Precondition: the CPU has them.
 IsaKernels Avx512VnniKernels();
 

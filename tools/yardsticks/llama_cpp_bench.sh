@@ -1,18 +1,23 @@
 #!/bin/bash
 # Side-by-side benchmark, inferno against llama.cpp (node-llama-cpp 3.21.1's
-# prebuilt CPU build, see fetch_llama_cpp.sh), on the same GGUF files of the
-# stories15M shape (dim 288, hidden 768, 6 layers, 6 heads, vocab 32000,
-# context 512; random weights from make_toy_model --format gguf), one file per
-# type, at 1 and 2 threads: decode tokens/s (128 tokens after a 1-token
-# prompt) and prefill tokens/s of a 200-token prompt (the prompt's tokens over
-# the time to the first generated token). Runs alternate between the two
-# engines, ROUNDS times; each line is one measurement, then a median summary
-# with the ratio inferno / llama.cpp. llama.cpp runs with its defaults (F16
-# KV cache, flash attention auto), as its users run it.
+# prebuilt CPU build, see fetch_llama_cpp.sh), on the same GGUF files with
+# random weights (make_toy_model --format gguf), one file per type, in one of
+# two shapes (SHAPE): stories15m (dim 288, hidden 768, 6 layers, 6 heads,
+# vocab 32000, context 512; the default) or tinyllama4 (TinyLlama-1.1B's
+# layers cut to 4: dim 2048, hidden 5632, 32 heads, 4 KV heads, vocab 32000,
+# context 512). Measures decode tokens/s (DECODE_TOKENS tokens after a
+# 1-token prompt; default 128) and prefill tokens/s of a 200-token prompt (the
+# prompt's tokens over the time to the first generated token), at each of
+# THREADS (default "1 2"). Runs alternate between the two engines, ROUNDS
+# times; each line is one measurement, then a median summary with the ratio
+# inferno / llama.cpp. llama.cpp runs with its defaults (F16 KV cache, flash
+# attention auto), as its users run it.
 #
-# Usage: llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
+# Usage: [SHAPE=stories15m|tinyllama4] [THREADS="1 2"] [DECODE_TOKENS=128] \
+#          llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
 #   e.g. bazel build --config=opt //tools:infer //tools:make_toy_model
 #        tools/yardsticks/llama_cpp_bench.sh 3 bazel-bin/tools/infer bazel-bin/tools/make_toy_model f32 f16
+#        SHAPE=tinyllama4 THREADS=1 DECODE_TOKENS=32 tools/yardsticks/llama_cpp_bench.sh 3 ...
 set -u
 if [ $# -lt 3 ]; then
   echo "usage: $0 ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]" >&2
@@ -31,11 +36,21 @@ fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 PROMPT200="1 $(seq 300 498 | tr '\n' ' ')"
-DECODE_TOKENS=128
+DECODE_TOKENS=${DECODE_TOKENS:-128}
+THREAD_COUNTS=(${THREADS:-1 2})
+case "${SHAPE:-stories15m}" in
+  stories15m) SHAPE_FLAGS=(--dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 --seq-len 512) ;;
+  tinyllama4)
+    SHAPE_FLAGS=(--dim 2048 --layers 4 --heads 32 --kv-heads 4 --vocab 32000 --hidden 5632 --seq-len 512)
+    ;;
+  *)
+    echo "SHAPE=${SHAPE}: expected stories15m or tinyllama4" >&2
+    exit 2
+    ;;
+esac
 
 for dtype in "${DTYPES[@]}"; do
-  "$MAKE_TOY" --format gguf --dtype "$dtype" --dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 \
-    --seq-len 512 --out "$WORK/$dtype.gguf" >/dev/null || exit 1
+  "$MAKE_TOY" --format gguf --dtype "$dtype" "${SHAPE_FLAGS[@]}" --out "$WORK/$dtype.gguf" >/dev/null || exit 1
 done
 
 # ours DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
@@ -55,7 +70,7 @@ llama() {
 RESULTS="$WORK/results"
 printf '%-6s %-7s %-6s %-8s %10s\n' type threads engine measure tok/s
 for round in $(seq "$ROUNDS"); do
-  for threads in 1 2; do
+  for threads in "${THREAD_COUNTS[@]}"; do
     for dtype in "${DTYPES[@]}"; do
       for engine in ours llama; do
         read -r _ decode < <("$engine" "$dtype" "$threads" "1" "$DECODE_TOKENS")
@@ -71,7 +86,7 @@ echo
 echo "medians over $ROUNDS rounds (inferno / llama.cpp):"
 printf '%-6s %-7s %-8s %10s %10s %7s\n' type threads measure inferno llama.cpp ratio
 for dtype in "${DTYPES[@]}"; do
-  for threads in 1 2; do
+  for threads in "${THREAD_COUNTS[@]}"; do
     for measure in decode prefill; do
       median() {
         awk -v d="$dtype" -v t="$threads" -v e="$1" -v m="$measure" '$1==d && $2==t && $3==e && $4==m {print $5}' \
