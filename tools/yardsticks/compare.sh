@@ -149,7 +149,7 @@ print_table() {
     }
     function check(name, value, limit) {
       if (value == "") { printf "- %s: not measured\n", name; return }
-      printf "- %s: %.2f (target >= %.1f) %s\n", name, value, limit, value >= limit ? "MET" : "MISSED"
+      printf "- %s: %.2f (target >= %.1f) %s\n", name, value, limit, (value >= limit ? "MET" : "MISSED")
     }
     function r(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "" : a / b }
     END {
