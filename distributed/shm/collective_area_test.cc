@@ -181,9 +181,7 @@ TEST(CollectiveArea, EveryOpBackToBackGivesEveryMemberItsDefinedResult) {
           expected[i] = member == 0 ? value : expected[i] + value;
         }
       }
-      if (std::memcmp(mine.data(), expected.data(), length * sizeof(float)) != 0) {
-        return Error::Corruption("reduce_scatter" + where);
-      }
+      if (mine != expected) return Error::Corruption("reduce_scatter" + where);
     }
     return {};
   });
