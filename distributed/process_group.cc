@@ -59,7 +59,8 @@ struct GroupState {
   uint32_t group_id = 0;
   std::atomic<uint64_t> next_sequence{0};
   std::shared_ptr<GroupIdAllocator> group_ids;
-  // Set up by the group's first all_reduce or barrier when every member
+  // Set up by the group's first collective (but gather, scatter and Split)
+  // when every member
   // shares memory with this rank (SharesMemory); used only by collectives,
   // which the callers never race against each other.
   std::unique_ptr<CollectiveArea> area;
@@ -418,7 +419,16 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
     }
   } else {
     Result<Message> received = call.Recv(0, /*check_length=*/true);
-    if (!received) return std::move(received).error();
+    if (!received) {
+      const ErrorKind kind = received.error().kind;
+      if (kind == ErrorKind::kCollectiveMismatch || kind == ErrorKind::kLengthMismatch) {
+        // Answer anyway: the answer carries this rank's op, sequence number
+        // and length, so rank 0, waiting for it, fails with the mismatch too
+        // instead of timing out.
+        (void)call.Send(0, {});
+      }
+      return std::move(received).error();
+    }
     const std::span<const std::byte> bytes = received->payload.bytes();
     Result<SegmentAddress> address =
         SegmentAddress::Parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
@@ -593,15 +603,29 @@ Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
   return RunRing(call, data, layout, /*reduce_scatter=*/true, /*all_gather=*/true, op);
 }
 
-Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data) {
+Status ProcessGroup::all_gather(std::span<const float> data, std::span<float> out) {
   CollectiveCall call(*state_, CollectiveOp::kAllGather, data.size());
   const size_t world = static_cast<size_t>(call.size());
-  std::vector<float> gathered(world * data.size());
-  std::copy(data.begin(), data.end(), gathered.begin() + call.rank() * data.size());
-  const BlockLayout layout{gathered.size(), world};
-  Status ring =
-      RunRing(call, gathered, layout, /*reduce_scatter=*/false, /*all_gather=*/true, ReduceKind::kSum);
-  if (!ring) return std::move(ring).error();
+  if (out.size() != world * data.size()) {
+    return Error::InvalidArgument(call.Describe() + ": output of " + std::to_string(out.size()) +
+                                  " elements for " + std::to_string(world) + " blocks of " +
+                                  std::to_string(data.size()));
+  }
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    return (*area)->AllGather(data, out, call.stamp(), state_->NextDeadline(),
+                              [&call] { return call.Describe(); });
+  }
+  std::copy(data.begin(), data.end(), out.begin() + call.rank() * data.size());
+  return RunRing(call, out, BlockLayout{out.size(), world}, /*reduce_scatter=*/false, /*all_gather=*/true,
+                 ReduceKind::kSum);
+}
+
+Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data) {
+  std::vector<float> gathered(static_cast<size_t>(world_size()) * data.size());
+  Status status = all_gather(data, gathered);
+  if (!status) return std::move(status).error();
   return gathered;
 }
 
@@ -610,6 +634,13 @@ Status ProcessGroup::broadcast(int root, std::span<float> data) {
     return Error::UnknownRank("broadcast root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kBroadcast, data.size());
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    AreaStamp stamp = call.stamp();
+    stamp.root = root;
+    return (*area)->Broadcast(data, stamp, state_->NextDeadline(), [&call] { return call.Describe(); });
+  }
   if (data.size() * sizeof(float) <= kSmallCollectiveBytes) {
     return RunTreeBroadcast(call, root, data);
   }
@@ -622,6 +653,15 @@ Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> d
   if (data.size() % world != 0) {
     return Error::InvalidArgument(call.Describe() + ": length " + std::to_string(data.size()) +
                                   " is not divisible by the group size " + std::to_string(world));
+  }
+  Result<CollectiveArea*> area = AreaFor(call, *state_);
+  if (!area) return std::move(area).error();
+  if (*area) {
+    std::vector<float> mine(data.size() / world);
+    Status reduced = (*area)->ReduceScatter(data, mine, op, call.stamp(), state_->NextDeadline(),
+                                            [&call] { return call.Describe(); });
+    if (!reduced) return std::move(reduced).error();
+    return mine;
   }
   std::vector<float> work(data.begin(), data.end());
   const BlockLayout layout{work.size(), world};

@@ -26,14 +26,15 @@
 //
 // Algorithms: on a group of two or more ranks that all share memory with each
 // other (Transport::SharesMemoryWith: one host, connected over shared
-// memory), all_reduce and barrier run in a shared segment of the group's own
-// (distributed/shm/collective_area.h, set up by the group's first
-// all_reduce or barrier): each rank writes its input there once and reduces
-// every rank's input in rank order, so every rank gets the same bits. Otherwise
-// all_reduce uses recursive doubling for small buffers and on two ranks,
-// else a ring reduce-scatter + all-gather pipelined in 1 MiB segments;
-// all_gather and reduce_scatter use the same ring; broadcast a binomial tree
-// (small) or a pipelined chain (large); barrier dissemination.
+// memory), all_reduce, all_gather, broadcast, reduce_scatter and barrier run
+// in a shared segment of the group's own (distributed/shm/collective_area.h,
+// set up by the group's first of them): each rank writes its input there
+// once and reads the others' straight from their slots; reductions run in
+// rank order, so every rank gets the same bits. Otherwise all_reduce uses
+// recursive doubling for small buffers and on two ranks, else a ring
+// reduce-scatter + all-gather pipelined in 1 MiB segments; all_gather and
+// reduce_scatter use the same ring; broadcast a binomial tree (small) or a
+// pipelined chain (large); barrier dissemination.
 //
 // Thread-safety: all methods may be called from several threads at once.
 // Point-to-point calls may run concurrently with a collective. Collectives of
@@ -104,10 +105,14 @@ class ProcessGroup {
   // Returns every rank's `data` concatenated in rank order
   // (length world_size × n). Lengths must match across ranks.
   Result<std::vector<float>> all_gather(std::span<const float> data);
+  // The same into the caller's `out` (world_size × data.size() elements, else
+  // InvalidArgument): rank i's `data` lands at [i × n, (i + 1) × n).
+  Status all_gather(std::span<const float> data, std::span<float> out);
 
   // On non-roots `data` is overwritten with the root's; its length must match
-  // the root's (else LengthMismatch on that rank; the root, which only sends,
-  // cannot notice).
+  // the root's (else LengthMismatch on that rank; on a group in one shared
+  // segment, see Algorithms, on the root as well; over messages the root,
+  // which only sends, cannot notice).
   Status broadcast(int root, std::span<float> data);
 
   // Reduces `data` (length world_size × n) element-wise across ranks; rank i

@@ -552,14 +552,23 @@ TEST_P(ProcessGroupErrorTest, LargeAllReduceOfDifferentLengthsIsLengthMismatch) 
   });
 }
 
-TEST_P(ProcessGroupErrorTest, BroadcastOfDifferentLengthIsLengthMismatchOnNonRoots) {
+TEST_P(ProcessGroupErrorTest, BroadcastOfDifferentLengthIsLengthMismatchOnNonRootsAndInSharedMemoryOnRoot) {
   auto results = RunRanks(Transports(3), [](ProcessGroup& group) {
     std::vector<float> data(group.rank() == 0 ? 8 : 9, 1.0f);
     Status status = group.broadcast(0, data);
     return status ? std::string("ok") : status.error().ToString();
   });
-  // The root only sends, so it cannot notice; every receiver does.
-  EXPECT_EQ(results[0], "ok");
+  // Over messages the root only sends, so it cannot notice; in the group's
+  // shared segment (every rank on shared memory) it reads the receivers'
+  // lengths too.
+  if (GetParam() == TransportKind::kShm) {
+    EXPECT_EQ(
+        results[0],
+        "LengthMismatch: broadcast #0 of group 0 (rank 0 of 3) from rank 1: length mismatch, expected 8, "
+        "got 9");
+  } else {
+    EXPECT_EQ(results[0], "ok");
+  }
   for (int rank = 1; rank < 3; ++rank) {
     EXPECT_EQ(results[rank].rfind("LengthMismatch: broadcast #0", 0), 0u) << results[rank];
   }

@@ -37,10 +37,8 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
   Status AllReduceSum(std::span<float> data) override { return group_.all_reduce(data, ReduceKind::kSum); }
 
   Status AllGather(std::span<const float> input, std::vector<float>& out) override {
-    auto gathered = group_.all_gather(input);
-    if (!gathered) return gathered.error();
-    out = *std::move(gathered);
-    return {};
+    out.resize(input.size() * group_.world_size());
+    return group_.all_gather(input, out);
   }
 
   Status BroadcastFromRank0(std::span<float> data) override { return group_.broadcast(/*root=*/0, data); }

@@ -58,6 +58,9 @@ const CommandSpec& LaunchCommandSpec() {
        {"transport", "T",
         "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
         "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
+       {"bind", "core|none",
+        "core: local rank i runs on the i-th allowed CPU when the ranks do not outnumber them "
+        "(default, but none with --transport zmq); none: the kernel places the ranks"},
        {"nnodes", "N", "nodes in the job (default 1)"},
        {"node-rank", "R", "this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1"},
        {"master-addr", "ADDR", "host of rank 0 (default 127.0.0.1)"},
@@ -97,6 +100,16 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
     Result<TransportChoice> choice = ParseTransportChoice("--transport", *transport);
     if (!choice) return choice.error();
     options.transport = *choice;
+    if (*choice == TransportChoice::kZmq) options.binding = CpuBinding::kNone;
+  }
+  if (const std::optional<std::string> bind = flags.Last("bind")) {
+    if (*bind == "core") {
+      options.binding = CpuBinding::kCore;
+    } else if (*bind == "none") {
+      options.binding = CpuBinding::kNone;
+    } else {
+      return Error::InvalidArgument("--bind: expected core or none, got '" + *bind + "'");
+    }
   }
   if (const std::optional<std::string> addr = flags.Last("master-addr")) {
     if (addr->empty()) return Error::InvalidArgument("--master-addr: empty address");

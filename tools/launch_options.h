@@ -1,7 +1,7 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
 //   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--insecure]
-//          [--transport auto|zmq|shm]
+//          [--transport auto|zmq|shm] [--bind core|none]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
 //
@@ -18,6 +18,18 @@
 #include "distributed/transport_choice.h"
 
 namespace inferno {
+
+// Where the ranks of this node run.
+enum class CpuBinding {
+  // Local rank i runs only on the i-th CPU launch may run on, when the
+  // node's ranks do not outnumber those CPUs (else as kNone), as mpirun
+  // binds two ranks. Without it the kernel tends to keep two ranks that wake
+  // each other on one CPU: a 2-rank 4 KiB all_reduce over shared memory then
+  // takes 18 us instead of 1.2 (docs/collectives.md).
+  kCore,
+  // The kernel places them.
+  kNone,
+};
 
 struct LaunchOptions {
   // Ranks started on this node (-n).
@@ -43,6 +55,10 @@ struct LaunchOptions {
   // Set: the ranks get it as INFERNO_TRANSPORT (what carries their data, see
   // distributed/transport_choice.h). Unset: they inherit launch's environment.
   std::optional<TransportChoice> transport;
+  // --bind; by default kCore, but kNone with --transport zmq, whose ranks
+  // need a second CPU for ZeroMQ's I/O threads (pinned, a 2-rank 4 KiB
+  // all_reduce over tcp took 75 us instead of 46: docs/collectives.md).
+  CpuBinding binding = CpuBinding::kCore;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

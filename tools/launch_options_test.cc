@@ -64,6 +64,14 @@ TEST(ParseLaunchOptions, CommandStartsAtFirstNonFlagWithoutDoubleDash) {
   EXPECT_EQ(options->timeout.count(), 0);
 }
 
+TEST(ParseLaunchOptions, RanksAreBoundToCoresUnlessTheTransportIsZmqOrBindSaysNone) {
+  EXPECT_EQ(Parse({"-n", "2", "prog"})->binding, CpuBinding::kCore);
+  EXPECT_EQ(Parse({"-n", "2", "--transport", "shm", "prog"})->binding, CpuBinding::kCore);
+  EXPECT_EQ(Parse({"-n", "2", "--transport", "zmq", "prog"})->binding, CpuBinding::kNone);
+  EXPECT_EQ(Parse({"-n", "2", "--transport", "zmq", "--bind", "core", "prog"})->binding, CpuBinding::kCore);
+  EXPECT_EQ(Parse({"-n", "2", "--bind", "none", "prog"})->binding, CpuBinding::kNone);
+}
+
 TEST(ParseLaunchOptions, HelpSkipsValidation) {
   const char* argv[] = {"launch", "--help"};
   auto flags = CommandLine::Parse(2, argv, LaunchCommandSpec());
@@ -108,7 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
                             "--master-port: required when --nnodes is 2 (every node must agree on it)"},
                     BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"},
                     BadCase{{"-n", "2", "--transport", "rdma", "prog"},
-                            "--transport: expected auto, zmq or shm, got 'rdma'"}));
+                            "--transport: expected auto, zmq or shm, got 'rdma'"},
+                    BadCase{{"-n", "2", "--bind", "socket", "prog"},
+                            "--bind: expected core or none, got 'socket'"}));
 
 }  // namespace
 }  // namespace inferno

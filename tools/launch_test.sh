@@ -66,6 +66,28 @@ INFERNO_JOB_SECRET=$(printf '%064d' 1) timeout 20 "$LAUNCH" -n 2 --nnodes 3 --no
 [ "$(cat "$WORK/env.3")" = "3 6 1 2 10.1.2.3 4242 unset" ] || fail "multi-node: rank 3 saw '$(cat "$WORK/env.3" 2>&1)'"
 [ "$(ls "$WORK"/env.* | wc -l)" -eq 2 ] || fail "multi-node: expected exactly ranks 2 and 3"
 
+# --- CPU binding (--bind) ----------------------------------------------------
+CPUS=$(program cpus.sh <<EOS
+#!/bin/sh
+grep Cpus_allowed_list /proc/self/status | awk '{print \$2}' > "$WORK/cpus.\$RANK"
+EOS
+)
+mine=$(grep Cpus_allowed_list /proc/self/status | awk '{print $2}')
+allowed=$(nproc)
+if [ "$allowed" -ge 2 ]; then
+  timeout 20 "$LAUNCH" -n 2 -- "$CPUS" || fail "bind: launch failed"
+  first=$(cat "$WORK/cpus.0") second=$(cat "$WORK/cpus.1")
+  case "$first $second" in
+    *-* | *,*) fail "bind: each rank should run on one CPU, got '$first' and '$second'" ;;
+  esac
+  [ "$first" != "$second" ] || fail "bind: both ranks on CPU $first"
+  timeout 20 "$LAUNCH" -n 2 --bind none -- "$CPUS" || fail "bind none: launch failed"
+  [ "$(cat "$WORK/cpus.1")" = "$mine" ] || fail "bind none: rank 1 got '$(cat "$WORK/cpus.1")', want '$mine'"
+fi
+timeout 20 "$LAUNCH" -n $((allowed + 1)) -- "$CPUS" || fail "bind, more ranks than CPUs: launch failed"
+[ "$(cat "$WORK/cpus.0")" = "$mine" ] || fail "bind, more ranks than CPUs: rank 0 got '$(cat "$WORK/cpus.0")', want '$mine'"
+rm -f "$WORK"/cpus.*
+
 # --- output -------------------------------------------------------------------
 TALK=$(program talk.sh <<'EOS'
 #!/bin/sh

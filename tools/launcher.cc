@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -205,6 +206,7 @@ class Supervisor {
     // reach (and their exit is reaped) while the job runs.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     ranks_.resize(options_.ranks_per_node);
+    ChooseCpus();
     for (int local = 0; local < options_.ranks_per_node; ++local) {
       if (auto started = Start(local); !started) {
         Stop(SIGKILL);
@@ -237,6 +239,21 @@ class Supervisor {
     if (!fresh) return fresh.error();
     job_secret_ = *fresh;
     return {};
+  }
+
+  // Fills rank_cpus_ with the CPU of each local rank (see CpuBinding), or
+  // leaves it empty when the ranks are not bound.
+  void ChooseCpus() {
+    if (options_.binding != CpuBinding::kCore) return;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    }
+    if (options_.ranks_per_node > static_cast<int>(cpus.size())) return;
+    cpus.resize(options_.ranks_per_node);
+    rank_cpus_ = std::move(cpus);
   }
 
   Status TakeSignals() {
@@ -289,6 +306,12 @@ class Supervisor {
     if (out_fd >= 0) {
       dup2(out_fd, STDOUT_FILENO);
       dup2(err_fd, STDERR_FILENO);
+    }
+    if (!rank_cpus_.empty()) {
+      cpu_set_t cpu;
+      CPU_ZERO(&cpu);
+      CPU_SET(rank_cpus_[local_rank], &cpu);
+      sched_setaffinity(0, sizeof(cpu), &cpu);  // a failure leaves the rank unbound
     }
     if (const int null_fd = open("/dev/null", O_RDONLY); null_fd >= 0) {
       dup2(null_fd, STDIN_FILENO);
@@ -479,6 +502,7 @@ class Supervisor {
   int lifeline_[2] = {-1, -1};  // read end, write end
   sigset_t original_mask_{};
   std::vector<RankProcess> ranks_;
+  std::vector<int> rank_cpus_;      // local rank -> its CPU; empty: unbound
   std::optional<int> exit_status_;  // set once the job is being stopped
   std::optional<Clock::time_point> job_deadline_;
   std::optional<Clock::time_point> kill_deadline_;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include <glog/logging.h>
+
 namespace inferno {
 
 struct CollectiveArea::MemberLine {
@@ -22,6 +24,7 @@ struct CollectiveArea::SlotHeader {
   uint64_t element_count;
   uint64_t chunk;
   uint32_t op;
+  int32_t root;
 };
 
 namespace {
@@ -170,13 +173,11 @@ Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const A
   return timeout("; " + who + " runs but did not arrive");
 }
 
-Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
-                                 Deadline deadline, const std::function<std::string()>& describe) {
-  constexpr size_t kChunkElements = kAreaSlotBytes / sizeof(float);
-  const size_t chunks = std::max<size_t>(1, (data.size() + kChunkElements - 1) / kChunkElements);
+Status CollectiveArea::RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
+                                 const std::function<std::string()>& describe,
+                                 const std::function<void(size_t, std::span<std::byte>)>& write,
+                                 const std::function<void(size_t, int)>& read) {
   for (size_t index = 0; index < chunks; ++index) {
-    const size_t begin = std::min(data.size(), index * kChunkElements);
-    const std::span<float> chunk = data.subspan(begin, std::min(kChunkElements, data.size() - begin));
     const uint64_t k = next_chunk_++;
     const int buffer = static_cast<int>(k % 2);
 
@@ -192,7 +193,8 @@ Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const Are
     header.element_count = stamp.element_count;
     header.chunk = k;
     header.op = static_cast<uint32_t>(stamp.op);
-    if (!chunk.empty()) std::memcpy(Slot(rank_, buffer).data(), chunk.data(), chunk.size_bytes());
+    header.root = stamp.root;
+    write(index, Slot(rank_, buffer));
     Member(rank_).posted.store(k + 1, std::memory_order_release);
     Bell().Ring();
 
@@ -213,18 +215,127 @@ Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const Are
                                      static_cast<int64_t>(stamp.element_count),
                                      static_cast<int64_t>(theirs.element_count));
       }
-    }
-    if (!chunk.empty()) {
-      std::memcpy(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
-      for (int member = 1; member < size_; ++member) {
-        ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
+      if (theirs.root != stamp.root) {
+        return Error::CollectiveMismatch(describe() + " from root " + std::to_string(stamp.root),
+                                         OpText(stamp.op, stamp.sequence) + " from root " +
+                                             std::to_string(theirs.root) + " (rank " +
+                                             std::to_string(member) + ")");
       }
-      if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
     }
+    read(index, buffer);
     Member(rank_).done.store(k + 1, std::memory_order_release);
     Bell().Ring();
   }
   return {};
+}
+
+namespace {
+
+// How many chunks of at most `per_chunk` elements `elements` takes (at least
+// one, so that every collective, even of no elements, meets every member).
+size_t ChunkCount(size_t elements, size_t per_chunk) {
+  return std::max<size_t>(1, (elements + per_chunk - 1) / per_chunk);
+}
+
+// Chunk `index` of `data`, chunks of `per_chunk` elements (empty past the end).
+template <typename T>
+std::span<T> ChunkOf(std::span<T> data, size_t index, size_t per_chunk) {
+  const size_t begin = std::min(data.size(), index * per_chunk);
+  return data.subspan(begin, std::min(per_chunk, data.size() - begin));
+}
+
+void CopyBytes(void* to, const void* from, size_t bytes) {
+  if (bytes != 0) std::memcpy(to, from, bytes);
+}
+
+constexpr size_t kSlotElements = kAreaSlotBytes / sizeof(float);
+
+}  // namespace
+
+Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
+                                 Deadline deadline, const std::function<std::string()>& describe) {
+  return RunChunks(
+      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
+      [&](size_t index, std::span<std::byte> slot) {
+        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
+        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
+      },
+      [&](size_t index, int buffer) {
+        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+        if (chunk.empty()) return;
+        CopyBytes(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
+        for (int member = 1; member < size_; ++member) {
+          ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
+        }
+        if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
+      });
+}
+
+Status CollectiveArea::AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
+                                 Deadline deadline, const std::function<std::string()>& describe) {
+  CHECK_EQ(out.size(), data.size() * size_);
+  return RunChunks(
+      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
+      [&](size_t index, std::span<std::byte> slot) {
+        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
+        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
+      },
+      [&](size_t index, int buffer) {
+        for (int member = 0; member < size_; ++member) {
+          const std::span<float> block = out.subspan(member * data.size(), data.size());
+          const std::span<float> chunk = ChunkOf(block, index, kSlotElements);
+          CopyBytes(chunk.data(), Slot(member, buffer).data(), chunk.size_bytes());
+        }
+      });
+}
+
+Status CollectiveArea::Broadcast(std::span<float> data, const AreaStamp& stamp, Deadline deadline,
+                                 const std::function<std::string()>& describe) {
+  CHECK(stamp.root >= 0 && stamp.root < size_) << stamp.root;
+  const bool root = stamp.root == rank_;
+  return RunChunks(
+      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
+      [&](size_t index, std::span<std::byte> slot) {
+        if (!root) return;
+        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
+        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
+      },
+      [&](size_t index, int buffer) {
+        if (root) return;
+        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+        CopyBytes(chunk.data(), Slot(stamp.root, buffer).data(), chunk.size_bytes());
+      });
+}
+
+Status CollectiveArea::ReduceScatter(std::span<const float> data, std::span<float> out, ReduceKind op,
+                                     const AreaStamp& stamp, Deadline deadline,
+                                     const std::function<std::string()>& describe) {
+  const size_t members = static_cast<size_t>(size_);
+  CHECK_EQ(data.size() % members, 0u);
+  const size_t block = data.size() / members;
+  CHECK_EQ(out.size(), block);
+  // Chunk c holds elements [c × per_block, (c + 1) × per_block) of every
+  // block, block b's at slot offset b × per_block, so member r reads its
+  // block's part of every member's chunk side by side.
+  const size_t per_block = std::max<size_t>(1, kSlotElements / members);
+  return RunChunks(
+      ChunkCount(block, per_block), stamp, deadline, describe,
+      [&](size_t index, std::span<std::byte> slot) {
+        for (size_t b = 0; b < members; ++b) {
+          const std::span<const float> part = ChunkOf(data.subspan(b * block, block), index, per_block);
+          CopyBytes(slot.data() + b * per_block * sizeof(float), part.data(), part.size_bytes());
+        }
+      },
+      [&](size_t index, int buffer) {
+        const std::span<float> part = ChunkOf(out, index, per_block);
+        if (part.empty()) return;
+        const size_t offset = static_cast<size_t>(rank_) * per_block * sizeof(float);
+        CopyBytes(part.data(), Slot(0, buffer).data() + offset, part.size_bytes());
+        for (int member = 1; member < size_; ++member) {
+          ReduceInto(part, Slot(member, buffer).subspan(offset, part.size_bytes()), op);
+        }
+        if (op == ReduceKind::kMean) DivideBy(part, static_cast<float>(size_));
+      });
 }
 
 }  // namespace inferno

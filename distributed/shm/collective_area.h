@@ -1,6 +1,7 @@
 // CollectiveArea: a shared segment that the ranks of one group, all on one
 // host, use to run collectives without messages: each rank has a slot and
-// writes its input there once, then reads its peers' slots directly.
+// writes its input there once, then reads its peers' slots directly
+// (all_reduce, all_gather, broadcast, reduce_scatter, barrier).
 //
 // Layout (one SharedSegment, every part 64-byte aligned; all-zero bytes are
 // the initial state, so a fresh segment needs no formatting):
@@ -11,15 +12,18 @@
 //                  has finished reading, ever), and the op and sequence
 //                  number of the collective r is in (see Announce)
 //   slot headers   per member, two 64-byte lines (one per buffer): the op,
-//                  sequence number, element count and chunk number of what
-//                  the buffer holds
+//                  sequence number, element count, broadcast root and chunk
+//                  number of what the buffer holds
 //   slots          per member, two buffers of kAreaSlotBytes
 // A collective moves its data in chunks of at most kAreaSlotBytes; chunk k
 // (counted over every collective the area has run) uses buffer k % 2, so a
 // member may write chunk k + 1 while a slow peer still reads chunk k, and
 // back-to-back collectives need no barrier between them. Before writing
 // chunk k a member waits until every member is done with chunk k - 2 (the
-// same buffer).
+// same buffer). Every member posts every chunk, also when it has no data to
+// write (a broadcast's receivers): its header carries its stamp, so every
+// member, the broadcast root included, checks every other member's op,
+// sequence number, length and root before it reads.
 //
 // Every wait has the caller's deadline (plus kPeerAliveGrace when the member
 // it waits for runs, as shm transport waits do); before sleeping and between sleeps
@@ -31,8 +35,8 @@
 // rather than a Timeout, when a peer runs a different collective that does
 // not use the area).
 //
-// Thread-safety: one thread at a time per member calls AllReduce, Barrier
-// and Announce (the members of one group run their collectives in one order);
+// Thread-safety: one thread at a time per member calls the collectives and
+// Announce (the members of one group run their collectives in one order);
 // any thread may destroy it afterwards. The memory is shared with the other
 // members' processes (or threads).
 #pragma once
@@ -62,6 +66,7 @@ struct AreaStamp {
   CollectiveOp op = CollectiveOp::kPointToPoint;
   uint64_t sequence = 0;
   uint64_t element_count = 0;
+  int root = 0;  // a broadcast's root (member number); 0 for other ops
 };
 
 class CollectiveArea {
@@ -110,6 +115,27 @@ class CollectiveArea {
   Status AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp, Deadline deadline,
                    const std::function<std::string()>& describe);
 
+  // `out` (size × data.size() elements) receives every member's `data` in
+  // member order: member m's at [m × data.size(), (m + 1) × data.size()).
+  // `stamp.element_count` is data.size(). Errors as AllReduce.
+  Status AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
+                   Deadline deadline, const std::function<std::string()>& describe);
+
+  // On every member but `stamp.root`, `data` is overwritten with the root's.
+  // Every member, the root included, checks every other member's length and
+  // root: LengthMismatch, or CollectiveMismatch naming the other root, on
+  // every member. Errors otherwise as AllReduce.
+  Status Broadcast(std::span<float> data, const AreaStamp& stamp, Deadline deadline,
+                   const std::function<std::string()>& describe);
+
+  // `data` is size × n elements, block b = [b × n, (b + 1) × n); `out` (n
+  // elements) receives op(every member's block `rank`), element-wise, reduced
+  // in member order. `stamp.element_count` is data.size(), a multiple of the
+  // group size. Errors as AllReduce.
+  Status ReduceScatter(std::span<const float> data, std::span<float> out, ReduceKind op,
+                       const AreaStamp& stamp, Deadline deadline,
+                       const std::function<std::string()>& describe);
+
   // Returns once every member has entered the barrier of `stamp` (an
   // AllReduce of no elements). Errors as AllReduce.
   Status Barrier(const AreaStamp& stamp, Deadline deadline, const std::function<std::string()>& describe) {
@@ -131,6 +157,16 @@ class CollectiveArea {
   // is awaited, for the Timeout message.
   Status AwaitAll(const std::function<bool(int)>& arrived, const AreaStamp& stamp, Deadline deadline,
                   const std::function<std::string()>& describe, const char* what);
+  // Runs one collective of `chunks` (>= 1) chunks, the protocol every
+  // collective shares: for chunk `index`, waits until this member's buffer is
+  // free, `write(index, slot)` fills this member's slot (it may write
+  // nothing), posts it, waits until every member has posted, checks their
+  // headers against `stamp`, then `read(index, buffer)` reads the members'
+  // slots of `buffer`, and the chunk is marked done.
+  Status RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
+                   const std::function<std::string()>& describe,
+                   const std::function<void(size_t, std::span<std::byte>)>& write,
+                   const std::function<void(size_t, int)>& read);
   // The check between sleeps: dead members and announced mismatches.
   Status CheckMembers(const AreaStamp& stamp, const std::function<std::string()>& describe) const;
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -23,7 +24,7 @@ using std::chrono::seconds;
 
 constexpr size_t kChunkElements = kAreaSlotBytes / sizeof(float);
 
-std::string Describe() { return "all_reduce under test"; }
+std::string Describe() { return "collective under test"; }
 
 // Creates a group's area as member 0 and opens it as every other member, as
 // one process's threads would.
@@ -122,6 +123,92 @@ TEST(CollectiveArea, BackToBackAllReducesOfChangingLengthsNeedNoBarrier) {
   for (int rank = 0; rank < kSize; ++rank) EXPECT_EQ(statuses[rank], "ok") << "rank " << rank;
 }
 
+Status AllGather(CollectiveArea& area, std::span<const float> data, std::span<float> out, uint64_t sequence) {
+  return area.AllGather(data, out, {CollectiveOp::kAllGather, sequence, data.size()},
+                        Clock::now() + seconds(20), Describe);
+}
+
+Status Broadcast(CollectiveArea& area, std::span<float> data, int root, uint64_t sequence) {
+  return area.Broadcast(data, {CollectiveOp::kBroadcast, sequence, data.size(), root},
+                        Clock::now() + seconds(20), Describe);
+}
+
+Status ReduceScatter(CollectiveArea& area, std::span<const float> data, std::span<float> out, ReduceKind op,
+                     uint64_t sequence) {
+  return area.ReduceScatter(data, out, op, {CollectiveOp::kReduceScatter, sequence, data.size()},
+                            Clock::now() + seconds(20), Describe);
+}
+
+// Back to back in one area, every op, lengths of none, one and several
+// chunks: every member checks every result against its inputs' definition.
+TEST(CollectiveArea, EveryOpBackToBackGivesEveryMemberItsDefinedResult) {
+  constexpr int kSize = 3;
+  const size_t lengths[] = {0, 1, 2 * kChunkElements + 5};
+  auto areas = OpenedAreas(kSize);
+  auto statuses = RunMembers(areas, [&](CollectiveArea& area, int rank) -> Status {
+    uint64_t sequence = 0;
+    for (size_t length : lengths) {
+      const std::string where = " of " + std::to_string(length) + " elements";
+      // all_gather: member m's block holds RandomFloats(m).
+      std::vector<float> gathered(kSize * length);
+      if (Status s = AllGather(area, RandomFloats(rank, length), gathered, sequence++); !s) return s;
+      for (int member = 0; member < kSize; ++member) {
+        if (!std::equal(gathered.begin() + member * length, gathered.begin() + (member + 1) * length,
+                        RandomFloats(member, length).begin())) {
+          return Error::Corruption("all_gather" + where + ": block " + std::to_string(member));
+        }
+      }
+      // broadcast from every root.
+      for (int root = 0; root < kSize; ++root) {
+        std::vector<float> data = RandomFloats(rank, length);
+        if (Status s = Broadcast(area, data, root, sequence++); !s) return s;
+        if (data != RandomFloats(root, length)) {
+          return Error::Corruption("broadcast" + where + " from " + std::to_string(root));
+        }
+      }
+      // reduce_scatter: blocks of `length` elements, reduced in member order.
+      std::vector<float> mine(length);
+      if (Status s =
+              ReduceScatter(area, RandomFloats(rank, kSize * length), mine, ReduceKind::kSum, sequence++);
+          !s) {
+        return s;
+      }
+      std::vector<float> expected(length);
+      for (int member = 0; member < kSize; ++member) {
+        const std::vector<float> input = RandomFloats(member, kSize * length);
+        for (size_t i = 0; i < length; ++i) {
+          const float value = input[rank * length + i];
+          expected[i] = member == 0 ? value : expected[i] + value;
+        }
+      }
+      if (mine != expected) return Error::Corruption("reduce_scatter" + where);
+    }
+    return {};
+  });
+  for (int rank = 0; rank < kSize; ++rank) EXPECT_EQ(statuses[rank], "ok") << "rank " << rank;
+}
+
+TEST(CollectiveArea, BroadcastOfAnotherLengthIsLengthMismatchOnTheRootToo) {
+  auto areas = OpenedAreas(2);
+  auto statuses = RunMembers(areas, [&](CollectiveArea& area, int rank) {
+    std::vector<float> data(rank == 0 ? 4 : 5, 1.0f);
+    return Broadcast(area, data, /*root=*/0, 0);
+  });
+  for (const std::string& status : statuses) EXPECT_EQ(status.rfind("LengthMismatch: ", 0), 0u) << status;
+}
+
+TEST(CollectiveArea, BroadcastFromAnotherRootIsCollectiveMismatch) {
+  auto areas = OpenedAreas(2);
+  auto statuses = RunMembers(areas, [&](CollectiveArea& area, int rank) {
+    std::vector<float> data(4, 1.0f);
+    return Broadcast(area, data, /*root=*/rank, 0);
+  });
+  EXPECT_EQ(statuses[0],
+            "CollectiveMismatch: this rank is in collective under test from root 0 but the peer sent "
+            "broadcast #0 from root 1 (rank 1)");
+  EXPECT_EQ(statuses[1].rfind("CollectiveMismatch: ", 0), 0u) << statuses[1];
+}
+
 TEST(CollectiveArea, DifferentLengthsAreLengthMismatchOnEveryMember) {
   auto areas = OpenedAreas(2);
   auto statuses = RunMembers(areas, [&](CollectiveArea& area, int rank) {
@@ -141,7 +228,7 @@ TEST(CollectiveArea, PeerInAnotherCollectiveIsCollectiveMismatch) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(
       status.error().ToString(),
-      "CollectiveMismatch: this rank is in all_reduce under test but the peer sent all_gather #0 (rank 1)");
+      "CollectiveMismatch: this rank is in collective under test but the peer sent all_gather #0 (rank 1)");
 }
 
 TEST(CollectiveArea, MemberThatNeverArrivesIsATimeoutNamingItsJobRank) {

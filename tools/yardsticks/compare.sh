@@ -13,6 +13,8 @@
 #        tools/yardsticks/compare.sh --table OUTPUT_DIR   (re-print from raw lines)
 # Environment: SIZES (default 4K,64K,1M,16M), OPS (default: all four),
 #   WORLDS (default "2 4"), ROUNDS (default 3),
+#   IMPLS (which to run, default all: ours_tcp ours_ipc ours_shm mpi mpi_shm
+#   gloo zmq_floor; e.g. IMPLS="ours_shm mpi_shm" for the shared-memory pair),
 #   RUN_TIMEOUT (seconds per run, default 300),
 #   BAZEL_OUTPUT_BASE (default ~/.cache/bazel_ob_compare).
 set -euo pipefail
@@ -28,6 +30,7 @@ SIZES="${SIZES:-4K,64K,1M,16M}"
 OPS="${OPS:-all_reduce,all_gather,broadcast,ping_pong}"
 WORLDS="${WORLDS:-2 4}"
 ROUNDS="${ROUNDS:-3}"
+IMPLS=" ${IMPLS:-ours_tcp ours_ipc ours_shm mpi mpi_shm gloo zmq_floor} "
 OUTPUT_BASE="${BAZEL_OUTPUT_BASE:-$HOME/.cache/bazel_ob_compare}"
 mkdir -p "$OUT"
 
@@ -56,9 +59,11 @@ run_with_store() {  # WORLD BENCH: a yardstick whose ranks meet through files in
   rm -rf "$store"
 }
 
+wanted() { [[ "$IMPLS" == *" $1 "* ]]; }
+
 measure() {
   cd "$ROOT"
-  bazel --output_base="$OUTPUT_BASE" build --config=opt //tools:launch //tools:collective_bench \
+  bazel --output_base="$OUTPUT_BASE" build --config=opt --symlink_prefix=/ //tools:launch //tools:collective_bench \
     //tools/yardsticks:mpi_bench //tools/yardsticks:gloo_bench \
     //tools/yardsticks:zmq_floor_bench >&2
   BIN="$(bazel --output_base="$OUTPUT_BASE" info --config=opt bazel-bin 2>/dev/null)"
@@ -66,14 +71,14 @@ measure() {
   for world in $WORLDS; do
     rm -f "$OUT"/*_"$world".txt
     for ((round = 1; round <= ROUNDS; round++)); do
-      echo "== $world ranks, round $round of $ROUNDS: ours (tcp, ipc, shm), Open MPI (tcp, vader), Gloo, zmq floor" >&2
-      run_ours "$world" tcp >> "$OUT/ours_tcp_$world.txt"
-      run_ours "$world" ipc >> "$OUT/ours_ipc_$world.txt"
-      run_ours "$world" auto >> "$OUT/ours_shm_$world.txt"
-      run_mpi "$world" tcp,self >> "$OUT/mpi_$world.txt"
-      run_mpi "$world" vader,self >> "$OUT/mpi_shm_$world.txt"
-      run_with_store "$world" gloo_bench >> "$OUT/gloo_$world.txt"
-      run_with_store "$world" zmq_floor_bench >> "$OUT/zmq_floor_$world.txt"
+      echo "== $world ranks, round $round of $ROUNDS:$IMPLS" >&2
+      if wanted ours_tcp; then run_ours "$world" tcp >> "$OUT/ours_tcp_$world.txt"; fi
+      if wanted ours_ipc; then run_ours "$world" ipc >> "$OUT/ours_ipc_$world.txt"; fi
+      if wanted ours_shm; then run_ours "$world" auto >> "$OUT/ours_shm_$world.txt"; fi
+      if wanted mpi; then run_mpi "$world" tcp,self >> "$OUT/mpi_$world.txt"; fi
+      if wanted mpi_shm; then run_mpi "$world" vader,self >> "$OUT/mpi_shm_$world.txt"; fi
+      if wanted gloo; then run_with_store "$world" gloo_bench >> "$OUT/gloo_$world.txt"; fi
+      if wanted zmq_floor; then run_with_store "$world" zmq_floor_bench >> "$OUT/zmq_floor_$world.txt"; fi
     done
   done
 }
@@ -136,6 +141,22 @@ print_table() {
       check("all_reduce 16 MiB, 2 ranks, busbw ours/vader", r(bus["ours_shm_2", 16777216], bus["mpi_shm_2", 16777216]), ">=", 1.0)
       check("all_reduce 1 MiB, 4 ranks, busbw ours/vader", r(bus["ours_shm_4", 1048576], bus["mpi_shm_4", 1048576]), ">=", 0.8)
       check("all_reduce 16 MiB, 4 ranks, busbw ours/vader", r(bus["ours_shm_4", 16777216], bus["mpi_shm_4", 16777216]), ">=", 0.8)
+    }' "$OUT"/*_[0-9]*.txt
+  awk '
+    FNR == 1 { impl = FILENAME; sub(/.*\//, "", impl); sub(/\.txt$/, "", impl) }
+    NF == 6 && ($1 == "all_gather" || $1 == "broadcast") && (bus[impl, $1, $2] == "" || $6 + 0 > bus[impl, $1, $2] + 0) {
+      bus[impl, $1, $2] = $6
+    }
+    function check(name, value, limit) {
+      if (value == "") { printf "- %s: not measured\n", name; return }
+      printf "- %s: %.2f (target >= %.1f) %s\n", name, value, limit, (value >= limit ? "MET" : "MISSED")
+    }
+    function r(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "" : a / b }
+    END {
+      split("all_gather broadcast", ops, " "); split("1048576 16777216", sizes, " ")
+      for (o = 1; o <= 2; ++o) for (s = 1; s <= 2; ++s)
+        check(ops[o] " " (sizes[s] == 1048576 ? "1 MiB" : "16 MiB") ", 2 ranks, busbw ours/vader",
+              r(bus["ours_shm_2", ops[o], sizes[s]], bus["mpi_shm_2", ops[o], sizes[s]]), 1.0)
     }' "$OUT"/*_[0-9]*.txt
 }
 
