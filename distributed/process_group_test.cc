@@ -483,8 +483,8 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupTest,
 // Error cases, parameterized over the transport only.
 class ProcessGroupErrorTest : public testing::TestWithParam<TransportKind> {
  protected:
-  std::vector<std::shared_ptr<Transport>> Transports(int world) {
-    return MakeTransports(GetParam(), world, kErrorTimeout);
+  std::vector<std::shared_ptr<Transport>> Transports(int world, milliseconds timeout = kErrorTimeout) {
+    return MakeTransports(GetParam(), world, timeout);
   }
 };
 
@@ -642,7 +642,10 @@ TEST_P(ProcessGroupErrorTest, PayloadReceiveAndGatherSendErrorsNameThePeerAndTag
 }
 
 TEST_P(ProcessGroupErrorTest, AbortEndsWaitsBetweenOtherRanksWithItsReason) {
-  auto results = RunRanks(Transports(3), [](ProcessGroup& group) -> std::string {
+  // Nothing here waits in vain unless the notice is lost, so a long timeout
+  // costs nothing; at 1.5 s this case timed out twice under ASan on a loaded
+  // machine before the notice arrived.
+  auto results = RunRanks(Transports(3, kTimeout), [](ProcessGroup& group) -> std::string {
     if (group.rank() == 2) {
       // Let the others start waiting on each other first.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
