@@ -95,14 +95,17 @@ PLOTTED = [("round", "round"), ("streams", "streams"), ("TTFT p50 ms", "ttft_p50
 
 def read_table(path):
     """The rows of the first markdown table in `path` that has the PLOTTED
-    columns, as dicts of PLOTTED keys (latencies in seconds)."""
-    rows, columns = [], None
+    columns, as dicts of PLOTTED keys (latencies in seconds) plus "build",
+    the table's build column when it has one (tables comparing two builds),
+    else ""."""
+    rows, columns, build_column = [], None, None
     with open(path, encoding="utf-8") as f:
         for line in f:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if columns is None:
                 if line.startswith("|") and all(header in cells for header, _ in PLOTTED):
                     columns = {key: cells.index(header) for header, key in PLOTTED}
+                    build_column = cells.index("build") if "build" in cells else None
                 continue
             if not line.startswith("|"):
                 break
@@ -111,6 +114,7 @@ def read_table(path):
             row = {key: float(cells[i]) for key, i in columns.items()}
             for key in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99"):
                 row[key] /= 1e3
+            row["build"] = cells[build_column] if build_column is not None else ""
             rows.append(row)
     if not rows:
         raise SystemExit("serve_bench: %s has no table with the columns %s" % (path, [h for h, _ in PLOTTED]))
@@ -119,7 +123,7 @@ def read_table(path):
 
 def plot(rows, path):
     """Draws TTFT and per-token latency p50/p99 against streams, a line per
-    round, into the PNG `path`; says so and returns when matplotlib is absent."""
+    round (per build and round when the rows name builds), into the PNG `path`; says so and returns when matplotlib is absent."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -129,14 +133,16 @@ def plot(rows, path):
               % sys.executable)
         return
     figure, axes = pyplot.subplots(1, 2, figsize=(10, 4))
-    rounds = sorted({int(r["round"]) for r in rows})
+    series = sorted({(r.get("build", ""), int(r["round"])) for r in rows})
     for ax, (title, key) in zip(axes, [("time to first token", "ttft"), ("per-token latency", "tpot")]):
-        for index, round_number in enumerate(rounds):
-            mine = sorted((r for r in rows if int(r["round"]) == round_number), key=lambda r: r["streams"])
+        for index, (build, round_number) in enumerate(series):
+            mine = sorted((r for r in rows if (r.get("build", ""), int(r["round"])) == (build, round_number)),
+                          key=lambda r: r["streams"])
             streams = [r["streams"] for r in mine]
+            name = ("%s, round %d" % (build, round_number)) if build else ("round %d" % round_number)
             for p, color, marker in (("p50", "tab:blue", "o"), ("p99", "tab:red", "s")):
                 ax.plot(streams, [r[key + "_" + p] * 1e3 for r in mine], color=color, marker=marker,
-                        linestyle=["-", "--", ":", "-."][index % 4], label="%s, round %d" % (p, round_number))
+                        linestyle=["-", "--", ":", "-."][index % 4], label="%s, %s" % (p, name))
         ax.set_title(title)
         ax.set_xlabel("concurrent streams")
         ax.set_ylabel("ms")
