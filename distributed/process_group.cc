@@ -23,6 +23,10 @@ constexpr uint32_t kMaxGroupId = ~kTagReservedBase;
 // so that transfer of one segment overlaps reduction of the previous one.
 constexpr size_t kSegmentElements = kMaxChunkBytes / sizeof(float);
 
+// The element count of a frame that carries its sender's error instead of
+// data (CollectiveCall::SendFailure); no collective has that many elements.
+constexpr uint64_t kFailedAtSender = ~uint64_t{0};
+
 // How many segments ExchangeAndReduce keeps queued to the peer ahead of the
 // one it reduces.
 constexpr size_t kSendAheadSegments = 2;
@@ -145,8 +149,21 @@ class CollectiveCall {
     return {};
   }
 
+  // Tells group rank `peer` that this rank failed the collective with
+  // `error` and sends it nothing more, so that its Recv fails at once
+  // naming the cause rather than waiting out its deadline.
+  Status SendFailure(int peer, const Error& error) {
+    const FrameKey key{state_.collective_tag(), op_, sequence_, kFailedAtSender};
+    const std::string text = error.ToString();
+    Status sent = state_.transport->Send(state_.members[peer], key, std::as_bytes(std::span(text)),
+                                         state_.NextDeadline());
+    if (!sent) return WithContext(std::move(sent).error(), Describe() + " to rank " + std::to_string(peer));
+    return {};
+  }
+
   // Receives the next frame of this collective from group rank `peer`.
-  // `check_length`: the peer's element_count must equal ours.
+  // `check_length`: the peer's element_count must equal ours. A failure
+  // the peer sent (SendFailure) is a CollectiveMismatch quoting it.
   Result<Message> Recv(int peer, bool check_length) {
     Result<Message> received =
         state_.transport->Recv(state_.members[peer], state_.collective_tag(), state_.NextDeadline());
@@ -156,6 +173,12 @@ class CollectiveCall {
       return Error::CollectiveMismatch(Describe(), CollectiveOpName(key.op) + " #" +
                                                        std::to_string(key.sequence) + " (rank " +
                                                        std::to_string(peer) + ")");
+    }
+    if (key.element_count == kFailedAtSender) {
+      const std::span<const std::byte> text = received->payload.bytes();
+      return Error{ErrorKind::kCollectiveMismatch,
+                   Describe() + ": rank " + std::to_string(peer) +
+                       " failed it: " + std::string(reinterpret_cast<const char*>(text.data()), text.size())};
     }
     if (check_length && key.element_count != element_count_) {
       return Error::LengthMismatch(From(peer), static_cast<int64_t>(element_count_),
@@ -707,8 +730,13 @@ Result<std::vector<std::byte>> ProcessGroup::scatter(int root,
     return ToVector(received->payload);
   }
   if (blobs.size() != static_cast<size_t>(call.size())) {
-    return Error::InvalidArgument(call.Describe() + ": root passed " + std::to_string(blobs.size()) +
-                                  " blobs, expected " + std::to_string(call.size()));
+    const Error error =
+        Error::InvalidArgument(call.Describe() + ": root passed " + std::to_string(blobs.size()) +
+                               " blobs, expected " + std::to_string(call.size()));
+    for (int peer = 0; peer < call.size(); ++peer) {
+      if (peer != root) (void)call.SendFailure(peer, error);  // best effort: the root's error stands
+    }
+    return error;
   }
   for (int peer = 0; peer < call.size(); ++peer) {
     if (peer == root) continue;

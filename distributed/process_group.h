@@ -124,7 +124,9 @@ class ProcessGroup {
   Result<std::vector<std::vector<std::byte>>> gather(int root, std::span<const std::byte> data);
 
   // On `root`, `blobs` holds world_size blobs (sizes may differ); rank i
-  // receives blobs[i]. `blobs` is ignored on other ranks.
+  // receives blobs[i]. `blobs` is ignored on other ranks. When the root has
+  // not world_size blobs it fails with InvalidArgument, and every other rank
+  // at once with a CollectiveMismatch quoting it.
   Result<std::vector<std::byte>> scatter(int root, const std::vector<std::vector<std::byte>>& blobs);
 
   // A group over `ranks` (ranks of this group, distinct, in the new order),

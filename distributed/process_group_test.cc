@@ -664,14 +664,21 @@ TEST_P(ProcessGroupErrorTest, AbortEndsWaitsBetweenOtherRanksWithItsReason) {
   }
 }
 
-TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountIsInvalidArgumentOnRoot) {
-  auto results = RunRanks(Transports(2), [](ProcessGroup& group) {
-    std::vector<std::vector<std::byte>> blobs(group.rank() == 0 ? 3 : 0);
+// The root's InvalidArgument reaches every other rank at once, quoted in a
+// CollectiveMismatch, instead of leaving them to time out.
+TEST_P(ProcessGroupErrorTest, ScatterWithWrongBlobCountFailsOnEveryRankNamingTheRootsError) {
+  auto results = RunRanks(Transports(3, kTimeout), [](ProcessGroup& group) {
+    std::vector<std::vector<std::byte>> blobs(group.rank() == 0 ? 2 : 0);
     Result<std::vector<std::byte>> mine = group.scatter(0, blobs);
-    return mine ? ErrorKind::kClosed : mine.error().kind;
+    return mine ? std::string("ok") : mine.error().ToString();
   });
-  EXPECT_EQ(results[0], ErrorKind::kInvalidArgument);
-  EXPECT_EQ(results[1], ErrorKind::kTimeout);
+  EXPECT_EQ(results[0].rfind("InvalidArgument: ", 0), 0u) << results[0];
+  EXPECT_NE(results[0].find("root passed 2 blobs, expected 3"), std::string::npos) << results[0];
+  for (int rank = 1; rank < 3; ++rank) {
+    EXPECT_EQ(results[rank].rfind("CollectiveMismatch: ", 0), 0u) << results[rank];
+    EXPECT_NE(results[rank].find("rank 0 failed it: InvalidArgument: "), std::string::npos) << results[rank];
+    EXPECT_NE(results[rank].find("root passed 2 blobs, expected 3"), std::string::npos) << results[rank];
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ProcessGroupErrorTest,
