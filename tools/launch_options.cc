@@ -59,7 +59,8 @@ const CommandSpec& LaunchCommandSpec() {
         "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
         "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
        {"bind", "core|none",
-        "core: local rank i runs on the i-th allowed CPU when the ranks do not outnumber them "
+        "core: local rank i runs on the i-th of as many equal runs of the allowed CPUs as ranks, when the "
+        "ranks do not outnumber them "
         "(default, but none with --transport zmq); none: the kernel places the ranks"},
        {"nnodes", "N", "nodes in the job (default 1)"},
        {"node-rank", "R", "this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1"},

@@ -241,7 +241,7 @@ class Supervisor {
     return {};
   }
 
-  // Fills rank_cpus_ with the CPU of each local rank (see CpuBinding), or
+  // Fills rank_cpus_ with the CPUs of each local rank (see CpuBinding), or
   // leaves it empty when the ranks are not bound.
   void ChooseCpus() {
     if (options_.binding != CpuBinding::kCore) return;
@@ -251,9 +251,15 @@ class Supervisor {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
     }
-    if (options_.ranks_per_node > static_cast<int>(cpus.size())) return;
-    cpus.resize(options_.ranks_per_node);
-    rank_cpus_ = std::move(cpus);
+    const size_t ranks = static_cast<size_t>(options_.ranks_per_node);
+    if (ranks > cpus.size()) return;
+    // Rank i gets the i-th of `ranks` equal runs of the allowed CPUs, so a
+    // rank's threads (--threads) have CPUs of their own too; one rank gets
+    // them all.
+    const size_t per_rank = cpus.size() / ranks;
+    for (size_t rank = 0; rank < ranks; ++rank) {
+      rank_cpus_.emplace_back(cpus.begin() + rank * per_rank, cpus.begin() + (rank + 1) * per_rank);
+    }
   }
 
   Status TakeSignals() {
@@ -310,7 +316,7 @@ class Supervisor {
     if (!rank_cpus_.empty()) {
       cpu_set_t cpu;
       CPU_ZERO(&cpu);
-      CPU_SET(rank_cpus_[local_rank], &cpu);
+      for (const int allowed_cpu : rank_cpus_[local_rank]) CPU_SET(allowed_cpu, &cpu);
       sched_setaffinity(0, sizeof(cpu), &cpu);  // a failure leaves the rank unbound
     }
     if (const int null_fd = open("/dev/null", O_RDONLY); null_fd >= 0) {
@@ -502,8 +508,8 @@ class Supervisor {
   int lifeline_[2] = {-1, -1};  // read end, write end
   sigset_t original_mask_{};
   std::vector<RankProcess> ranks_;
-  std::vector<int> rank_cpus_;      // local rank -> its CPU; empty: unbound
-  std::optional<int> exit_status_;  // set once the job is being stopped
+  std::vector<std::vector<int>> rank_cpus_;  // local rank -> its CPUs; empty: unbound
+  std::optional<int> exit_status_;           // set once the job is being stopped
   std::optional<Clock::time_point> job_deadline_;
   std::optional<Clock::time_point> kill_deadline_;
 };
