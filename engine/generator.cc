@@ -583,22 +583,22 @@ class PipelineRun {
       return SendStep("send hidden", headers_, std::as_bytes(x));
     }
     // The last position of each sequence whose prompt is in, and its slot.
-    std::vector<int>& ready = step_slots_;
-    ready.clear();
+    std::vector<int>& at_classifier = step_slots_;
+    at_classifier.clear();
     int64_t row = 0;
     for (const SlotPositions& part : batch_) {
       row += part.n;
       const Slot& s = slots_[part.slot];
       if (s.pos < s.prompt_length) continue;
-      if (row - 1 != static_cast<int64_t>(ready.size())) {
-        std::copy_n(x.data() + (row - 1) * dim_, dim_, x.data() + ready.size() * dim_);
+      if (row - 1 != static_cast<int64_t>(at_classifier.size())) {
+        std::copy_n(x.data() + (row - 1) * dim_, dim_, x.data() + at_classifier.size() * dim_);
       }
-      ready.push_back(part.slot);
+      at_classifier.push_back(part.slot);
     }
-    if (ready.empty()) return {};  // a prompt chunk before the last
+    if (at_classifier.empty()) return {};  // a prompt chunk before the last
     // This step's group reached the classifier: it goes on as a classify
     // step, or ends here when none of its sequences samples another.
-    NormForClassifier(ready, x.first(ready.size() * dim_), classify_);
+    NormForClassifier(at_classifier, x.first(at_classifier.size() * dim_), classify_);
     if (classified_.empty()) {
       --groups_on_the_way_;
       return FlushReady();

@@ -60,8 +60,8 @@ const CommandSpec& LaunchCommandSpec() {
         "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
        {"bind", "core|none",
         "core: local rank i runs on the i-th of as many equal runs of the allowed CPUs as ranks, when the "
-        "ranks do not outnumber them "
-        "(default, but none with --transport zmq); none: the kernel places the ranks"},
+        "ranks do not outnumber them (default, but none with --transport zmq); none: the kernel places "
+        "the ranks"},
        {"nnodes", "N", "nodes in the job (default 1)"},
        {"node-rank", "R", "this node's index; it runs ranks R*RANKS .. R*RANKS+RANKS-1"},
        {"master-addr", "ADDR", "host of rank 0 (default 127.0.0.1)"},

@@ -24,10 +24,10 @@ enum class CpuBinding {
   // The CPUs launch may run on are cut into as many equal runs as the node
   // has ranks, and local rank i runs only on the i-th (one rank: all of
   // them, so its threads keep every CPU), when the ranks do not outnumber
-  // those CPUs (else as kNone); as mpirun binds two ranks. Without it the kernel tends to keep two ranks that
-  // wake
-  // each other on one CPU: a 2-rank 4 KiB all_reduce over shared memory then
-  // takes 18 us instead of 1.2 (docs/collectives.md).
+  // those CPUs (else as kNone); as mpirun binds two ranks. Without it the
+  // kernel tends to keep two ranks that wake each other on one CPU: a
+  // 2-rank 4 KiB all_reduce over shared memory then takes 18 us instead of
+  // 1.2 (docs/collectives.md).
   kCore,
   // The kernel places them.
   kNone,

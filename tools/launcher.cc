@@ -241,8 +241,8 @@ class Supervisor {
     return {};
   }
 
-  // Fills rank_cpus_ with the CPUs of each local rank (see CpuBinding), or
-  // leaves it empty when the ranks are not bound.
+  // Fills rank_cpus_ with the CPU set of each local rank (see CpuBinding),
+  // or leaves it empty when the ranks are not bound.
   void ChooseCpus() {
     if (options_.binding != CpuBinding::kCore) return;
     cpu_set_t allowed;
@@ -257,8 +257,10 @@ class Supervisor {
     // rank's threads (--threads) have CPUs of their own too; one rank gets
     // them all.
     const size_t per_rank = cpus.size() / ranks;
+    rank_cpus_.resize(ranks);
     for (size_t rank = 0; rank < ranks; ++rank) {
-      rank_cpus_.emplace_back(cpus.begin() + rank * per_rank, cpus.begin() + (rank + 1) * per_rank);
+      CPU_ZERO(&rank_cpus_[rank]);
+      for (size_t i = rank * per_rank; i < (rank + 1) * per_rank; ++i) CPU_SET(cpus[i], &rank_cpus_[rank]);
     }
   }
 
@@ -314,10 +316,8 @@ class Supervisor {
       dup2(err_fd, STDERR_FILENO);
     }
     if (!rank_cpus_.empty()) {
-      cpu_set_t cpu;
-      CPU_ZERO(&cpu);
-      for (const int allowed_cpu : rank_cpus_[local_rank]) CPU_SET(allowed_cpu, &cpu);
-      sched_setaffinity(0, sizeof(cpu), &cpu);  // a failure leaves the rank unbound
+      // A failure leaves the rank unbound.
+      sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus_[local_rank]);
     }
     if (const int null_fd = open("/dev/null", O_RDONLY); null_fd >= 0) {
       dup2(null_fd, STDIN_FILENO);
@@ -508,8 +508,8 @@ class Supervisor {
   int lifeline_[2] = {-1, -1};  // read end, write end
   sigset_t original_mask_{};
   std::vector<RankProcess> ranks_;
-  std::vector<std::vector<int>> rank_cpus_;  // local rank -> its CPUs; empty: unbound
-  std::optional<int> exit_status_;           // set once the job is being stopped
+  std::vector<cpu_set_t> rank_cpus_;  // local rank -> its CPUs; empty: unbound
+  std::optional<int> exit_status_;    // set once the job is being stopped
   std::optional<Clock::time_point> job_deadline_;
   std::optional<Clock::time_point> kill_deadline_;
 };

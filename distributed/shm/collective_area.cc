@@ -250,61 +250,55 @@ void CopyBytes(void* to, const void* from, size_t bytes) {
 
 constexpr size_t kSlotElements = kAreaSlotBytes / sizeof(float);
 
+// The write step of a collective to which this member contributes `data`
+// (nothing, when it is empty): chunk `index` of it into the slot.
+auto WriteChunksOf(std::span<const float> data) {
+  return [data](size_t index, std::span<std::byte> slot) {
+    const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
+    CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
+  };
+}
+
 }  // namespace
 
 Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
                                  Deadline deadline, const std::function<std::string()>& describe) {
-  return RunChunks(
-      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
-      [&](size_t index, std::span<std::byte> slot) {
-        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
-        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
-      },
-      [&](size_t index, int buffer) {
-        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-        if (chunk.empty()) return;
-        CopyBytes(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
-        for (int member = 1; member < size_; ++member) {
-          ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
-        }
-        if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
-      });
+  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
+                   [&](size_t index, int buffer) {
+                     const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+                     if (chunk.empty()) return;
+                     CopyBytes(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
+                     for (int member = 1; member < size_; ++member) {
+                       ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
+                     }
+                     if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
+                   });
 }
 
 Status CollectiveArea::AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
                                  Deadline deadline, const std::function<std::string()>& describe) {
   CHECK_EQ(out.size(), data.size() * size_);
-  return RunChunks(
-      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
-      [&](size_t index, std::span<std::byte> slot) {
-        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
-        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
-      },
-      [&](size_t index, int buffer) {
-        for (int member = 0; member < size_; ++member) {
-          const std::span<float> block = out.subspan(member * data.size(), data.size());
-          const std::span<float> chunk = ChunkOf(block, index, kSlotElements);
-          CopyBytes(chunk.data(), Slot(member, buffer).data(), chunk.size_bytes());
-        }
-      });
+  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
+                   [&](size_t index, int buffer) {
+                     for (int member = 0; member < size_; ++member) {
+                       const std::span<float> block = out.subspan(member * data.size(), data.size());
+                       const std::span<float> chunk = ChunkOf(block, index, kSlotElements);
+                       CopyBytes(chunk.data(), Slot(member, buffer).data(), chunk.size_bytes());
+                     }
+                   });
 }
 
 Status CollectiveArea::Broadcast(std::span<float> data, const AreaStamp& stamp, Deadline deadline,
                                  const std::function<std::string()>& describe) {
   CHECK(stamp.root >= 0 && stamp.root < size_) << stamp.root;
   const bool root = stamp.root == rank_;
-  return RunChunks(
-      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
-      [&](size_t index, std::span<std::byte> slot) {
-        if (!root) return;
-        const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
-        CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
-      },
-      [&](size_t index, int buffer) {
-        if (root) return;
-        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-        CopyBytes(chunk.data(), Slot(stamp.root, buffer).data(), chunk.size_bytes());
-      });
+  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
+                   WriteChunksOf(root ? std::span<const float>(data) : std::span<const float>()),
+                   [&](size_t index, int buffer) {
+                     if (root) return;
+                     const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+                     CopyBytes(chunk.data(), Slot(stamp.root, buffer).data(), chunk.size_bytes());
+                   });
 }
 
 Status CollectiveArea::ReduceScatter(std::span<const float> data, std::span<float> out, ReduceKind op,
