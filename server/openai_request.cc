@@ -102,7 +102,7 @@ Result<std::vector<ChatMessage>> Messages(const Json& value) {
         if (!content) return content.error();
         out.content = *content;
       } else if (key != "name") {
-        return Invalid("unrecognized field '" + name + "." + key + "'");
+        return Invalid("unrecognized field '" + name + "." + PrintableInMessage(key) + "'");
       }
     }
     if (out.role.empty()) return Invalid("'" + name + ".role' is required");
@@ -199,7 +199,8 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
       if (value.is_null()) continue;
       if (!value.is_object()) return Invalid("'stream_options' must be an object");
       for (const auto& [option, setting] : value.items()) {
-        if (option != "include_usage") return Invalid("unrecognized field 'stream_options." + option + "'");
+        if (option != "include_usage")
+          return Invalid("unrecognized field 'stream_options." + PrintableInMessage(option) + "'");
         Result<bool> include = Boolean(setting, "stream_options.include_usage");
         if (!include) return include.error();
         request.include_usage = *include;
@@ -213,7 +214,7 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
     } else if (key == "echo" || key == "logprobs") {
       status = DefaultOnly(value, key, false);
     } else {
-      return Invalid("unrecognized field '" + key + "'");
+      return Invalid("unrecognized field '" + PrintableInMessage(key) + "'");
     }
     if (!status) return status.error();
   }

@@ -81,6 +81,15 @@ TEST(ParseOpenAiRequest, UnknownAndUnsupportedFieldsAreRefusedNotIgnored) {
             "unrecognized field 'prompt'");
 }
 
+TEST(ParseOpenAiRequest, AnUnrecognizedFieldNameWithControlCharactersStaysOnOneLine) {
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "bo\ngus": 1})"), "unrecognized field 'bo?gus'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": [{"role": "user", "con\ntent": "x"}]})",
+                    Endpoint::kChatCompletions),
+            "unrecognized field 'messages[0].con?tent'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"a\tb": true}})"),
+            "unrecognized field 'stream_options.a?b'");
+}
+
 TEST(ParseOpenAiRequest, RequiredFieldsAreNamed) {
   EXPECT_EQ(ErrorOf(R"({"prompt": "x"})"), "'model' is required");
   EXPECT_EQ(ErrorOf(R"({"model": "m"})"), "'prompt' is required");
