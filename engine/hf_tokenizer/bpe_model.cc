@@ -34,7 +34,8 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
     merged.assign(left).append(right);
     const std::optional<int32_t> merged_id = model->Lookup(merged);
     if (!left_id || !right_id || !merged_id) {
-      return Error::Corruption("merge " + std::to_string(rank) + " (\"" + left + "\" + \"" + right +
+      return Error::Corruption("merge " + std::to_string(rank) + " (\"" + PrintableInMessage(left) +
+                               "\" + \"" + PrintableInMessage(right) +
                                "\") names a piece missing from the vocabulary");
     }
     // The first (best) rank wins when a pair is listed twice.

@@ -72,7 +72,8 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
 
   const json& model = file.at("model");
   const std::string type = model.value("type", "BPE");
-  if (type != "BPE") return Error::Unimplemented("model type \"" + type + "\" (only BPE is supported)");
+  if (type != "BPE")
+    return Error::Unimplemented("model type \"" + PrintableInMessage(type) + "\" (only BPE is supported)");
   if (FieldIsSet(model, "dropout") && model.at("dropout").get<double>() > 0) {
     return Error::Unimplemented("BPE dropout " + model.at("dropout").dump());
   }
@@ -106,7 +107,8 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
   for (const auto& [piece, id_json] : vocab.items()) {
     const int32_t id = id_json.get<int32_t>();
     if (id < 0)
-      return Error::Corruption("model.vocab: \"" + piece + "\" has negative id " + std::to_string(id));
+      return Error::Corruption("model.vocab: \"" + PrintableInMessage(piece) + "\" has negative id " +
+                               std::to_string(id));
     max_id = std::max(max_id, id);
     tokenizer->ids_.emplace(piece, id);
     // A piece outside the byte alphabet can never come out of a byte-level
@@ -137,7 +139,8 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::Build(const json& file) {
     const std::string unk = model.at("unk_token").get<std::string>();
     auto it = tokenizer->ids_.find(unk);
     if (it == tokenizer->ids_.end())
-      return Error::Corruption("model.unk_token \"" + unk + "\" is not in the vocabulary");
+      return Error::Corruption("model.unk_token \"" + PrintableInMessage(unk) +
+                               "\" is not in the vocabulary");
     options.unk_id = it->second;
   }
 
@@ -188,7 +191,8 @@ Status HfTokenizer::ParsePostProcessor(const json& config) {
     }
     return {};
   }
-  if (type != "TemplateProcessing") return Error::Unimplemented("post_processor type \"" + type + "\"");
+  if (type != "TemplateProcessing")
+    return Error::Unimplemented("post_processor type \"" + PrintableInMessage(type) + "\"");
   const json& special_tokens = config.at("special_tokens");
   bool seen_sequence = false;
   for (const json& item : config.at("single")) {
@@ -199,7 +203,8 @@ Status HfTokenizer::ParsePostProcessor(const json& config) {
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     auto special = special_tokens.find(name);
     if (special == special_tokens.end()) {
-      return Error::Corruption("post_processor template names \"" + name + "\", not in its special_tokens");
+      return Error::Corruption("post_processor template names \"" + PrintableInMessage(name) +
+                               "\", not in its special_tokens");
     }
     for (const json& id : special->at("ids"))
       (seen_sequence ? suffix_ids_ : prefix_ids_).push_back(id.get<int32_t>());

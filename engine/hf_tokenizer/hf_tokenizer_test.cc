@@ -208,6 +208,12 @@ TEST(HfTokenizer, UnsupportedConstructsAreNamed) {
       {"/post_processor", {{"type", "BertProcessing"}}, "post_processor type \"BertProcessing\""},
       {"/model/dropout", 0.1, "BPE dropout"},
       {"/truncation", {{"max_length", 8}}, "truncation"},
+      // Names read from the file are quoted on one line, control characters as '?'.
+      {"/model/type", "Uni\ngram", "model type \"Uni?gram\""},
+      {"/normalizer", {{"type", "Lower\ncase"}}, "normalizer type \"Lower?case\""},
+      {"/pre_tokenizer", {{"type", "White\rspace"}}, "pre_tokenizer type \"White?space\""},
+      {"/decoder", {{"type", "Word\nPiece"}}, "decoder type \"Word?Piece\""},
+      {"/model/unk_token", "<un\nk>", "model.unk_token \"<un?k>\""},
   };
   for (const Case& c : cases) {
     json file = SentencePieceFile();

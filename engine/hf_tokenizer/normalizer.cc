@@ -64,7 +64,7 @@ Status Normalizer::AddSteps(const nlohmann::json& config, std::vector<Step>& ste
     steps.push_back(
         {Kind::kReplace, pattern.at("String").get<std::string>(), config.at("content").get<std::string>()});
   } else {
-    return Error::Unimplemented("normalizer type \"" + type + "\"");
+    return Error::Unimplemented("normalizer type \"" + PrintableInMessage(type) + "\"");
   }
   return {};
 }

@@ -49,7 +49,8 @@ Status PreTokenizer::AddSteps(const nlohmann::json& config) {
     } else if (behavior == "MergedWithNext") {
       step.behavior = Behavior::kMergedWithNext;
     } else {
-      return Error::Unimplemented("pre_tokenizer Split with behavior \"" + behavior + "\"");
+      return Error::Unimplemented("pre_tokenizer Split with behavior \"" + PrintableInMessage(behavior) +
+                                  "\"");
     }
     steps_.push_back(std::move(step));
     return {};
@@ -78,7 +79,8 @@ Status PreTokenizer::AddSteps(const nlohmann::json& config) {
       } else if (name == "never") {
         step.prepend = Prepend::kNever;
       } else {
-        return Error::Unimplemented("pre_tokenizer Metaspace with prepend_scheme \"" + name + "\"");
+        return Error::Unimplemented("pre_tokenizer Metaspace with prepend_scheme \"" +
+                                    PrintableInMessage(name) + "\"");
       }
     } else {
       step.prepend = BoolField(config, "add_prefix_space", true) ? Prepend::kAlways : Prepend::kNever;
@@ -87,7 +89,7 @@ Status PreTokenizer::AddSteps(const nlohmann::json& config) {
     steps_.push_back(std::move(step));
     return {};
   }
-  return Error::Unimplemented("pre_tokenizer type \"" + type + "\"");
+  return Error::Unimplemented("pre_tokenizer type \"" + PrintableInMessage(type) + "\"");
 }
 
 Result<PreTokenizer> PreTokenizer::FromJson(const nlohmann::json& config) {

@@ -22,8 +22,9 @@ Result<Regex> Regex::Compile(std::string_view pattern, bool literal) {
   if (code == nullptr) {
     PCRE2_UCHAR reason[256];
     pcre2_get_error_message(error_code, reason, sizeof reason);
-    return Error::InvalidArgument("regex " + std::string(pattern) + ": " + reinterpret_cast<char*>(reason) +
-                                  " at offset " + std::to_string(error_offset));
+    return Error::InvalidArgument("regex " + PrintableInMessage(pattern) + ": " +
+                                  reinterpret_cast<char*>(reason) + " at offset " +
+                                  std::to_string(error_offset));
   }
   // Without JIT support pcre2_match interprets the pattern: slower, same result.
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);

@@ -96,7 +96,7 @@ Status TokenDecoder::AddSteps(const nlohmann::json& config) {
     }
     steps_.push_back(std::move(step));
   } else {
-    return Error::Unimplemented("decoder type \"" + type + "\"");
+    return Error::Unimplemented("decoder type \"" + PrintableInMessage(type) + "\"");
   }
   return {};
 }
