@@ -45,6 +45,10 @@ for entry in "${FUZZERS[@]}"; do
   if [ "$status" -ne 0 ]; then
     result="FAILED (status $status; see $WORK/$name/log)"
     failed=1
+    # The folder may be gone when the log is read (a CI machine), so the
+    # finding itself goes to stderr: the check or sanitizer line, the
+    # summary, and the input in Base64.
+    grep -E 'Check failed|ERROR: |SUMMARY: |^Base64: ' "$WORK/$name/log" | cut -c1-400 >&2
   fi
   echo "$name ${SECONDS_PER_TARGET}s ${executions:-?} execs $(ls "$WORK/$name/corpus" | wc -l) corpus $result"
 done
