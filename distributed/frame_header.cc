@@ -38,7 +38,7 @@ std::string Hex(uint64_t value) {
 
 bool IsKnownOp(uint8_t op) {
   return op >= static_cast<uint8_t>(CollectiveOp::kPointToPoint) &&
-         op <= static_cast<uint8_t>(CollectiveOp::kPong);
+         op <= static_cast<uint8_t>(CollectiveOp::kSetUpArea);
 }
 
 Error Malformed(const std::string& reason) { return Error::Transport("malformed frame: " + reason); }
@@ -73,6 +73,8 @@ std::string CollectiveOpName(CollectiveOp op) {
       return "ping";
     case CollectiveOp::kPong:
       return "pong";
+    case CollectiveOp::kSetUpArea:
+      return "set_up_area";
   }
   return "op#" + std::to_string(static_cast<int>(op));
 }

@@ -58,6 +58,9 @@ enum class CollectiveOp : uint8_t {
   // A liveness probe (header only): the receiver answers with kPong.
   kPing = 12,
   kPong = 13,
+  // A group's first collective on shared memory sets up its CollectiveArea
+  // as a collective of its own (ProcessGroup).
+  kSetUpArea = 14,
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ constexpr size_t kSegmentElements = kMaxChunkBytes / sizeof(float);
 // The element count of a frame that carries its sender's error instead of
 // data (CollectiveCall::SendFailure); no collective has that many elements.
 constexpr uint64_t kFailedAtSender = ~uint64_t{0};
+
+// How many of its failed collectives a group remembers, to drop the frames
+// peers still send for them (GroupState::failed_sequences).
+constexpr size_t kRememberedFailures = 256;
 
 // How many segments ExchangeAndReduce keeps queued to the peer ahead of the
 // one it reduces.
@@ -68,6 +73,11 @@ struct GroupState {
   // shares memory with this rank (SharesMemory); used only by collectives,
   // which the callers never race against each other.
   std::unique_ptr<CollectiveArea> area;
+  // Sequence numbers of this group's collectives that failed on this rank,
+  // oldest first, at most kRememberedFailures: peers may have sent (or still
+  // send) frames for them, which a later collective drops instead of taking
+  // them for its own. Used only by collectives, like `area`.
+  std::deque<uint64_t> failed_sequences;
 
   int size() const { return static_cast<int>(members.size()); }
   // Whether the group has two or more members and this rank shares memory
@@ -81,6 +91,13 @@ struct GroupState {
     return true;
   }
   uint32_t collective_tag() const { return kTagReservedBase + group_id; }
+  bool Failed(uint64_t sequence) const {
+    return std::find(failed_sequences.begin(), failed_sequences.end(), sequence) != failed_sequences.end();
+  }
+  void RememberFailed(uint64_t sequence) {
+    if (failed_sequences.size() == kRememberedFailures) failed_sequences.pop_front();
+    failed_sequences.push_back(sequence);
+  }
   Deadline NextDeadline() const { return Clock::now() + transport->timeout(); }
 };
 
@@ -112,13 +129,48 @@ std::span<T> Segment(std::span<T> data, size_t index) {
 }
 
 // One invocation of a collective on one rank: frames it sends carry its op,
-// sequence number and length; frames it receives must carry the same.
+// sequence number and length; frames it receives must carry the same. A
+// call whose Run body fails (or that never ran one) is remembered as failed
+// by the group when it ends, so that frames peers sent for it are dropped.
 class CollectiveCall {
  public:
   CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count)
       : state_(state), op_(op), sequence_(state.next_sequence.fetch_add(1)), element_count_(element_count) {
     Announce();
   }
+  CollectiveCall(const CollectiveCall&) = delete;
+  CollectiveCall& operator=(const CollectiveCall&) = delete;
+  ~CollectiveCall() {
+    if (!succeeded_) state_.RememberFailed(sequence_);
+  }
+
+  // Runs the collective's `body` (returning Status or Result<T>) and
+  // returns what it returns. When it fails:
+  // - in the group's CollectiveArea: the group drops the area (whose
+  //   counters the members may no longer agree on); every member fails
+  //   the same collective there, and the next collective sets up a new one;
+  // - over messages, from a fault of this rank's call (a length, op or
+  //   argument that does not match): every other member is told
+  //   (SendFailure), so that those waiting for this rank fail at once,
+  //   quoting its error, instead of timing out.
+  template <typename Body>
+  auto Run(Body body) {
+    auto result = body();
+    succeeded_ = static_cast<bool>(result);
+    if (!succeeded_) {
+      if (used_area_) {
+        state_.area.reset();
+      } else if (!heard_failure_ && IsCallFault(result.error().kind)) {
+        for (int peer = 0; peer < size(); ++peer) {
+          if (peer != rank()) (void)SendFailure(peer, result.error());  // best effort: the error stands
+        }
+      }
+    }
+    return result;
+  }
+
+  // Marks this call as one that runs in the group's CollectiveArea.
+  void UseArea() { used_area_ = true; }
 
   // Tells the group's CollectiveArea, if it has one, that this rank is in
   // this collective (for the mismatch checks of peers waiting there).
@@ -161,12 +213,18 @@ class CollectiveCall {
     return {};
   }
 
-  // Receives the next frame of this collective from group rank `peer`.
-  // `check_length`: the peer's element_count must equal ours. A failure
-  // the peer sent (SendFailure) is a CollectiveMismatch quoting it.
+  // Receives the next frame of this collective from group rank `peer`,
+  // dropping what is left of earlier collectives (frames of one that failed
+  // on this rank, and failure notices). `check_length`: the peer's
+  // element_count must equal ours. A failure the peer sent (SendFailure) is
+  // a CollectiveMismatch quoting it.
   Result<Message> Recv(int peer, bool check_length) {
+    const Deadline deadline = state_.NextDeadline();
     Result<Message> received =
-        state_.transport->Recv(state_.members[peer], state_.collective_tag(), state_.NextDeadline());
+        state_.transport->Recv(state_.members[peer], state_.collective_tag(), deadline);
+    while (received && IsLeftOver(received->key)) {
+      received = state_.transport->Recv(state_.members[peer], state_.collective_tag(), deadline);
+    }
     if (!received) return WithContext(std::move(received).error(), From(peer));
     const FrameKey& key = received->key;
     if (key.op != op_ || key.sequence != sequence_) {
@@ -175,6 +233,7 @@ class CollectiveCall {
                                                        std::to_string(peer) + ")");
     }
     if (key.element_count == kFailedAtSender) {
+      heard_failure_ = true;
       const std::span<const std::byte> text = received->payload.bytes();
       return Error{ErrorKind::kCollectiveMismatch,
                    Describe() + ": rank " + std::to_string(peer) +
@@ -204,7 +263,20 @@ class CollectiveCall {
   GroupState& state_;
   const CollectiveOp op_;
   const uint64_t sequence_;
+  // Errors that come from this rank's own call, not from the job's state.
+  static bool IsCallFault(ErrorKind kind) {
+    return kind == ErrorKind::kLengthMismatch || kind == ErrorKind::kCollectiveMismatch ||
+           kind == ErrorKind::kInvalidArgument;
+  }
+
+  bool IsLeftOver(const FrameKey& key) const {
+    return key.sequence < sequence_ && (key.element_count == kFailedAtSender || state_.Failed(key.sequence));
+  }
+
   const uint64_t element_count_;
+  bool succeeded_ = false;
+  bool used_area_ = false;
+  bool heard_failure_ = false;  // a peer's SendFailure ended this call
 };
 
 void CopyInto(std::span<float> dst, std::span<const std::byte> src) {
@@ -416,9 +488,29 @@ Status RunChainBroadcast(CollectiveCall& call, int root, std::span<float> data) 
   return {};
 }
 
-// Gives the group its CollectiveArea, as part of `call` (its frames carry
-// the call's op, sequence number and length, so a mismatch shows here as in
-// any collective): rank 0 creates the area and sends its address to every
+// A broadcast over messages: each receiver first sends the root an empty
+// frame carrying its length; the root reads them after sending the data (so
+// they arrive while it sends) and fails too, naming the receiver, when a
+// length differs from its own.
+Status BroadcastOverMessages(CollectiveCall& call, int root, std::span<float> data) {
+  if (call.rank() != root) {
+    if (Status told = call.Send(root, {}); !told) return told;
+  }
+  Status moved = data.size() * sizeof(float) <= kSmallCollectiveBytes ? RunTreeBroadcast(call, root, data)
+                                                                      : RunChainBroadcast(call, root, data);
+  if (!moved || call.rank() != root) return moved;
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (peer == root) continue;
+    Result<Message> length = call.Recv(peer, /*check_length=*/true);
+    if (!length) return std::move(length).error();
+  }
+  return {};
+}
+
+// Gives the group its CollectiveArea in `call`, a kSetUpArea collective of
+// its own (so that a mismatch in the collective that needs the area fails
+// that collective, in the area, and not the setup, which would leave some
+// members with an area and some without): rank 0 creates the area and sends its address to every
 // member; each opens it and acknowledges; once all have, rank 0 stops
 // sharing it and tells every member to go on.
 Status SetUpArea(CollectiveCall& call, GroupState& state) {
@@ -475,18 +567,22 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
     return WithContext(std::move(watched).error(), call.Describe());
   }
   state.area = std::move(area);
-  call.Announce();
   return {};
 }
 
-// The group's CollectiveArea, set up as part of `call` when this is the
-// first collective to use it; nullptr when not every member shares memory
-// with this rank.
+// The group's CollectiveArea, set up (a collective after `call`, on every
+// member alike) when `call` is the first collective to use it; nullptr when
+// not every member shares memory with this rank.
 Result<CollectiveArea*> AreaFor(CollectiveCall& call, GroupState& state) {
   if (!state.area) {
     if (!state.SharesMemory()) return nullptr;
-    if (Status ready = SetUpArea(call, state); !ready) return std::move(ready).error();
+    CollectiveCall setup(state, CollectiveOp::kSetUpArea, 0);
+    if (Status ready = setup.Run([&] { return SetUpArea(setup, state); }); !ready) {
+      return WithContext(std::move(ready).error(), call.Describe());
+    }
+    call.Announce();
   }
+  call.UseArea();
   return state.area.get();
 }
 
@@ -515,19 +611,21 @@ const std::shared_ptr<Transport>& ProcessGroup::transport() const { return state
 
 Status ProcessGroup::barrier() {
   CollectiveCall call(*state_, CollectiveOp::kBarrier, 0);
-  Result<CollectiveArea*> area = AreaFor(call, *state_);
-  if (!area) return std::move(area).error();
-  if (*area) {
-    return (*area)->Barrier(call.stamp(), state_->NextDeadline(), [&call] { return call.Describe(); });
-  }
-  const int world = call.size();
-  for (int distance = 1; distance < world; distance <<= 1) {
-    Status sent = call.Send((call.rank() + distance) % world, {});
-    if (!sent) return sent;
-    Result<Message> received = call.Recv((call.rank() - distance + world) % world, false);
-    if (!received) return std::move(received).error();
-  }
-  return {};
+  return call.Run([&]() -> Status {
+    Result<CollectiveArea*> area = AreaFor(call, *state_);
+    if (!area) return std::move(area).error();
+    if (*area) {
+      return (*area)->Barrier(call.stamp(), state_->NextDeadline(), [&call] { return call.Describe(); });
+    }
+    const int world = call.size();
+    for (int distance = 1; distance < world; distance <<= 1) {
+      Status sent = call.Send((call.rank() + distance) % world, {});
+      if (!sent) return sent;
+      Result<Message> received = call.Recv((call.rank() - distance + world) % world, false);
+      if (!received) return std::move(received).error();
+    }
+    return {};
+  });
 }
 
 namespace {
@@ -612,37 +710,41 @@ Result<std::vector<int32_t>> ProcessGroup::recv_i32(int from, uint32_t tag) {
 
 Status ProcessGroup::all_reduce(std::span<float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kAllReduce, data.size());
-  Result<CollectiveArea*> area = AreaFor(call, *state_);
-  if (!area) return std::move(area).error();
-  if (*area) {
-    return (*area)->AllReduce(data, op, call.stamp(), state_->NextDeadline(),
-                              [&call] { return call.Describe(); });
-  }
-  if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
-      data.size() < static_cast<size_t>(call.size()) || call.size() == 2) {
-    return RunRecursiveDoubling(call, data, op);
-  }
-  const BlockLayout layout{data.size(), static_cast<size_t>(call.size())};
-  return RunRing(call, data, layout, /*reduce_scatter=*/true, /*all_gather=*/true, op);
+  return call.Run([&]() -> Status {
+    Result<CollectiveArea*> area = AreaFor(call, *state_);
+    if (!area) return std::move(area).error();
+    if (*area) {
+      return (*area)->AllReduce(data, op, call.stamp(), state_->NextDeadline(),
+                                [&call] { return call.Describe(); });
+    }
+    if (data.size() * sizeof(float) <= kSmallCollectiveBytes ||
+        data.size() < static_cast<size_t>(call.size()) || call.size() == 2) {
+      return RunRecursiveDoubling(call, data, op);
+    }
+    const BlockLayout layout{data.size(), static_cast<size_t>(call.size())};
+    return RunRing(call, data, layout, /*reduce_scatter=*/true, /*all_gather=*/true, op);
+  });
 }
 
 Status ProcessGroup::all_gather(std::span<const float> data, std::span<float> out) {
   CollectiveCall call(*state_, CollectiveOp::kAllGather, data.size());
-  const size_t world = static_cast<size_t>(call.size());
-  if (out.size() != world * data.size()) {
-    return Error::InvalidArgument(call.Describe() + ": output of " + std::to_string(out.size()) +
-                                  " elements for " + std::to_string(world) + " blocks of " +
-                                  std::to_string(data.size()));
-  }
-  Result<CollectiveArea*> area = AreaFor(call, *state_);
-  if (!area) return std::move(area).error();
-  if (*area) {
-    return (*area)->AllGather(data, out, call.stamp(), state_->NextDeadline(),
-                              [&call] { return call.Describe(); });
-  }
-  std::copy(data.begin(), data.end(), out.begin() + call.rank() * data.size());
-  return RunRing(call, out, BlockLayout{out.size(), world}, /*reduce_scatter=*/false, /*all_gather=*/true,
-                 ReduceKind::kSum);
+  return call.Run([&]() -> Status {
+    const size_t world = static_cast<size_t>(call.size());
+    if (out.size() != world * data.size()) {
+      return Error::InvalidArgument(call.Describe() + ": output of " + std::to_string(out.size()) +
+                                    " elements for " + std::to_string(world) + " blocks of " +
+                                    std::to_string(data.size()));
+    }
+    Result<CollectiveArea*> area = AreaFor(call, *state_);
+    if (!area) return std::move(area).error();
+    if (*area) {
+      return (*area)->AllGather(data, out, call.stamp(), state_->NextDeadline(),
+                                [&call] { return call.Describe(); });
+    }
+    std::copy(data.begin(), data.end(), out.begin() + call.rank() * data.size());
+    return RunRing(call, out, BlockLayout{out.size(), world}, /*reduce_scatter=*/false, /*all_gather=*/true,
+                   ReduceKind::kSum);
+  });
 }
 
 Result<std::vector<float>> ProcessGroup::all_gather(std::span<const float> data) {
@@ -657,41 +759,42 @@ Status ProcessGroup::broadcast(int root, std::span<float> data) {
     return Error::UnknownRank("broadcast root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kBroadcast, data.size());
-  Result<CollectiveArea*> area = AreaFor(call, *state_);
-  if (!area) return std::move(area).error();
-  if (*area) {
-    AreaStamp stamp = call.stamp();
-    stamp.root = root;
-    return (*area)->Broadcast(data, stamp, state_->NextDeadline(), [&call] { return call.Describe(); });
-  }
-  if (data.size() * sizeof(float) <= kSmallCollectiveBytes) {
-    return RunTreeBroadcast(call, root, data);
-  }
-  return RunChainBroadcast(call, root, data);
+  return call.Run([&]() -> Status {
+    Result<CollectiveArea*> area = AreaFor(call, *state_);
+    if (!area) return std::move(area).error();
+    if (*area) {
+      AreaStamp stamp = call.stamp();
+      stamp.root = root;
+      return (*area)->Broadcast(data, stamp, state_->NextDeadline(), [&call] { return call.Describe(); });
+    }
+    return BroadcastOverMessages(call, root, data);
+  });
 }
 
 Result<std::vector<float>> ProcessGroup::reduce_scatter(std::span<const float> data, ReduceKind op) {
   CollectiveCall call(*state_, CollectiveOp::kReduceScatter, data.size());
-  const size_t world = static_cast<size_t>(call.size());
-  if (data.size() % world != 0) {
-    return Error::InvalidArgument(call.Describe() + ": length " + std::to_string(data.size()) +
-                                  " is not divisible by the group size " + std::to_string(world));
-  }
-  Result<CollectiveArea*> area = AreaFor(call, *state_);
-  if (!area) return std::move(area).error();
-  if (*area) {
-    std::vector<float> mine(data.size() / world);
-    Status reduced = (*area)->ReduceScatter(data, mine, op, call.stamp(), state_->NextDeadline(),
-                                            [&call] { return call.Describe(); });
-    if (!reduced) return std::move(reduced).error();
-    return mine;
-  }
-  std::vector<float> work(data.begin(), data.end());
-  const BlockLayout layout{work.size(), world};
-  Status ring = RunRing(call, work, layout, /*reduce_scatter=*/true, /*all_gather=*/false, op);
-  if (!ring) return std::move(ring).error();
-  const auto block = work.begin() + layout.offset(call.rank());
-  return std::vector<float>(block, block + layout.size(call.rank()));
+  return call.Run([&]() -> Result<std::vector<float>> {
+    const size_t world = static_cast<size_t>(call.size());
+    if (data.size() % world != 0) {
+      return Error::InvalidArgument(call.Describe() + ": length " + std::to_string(data.size()) +
+                                    " is not divisible by the group size " + std::to_string(world));
+    }
+    Result<CollectiveArea*> area = AreaFor(call, *state_);
+    if (!area) return std::move(area).error();
+    if (*area) {
+      std::vector<float> mine(data.size() / world);
+      Status reduced = (*area)->ReduceScatter(data, mine, op, call.stamp(), state_->NextDeadline(),
+                                              [&call] { return call.Describe(); });
+      if (!reduced) return std::move(reduced).error();
+      return mine;
+    }
+    std::vector<float> work(data.begin(), data.end());
+    const BlockLayout layout{work.size(), world};
+    Status ring = RunRing(call, work, layout, /*reduce_scatter=*/true, /*all_gather=*/false, op);
+    if (!ring) return std::move(ring).error();
+    const auto block = work.begin() + layout.offset(call.rank());
+    return std::vector<float>(block, block + layout.size(call.rank()));
+  });
 }
 
 Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(int root, std::span<const std::byte> data) {
@@ -699,23 +802,25 @@ Result<std::vector<std::vector<std::byte>>> ProcessGroup::gather(int root, std::
     return Error::UnknownRank("gather root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kGather, 0);
-  std::vector<std::vector<std::byte>> blobs;
-  if (call.rank() != root) {
-    Status sent = call.Send(root, data);
-    if (!sent) return std::move(sent).error();
-    return blobs;
-  }
-  blobs.resize(call.size());
-  for (int peer = 0; peer < call.size(); ++peer) {
-    if (peer == root) {
-      blobs[peer].assign(data.begin(), data.end());
-      continue;
+  return call.Run([&]() -> Result<std::vector<std::vector<std::byte>>> {
+    std::vector<std::vector<std::byte>> blobs;
+    if (call.rank() != root) {
+      Status sent = call.Send(root, data);
+      if (!sent) return std::move(sent).error();
+      return blobs;
     }
-    Result<Message> received = call.Recv(peer, /*check_length=*/false);
-    if (!received) return std::move(received).error();
-    blobs[peer] = ToVector(received->payload);
-  }
-  return blobs;
+    blobs.resize(call.size());
+    for (int peer = 0; peer < call.size(); ++peer) {
+      if (peer == root) {
+        blobs[peer].assign(data.begin(), data.end());
+        continue;
+      }
+      Result<Message> received = call.Recv(peer, /*check_length=*/false);
+      if (!received) return std::move(received).error();
+      blobs[peer] = ToVector(received->payload);
+    }
+    return blobs;
+  });
 }
 
 Result<std::vector<std::byte>> ProcessGroup::scatter(int root,
@@ -724,26 +829,23 @@ Result<std::vector<std::byte>> ProcessGroup::scatter(int root,
     return Error::UnknownRank("scatter root", root, world_size());
   }
   CollectiveCall call(*state_, CollectiveOp::kScatter, 0);
-  if (call.rank() != root) {
-    Result<Message> received = call.Recv(root, /*check_length=*/false);
-    if (!received) return std::move(received).error();
-    return ToVector(received->payload);
-  }
-  if (blobs.size() != static_cast<size_t>(call.size())) {
-    const Error error =
-        Error::InvalidArgument(call.Describe() + ": root passed " + std::to_string(blobs.size()) +
-                               " blobs, expected " + std::to_string(call.size()));
-    for (int peer = 0; peer < call.size(); ++peer) {
-      if (peer != root) (void)call.SendFailure(peer, error);  // best effort: the root's error stands
+  return call.Run([&]() -> Result<std::vector<std::byte>> {
+    if (call.rank() != root) {
+      Result<Message> received = call.Recv(root, /*check_length=*/false);
+      if (!received) return std::move(received).error();
+      return ToVector(received->payload);
     }
-    return error;
-  }
-  for (int peer = 0; peer < call.size(); ++peer) {
-    if (peer == root) continue;
-    Status sent = call.Send(peer, blobs[peer]);
-    if (!sent) return std::move(sent).error();
-  }
-  return blobs[root];
+    if (blobs.size() != static_cast<size_t>(call.size())) {
+      return Error::InvalidArgument(call.Describe() + ": root passed " + std::to_string(blobs.size()) +
+                                    " blobs, expected " + std::to_string(call.size()));
+    }
+    for (int peer = 0; peer < call.size(); ++peer) {
+      if (peer == root) continue;
+      Status sent = call.Send(peer, blobs[peer]);
+      if (!sent) return std::move(sent).error();
+    }
+    return blobs[root];
+  });
 }
 
 Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
@@ -770,8 +872,10 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   CollectiveCall call(*state_, CollectiveOp::kSplit, 2);
   std::vector<float> all(2 * static_cast<size_t>(world));
   std::copy(mine, mine + 2, all.begin() + 2 * rank());
-  Status ring = RunRing(call, all, BlockLayout{all.size(), static_cast<size_t>(world)},
-                        /*reduce_scatter=*/false, /*all_gather=*/true, ReduceKind::kMax);
+  Status ring = call.Run([&] {
+    return RunRing(call, all, BlockLayout{all.size(), static_cast<size_t>(world)},
+                   /*reduce_scatter=*/false, /*all_gather=*/true, ReduceKind::kMax);
+  });
   if (!ring) return std::move(ring).error();
   uint32_t group_id = 0;
   for (int peer = 0; peer < world; ++peer) {
