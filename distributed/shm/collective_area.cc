@@ -16,6 +16,7 @@ struct CollectiveArea::MemberLine {
   std::atomic<uint32_t> announced_op;
   std::atomic<uint64_t> announced_sequence;  // 1 + the sequence number; 0: none yet
   std::atomic<uint64_t> posted;
+  std::atomic<uint64_t> reduced;
   std::atomic<uint64_t> done;
 };
 
@@ -176,6 +177,7 @@ Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const A
 Status CollectiveArea::RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
                                  const std::function<std::string()>& describe,
                                  const std::function<void(size_t, std::span<std::byte>)>& write,
+                                 const std::function<bool(size_t, int)>& reduce_slice,
                                  const std::function<void(size_t, int)>& read) {
   for (size_t index = 0; index < chunks; ++index) {
     const uint64_t k = next_chunk_++;
@@ -222,6 +224,14 @@ Status CollectiveArea::RunChunks(size_t chunks, const AreaStamp& stamp, Deadline
                                              std::to_string(member) + ")");
       }
     }
+    if (reduce_slice && reduce_slice(index, buffer)) {
+      Member(rank_).reduced.store(k + 1, std::memory_order_release);
+      Bell().Ring();
+      Status reduced = AwaitAll(
+          [&](int member) { return Member(member).reduced.load(std::memory_order_acquire) >= k + 1; }, stamp,
+          deadline, describe, "the reduced slice");
+      if (!reduced) return reduced;
+    }
     read(index, buffer);
     Member(rank_).done.store(k + 1, std::memory_order_release);
     Bell().Ring();
@@ -263,23 +273,57 @@ auto WriteChunksOf(std::span<const float> data) {
 
 Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
                                  Deadline deadline, const std::function<std::string()>& describe) {
-  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
-                   [&](size_t index, int buffer) {
-                     const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-                     if (chunk.empty()) return;
-                     CopyBytes(chunk.data(), Slot(0, buffer).data(), chunk.size_bytes());
-                     for (int member = 1; member < size_; ++member) {
-                       ReduceInto(chunk, Slot(member, buffer).first(chunk.size_bytes()), op);
-                     }
-                     if (op == ReduceKind::kMean) DivideBy(chunk, static_cast<float>(size_));
-                   });
+  // Element range [first, second) of member `member`'s slice of a chunk of
+  // `n` elements.
+  const auto slice = [this](size_t n, int member) {
+    const size_t members = static_cast<size_t>(size_);
+    return std::pair<size_t, size_t>(n * member / members, n * (member + 1) / members);
+  };
+  // Reduces elements [begin, begin + to.size()) of every member's slot of
+  // `buffer`, in member order, into `to`.
+  const auto reduce_range = [&](std::span<float> to, int buffer, size_t begin) {
+    if (to.empty()) return;
+    const size_t offset = begin * sizeof(float);
+    CopyBytes(to.data(), Slot(0, buffer).data() + offset, to.size_bytes());
+    for (int member = 1; member < size_; ++member) {
+      ReduceInto(to, Slot(member, buffer).subspan(offset, to.size_bytes()), op);
+    }
+    if (op == ReduceKind::kMean) DivideBy(to, static_cast<float>(size_));
+  };
+  const auto sliced = [](std::span<float> chunk) { return chunk.size() >= kSliceReduceElements; };
+  return RunChunks(
+      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
+      [&](size_t index, int buffer) {
+        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+        if (!sliced(chunk)) return false;
+        // This member's input is in its slot already: its output chunk
+        // takes the reduced slice, which then goes over the slice in its slot.
+        const auto [begin, end] = slice(chunk.size(), rank_);
+        const std::span<float> mine = chunk.subspan(begin, end - begin);
+        reduce_range(mine, buffer, begin);
+        CopyBytes(Slot(rank_, buffer).data() + begin * sizeof(float), mine.data(), mine.size_bytes());
+        return true;
+      },
+      [&](size_t index, int buffer) {
+        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
+        if (!sliced(chunk)) {
+          reduce_range(chunk, buffer, 0);
+          return;
+        }
+        for (int member = 0; member < size_; ++member) {
+          if (member == rank_) continue;
+          const auto [begin, end] = slice(chunk.size(), member);
+          CopyBytes(chunk.data() + begin, Slot(member, buffer).data() + begin * sizeof(float),
+                    (end - begin) * sizeof(float));
+        }
+      });
 }
 
 Status CollectiveArea::AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
                                  Deadline deadline, const std::function<std::string()>& describe) {
   CHECK_EQ(out.size(), data.size() * size_);
   return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
-                   [&](size_t index, int buffer) {
+                   /*reduce_slice=*/nullptr, [&](size_t index, int buffer) {
                      for (int member = 0; member < size_; ++member) {
                        const std::span<float> block = out.subspan(member * data.size(), data.size());
                        const std::span<float> chunk = ChunkOf(block, index, kSlotElements);
@@ -294,7 +338,7 @@ Status CollectiveArea::Broadcast(std::span<float> data, const AreaStamp& stamp, 
   const bool root = stamp.root == rank_;
   return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
                    WriteChunksOf(root ? std::span<const float>(data) : std::span<const float>()),
-                   [&](size_t index, int buffer) {
+                   /*reduce_slice=*/nullptr, [&](size_t index, int buffer) {
                      if (root) return;
                      const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
                      CopyBytes(chunk.data(), Slot(stamp.root, buffer).data(), chunk.size_bytes());
@@ -320,6 +364,7 @@ Status CollectiveArea::ReduceScatter(std::span<const float> data, std::span<floa
           CopyBytes(slot.data() + b * per_block * sizeof(float), part.data(), part.size_bytes());
         }
       },
+      /*reduce_slice=*/nullptr,
       [&](size_t index, int buffer) {
         const std::span<float> part = ChunkOf(out, index, per_block);
         if (part.empty()) return;

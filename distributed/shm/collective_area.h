@@ -8,9 +8,10 @@
 //   [0, 64)        the group's Doorbell (every wait of every member sleeps
 //                  on it; a member rings it after publishing anything)
 //   member lines   one 64-byte line per member r, written only by r: its pid,
-//                  `posted` (chunks r has written, ever), `done` (chunks r
-//                  has finished reading, ever), and the op and sequence
-//                  number of the collective r is in (see Announce)
+//                  `posted` (chunks r has written, ever), `reduced` (chunks
+//                  whose slice r has reduced, ever; all_reduce), `done`
+//                  (chunks r has finished reading, ever), and the op and
+//                  sequence number of the collective r is in (see Announce)
 //   slot headers   per member, two 64-byte lines (one per buffer): the op,
 //                  sequence number, element count, broadcast root and chunk
 //                  number of what the buffer holds
@@ -24,6 +25,16 @@
 // write (a broadcast's receivers): its header carries its stamp, so every
 // member, the broadcast root included, checks every other member's op,
 // sequence number, length and root before it reads.
+//
+// all_reduce of a chunk of at least kSliceReduceElements: member r reduces
+// only slice r of the chunk (the chunk cut into as many slices as members),
+// reading slice r of every slot, and writes the result over slice r of its
+// own slot, which no other member reads until every member has marked its
+// slice reduced; then every member copies each slice out of the slot of the
+// member that reduced it. Each member reads the chunk about twice instead of
+// once per member. Smaller chunks are reduced whole by every member, which
+// saves the extra wait. Either way the reduction runs in member order, so
+// every member gets the same bits.
 //
 // Every wait has the caller's deadline (plus kPeerAliveGrace when the member
 // it waits for runs, as shm transport waits do); before sleeping and between sleeps
@@ -60,6 +71,10 @@ namespace inferno {
 
 // Bytes of one slot buffer: the largest chunk a collective moves at once.
 inline constexpr size_t kAreaSlotBytes = size_t{256} << 10;
+
+// all_reduce chunks of at least this many elements are reduced a slice per
+// member (see the layout comment above); smaller ones whole by every member.
+inline constexpr size_t kSliceReduceElements = 16384;
 
 // Which collective a member is in (the parts of a FrameKey that identify it).
 struct AreaStamp {
@@ -161,11 +176,15 @@ class CollectiveArea {
   // collective shares: for chunk `index`, waits until this member's buffer is
   // free, `write(index, slot)` fills this member's slot (it may write
   // nothing), posts it, waits until every member has posted, checks their
-  // headers against `stamp`, then `read(index, buffer)` reads the members'
-  // slots of `buffer`, and the chunk is marked done.
+  // headers against `stamp`; then, when `reduce_slice(index, buffer)` is
+  // given and returns true (it reduced this member's slice into its own
+  // slot), marks the chunk reduced and waits until every member has; then
+  // `read(index, buffer)` reads the members' slots of `buffer`, and the
+  // chunk is marked done.
   Status RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
                    const std::function<std::string()>& describe,
                    const std::function<void(size_t, std::span<std::byte>)>& write,
+                   const std::function<bool(size_t, int)>& reduce_slice,
                    const std::function<void(size_t, int)>& read);
   // The check between sleeps: dead members and announced mismatches.
   Status CheckMembers(const AreaStamp& stamp, const std::function<std::string()>& describe) const;

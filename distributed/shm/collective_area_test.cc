@@ -82,9 +82,10 @@ std::vector<float> RandomFloats(int rank, size_t length) {
 
 TEST(CollectiveArea, AllReduceGivesEveryMemberTheSameBitsAsARankOrderReduction) {
   // Inputs of very different magnitudes, so that another summation order
-  // gives other bits; three chunks, the last one short.
+  // gives other bits; three chunks, each reduced a slice per member, the
+  // last one short and not a multiple of the members.
   constexpr int kSize = 3;
-  const size_t length = 2 * kChunkElements + 7;
+  const size_t length = 2 * kChunkElements + kSliceReduceElements + 1;
   std::vector<float> expected = RandomFloats(0, length);
   for (int rank = 1; rank < kSize; ++rank) {
     const std::vector<float> input = RandomFloats(rank, length);
