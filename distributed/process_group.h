@@ -19,8 +19,12 @@
 // - Point-to-point tags are per pair of ranks of the transport: a sub-group
 //   and its parent share them (collectives never do: each group's collectives
 //   travel under its own reserved tag).
-// - A failed collective (mismatch, timeout, lost peer) may leave frames of the
-//   peers queued; the group should not be used for further collectives.
+// - A rank whose own call is at fault (its length, op or arguments do not
+//   match) tells every other member, which fail at once quoting its error.
+// - After a failed collective the group stays usable: frames peers sent for
+//   it (and late failure notices) are dropped when met (the group remembers
+//   its last 256 failures), and a group on a shared segment sets up a new
+//   one. A lost peer still fails every later collective that needs it.
 // - Build one ProcessGroup per transport and copy it; two groups constructed
 //   separately over one transport would both be group 0.
 //
@@ -110,9 +114,8 @@ class ProcessGroup {
   Status all_gather(std::span<const float> data, std::span<float> out);
 
   // On non-roots `data` is overwritten with the root's; its length must match
-  // the root's (else LengthMismatch on that rank; on a group in one shared
-  // segment, see Algorithms, on the root as well; over messages the root,
-  // which only sends, cannot notice).
+  // the root's, else LengthMismatch on that rank and on the root (over
+  // messages, each receiver sends the root its length first).
   Status broadcast(int root, std::span<float> data);
 
   // Reduces `data` (length world_size × n) element-wise across ranks; rank i
