@@ -78,6 +78,11 @@ struct GroupState {
   // send) frames for them, which a later collective drops instead of taking
   // them for its own. Used only by collectives, like `area`.
   std::deque<uint64_t> failed_sequences;
+  // Per group rank, frames of a later collective than the one that received
+  // them (their sender had gone on), oldest first: the collective they
+  // belong to takes them before reading the transport. Used only by
+  // collectives.
+  std::vector<std::deque<Message>> ahead;
 
   int size() const { return static_cast<int>(members.size()); }
   // Whether the group has two or more members and this rank shares memory
@@ -135,9 +140,12 @@ std::span<T> Segment(std::span<T> data, size_t index) {
 class CollectiveCall {
  public:
   CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count)
-      : state_(state), op_(op), sequence_(state.next_sequence.fetch_add(1)), element_count_(element_count) {
-    Announce();
-  }
+      : CollectiveCall(state, op, element_count, state.next_sequence.fetch_add(1)) {}
+  // A call with the sequence number of `within`, which it is part of (the
+  // setup of the group's area: members that fail the collective before
+  // reaching that step stay in step with those that do not).
+  CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count, const CollectiveCall& within)
+      : CollectiveCall(state, op, element_count, within.sequence_) {}
   CollectiveCall(const CollectiveCall&) = delete;
   CollectiveCall& operator=(const CollectiveCall&) = delete;
   ~CollectiveCall() {
@@ -146,31 +154,37 @@ class CollectiveCall {
 
   // Runs the collective's `body` (returning Status or Result<T>) and
   // returns what it returns. When it fails:
-  // - in the group's CollectiveArea: the group drops the area (whose
-  //   counters the members may no longer agree on); every member fails
-  //   the same collective there, and the next collective sets up a new one;
-  // - over messages, from a fault of this rank's call (a length, op or
-  //   argument that does not match): every other member is told
-  //   (SendFailure), so that those waiting for this rank fail at once,
-  //   quoting its error, instead of timing out.
+  // - of an op that runs in the group's CollectiveArea (every member shares
+  //   memory): the group drops its area (whose counters the members may no
+  //   longer agree on; every member fails the same collective there, those
+  //   waiting for a member that failed before entering it at their
+  //   deadline), and the next such collective sets up a new one;
+  // - from a fault of this rank's call (a length, op or argument that does
+  //   not match, or a peer's notice of one), unless every member saw it in
+  //   the area: every other member is told (SendFailure; announced in the
+  //   area when this rank failed before entering it), so that those
+  //   waiting for this rank fail at once, quoting its error, instead of at
+  //   their deadline.
   template <typename Body>
   auto Run(Body body) {
     auto result = body();
     succeeded_ = static_cast<bool>(result);
-    if (!succeeded_) {
-      if (used_area_) {
-        state_.area.reset();
-      } else if (!heard_failure_ && IsCallFault(result.error().kind)) {
-        for (int peer = 0; peer < size(); ++peer) {
-          if (peer != rank()) (void)SendFailure(peer, result.error());  // best effort: the error stands
-        }
+    if (succeeded_) return result;
+    const bool tell = IsCallFault(result.error().kind) && !in_area_;
+    if (tell && RunsInArea() && state_.area) {
+      state_.area->AnnounceFailed(sequence_);
+    } else if (tell) {
+      for (int peer = 0; peer < size(); ++peer) {
+        if (peer != rank()) (void)SendFailure(peer, result.error());  // best effort: the error stands
       }
     }
+    if (RunsInArea()) state_.area.reset();
     return result;
   }
 
-  // Marks this call as one that runs in the group's CollectiveArea.
-  void UseArea() { used_area_ = true; }
+  // Marks this call as running in the group's CollectiveArea (its members
+  // see one another's faults there).
+  void EnterArea() { in_area_ = true; }
 
   // Tells the group's CollectiveArea, if it has one, that this rank is in
   // this collective (for the mismatch checks of peers waiting there).
@@ -215,25 +229,25 @@ class CollectiveCall {
 
   // Receives the next frame of this collective from group rank `peer`,
   // dropping what is left of earlier collectives (frames of one that failed
-  // on this rank, and failure notices). `check_length`: the peer's
+  // on this rank, and failure notices); a frame of a later collective (the
+  // peer has gone on) is kept for it and this call fails with a
+  // CollectiveMismatch. `check_length`: the peer's
   // element_count must equal ours. A failure the peer sent (SendFailure) is
   // a CollectiveMismatch quoting it.
   Result<Message> Recv(int peer, bool check_length) {
     const Deadline deadline = state_.NextDeadline();
-    Result<Message> received =
-        state_.transport->Recv(state_.members[peer], state_.collective_tag(), deadline);
-    while (received && IsLeftOver(received->key)) {
-      received = state_.transport->Recv(state_.members[peer], state_.collective_tag(), deadline);
-    }
+    Result<Message> received = TakeFrame(peer, deadline);
+    while (received && IsLeftOver(received->key)) received = TakeFrame(peer, deadline);
     if (!received) return WithContext(std::move(received).error(), From(peer));
     const FrameKey& key = received->key;
     if (key.op != op_ || key.sequence != sequence_) {
-      return Error::CollectiveMismatch(Describe(), CollectiveOpName(key.op) + " #" +
-                                                       std::to_string(key.sequence) + " (rank " +
-                                                       std::to_string(peer) + ")");
+      Error mismatch = Error::CollectiveMismatch(Describe(), CollectiveOpName(key.op) + " #" +
+                                                                 std::to_string(key.sequence) + " (rank " +
+                                                                 std::to_string(peer) + ")");
+      if (key.sequence > sequence_) state_.ahead[peer].push_front(std::move(*received));
+      return mismatch;
     }
     if (key.element_count == kFailedAtSender) {
-      heard_failure_ = true;
       const std::span<const std::byte> text = received->payload.bytes();
       return Error{ErrorKind::kCollectiveMismatch,
                    Describe() + ": rank " + std::to_string(peer) +
@@ -263,6 +277,31 @@ class CollectiveCall {
   GroupState& state_;
   const CollectiveOp op_;
   const uint64_t sequence_;
+  CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count, uint64_t sequence)
+      : state_(state), op_(op), sequence_(sequence), element_count_(element_count) {
+    Announce();
+  }
+
+  // The oldest frame from group rank `peer` kept for a later collective,
+  // else the next from the transport.
+  Result<Message> TakeFrame(int peer, Deadline deadline) {
+    if (state_.ahead.empty()) state_.ahead.resize(size());
+    std::deque<Message>& kept = state_.ahead[peer];
+    if (!kept.empty()) {
+      Message frame = std::move(kept.front());
+      kept.pop_front();
+      return frame;
+    }
+    return state_.transport->Recv(state_.members[peer], state_.collective_tag(), deadline);
+  }
+
+  bool RunsInArea() const {
+    const bool area_op = op_ == CollectiveOp::kBarrier || op_ == CollectiveOp::kAllReduce ||
+                         op_ == CollectiveOp::kAllGather || op_ == CollectiveOp::kBroadcast ||
+                         op_ == CollectiveOp::kReduceScatter;
+    return area_op && state_.SharesMemory();
+  }
+
   // Errors that come from this rank's own call, not from the job's state.
   static bool IsCallFault(ErrorKind kind) {
     return kind == ErrorKind::kLengthMismatch || kind == ErrorKind::kCollectiveMismatch ||
@@ -275,8 +314,7 @@ class CollectiveCall {
 
   const uint64_t element_count_;
   bool succeeded_ = false;
-  bool used_area_ = false;
-  bool heard_failure_ = false;  // a peer's SendFailure ended this call
+  bool in_area_ = false;
 };
 
 void CopyInto(std::span<float> dst, std::span<const std::byte> src) {
@@ -576,13 +614,13 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
 Result<CollectiveArea*> AreaFor(CollectiveCall& call, GroupState& state) {
   if (!state.area) {
     if (!state.SharesMemory()) return nullptr;
-    CollectiveCall setup(state, CollectiveOp::kSetUpArea, 0);
+    CollectiveCall setup(state, CollectiveOp::kSetUpArea, 0, call);
     if (Status ready = setup.Run([&] { return SetUpArea(setup, state); }); !ready) {
       return WithContext(std::move(ready).error(), call.Describe());
     }
     call.Announce();
   }
-  call.UseArea();
+  call.EnterArea();
   return state.area.get();
 }
 

@@ -578,6 +578,11 @@ TEST_P(ProcessGroupErrorTest, CollectivesAfterAFailedOneSucceed) {
     if (group.all_reduce(odd, ReduceKind::kSum)) return "the mismatched all_reduce succeeded";
     std::vector<float> root_longer(group.rank() == 0 ? 9 : 8, 1.0f);
     if (group.broadcast(0, root_longer)) return "the mismatched broadcast succeeded";
+    // Rank 1 fails before sending anything (its output buffer is too short);
+    // the others hear of it over messages, or wait out their deadline in
+    // the shared segment.
+    std::vector<float> gathered(group.rank() == 1 ? 5 : 6);
+    if (group.all_gather(std::vector<float>(2, 1.0f), gathered)) return "the bad all_gather succeeded";
     std::vector<float> data = Input(group.rank(), kLargeOddLength);
     if (Status status = group.all_reduce(data, ReduceKind::kSum); !status) return status.error().ToString();
     for (size_t i = 0; i < data.size(); ++i) {

@@ -127,6 +127,11 @@ Status CollectiveArea::CheckMembers(const AreaStamp& stamp,
     // announced_sequence is 0 until the member first announces.
     const uint64_t announced = line.announced_sequence.load(std::memory_order_acquire);
     const auto op = static_cast<CollectiveOp>(line.announced_op.load(std::memory_order_relaxed));
+    if (announced == stamp.sequence + 1 && op == CollectiveOp::kAbort) {
+      return Error{ErrorKind::kCollectiveMismatch,
+                   describe() + ": rank " + std::to_string(job_ranks_.empty() ? member : job_ranks_[member]) +
+                       " failed it before entering the collective area"};
+    }
     if (announced == stamp.sequence + 1 && op != stamp.op) {
       return Error::CollectiveMismatch(describe(),
                                        OpText(op, stamp.sequence) + " (rank " + std::to_string(member) + ")");

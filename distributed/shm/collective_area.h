@@ -116,6 +116,10 @@ class CollectiveArea {
   // Says which collective this member is in (for the mismatch check of the
   // peers' waits). Cheap: two stores.
   void Announce(CollectiveOp op, uint64_t sequence);
+  // Says that this member failed collective `sequence` without entering the
+  // area (e.g. a bad argument): the peers waiting in it fail at once with a
+  // CollectiveMismatch naming this member, instead of at their deadline.
+  void AnnounceFailed(uint64_t sequence) { Announce(CollectiveOp::kAbort, sequence); }
 
   // In place: on return `data` holds op(every member's `data`), element-wise,
   // reduced in member order (member 0's value, op member 1's, ...), so every
