@@ -156,9 +156,8 @@ class CollectiveCall {
   // returns what it returns. When it fails:
   // - of an op that runs in the group's CollectiveArea (every member shares
   //   memory): the group drops its area (whose counters the members may no
-  //   longer agree on; every member fails the same collective there, those
-  //   waiting for a member that failed before entering it at their
-  //   deadline), and the next such collective sets up a new one;
+  //   longer agree on; every member fails the same collective), and the
+  //   next such collective sets up a new one;
   // - from a fault of this rank's call (a length, op or argument that does
   //   not match, or a peer's notice of one), unless every member saw it in
   //   the area: every other member is told (SendFailure; announced in the
@@ -229,11 +228,11 @@ class CollectiveCall {
 
   // Receives the next frame of this collective from group rank `peer`,
   // dropping what is left of earlier collectives (frames of one that failed
-  // on this rank, and failure notices); a frame of a later collective (the
-  // peer has gone on) is kept for it and this call fails with a
-  // CollectiveMismatch. `check_length`: the peer's
-  // element_count must equal ours. A failure the peer sent (SendFailure) is
-  // a CollectiveMismatch quoting it.
+  // on this rank, and failure notices). A frame of a later collective (the
+  // peer has gone on) is kept for that collective, and this call fails with
+  // a CollectiveMismatch. `check_length`: the peer's element_count must
+  // equal ours. A failure the peer sent (SendFailure) is a
+  // CollectiveMismatch quoting it.
   Result<Message> Recv(int peer, bool check_length) {
     const Deadline deadline = state_.NextDeadline();
     Result<Message> received = TakeFrame(peer, deadline);
@@ -274,9 +273,6 @@ class CollectiveCall {
   }
 
  private:
-  GroupState& state_;
-  const CollectiveOp op_;
-  const uint64_t sequence_;
   CollectiveCall(GroupState& state, CollectiveOp op, uint64_t element_count, uint64_t sequence)
       : state_(state), op_(op), sequence_(sequence), element_count_(element_count) {
     Announce();
@@ -312,6 +308,9 @@ class CollectiveCall {
     return key.sequence < sequence_ && (key.element_count == kFailedAtSender || state_.Failed(key.sequence));
   }
 
+  GroupState& state_;
+  const CollectiveOp op_;
+  const uint64_t sequence_;
   const uint64_t element_count_;
   bool succeeded_ = false;
   bool in_area_ = false;
