@@ -26,7 +26,7 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
 shift 4
-SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000
+SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000 TOKENS=1000 SEQ_LEN=1024
 if [ "${1:-}" = "--secure" ]; then
   SECURE=1
   INFERNO_JOB_SECRET=$("$2") || { echo "FAIL: job_key" >&2; exit 1; }
@@ -37,13 +37,16 @@ if [ "${1:-}" = "--secure" ]; then
 fi
 if [ "${1:-}" = "--flood" ]; then
   STRANGER_FLAGS+=(--flood)
-  ATTACK_MS=6000
+  # The job must outlive the flood: under ASan on a loaded machine a 6 s
+  # flood ran 9 s while 1000 tokens took 6.6 s (shared memory made the job
+  # faster), so the flood is shorter and the job longer.
+  ATTACK_MS=3000 TOKENS=1500 SEQ_LEN=2048
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
 
-"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens 1000 --output ids)
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len "$SEQ_LEN" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens "$TOKENS" --output ids)
 
 # listening_endpoints PID: the tcp:// and ipc:// endpoints PID listens on.
 listening_endpoints() {
