@@ -78,10 +78,10 @@ struct GroupState {
   // send) frames for them, which a later collective drops instead of taking
   // them for its own. Used only by collectives, like `area`.
   std::deque<uint64_t> failed_sequences;
-  // Per group rank, frames of a later collective than the one that received
-  // them (their sender had gone on), oldest first: the collective they
-  // belong to takes them before reading the transport. Used only by
-  // collectives.
+  // Per group rank (one entry per member, sized with `members`), frames of
+  // a later collective than the one that received them (their sender had
+  // gone on), oldest first: the collective they belong to takes them before
+  // reading the transport. Used only by collectives.
   std::vector<std::deque<Message>> ahead;
 
   int size() const { return static_cast<int>(members.size()); }
@@ -281,7 +281,6 @@ class CollectiveCall {
   // The oldest frame from group rank `peer` kept for a later collective,
   // else the next from the transport.
   Result<Message> TakeFrame(int peer, Deadline deadline) {
-    if (state_.ahead.empty()) state_.ahead.resize(size());
     std::deque<Message>& kept = state_.ahead[peer];
     if (!kept.empty()) {
       Message frame = std::move(kept.front());
@@ -544,12 +543,12 @@ Status BroadcastOverMessages(CollectiveCall& call, int root, std::span<float> da
   return {};
 }
 
-// Gives the group its CollectiveArea in `call`, a kSetUpArea collective of
-// its own (so that a mismatch in the collective that needs the area fails
-// that collective, in the area, and not the setup, which would leave some
-// members with an area and some without): rank 0 creates the area and sends its address to every
-// member; each opens it and acknowledges; once all have, rank 0 stops
-// sharing it and tells every member to go on.
+// Gives the group its CollectiveArea in `call`, a kSetUpArea step with the
+// sequence number of the collective that needs the area (so that a mismatch
+// in that collective fails it in the area, not the setup, which would leave
+// some members with an area and some without): rank 0 creates the area and
+// sends its address to every member; each opens it and acknowledges; once
+// all have, rank 0 stops sharing it and tells every member to go on.
 Status SetUpArea(CollectiveCall& call, GroupState& state) {
   std::unique_ptr<CollectiveArea> area;
   if (call.rank() == 0) {
@@ -607,9 +606,10 @@ Status SetUpArea(CollectiveCall& call, GroupState& state) {
   return {};
 }
 
-// The group's CollectiveArea, set up (a collective after `call`, on every
-// member alike) when `call` is the first collective to use it; nullptr when
-// not every member shares memory with this rank.
+// The group's CollectiveArea, set up (a step of `call`, on every member
+// alike) when `call` is the first collective to use it since the group
+// began or last dropped it; nullptr when not every member shares memory
+// with this rank.
 Result<CollectiveArea*> AreaFor(CollectiveCall& call, GroupState& state) {
   if (!state.area) {
     if (!state.SharesMemory()) return nullptr;
@@ -635,6 +635,7 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Transport> transport) : state_(std::m
   CHECK(transport != nullptr);
   state_->members.resize(transport->world_size());
   for (int i = 0; i < transport->world_size(); ++i) state_->members[i] = i;
+  state_->ahead.resize(state_->members.size());
   state_->rank = transport->rank();
   state_->transport = std::move(transport);
   state_->group_ids = std::make_shared<GroupIdAllocator>();
@@ -937,6 +938,7 @@ Result<ProcessGroup> ProcessGroup::Split(std::span<const int> ranks) {
   ProcessGroup child(state_->transport);
   child.state_->members.clear();
   for (int member : ranks) child.state_->members.push_back(state_->members[member]);
+  child.state_->ahead.resize(child.state_->members.size());
   child.state_->rank = static_cast<int>(position - ranks.begin());
   child.state_->group_id = group_id;
   child.state_->group_ids = state_->group_ids;
