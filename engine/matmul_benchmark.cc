@@ -1,12 +1,16 @@
 // MatMul throughput per weight type on the TinyLlama-1.1B shapes: the
 // matrix-vector product of decode (n = 1, bound by reading the weights:
 // reported as weight GB/s) and the matrix-matrix product of prefill (n = 64
-// positions: reported as GFLOP/s, 2 flops per multiply-add). Args: the
+// positions: reported as GFLOP/s, 2 flops per multiply-add). The matrix is
+// copied until the copies take kStreamBytes, and the calls go round them, so
+// every call reads its weights from memory as decode does in a model larger
+// than the caches (a single matrix of these shapes fits the L3). Args: the
 // type (index into kAllDTypes), rows, cols, n. One thread; the kernels are
 // those KernelInstructionSet() names (INFERNO_KERNEL_ISA=avx2|baseline asks
 // for less).
 //
 //   bazel run -c opt //engine:matmul_benchmark -- --benchmark_repetitions=3
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +24,8 @@
 namespace inferno {
 namespace {
 
+constexpr int64_t kStreamBytes = 256 << 20;
+
 void BM_MatMul(benchmark::State& state) {
   const DType dtype = kAllDTypes[state.range(0)];
   const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
@@ -29,14 +35,18 @@ void BM_MatMul(benchmark::State& state) {
   for (float& v : values) v = dist(rng);
   for (float& v : x) v = dist(rng);
   const int64_t bytes = DTypeBytes(dtype, rows * cols).value();
-  std::vector<std::byte> w(static_cast<size_t>(bytes));
+  const int64_t copies = (kStreamBytes + bytes - 1) / bytes;
+  std::vector<std::byte> w(static_cast<size_t>(bytes * copies));
   CHECK(ConvertFromF32(dtype, values, w.data()).ok());
+  for (int64_t c = 1; c < copies; ++c) std::copy_n(w.data(), bytes, w.data() + c * bytes);
   std::vector<float> out(static_cast<size_t>(n * rows));
-  const WeightMatrix matrix[] = {{dtype, w.data(), rows}};
   ThreadPool pool(1);
+  int64_t next = 0;
   for (auto _ : state) {
+    const WeightMatrix matrix[] = {{dtype, w.data() + next * bytes, rows}};
     MatMul(out, x, matrix, n, rows, cols, pool);
     benchmark::DoNotOptimize(out.data());
+    next = (next + 1) % copies;
   }
   state.SetLabel(std::string(DTypeName(dtype)) + " " + KernelInstructionSet());
   const double calls = static_cast<double>(state.iterations());
