@@ -44,15 +44,16 @@ esac
 # run NAME WORLD ARGS...: infer_ids, $TOKENS tokens per prompt.
 run() { infer_ids "$1" "$2" --max-new-tokens "$TOKENS" "${@:3}"; }
 
-# compare REFERENCE NAME VOCAB: NAME's logits match REFERENCE's within 1e-5
-# of the largest and its tokens are REFERENCE's up to the first near tie (one
+# compare REFERENCE NAME VOCAB [TOLERANCE]: NAME's logits match REFERENCE's
+# within TOLERANCE (default 1e-5) of the largest and its tokens are
+# REFERENCE's up to the first near tie (top two within TOLERANCE; one
 # prompt).
 compare() {
   CHECKS=$((CHECKS + 1))
   local verdict
-  verdict=$(python3 - "$WORK/$1" "$WORK/$2" "$3" <<'EOF'
+  verdict=$(python3 - "$WORK/$1" "$WORK/$2" "$3" "${4:-1e-5}" <<'EOF'
 import struct, sys
-reference, other, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+reference, other, vocab, tolerance = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 def floats(path):
     data = open(path, "rb").read()
     return struct.unpack("<%df" % (len(data) // 4), data)
@@ -70,7 +71,7 @@ for step in range(steps):
     token_b = ids_b[step] if step < len(ids_b) else None
     if token_a != token_b:
         top = sorted(row_a, reverse=True)[:2]
-        if top[0] - top[1] <= 1e-5 * largest:
+        if top[0] - top[1] <= tolerance * largest:
             ties += 1
             break  # the runs continue from different tokens
         print("FAIL: token %d is %s, expected %s (top two logits %g apart)" % (step, token_b, token_a, top[0] - top[1]))
@@ -79,7 +80,7 @@ else:
     if ids_a != ids_b or len(a) != len(b):
         print("FAIL: %d tokens and %d logits, expected %d and %d" % (len(ids_b), len(b), len(ids_a), len(a)))
         sys.exit()
-if worst > 1e-5:
+if worst > tolerance:
     print("FAIL: logits differ by %g of the largest" % worst)
     sys.exit()
 print("ok %d steps, relative difference %.2g, near ties %d" % (steps, worst, ties))
@@ -135,11 +136,17 @@ fi
 
 # Weights in other types (shard --dtype), each against its own 1-rank run:
 # pipeline grids give the same bits (they split layers, not arithmetic);
-# tensor-parallel grids are within 1e-5, as for f32: bf16/f16 rows are
-# widened to f32 whatever the split, and both models' Q8_0/Q4_0 column
-# slices are whole blocks (the toy's 2 heads x 16 and 96 hidden units;
-# stories260K's 172-wide down_proj rows are not whole blocks and stay f32).
-# A slice that cuts blocks is held in f32 (loader/shard_writer_test).
+# bf16/f16 tensor-parallel grids are within 1e-5, as for f32 (their rows are
+# widened to f32 whatever the split). Q8_0/Q4_0 ones are within 5e-2: the
+# column slices are whole blocks (the toy's 2 heads x 16 and 96 hidden
+# units; stories260K's 172-wide down_proj rows are not whole blocks and stay
+# f32; a slice that cuts blocks is held in f32, loader/shard_writer_test),
+# but the activations a block-typed matrix multiplies are rounded to 8-bit
+# codes, and the all_reduce's rounding (1e-7) can move a value across a
+# code's boundary: one code of 255 then differs, and the step's logits by up
+# to 2% of the largest (stories260K q8_0 2x2: 0.016 at one step of 200 in
+# one build, 4e-7 in another). Wrong slices or a lost rank's part differ by
+# far more.
 for dtype in bf16 f16 q8_0 q4_0; do
   for grid in 1x1 3x1 2x2; do
     pp=${grid%x*} tp=${grid#*x}
@@ -161,7 +168,12 @@ for dtype in bf16 f16 q8_0 q4_0; do
         cmp -s "$WORK/$dtype-1x1.logits" "$WORK/$dtype-3x1.logits" || fail "$dtype-3x1: logits differ from $dtype-1x1"
         same_ids "$dtype-1x1" "$dtype-3x1"
         ;;
-      *) compare "$dtype-1x1" "$dtype-$grid" "$VOCAB" ;;
+      *)
+        case "$dtype" in
+          q8_0 | q4_0) compare "$dtype-1x1" "$dtype-$grid" "$VOCAB" 5e-2 ;;
+          *) compare "$dtype-1x1" "$dtype-$grid" "$VOCAB" ;;
+        esac
+        ;;
     esac
   done
 done
