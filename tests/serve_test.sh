@@ -11,7 +11,8 @@
 #   prompt longer than the context, an oversized body, a missing API key and
 #   an unknown path each get their 4xx and an OpenAI error object (slow
 #   clients and non-streaming disconnects: serve_clients_test.sh);
-# - /health, /v1/models and /metrics;
+# - /health, /v1/models and /metrics, which reports every rank's compute
+#   and wait seconds;
 # - with one slot and a queue of one: a third request gets 429, and a
 #   streaming client that disconnects frees the slot (its sequence is
 #   cancelled, not run to max_tokens);
@@ -126,9 +127,23 @@ metrics=$(curl -s --max-time 10 "$URL/metrics")
 for line in 'inferno_requests_total{endpoint="/v1/completions",status="200"}' \
   'inferno_requests_total{endpoint="/v1/completions",status="413"} 1' \
   'inferno_time_to_first_token_seconds_count' 'inferno_time_per_token_seconds_bucket{le="+Inf"}' \
-  'inferno_queue_depth 0' 'inferno_generated_tokens_total'; do
+  'inferno_queue_depth 0' 'inferno_generated_tokens_total' \
+  '# TYPE inferno_rank_compute_seconds_total counter' '# TYPE inferno_rank_wait_seconds_total counter'; do
   grep -qF "$line" <<<"$metrics" || fail "/metrics lacks '$line'"
 done
+# Every rank's compute and wait seconds, rank 1's carried to the leader by
+# the pipeline's tick (about once a second): after the requests above, each
+# rank has computed, and rank 1 has waited for the leader.
+ranks_reported() {
+  curl -s --max-time 10 "$URL/metrics" | awk '
+    $1 ~ /^inferno_rank_compute_seconds_total\{rank="[01]"\}$/ && $2 > 0 {computed++}
+    $1 == "inferno_rank_wait_seconds_total{rank=\"0\"}" && $2 >= 0 {waited++}
+    $1 == "inferno_rank_wait_seconds_total{rank=\"1\"}" && $2 > 0 {waited++}
+    END {exit !(computed == 2 && waited == 2)}'
+}
+for _ in $(seq 200); do ranks_reported && break; sleep 0.05; done
+ranks_reported || fail "/metrics lacks ranks 0 and 1 with compute > 0: $(curl -s "$URL/metrics" | grep '^inferno_rank')"
+curl -s --max-time 10 "$URL/metrics" | grep '^inferno_rank'
 
 # --- SIGTERM drains: the stream in flight ends with [DONE], the job exits 0
 curl -sN --max-time 60 -H "Authorization: Bearer $KEY" "$URL/v1/completions" \

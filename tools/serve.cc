@@ -318,6 +318,13 @@ int main(int argc, char** argv) {
   GeneratorSettings settings;
   settings.stop_ids = prepared->stop_ids;
   settings.report_logits = false;
+  if (leader) {
+    settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
+      for (const RankTimes& times : ranks) {
+        metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);
+      }
+    };
+  }
   Timeline timeline(false);
   Result<GenerationReport> report =
       RunGenerator(*group, prepared->plan, stage, settings, leader ? &queue : nullptr,
