@@ -71,6 +71,7 @@ class PipelineRun {
 
   Result<GenerationReport> Run() {
     start_ = Clock::now();
+    next_report_ = start_ + idle_tick_;
     Status status = plan_.pp == 1 ? RunAlone() : RunPipelined();
     if (!status) return status.error();
     const Clock::time_point end = Clock::now();
@@ -357,6 +358,10 @@ class PipelineRun {
   // order.
   Status RunAlone() {
     while (true) {
+      if (Clock::now() >= next_report_) {
+        ReportRankTimes({});
+        next_report_ = Clock::now() + idle_tick_;
+      }
       const Clock::time_point deadline = running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
       if (Status admitted = Admit(deadline); !admitted) return admitted;
       if (running_ == 0 && source_->Exhausted()) return {};
@@ -466,10 +471,12 @@ class PipelineRun {
         const Clock::time_point deadline =
             running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
         if (Status admitted = Admit(deadline); !admitted) return admitted;
-        if (running_ == 0) {
-          const bool end = source_->Exhausted();
+        if (!tick_on_the_way_ && (running_ == 0 || Clock::now() >= next_report_)) {
+          const bool end = running_ == 0 && source_->Exhausted();
           const ControlMessage control{0, end ? ControlMessage::kEnd : ControlMessage::kTick};
           if (Status sent = Send(end ? "send end" : "send tick", control, {}); !sent) return sent;
+          tick_on_the_way_ = true;
+          next_report_ = Clock::now() + idle_tick_;
         }
       }
       Result<Received> received = Receive();
@@ -501,14 +508,46 @@ class PipelineRun {
     }
   }
 
-  // Every rank: a tick or the end, passed on to the last stage.
+  // Every rank: the end, passed on to the last stage; or a tick, to which
+  // each stage but the last appends its time, and whose times the last
+  // stage reports.
   Status Handle(const ControlMessage& header, const PipelineMessage& message) {
-    if (message.payload.size() != 0 ||
-        (header.signal != ControlMessage::kTick && header.signal != ControlMessage::kEnd)) {
-      return Malformed("control signal " + std::to_string(header.signal));
+    if (header.signal == ControlMessage::kEnd && message.payload.size() == 0) {
+      ended_ = true;
+      return stage_.is_last() ? Status{} : Send("send end", header, {});
     }
-    ended_ = header.signal == ControlMessage::kEnd;
-    return stage_.is_last() ? Status{} : Send("send control", header, {});
+    if (header.signal != ControlMessage::kTick) {
+      return Malformed("control signal " + std::to_string(header.signal) + " with " +
+                       std::to_string(message.payload.size()) + " bytes");
+    }
+    // (stages before this one, kTickValuesPerStage)
+    tick_times_.resize(static_cast<size_t>(stage_.part().stage) * kTickValuesPerStage);
+    Status taken = TakePayload("recv tick", message, std::span<double>(tick_times_));
+    if (!taken) return taken;
+    if (stage_.is_last()) {
+      tick_on_the_way_ = false;
+      ReportRankTimes(tick_times_);
+      return {};
+    }
+    tick_times_.push_back(timeline_.seconds(SpanKind::kCompute));
+    tick_times_.push_back(timeline_.seconds(SpanKind::kWait));
+    return Send("send tick", header, std::as_bytes(std::span<const double>(tick_times_)));
+  }
+
+  // Leader: reports every stage's time of its ring to the settings'
+  // report_rank_times, if set. `earlier` (stage, kTickValuesPerStage): the
+  // compute and wait seconds of each stage before the last, first first.
+  void ReportRankTimes(std::span<const double> earlier) {
+    if (!group_.is_leader() || !settings_.report_rank_times) return;
+    std::vector<RankTimes> ranks;
+    const int tp_index = stage_.part().tp_index;
+    for (int stage = 0; stage + 1 < plan_.pp; ++stage) {
+      const size_t at = static_cast<size_t>(stage) * kTickValuesPerStage;
+      ranks.push_back(RankTimes{plan_.RankOf(stage, tp_index), earlier[at], earlier[at + 1]});
+    }
+    ranks.push_back(
+        RankTimes{group_.rank(), timeline_.seconds(SpanKind::kCompute), timeline_.seconds(SpanKind::kWait)});
+    settings_.report_rank_times(ranks);
   }
 
   // First stage: the prompt of a sequence starting in its slot: prefills it.
@@ -722,6 +761,12 @@ class PipelineRun {
   int64_t groups_on_the_way_ = 0;
   std::vector<TokenMessage> ready_;
   bool ended_ = false;  // the end message has come
+  // Last stage: when it next reports the ranks' times (one stage) or sends a
+  // tick, which carries them, while sequences run; whether a tick is on its
+  // way round the ring.
+  Clock::time_point next_report_;
+  bool tick_on_the_way_ = false;
+  std::vector<double> tick_times_;  // a tick's payload: (stages, kTickValuesPerStage)
   GenerationReport report_;
   Clock::time_point start_;
   std::optional<Clock::time_point> first_token_;

@@ -27,9 +27,11 @@
 // and serve's request queue are two sources of the one loop). While no
 // sequence runs, the last stage sends a tick around the ring every
 // kIdleTick (at most a quarter of the transport's timeout), so an idle
-// pipeline neither times out nor misses a lost rank; when the source is
-// exhausted and nothing runs, an end message goes around and every rank
-// returns.
+// pipeline neither times out nor misses a lost rank; while sequences run it
+// sends one as often, behind the other messages, which carries every
+// stage's time to the leader (GeneratorSettings::report_rank_times). One
+// tick at most is on its way at a time. When the source is exhausted and
+// nothing runs, an end message goes around and every rank returns.
 // With tp > 1 the tp rings run side by side: every rank of a stage receives
 // the same messages in the same order from its ring, so the collectives of
 // the stage's group (two all_reduces per layer, see transformer.h; the
@@ -75,6 +77,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -134,7 +137,14 @@ class SequenceSource {
   virtual bool Cancelled(int64_t id) = 0;
 };
 
-// What holds for every sequence of a run.
+// One rank's time in the generator loop so far: the totals of its Timeline.
+struct RankTimes {
+  int rank = 0;
+  double compute_seconds = 0;  // SpanKind::kCompute
+  double wait_seconds = 0;     // SpanKind::kWait: blocked for a message from the ring predecessor
+};
+
+// What holds for every sequence of a run, and what the leader reports.
 struct GeneratorSettings {
   // A sequence ends when it samples one of these (the model's EOS ids; see
   // engine/stop_tokens.h); it is neither reported nor counted.
@@ -142,6 +152,15 @@ struct GeneratorSettings {
   // Whether the observer's OnLogits is called. Under tensor parallelism,
   // greedy sampling moves only each rank's best logit when it is not.
   bool report_logits = true;
+  // When set, called on the leader, from the generator's thread (it must not
+  // block), with the RankTimes of every rank of the leader's ring, in stage
+  // order, about every kIdleTick (see above), busy or idle. Each rank's
+  // figures are its own Timeline's totals: with several stages they travel
+  // on the ticks (pipeline_protocol.h), each stage appending its own as the
+  // tick passes, so they are as old as the tick's trip round the ring.
+  // Under tensor parallelism only the leader's ring (tensor-parallel index
+  // 0) is reported.
+  std::function<void(std::span<const RankTimes>)> report_rank_times;
 };
 
 // Generate's options: the settings, and the same limit and sampling for

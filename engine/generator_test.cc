@@ -1,12 +1,14 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -96,31 +98,42 @@ void SetClassifierRows(ShardPlan& plan, const ModelConfig& config,
   }
 }
 
-// Runs Generate on `world` in-process ranks; returns the leader's outcome.
-Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
-                    const GenerationOptions& options, const PipelineShape& shape = {}) {
+// Runs `run(group, plan, stage)` on `world` in-process ranks, each with its
+// stage of the toy model (`slots` KV-cache slots), and returns each rank's
+// result.
+template <typename Run>
+auto RunStages(int world, const PipelineShape& shape, int slots, Run run) {
   auto checkpoint = Checkpoint::Open(ToyModelPath(shape.tied));
   CHECK(checkpoint.ok()) << checkpoint.error().message;
   const ModelConfig& config = (*checkpoint)->config();
   auto plan = MakeShardPlan(config, world / shape.tp, shape.tp, std::nullopt);
   CHECK(plan.ok()) << plan.error().message;
   if (shape.rows_per_stage) SetClassifierRows(*plan, config, *shape.rows_per_stage);
-  std::vector<Outcome> results = RunRanks(InProcessTransports(world), [&](ProcessGroup& group) {
+  return RunRanks(InProcessTransports(world), [&](ProcessGroup& group) {
     ThreadPool pool(1);
     auto weights = LoadStageWeights(**checkpoint, plan->ranks[group.rank()]);
     CHECK(weights.ok()) << weights.error().message;
     auto tensor_parallel = MakeTensorParallelGroup(group, *plan);
     CHECK(tensor_parallel.ok()) << tensor_parallel.error().message;
-    TransformerStage stage(config, std::move(*weights),
-                           shape.slots > 0 ? shape.slots : static_cast<int>(prompts.size()),
-                           config.max_position_embeddings, pool, std::move(*tensor_parallel));
-    RecordingObserver observer;
-    Timeline timeline(false);
-    auto report = Generate(group, *plan, stage, prompts, options, &observer, timeline);
-    CHECK(report.ok()) << report.error().message;
-    return Outcome{observer.logits_,         observer.tokens_,         observer.done_,
-                   report->generated_tokens, report->timelines.size(), report->sampling_steps};
+    TransformerStage stage(config, std::move(*weights), slots, config.max_position_embeddings, pool,
+                           std::move(*tensor_parallel));
+    return run(group, *plan, stage);
   });
+}
+
+// Runs Generate on `world` in-process ranks; returns the leader's outcome.
+Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
+                    const GenerationOptions& options, const PipelineShape& shape = {}) {
+  const int slots = shape.slots > 0 ? shape.slots : static_cast<int>(prompts.size());
+  std::vector<Outcome> results = RunStages(
+      world, shape, slots, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+        RecordingObserver observer;
+        Timeline timeline(false);
+        auto report = Generate(group, plan, stage, prompts, options, &observer, timeline);
+        CHECK(report.ok()) << report.error().message;
+        return Outcome{observer.logits_,         observer.tokens_,         observer.done_,
+                       report->generated_tokens, report->timelines.size(), report->sampling_steps};
+      });
   return results[0];
 }
 
@@ -249,6 +262,89 @@ TEST_P(GeneratorTest, GroupedStepsGiveEachSequenceItsLogitsAloneBitForBit) {
   }
 }
 
+// A source and observer for the leader's reports of the ranks' times: one
+// sequence of 60 tokens that takes at least 1.5 s (25 ms a token, longer
+// than the 1 s between reports), then nothing, as an idle server's queue,
+// until a report has come after the sequence ended (or 20 s have passed).
+class ReportedTimes : public SequenceSource, public GenerationObserver {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  std::optional<SequenceSpec> Next(Clock::time_point deadline) override {
+    if (!given_) {
+      given_ = true;
+      return SequenceSpec{0, kPrompts[0], 60, {}};
+    }
+    if (!Exhausted()) std::this_thread::sleep_until(std::min(deadline, give_up_));
+    return std::nullopt;
+  }
+  bool Exhausted() override { return !after_end.empty() || Clock::now() >= give_up_; }
+  bool Cancelled(int64_t) override { return false; }
+
+  void OnLogits(int64_t, std::span<const float>) override {}
+  void OnToken(int64_t, int32_t, int32_t) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  void OnSequenceDone(int64_t, FinishReason) override { ended_ = true; }
+
+  void Report(std::span<const RankTimes> ranks) {
+    if (!given_) return;
+    (ended_ ? after_end : while_running).assign(ranks.begin(), ranks.end());
+  }
+
+  std::vector<RankTimes> while_running;  // the last report while the sequence ran
+  std::vector<RankTimes> after_end;      // the first report after it ended
+
+ private:
+  const Clock::time_point give_up_ = Clock::now() + std::chrono::seconds(20);
+  bool given_ = false;
+  bool ended_ = false;
+};
+
+// The leader's reports name every rank in stage order, with the times each
+// spent computing (and, with W > 1, waiting), both while a sequence runs
+// and while the pipeline is idle, and never more than the rank's totals at
+// the end.
+TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
+  const int world = GetParam();
+  struct RankOutcome {
+    ReportedTimes reported;
+    std::vector<int> stage_ranks;  // rank of each stage
+    std::vector<Timeline> timelines;
+  };
+  std::vector<std::shared_ptr<RankOutcome>> results =
+      RunStages(world, {}, 1, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+        auto result = std::make_shared<RankOutcome>();
+        GeneratorSettings settings;
+        settings.report_rank_times = [&result](std::span<const RankTimes> ranks) {
+          result->reported.Report(ranks);
+        };
+        Timeline timeline(false);
+        auto report =
+            RunGenerator(group, plan, stage, settings, &result->reported, &result->reported, timeline);
+        CHECK(report.ok()) << report.error().message;
+        for (int s = 0; s < plan.pp; ++s) result->stage_ranks.push_back(plan.RankOf(s, 0));
+        result->timelines = std::move(report->timelines);
+        return result;
+      });
+  const RankOutcome& leader = *results[0];
+  for (const std::vector<RankTimes>* ranks : {&leader.reported.while_running, &leader.reported.after_end}) {
+    const char* when = ranks == &leader.reported.after_end ? "idle" : "busy";
+    ASSERT_EQ(ranks->size(), static_cast<size_t>(world)) << when;
+    for (int s = 0; s < world; ++s) {
+      const RankTimes& times = (*ranks)[s];
+      EXPECT_EQ(times.rank, leader.stage_ranks[s]) << when << ", stage " << s;
+      const Timeline& end = leader.timelines.at(times.rank);
+      EXPECT_GT(times.compute_seconds, 0) << when << ", rank " << times.rank;
+      EXPECT_LE(times.compute_seconds, end.seconds(SpanKind::kCompute)) << when << ", rank " << times.rank;
+      if (world > 1) {
+        EXPECT_GT(times.wait_seconds, 0) << when << ", rank " << times.rank;
+      }
+      EXPECT_LE(times.wait_seconds, end.seconds(SpanKind::kWait)) << when << ", rank " << times.rank;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GeneratorTest, ::testing::Values(1, 2, 3, 4, 5));
 
 // The largest |a - b| over the largest |a|, over every logit of every sequence.
@@ -331,6 +427,7 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
 constexpr int32_t kHidden = static_cast<int32_t>(MessageKind::kHidden);
 constexpr int32_t kToken = static_cast<int32_t>(MessageKind::kToken);
 constexpr int32_t kClassify = static_cast<int32_t>(MessageKind::kClassify);
+constexpr int32_t kControl = static_cast<int32_t>(MessageKind::kControl);
 
 std::vector<std::byte> Bytes(std::vector<int32_t> header, size_t floats) {
   std::vector<std::byte> bytes(header.size() * sizeof(int32_t) + floats * sizeof(float));
@@ -351,6 +448,11 @@ TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
             "malformed message from rank 1: recv hidden of 31 values, expected 96");
   EXPECT_EQ(LeaderErrorOn(Bytes({kClassify, 0, 5, 0}, 37)),
             "malformed message from rank 1: logits of 5 rows, expected 0");
+  // A tick reaching the last of 2 stages carries the first stage's 2 f64.
+  EXPECT_EQ(LeaderErrorOn(Bytes({kControl, 0, ControlMessage::kTick, 0}, 2)),
+            "malformed message from rank 1: recv tick of 1 values, expected 2");
+  EXPECT_EQ(LeaderErrorOn(Bytes({kControl, 0, ControlMessage::kEnd, 0}, 4)),
+            "malformed message from rank 1: control signal 1 with 16 bytes");
 }
 
 TEST(ValidatePrompts, RejectsEmptyTooLongAndOutOfVocabulary) {

@@ -1,9 +1,9 @@
 // The pipeline protocol: the messages the generator's ranks pass along their
 // ring (see generator.h for who sends what to whom and when). One message per
 // step, under kMessageTag (below kTagReservedBase): a 16-byte header of four
-// little-endian i32 words [kind, sequence, a, b], then for some kinds an f32
-// payload (the host's floats as they are; every supported host is
-// little-endian, see the static_assert below):
+// little-endian i32 words [kind, sequence, a, b], then for some kinds a
+// payload, f32 unless said otherwise (the host's values as they are; every
+// supported host is little-endian, see the static_assert below):
 //   kind 0, HiddenMessage   a = pos, b = n: payload (n, dim), the hidden
 //                           states of positions [pos, pos + n); pos = 0
 //                           starts the sequence in its slot anew. Stage to
@@ -17,9 +17,16 @@
 //   kind 3, AdmitMessage    a = n: payload n i32 token ids, the prompt of a
 //                           sequence starting in slot `sequence`. Last stage
 //                           to first.
-//   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is alive
-//                           while no sequence runs; kEnd: the run ends).
-//                           From the last stage once around the ring.
+//   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is
+//                           alive, and the stages' time so far; kEnd: the
+//                           run ends). From the last stage once around the
+//                           ring. A tick's payload is f64, (stages it has
+//                           passed, 2): the compute and wait seconds of
+//                           each stage it has passed (its Timeline's
+//                           totals), first stage first; the last stage
+//                           sends it empty and each other stage appends its
+//                           own, so stage s receives s pairs. An end has
+//                           none.
 //   kind 5, a group         sequence = count >= 1, a = b = 0: `count`
 //                           messages of one kind (hidden, token or
 //                           classify), each with the same payload size, as
@@ -112,6 +119,10 @@ struct ControlMessage {
   int32_t sequence = 0;
   int32_t signal = kTick;
 };
+
+// The f64 values a tick carries per stage it has passed: compute seconds,
+// wait seconds.
+inline constexpr size_t kTickValuesPerStage = 2;
 
 using MessageHeader =
     std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
+
+#include <glog/logging.h>
 
 namespace inferno {
 namespace {
@@ -145,9 +148,68 @@ class ConnectionStream final : public httplib::Stream {
 // The connection this thread serves, if any.
 thread_local const ConnectionStream* current_connection = nullptr;
 
+// Whether the accepted connection httplib's task is about to process on this
+// thread (the accepting one) is over the limit, to be refused.
+thread_local bool refusing_connection = false;
+
+// HttpServer's task queue: httplib gives it a task per accepted connection,
+// on the accepting thread. While fewer than `max_connections` are open, it
+// counts the connection in `open` and gives the task to its pool of
+// `max_connections` threads, so a thread is free for it (HttpServer counts
+// a connection out just before it closes it: the task may wait the moment
+// the thread takes to return); otherwise it runs the task at once on the
+// accepting thread, marked to be refused.
+class ConnectionQueue final : public httplib::TaskQueue {
+ public:
+  ConnectionQueue(int max_connections, std::atomic<int>& open)
+      : max_connections_(max_connections), open_(open), pool_(static_cast<size_t>(max_connections)) {}
+
+  void enqueue(std::function<void()> task) override {
+    // Only this thread counts connections in, so `open` stays within the limit.
+    if (open_ >= max_connections_) {
+      refusing_connection = true;
+      task();
+      refusing_connection = false;
+      return;
+    }
+    ++open_;
+    pool_.enqueue(std::move(task));
+  }
+
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  const int max_connections_;
+  std::atomic<int>& open_;
+  httplib::ThreadPool pool_;
+};
+
+// Sends `response` to a connection over the limit without waiting (a new
+// socket's send buffer holds it), reads and drops what the client has sent
+// by now (a bounded amount), and closes it.
+void Refuse(int fd, const std::string& response) {
+  (void)send(fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  shutdown(fd, SHUT_WR);
+  std::array<char, 4096> dropped;
+  for (int reads = 0; reads < 16; ++reads) {
+    if (recv(fd, dropped.data(), dropped.size(), MSG_DONTWAIT) <= 0) break;
+  }
+  close(fd);
+}
+
 }  // namespace
 
-HttpServer::HttpServer(std::chrono::milliseconds request_deadline) : request_deadline_(request_deadline) {}
+HttpServer::HttpServer(std::chrono::milliseconds request_deadline, int max_connections)
+    : request_deadline_(request_deadline), max_connections_(max_connections) {
+  CHECK_GE(max_connections, 1);
+  new_task_queue = [this] { return new ConnectionQueue(max_connections_, open_connections_); };
+  set_refusal("too many connections\n", "text/plain");
+}
+
+void HttpServer::set_refusal(const std::string& body, const std::string& content_type) {
+  refusal_ = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + content_type +
+             "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
 
 bool HttpServer::ClientGone() {
   if (current_connection == nullptr) return false;
@@ -161,6 +223,10 @@ bool HttpServer::ClientGone() {
 bool HttpServer::RequestLate() { return current_connection != nullptr && current_connection->late(); }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
+  if (refusing_connection) {
+    Refuse(sock, refusal_);
+    return false;
+  }
   const auto seconds = [](time_t sec, time_t usec) { return milliseconds(sec * 1000 + usec / 1000); };
   ConnectionStream stream(sock, seconds(read_timeout_sec_, read_timeout_usec_),
                           seconds(write_timeout_sec_, write_timeout_usec_));
@@ -174,6 +240,8 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     if (!served || connection_closed || stream.late() || stream.broken()) break;
   }
   current_connection = nullptr;
+  // Counted out first, so a client that sees the close can connect again.
+  --open_connections_;
   shutdown(sock, SHUT_RDWR);
   close(sock);
   return served;

@@ -1,4 +1,4 @@
-// HttpServer: cpp-httplib's Server (Debian's 0.11.4) with the two things a
+// HttpServer: cpp-httplib's Server (Debian's 0.11.4) with the three things a
 // server of long requests needs and that version lacks:
 // - a deadline for receiving a whole request: its line, headers and body
 //   must arrive within `request_deadline` of its first byte. httplib's read
@@ -9,9 +9,19 @@
 // - a way for a handler to ask whether its client is still connected
 //   (ClientGone), so a request whose client left can be cancelled while it
 //   waits for its answer, streamed or not.
-// Everything else (routes, handlers, timeouts, keep-alive limits, the thread
-// pool) is httplib's, set through its Server interface. A connection keeps
-// one buffered stream for all its keep-alive requests.
+// - a limit on connections: each connection is served by a thread of its
+//   own, from a pool of `max_connections` threads; a connection accepted
+//   while that many are open is answered at once, without its request being
+//   read, with the response set_refusal gives (by default 503 with a short
+//   text), `Connection: close`, and closed. httplib would queue it until a
+//   thread came free, which for a server of long streams can be for ever.
+//   What the refused client has sent by then is read and dropped first, so
+//   the close is orderly; what it sends later meets a reset, after the
+//   answer.
+// Everything else (routes, handlers, timeouts, keep-alive limits) is
+// httplib's, set through its Server interface; set no new_task_queue, the
+// limit is that task queue. A connection keeps one buffered stream for all
+// its keep-alive requests.
 //
 // Thread-safety: as httplib::Server. ClientGone and RequestLate are about the
 // connection of the calling thread: call them from a handler (a route, the
@@ -19,7 +29,9 @@
 // the thread that serves the connection.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <string>
 
 #include <httplib.h>
 
@@ -27,7 +39,12 @@ namespace inferno {
 
 class HttpServer : public httplib::Server {
  public:
-  explicit HttpServer(std::chrono::milliseconds request_deadline);
+  // Precondition: max_connections >= 1.
+  HttpServer(std::chrono::milliseconds request_deadline, int max_connections);
+
+  // The answer to a connection over the limit: a 503 with this body and
+  // content type. Call before listening.
+  void set_refusal(const std::string& body, const std::string& content_type);
 
   // Whether the client of the request being handled on this thread has
   // closed or reset its connection. False off a connection's thread.
@@ -40,10 +57,14 @@ class HttpServer : public httplib::Server {
 
  private:
   // Serves the keep-alive requests of one accepted connection, then closes it
-  // (httplib's own loop, with the deadline and ClientGone's thread-local).
+  // (httplib's own loop, with the deadline and ClientGone's thread-local);
+  // or, for a connection over the limit, sends the refusal and closes it.
   bool process_and_close_socket(socket_t sock) override;
 
   const std::chrono::milliseconds request_deadline_;
+  const int max_connections_;
+  std::atomic<int> open_connections_{0};  // being served: given a thread and not yet closed
+  std::string refusal_;                   // the whole response to a connection over the limit
 };
 
 }  // namespace inferno

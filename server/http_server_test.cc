@@ -6,10 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,7 +26,8 @@ using std::chrono::milliseconds;
 // An HttpServer on a free loopback port, serving on its own thread.
 class RunningServer {
  public:
-  explicit RunningServer(milliseconds deadline) : server(deadline) {
+  explicit RunningServer(milliseconds deadline, int max_connections = 16)
+      : server(deadline, max_connections) {
     server.set_read_timeout(std::chrono::seconds(10));
     server.set_keep_alive_timeout(2);
     server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -156,6 +161,66 @@ TEST(HttpServer, HandlerSeesItsClientLeaveAndNotOneThatStays) {
   std::future<bool> seen = gone_seen.get_future();
   ASSERT_EQ(seen.wait_for(std::chrono::seconds(9)), std::future_status::ready);
   EXPECT_TRUE(seen.get());
+}
+
+// With the limit's connections held by handlers that wait, one more is
+// answered 503 at once (httplib alone would queue it until a thread came
+// free), and the held ones then complete; a connection after them is served.
+TEST(HttpServer, ConnectionOverTheLimitGets503AtOnceWhileTheOthersComplete) {
+  constexpr int kLimit = 3;
+  RunningServer running(milliseconds(2000), kLimit);
+  running.server.set_refusal("{\"error\": \"busy\"}", "application/json");
+  std::mutex mutex;
+  std::condition_variable changed;
+  int holding = 0;
+  bool release = false;
+  running.server.Get("/hold", [&](const httplib::Request&, httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ++holding;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return release; });
+    res.set_content("held", "text/plain");
+  });
+  running.server.Get(
+      "/hi", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  running.Start();
+  std::vector<int> held;
+  for (int i = 0; i < kLimit; ++i) {
+    held.push_back(Connect(running.port));
+    Send(held.back(), "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return holding == kLimit; }));
+  }
+
+  const int extra = Connect(running.port);
+  Send(extra, "GET /hi HTTP/1.1\r\nHost: x\r\n\r\n");
+  const Clock::time_point start = Clock::now();
+  const std::string refused = ReadToEnd(extra);
+  EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  close(extra);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("Content-Type: application/json\r\n"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Connection: close\r\n"), std::string::npos) << refused;
+  EXPECT_EQ(refused.substr(refused.size() - std::min<size_t>(refused.size(), 17)), "{\"error\": \"busy\"}");
+
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    release = true;
+  }
+  changed.notify_all();
+  for (int fd : held) {
+    shutdown(fd, SHUT_WR);  // the server closes once it has answered
+    const std::string answer = ReadToEnd(fd);
+    close(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << answer;
+    EXPECT_EQ(answer.substr(answer.size() - std::min<size_t>(answer.size(), 4)), "held");
+  }
+  httplib::Client client("127.0.0.1", running.port);
+  httplib::Result after = client.Get("/hi");
+  ASSERT_TRUE(after) << httplib::to_string(after.error());
+  EXPECT_EQ(after->status, 200);
 }
 
 }  // namespace

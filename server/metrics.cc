@@ -25,6 +25,11 @@ void ServerMetrics::ObserveTimePerToken(double seconds) {
   Observe(time_per_token_, seconds);
 }
 
+void ServerMetrics::SetRankTimes(int rank, double compute_seconds, double wait_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rank_times_[rank] = {compute_seconds, wait_seconds};
+}
+
 void ServerMetrics::Observe(Histogram& histogram, double seconds) {
   for (size_t i = 0; i < kBuckets.size(); ++i) {
     if (seconds <= kBuckets[i]) {
@@ -82,6 +87,19 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running) const {
   Write(out, "inferno_time_to_first_token_seconds", "From a request's arrival to its first token.",
         time_to_first_token_);
   Write(out, "inferno_time_per_token_seconds", "Between consecutive tokens of a request.", time_per_token_);
+  // rank_times_'s values in order.
+  static constexpr std::array<std::pair<const char*, const char*>, 2> kRankFamilies = {{
+      {"inferno_rank_compute_seconds_total", "Seconds each rank spent computing its part of the pipeline."},
+      {"inferno_rank_wait_seconds_total",
+       "Seconds each rank spent blocked for the next message from the previous stage."},
+  }};
+  for (size_t i = 0; i < kRankFamilies.size(); ++i) {
+    const auto& [name, help] = kRankFamilies[i];
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
+    for (const auto& [rank, seconds] : rank_times_) {
+      out += std::string(name) + "{rank=\"" + std::to_string(rank) + "\"} " + Number(seconds[i]) + "\n";
+    }
+  }
   return out;
 }
 

@@ -1,7 +1,20 @@
 // ServerMetrics: what GET /metrics reports, in the Prometheus text format
 // (version 0.0.4): requests by endpoint and HTTP status, prompt and generated
-// tokens, requests queued and running, and histograms of the time to first
-// token and the time between tokens of a request.
+// tokens, requests queued and running, histograms of the time to first
+// token and the time between tokens of a request, and each rank's compute
+// and wait seconds in the generator loop.
+//
+// The ranks' seconds are the totals each rank's generator loop keeps anyway
+// (its engine/timeline.h Timeline, which infer's --trace also reads). The
+// leader, the last stage, gets the other ranks' on the tick it sends round
+// the pipeline's ring about once a second, busy or idle: each stage appends
+// its two numbers as the tick passes (engine/pipeline_protocol.h). That
+// costs a tick a second carrying 16 bytes per stage, and nothing on the
+// steps' messages; the figures are as old as the tick's trip (within about
+// a second plus a step). A rank's wait is the time it blocked for the next
+// message from its ring predecessor (the previous stage; for the first
+// stage, the leader, which sends it prompts and sampled tokens), idle time
+// included, except the leader's own waiting for requests.
 //
 // Thread-safety: every method may be called from any thread (one mutex).
 #pragma once
@@ -25,6 +38,8 @@ class ServerMetrics {
   void CountTokens(int64_t prompt, int64_t generated);
   void ObserveTimeToFirstToken(double seconds);
   void ObserveTimePerToken(double seconds);
+  // Rank `rank`'s totals so far (they replace its earlier ones).
+  void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
 
   // The exposition text; `queued` and `running` are the queue's gauges.
   std::string Render(int64_t queued, int64_t running) const;
@@ -44,6 +59,7 @@ class ServerMetrics {
   int64_t generated_tokens_ = 0;
   Histogram time_to_first_token_;
   Histogram time_per_token_;
+  std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
 };
 
 }  // namespace inferno

@@ -32,5 +32,28 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_NE(text.find("inferno_time_per_token_seconds_count 0\n"), std::string::npos);
 }
 
+TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
+  ServerMetrics metrics;
+  const std::string before = metrics.Render(0, 0);
+  EXPECT_NE(before.find("# TYPE inferno_rank_compute_seconds_total counter\n"), std::string::npos);
+  EXPECT_EQ(before.find("inferno_rank_compute_seconds_total{"), std::string::npos);
+  metrics.SetRankTimes(1, 0.5, 7);
+  metrics.SetRankTimes(0, 1.25, 0.125);
+  metrics.SetRankTimes(1, 2.5, 9.75);  // later totals replace the earlier
+  const std::string text = metrics.Render(0, 0);
+  EXPECT_NE(text.find("# HELP inferno_rank_compute_seconds_total "), std::string::npos);
+  EXPECT_NE(text.find("# HELP inferno_rank_wait_seconds_total "), std::string::npos);
+  EXPECT_NE(text.find("# TYPE inferno_rank_wait_seconds_total counter\n"
+                      "inferno_rank_wait_seconds_total{rank=\"0\"} 0.125\n"
+                      "inferno_rank_wait_seconds_total{rank=\"1\"} 9.75\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE inferno_rank_compute_seconds_total counter\n"
+                      "inferno_rank_compute_seconds_total{rank=\"0\"} 1.25\n"
+                      "inferno_rank_compute_seconds_total{rank=\"1\"} 2.5\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace inferno

@@ -327,10 +327,12 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
     : settings_(std::move(settings)),
       queue_(queue),
       metrics_(metrics),
-      http_(std::make_unique<HttpServer>(settings_.request_deadline)) {
+      http_(std::make_unique<HttpServer>(settings_.request_deadline, settings_.max_connections)) {
   HttpServer& http = *http_;
-  const int threads = settings_.threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  ApiError refusal = ServerError("the server has " + std::to_string(settings_.max_connections) +
+                                 " connections open, its limit; retry later");
+  refusal.code = "too_many_connections";
+  http.set_refusal(Dump(ErrorJson(refusal)), "application/json");
   http.set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
   http.set_read_timeout(std::chrono::seconds(10));
   http.set_write_timeout(std::chrono::seconds(10));

@@ -13,7 +13,9 @@
 // A client that disconnects cancels its request, streamed or not (noticed
 // within a second: the handler checks its connection while it waits). A
 // request whose line, headers and body do not all arrive within
-// `request_deadline` gets 408 and its connection is closed (server/http_server.h).
+// `request_deadline` gets 408 and its connection is closed; a connection
+// beyond `max_connections` gets 503 (code "too_many_connections") at once,
+// unread, and is closed (server/http_server.h).
 //
 // Thread-safety: Bind and Start once, from one thread; then the Set* methods
 // and Stop from any thread. Handlers run on the server's own threads.
@@ -44,9 +46,11 @@ struct ServerSettings {
   int64_t max_body_bytes = 1 << 20;
   // A request's line, headers and body must arrive within this of its first byte.
   std::chrono::milliseconds request_deadline{10000};
-  // HTTP handler threads: the slots plus the queue (each running or queued
-  // request holds one), plus room for clients still sending their request.
-  int threads = 24;
+  // Client connections served at once, each on a thread of its own; one
+  // more is answered 503 at once and closed (server/http_server.h). Each
+  // running or queued request holds one, so it should exceed the slots
+  // plus the queue.
+  int max_connections = 256;
 };
 
 // What turns a request into a prompt, known once the model is loaded.

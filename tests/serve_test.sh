@@ -11,10 +11,12 @@
 #   prompt longer than the context, an oversized body, a missing API key and
 #   an unknown path each get their 4xx and an OpenAI error object (slow
 #   clients and non-streaming disconnects: serve_clients_test.sh);
-# - /health, /v1/models and /metrics;
+# - /health, /v1/models and /metrics, which reports every rank's compute
+#   and wait seconds;
 # - with one slot and a queue of one: a third request gets 429, and a
 #   streaming client that disconnects frees the slot (its sequence is
-#   cancelled, not run to max_tokens);
+#   cancelled, not run to max_tokens); with --max-connections 3 taken, one
+#   more connection gets 503 at once;
 # - SIGTERM to rank 0 drains: a stream in flight ends with [DONE], the job
 #   exits 0.
 #
@@ -126,9 +128,23 @@ metrics=$(curl -s --max-time 10 "$URL/metrics")
 for line in 'inferno_requests_total{endpoint="/v1/completions",status="200"}' \
   'inferno_requests_total{endpoint="/v1/completions",status="413"} 1' \
   'inferno_time_to_first_token_seconds_count' 'inferno_time_per_token_seconds_bucket{le="+Inf"}' \
-  'inferno_queue_depth 0' 'inferno_generated_tokens_total'; do
+  'inferno_queue_depth 0' 'inferno_generated_tokens_total' \
+  '# TYPE inferno_rank_compute_seconds_total counter' '# TYPE inferno_rank_wait_seconds_total counter'; do
   grep -qF "$line" <<<"$metrics" || fail "/metrics lacks '$line'"
 done
+# Every rank's compute and wait seconds, rank 1's carried to the leader by
+# the pipeline's tick (about once a second): after the requests above, each
+# rank has computed, and rank 1 has waited for the leader.
+ranks_reported() {
+  curl -s --max-time 10 "$URL/metrics" | awk '
+    $1 ~ /^inferno_rank_compute_seconds_total\{rank="[01]"\}$/ && $2 > 0 {computed++}
+    $1 == "inferno_rank_wait_seconds_total{rank=\"0\"}" && $2 >= 0 {waited++}
+    $1 == "inferno_rank_wait_seconds_total{rank=\"1\"}" && $2 > 0 {waited++}
+    END {exit !(computed == 2 && waited == 2)}'
+}
+for _ in $(seq 200); do ranks_reported && break; sleep 0.05; done
+ranks_reported || fail "/metrics lacks ranks 0 and 1 with compute > 0: $(curl -s "$URL/metrics" | grep '^inferno_rank')"
+curl -s --max-time 10 "$URL/metrics" | grep '^inferno_rank'
 
 # --- SIGTERM drains: the stream in flight ends with [DONE], the job exits 0
 curl -sN --max-time 60 -H "Authorization: Bearer $KEY" "$URL/v1/completions" \
@@ -147,7 +163,7 @@ wait "$curl_pid"
 # seconds (this one, seed 9, runs to its end).
 "$MAKE_TOY" --out "$WORK/slow" --dim 256 --layers 4 --seq-len 1024 --vocab 4000 >/dev/null || fail "make_toy_model (slow)"
 start_server small -n 2 --timeout 300 -- --model "$WORK/slow" --tokenizer byte-level --model-name toy \
-  --slots 1 --queue 1 || exit 1
+  --slots 1 --queue 1 --max-connections 3 || exit 1
 KEY=""
 long_request='{"model": "toy", "prompt": "Long", "max_tokens": 1000, "temperature": 0.8, "seed": 9, "stream": true}'
 curl -sN --max-time 60 "$URL/v1/completions" -d "$long_request" >"$WORK/first.stream" &
@@ -158,6 +174,37 @@ curl -sN --max-time 60 "$URL/v1/completions" -d "$long_request" >"$WORK/second.s
 second_pid=$!
 for _ in $(seq 200); do curl -s "$URL/metrics" | grep -qx 'inferno_queue_depth 1' && break; sleep 0.05; done
 expect_error queue_full 429 rate_limit_error "$URL/v1/completions" -d '{"model": "toy", "prompt": "x"}'
+# With the two streams and a client still sending its request (held up to
+# the 10 s read deadline) on the 3 connections of --max-connections, one
+# more is answered 503 at once; once the third has gone, requests are
+# served. (The server closes the connections of the requests above soon
+# after their clients do: the third is opened again until it is not
+# refused, and the fourth is polled.)
+hold_connection() {
+  exec 3<>"/dev/tcp/127.0.0.1/${URL##*:}"
+  printf 'GET /health HTTP/1.1\r\n' >&3
+  ! read -r -t 0.2 -u 3 _ # no answer: the server waits for the rest of the request
+}
+for _ in $(seq 50); do
+  hold_connection && break
+  exec 3>&-
+done
+refused=""
+for _ in $(seq 100); do
+  refused=$(curl -s --max-time 5 -w '\n%{http_code}' "$URL/v1/models")
+  [ "$(tail -1 <<<"$refused")" = 503 ] && break
+  sleep 0.05
+done
+[ "$(tail -1 <<<"$refused")" = 503 ] &&
+  [ "$(sed '$d' <<<"$refused" | json 'j["error"]["type"], j["error"]["code"]')" = "server_error too_many_connections" ] ||
+  fail "a connection over --max-connections 3: $refused"
+exec 3>&-
+for _ in $(seq 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/health")" = 200 ] && break
+  sleep 0.05
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/health")" = 200 ] ||
+  fail "no connection served after the third closed"
 # Both clients leave mid-stream: their sequences are cancelled.
 kill "$first_pid" "$second_pid" || fail "a stream ended before its client left"
 wait "$first_pid" "$second_pid" 2>/dev/null

@@ -69,11 +69,20 @@ const CommandSpec kSpec{
      {"read-deadline-ms", "N",
       "a request's line, headers and body must arrive within N ms of its first byte; slower clients "
       "get 408 and are disconnected (default 10000)"},
+     {"max-connections", "N",
+      "client connections served at once (running and queued requests hold one each); more are answered "
+      "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per stage: only 1 for now"},
      {"pp", "P", "pipeline stages (default: the world size)"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
+
+// --max-connections by default: this many, or kReaderConnections more than
+// the running and queued requests hold, if that is more, so that clients
+// still sending their request, /health and /metrics find a connection.
+constexpr int kMaxConnections = 256;
+constexpr int kReaderConnections = 32;
 
 struct ServeOptions {
   ModelChoice model;
@@ -88,6 +97,7 @@ struct ServeOptions {
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
   int64_t read_deadline_ms = 10000;
+  int max_connections = kMaxConnections;
   int threads = 1;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
 };
@@ -133,6 +143,11 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
         read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error()}) {
     if (error != nullptr) return *error;
   }
+  Result<int64_t> connections =
+      flags.Int("max-connections", std::max<int64_t>(kMaxConnections, *slots + *queue + kReaderConnections),
+                1, 1 << 16);
+  if (!connections) return connections.error();
+  options.max_connections = static_cast<int>(*connections);
   options.slots = static_cast<int>(*slots);
   options.queue = *queue;
   options.max_body_bytes = *body;
@@ -148,9 +163,6 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.weight_placement = *placement;
   return options;
 }
-
-// HTTP threads beyond one per running or queued request.
-constexpr int kReaderThreads = 32;
 
 // How long the leader keeps answering after the pipeline failed (503s, and
 // /health "unhealthy"), at most.
@@ -273,11 +285,7 @@ int main(int argc, char** argv) {
     settings.api_key = options->api_key;
     settings.max_body_bytes = options->max_body_bytes;
     settings.request_deadline = std::chrono::milliseconds(options->read_deadline_ms);
-    // Each running or queued request holds a thread; kReaderThreads more
-    // serve clients still sending their request, /health and /metrics, so
-    // that many slow senders at once delay nobody (more may delay others by
-    // up to the read deadline).
-    settings.threads = static_cast<int>(options->slots + options->queue + kReaderThreads);
+    settings.max_connections = options->max_connections;
     server.emplace(settings, queue, metrics);
     Result<int> port = server->Bind(options->host, options->port);
     if (!port) return Fail(rank, port.error(), 1);
@@ -318,6 +326,13 @@ int main(int argc, char** argv) {
   GeneratorSettings settings;
   settings.stop_ids = prepared->stop_ids;
   settings.report_logits = false;
+  if (leader) {
+    settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
+      for (const RankTimes& times : ranks) {
+        metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);
+      }
+    };
+  }
   Timeline timeline(false);
   Result<GenerationReport> report =
       RunGenerator(*group, prepared->plan, stage, settings, leader ? &queue : nullptr,
