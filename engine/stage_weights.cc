@@ -1,7 +1,5 @@
 #include "engine/stage_weights.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -17,19 +15,6 @@
 namespace inferno {
 namespace {
 
-// Sizes `out` to `bytes` at once, asking for transparent huge pages first: a
-// weight matrix is then faulted in 2 MiB pages rather than 4 KiB ones, which
-// was most of the loading time (the copy touches every page; on this
-// machine's VM a 4 KiB fault costs more than its copy).
-void AllocateWeights(WeightBuffer& out, size_t bytes) {
-  out.reserve(bytes);
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(out.data()) + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(out.data() + bytes)) & ~(kHugePage - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: may fail
-  out.resize(bytes);
-}
-
 Error SliceMismatch(const TensorSlice& slice, const TensorInfo& info, int64_t count) {
   return Error::Corruption("loading stage weights: tensor '" + slice.name + "' has shape " +
                            ShapeToString(info.shape) + ", which holds neither the plan's slice of " +
@@ -39,11 +24,11 @@ Error SliceMismatch(const TensorSlice& slice, const TensorInfo& info, int64_t co
 // The plan's `slice` (count elements) of a 1-D tensor, or of a matrix whose
 // columns it slices across Q8_0/Q4_0 blocks, converted to f32.
 Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSlice& slice,
-                                    const TensorInfo& info, int64_t count) {
+                                    const TensorInfo& info, int64_t count, WeightArena& arena) {
   const bool whole = info.num_elements() == count;
-  WeightBuffer buffer;
-  AllocateWeights(buffer, static_cast<size_t>(count) * sizeof(float));
-  const std::span<float> into(reinterpret_cast<float*>(buffer.data()), static_cast<size_t>(count));
+  Result<WeightArena::Block> buffer = arena.Allocate(static_cast<size_t>(count) * sizeof(float));
+  if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
+  const std::span<float> into(reinterpret_cast<float*>(buffer->bytes.data()), static_cast<size_t>(count));
   Status status;
   int64_t cols = count;
   if (whole) {
@@ -57,7 +42,7 @@ Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSl
     cols = slice.end - slice.begin;
     status = ReadColumnSlice(
         info.shape[0], info.shape[1] * sizeof(float), slice.begin * sizeof(float), cols * sizeof(float),
-        buffer, [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
+        buffer->bytes, [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
           return checkpoint.ReadRowsF32(
               slice.name, row_begin, row_end,
               {reinterpret_cast<float*>(into_rows.data()), into_rows.size() / sizeof(float)});
@@ -66,14 +51,14 @@ Result<WeightTensor> LoadSliceAsF32(const Checkpoint& checkpoint, const TensorSl
     return SliceMismatch(slice, info, count);
   }
   if (!status) return status.error().Prefixed("loading stage weights: ");
-  return WeightTensor(DType::kF32, cols, std::move(buffer));
+  return WeightTensor(DType::kF32, cols, std::move(*buffer));
 }
 
 // The plan's `slice` of its tensor (count elements): a matrix in its stored
 // type (with kInPlace, the checkpoint's own pages when its rows are stored
 // in order: see Checkpoint::MapRows), a 1-D tensor as f32.
 Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& slice, int64_t count,
-                               WeightPlacement placement) {
+                               WeightPlacement placement, WeightArena& arena) {
   Result<TensorInfo> info = checkpoint.Find(slice.name);
   if (!info) return info.error().Prefixed("loading stage weights: ");
   const bool whole = info->num_elements() == count;
@@ -89,37 +74,40 @@ Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& 
         return WeightTensor(matrix ? info->shape[1] : count, std::move(*mapped));
     }
   }
-  if (!matrix) return LoadSliceAsF32(checkpoint, slice, *info, count);
+  if (!matrix) return LoadSliceAsF32(checkpoint, slice, *info, count, arena);
   const int64_t rows = info->shape[0];
   const int64_t all_cols = info->shape[1];
   const DType dtype = info->dtype;
   const int64_t block = DTypeBlockElements(dtype);
   if (slice.split_dim == 1 && !whole && (slice.begin % block != 0 || slice.end % block != 0)) {
-    return LoadSliceAsF32(checkpoint, slice, *info, count);
+    return LoadSliceAsF32(checkpoint, slice, *info, count, arena);
   }
   const auto row_bytes = [dtype](int64_t elements) { return DTypeBytes(dtype, elements).value(); };
-  WeightBuffer buffer;
+  Result<WeightArena::Block> buffer = WeightArena::Block{};
   Status status;
   int64_t cols = all_cols;
   if (whole || slice.split_dim == 0) {
     const int64_t row_begin = whole ? 0 : slice.begin;
     const int64_t row_end = whole ? rows : slice.end;
     if ((row_end - row_begin) * all_cols != count) return SliceMismatch(slice, *info, count);
-    AllocateWeights(buffer, static_cast<size_t>((row_end - row_begin) * row_bytes(all_cols)));
-    status = checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer);
+    buffer = arena.Allocate(static_cast<size_t>((row_end - row_begin) * row_bytes(all_cols)));
+    if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
+    status = checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer->bytes);
   } else if (slice.split_dim == 1 && rows * (slice.end - slice.begin) == count) {
     // Columns [begin, end) of a (rows, all_cols) matrix, whole blocks.
     cols = slice.end - slice.begin;
-    AllocateWeights(buffer, static_cast<size_t>(rows * row_bytes(cols)));
-    status = ReadColumnSlice(rows, row_bytes(all_cols), row_bytes(slice.begin), row_bytes(cols), buffer,
-                             [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
-                               return checkpoint.ReadRowsStored(slice.name, row_begin, row_end, into_rows);
-                             });
+    buffer = arena.Allocate(static_cast<size_t>(rows * row_bytes(cols)));
+    if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
+    status =
+        ReadColumnSlice(rows, row_bytes(all_cols), row_bytes(slice.begin), row_bytes(cols), buffer->bytes,
+                        [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
+                          return checkpoint.ReadRowsStored(slice.name, row_begin, row_end, into_rows);
+                        });
   } else {
     return SliceMismatch(slice, *info, count);
   }
   if (!status) return status.error().Prefixed("loading stage weights: ");
-  return WeightTensor(dtype, cols, std::move(buffer));
+  return WeightTensor(dtype, cols, std::move(*buffer));
 }
 
 // The plan's slice of `name` for `part`. Precondition: the plan lists it.
@@ -135,7 +123,7 @@ std::string LayerTensor(int64_t layer, const char* suffix) {
 }
 
 Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
-                               WeightPlacement placement) {
+                               WeightPlacement placement, WeightArena& arena) {
   const ModelConfig& config = checkpoint.config();
   const int64_t dim = config.hidden_size;
   const int64_t head_dim = config.head_dim();
@@ -162,7 +150,7 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
   if (config.o_proj_bias) tensors.push_back({&weights.bo, "self_attn.o_proj.bias", dim});
   for (const auto& [out, suffix, count] : tensors) {
     Result<WeightTensor> loaded =
-        LoadSlice(checkpoint, SliceNamed(part, LayerTensor(layer, suffix)), count, placement);
+        LoadSlice(checkpoint, SliceNamed(part, LayerTensor(layer, suffix)), count, placement, arena);
     if (!loaded) return loaded.error();
     *out = std::move(*loaded);
   }
@@ -171,26 +159,25 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
 
 }  // namespace
 
-WeightTensor::WeightTensor(DType dtype, int64_t cols, WeightBuffer owned)
-    : dtype_(dtype), cols_(cols), owned_(std::move(owned)) {
-  CHECK(cols_ > 0 || owned_.empty());
-  CHECK(owned_.empty() || static_cast<int64_t>(owned_.size()) % DTypeBytes(dtype_, cols_).value() == 0)
-      << owned_.size() << " bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
+WeightTensor::WeightTensor(DType dtype, int64_t cols, WeightArena::Block owned)
+    : dtype_(dtype), cols_(cols), bytes_(owned.bytes), owner_(std::move(owned.owner)) {
+  CHECK(cols_ > 0 || bytes_.empty());
+  CHECK(bytes_.empty() || static_cast<int64_t>(bytes_.size()) % DTypeBytes(dtype_, cols_).value() == 0)
+      << bytes_.size() << " bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
 }
 
 WeightTensor::WeightTensor(int64_t cols, Checkpoint::MappedRows mapped)
-    : dtype_(mapped.dtype), cols_(cols), mapped_(std::move(mapped)) {
-  CHECK(cols_ > 0 && static_cast<int64_t>(mapped_.bytes.size()) % DTypeBytes(dtype_, cols_).value() == 0)
-      << mapped_.bytes.size() << " mapped bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
+    : dtype_(mapped.dtype),
+      cols_(cols),
+      bytes_(mapped.bytes),
+      owner_(std::move(mapped.mapping)),
+      in_place_(true) {
+  CHECK(cols_ > 0 && static_cast<int64_t>(bytes_.size()) % DTypeBytes(dtype_, cols_).value() == 0)
+      << bytes_.size() << " mapped bytes are not whole rows of " << cols_ << " " << DTypeName(dtype_);
 }
 
 int64_t WeightTensor::rows() const {
   return cols_ == 0 ? 0 : static_cast<int64_t>(bytes().size()) / DTypeBytes(dtype_, cols_).value();
-}
-
-std::span<const std::byte> WeightTensor::bytes() const {
-  if (mapped_.mapping) return mapped_.bytes;
-  return {owned_.data(), owned_.size()};
 }
 
 std::span<const float> WeightTensor::values() const {
@@ -246,24 +233,26 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
   }
   StageWeights weights;
   weights.part = part;
+  WeightArena arena;  // its chunks live on in the tensors
   const RowRange embedding_rows = part.embedding_rows;
   CHECK(embedding_rows.begin >= 0 && embedding_rows.begin <= embedding_rows.end &&
         embedding_rows.end <= vocab)
       << "embedding rows [" << embedding_rows.begin << ", " << embedding_rows.end << ")";
   if (embedding_rows.size() > 0) {
-    Result<WeightTensor> loaded =
-        LoadSlice(checkpoint, SliceNamed(part, kEmbedTokensName), embedding_rows.size() * dim, placement);
+    Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, kEmbedTokensName),
+                                            embedding_rows.size() * dim, placement, arena);
     if (!loaded) return loaded.error();
     weights.token_embedding = std::move(*loaded);
   }
   for (int64_t layer = part.layers.begin; layer < part.layers.end; ++layer) {
-    Result<LayerWeights> loaded = LoadLayer(checkpoint, part, layer, placement);
+    Result<LayerWeights> loaded = LoadLayer(checkpoint, part, layer, placement, arena);
     if (!loaded) return loaded.error();
     weights.layers.push_back(std::move(*loaded));
     if (progress) progress(layer + 1 - part.layers.begin, part.layers.size());
   }
   if (part.has_final_norm) {
-    Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, kFinalNormName), dim, placement);
+    Result<WeightTensor> loaded =
+        LoadSlice(checkpoint, SliceNamed(part, kFinalNormName), dim, placement, arena);
     if (!loaded) return loaded.error();
     weights.final_norm = std::move(*loaded);
   }
@@ -273,7 +262,8 @@ Result<StageWeights> LoadStageWeights(const Checkpoint& checkpoint, const RankSh
       << "classifier rows [" << rows.begin << ", " << rows.end << ") outside the embedding rows";
   if (rows.size() > 0 && !rows_in_embedding) {
     const char* name = config.tie_word_embeddings ? kEmbedTokensName : kLmHeadName;
-    Result<WeightTensor> loaded = LoadSlice(checkpoint, SliceNamed(part, name), rows.size() * dim, placement);
+    Result<WeightTensor> loaded =
+        LoadSlice(checkpoint, SliceNamed(part, name), rows.size() * dim, placement, arena);
     if (!loaded) return loaded.error().Prefixed("loading classifier rows: ");
     weights.classifier = std::move(*loaded);
   }

@@ -9,9 +9,9 @@
 // RoPE) and matrices keep their stored type (WeightTensor); with
 // WeightPlacement::kInPlace, rows stored contiguously in the file as they are
 // used (any type; 1-D tensors only as f32) are used where they lie in the
-// memory map, without a copy; anything else is
-// read into memory of its own on load. One exception to keeping the type: a
-// tensor-parallel slice of Q8_0/Q4_0 columns that does not start and end on
+// memory map, without a copy; anything else is read on load into memory of
+// the rank's own (a WeightArena: huge pages). One exception to keeping the
+// type: a tensor-parallel slice of Q8_0/Q4_0 columns that does not start and end on
 // a 32-column block boundary is dequantized to f32 (a block cannot be cut).
 //
 // Thread-safety: immutable after loading; may be read from several threads.
@@ -26,56 +26,34 @@
 
 #include "base/error.h"
 #include "engine/kernels.h"
+#include "engine/weight_arena.h"
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
 
 namespace inferno {
 
-// Allocates like std::allocator but leaves values default-initialized (for
-// float: uninitialized) when a vector grows, so a weight buffer's pages are
-// first touched by the copy that fills them, not by zeroing as well.
-template <typename T>
-struct UninitializedAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = UninitializedAllocator<U>;
-  };
-  template <typename U>
-  void construct(U* where) {
-    ::new (static_cast<void*>(where)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* where, Args&&... args) {
-    ::new (static_cast<void*>(where)) U(std::forward<Args>(args)...);
-  }
-};
-
-// Memory a weight tensor is read into. resize() does not initialize: every
-// byte is written by the loader before it is read. (Its allocation is
-// aligned for any scalar type, floats included.)
-using WeightBuffer = std::vector<std::byte, UninitializedAllocator<std::byte>>;
-
 // One weight tensor (or the plan's slice of one), read-only, as rows of
-// `cols` elements in one stored type: in memory of its own, or where its
-// rows lie in the checkpoint's mapping (which it keeps mapped).
+// `cols` elements in one stored type: in a WeightArena's memory, or where
+// its rows lie in the checkpoint's mapping (which it keeps mapped). Copies
+// share the bytes.
 // Matrices keep their checkpoint's type (f32, bf16, f16, Q8_0, Q4_0); 1-D
 // tensors (norms, biases) are held as f32. Empty when default-constructed.
 class WeightTensor {
  public:
   WeightTensor() = default;
   // `owned` holds whole rows of DTypeBytes(dtype, cols) bytes each.
-  WeightTensor(DType dtype, int64_t cols, WeightBuffer owned);
+  WeightTensor(DType dtype, int64_t cols, WeightArena::Block owned);
   // Rows of `cols` elements of mapped.dtype in the checkpoint's mapping.
   WeightTensor(int64_t cols, Checkpoint::MappedRows mapped);
 
   DType dtype() const { return dtype_; }
   int64_t cols() const { return cols_; }
   int64_t rows() const;
-  std::span<const std::byte> bytes() const;
-  bool empty() const { return bytes().empty(); }
+  std::span<const std::byte> bytes() const { return bytes_; }
+  bool empty() const { return bytes_.empty(); }
   // Whether the values are the checkpoint file's pages.
-  bool in_place() const { return mapped_.mapping != nullptr; }
+  bool in_place() const { return in_place_; }
 
   // The values of an F32 tensor (CHECKed): norms and biases.
   std::span<const float> values() const;
@@ -91,8 +69,9 @@ class WeightTensor {
  private:
   DType dtype_ = DType::kF32;
   int64_t cols_ = 0;
-  WeightBuffer owned_;
-  Checkpoint::MappedRows mapped_;
+  std::span<const std::byte> bytes_;
+  std::shared_ptr<const void> owner_;  // the arena chunk or the mapping bytes_ lie in
+  bool in_place_ = false;
 };
 
 // dim = hidden_size, head_dim = config.head_dim(); for the rank's part of
