@@ -102,6 +102,32 @@ TEST(Softmax, SumsToOneAndKeepsOrder) {
   EXPECT_FLOAT_EQ(large[0], 0.5f);
 }
 
+TEST(Softmax, MatchesDoublePrecisionOverTheWholeRange) {
+  // 32003 values (not a multiple of 8) from 10 down to -110.
+  std::vector<float> x(32003);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 10.0f - 120.0f * static_cast<float>(i) / (x.size() - 1);
+  const std::vector<float> logits = x;
+  std::vector<double> expected(x.size());
+  double sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) sum += expected[i] = std::exp(static_cast<double>(x[i]) - 10.0);
+  Softmax(x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    // The float sum of 32003 terms is within 1e-5; each exponential within
+    // a few ulp, seen in the ratio to the first (the sum cancels) where the
+    // quotient is a normal float.
+    ASSERT_NEAR(x[i], expected[i] / sum, 1e-5 * expected[i] / sum + 1e-37) << "element " << i;
+    const double exact_ratio = std::exp(static_cast<double>(logits[i]) - static_cast<double>(logits[0]));
+    if (logits[i] - logits[0] > -80.0f) {
+      ASSERT_NEAR(x[i] / x[0], exact_ratio, 5e-7 * exact_ratio) << "element " << i;
+    } else if (logits[i] - logits[0] < -87.5f) {
+      ASSERT_LE(x[i], 1e-37f) << "element " << i;  // e^x below the normal floats
+    }
+  }
+  std::vector<float> with_nan = {1.0f, NAN, 2.0f};
+  Softmax(with_nan);
+  EXPECT_TRUE(std::isnan(with_nan[1]));
+}
+
 TEST(MatMul, RowsInSeveralBlocksGiveTheSameBitsAsOneMatrix) {
   const int64_t n = 3, cols = 37, rows = 23;
   const std::vector<float> x = RandomVector(n * cols, 11);
