@@ -181,21 +181,18 @@ void Softmax(std::span<float> x) {
   const float max_value = *std::max_element(x.begin(), x.end());
   const size_t n = x.size();
   Float8 sums{};
+  // x[i, i + count) = e^(x - max), count <= 8, added to the sums (padding
+  // lanes give 0).
+  const auto exponentiate = [&](size_t i, size_t count) {
+    Float8 v = Float8{} - INFINITY;
+    __builtin_memcpy(&v, x.data() + i, count * sizeof(float));
+    v = ExpOfNonPositive(v - max_value);
+    __builtin_memcpy(x.data() + i, &v, count * sizeof(float));
+    sums += v;
+  };
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    Float8 v;
-    __builtin_memcpy(&v, x.data() + i, sizeof v);
-    v = ExpOfNonPositive(v - max_value);
-    __builtin_memcpy(x.data() + i, &v, sizeof v);
-    sums += v;
-  }
-  if (i < n) {
-    Float8 v = Float8{} - INFINITY;  // padding lanes give 0
-    __builtin_memcpy(&v, x.data() + i, (n - i) * sizeof(float));
-    v = ExpOfNonPositive(v - max_value);
-    __builtin_memcpy(x.data() + i, &v, (n - i) * sizeof(float));
-    sums += v;
-  }
+  for (; i + 8 <= n; i += 8) exponentiate(i, 8);
+  if (i < n) exponentiate(i, n - i);
   const float sum = ((sums[0] + sums[4]) + (sums[2] + sums[6])) + ((sums[1] + sums[5]) + (sums[3] + sums[7]));
   for (float& v : x) v /= sum;
 }

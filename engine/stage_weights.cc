@@ -83,29 +83,25 @@ Result<WeightTensor> LoadSlice(const Checkpoint& checkpoint, const TensorSlice& 
     return LoadSliceAsF32(checkpoint, slice, *info, count, arena);
   }
   const auto row_bytes = [dtype](int64_t elements) { return DTypeBytes(dtype, elements).value(); };
-  Result<WeightArena::Block> buffer = WeightArena::Block{};
-  Status status;
-  int64_t cols = all_cols;
-  if (whole || slice.split_dim == 0) {
-    const int64_t row_begin = whole ? 0 : slice.begin;
-    const int64_t row_end = whole ? rows : slice.end;
-    if ((row_end - row_begin) * all_cols != count) return SliceMismatch(slice, *info, count);
-    buffer = arena.Allocate(static_cast<size_t>((row_end - row_begin) * row_bytes(all_cols)));
-    if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
-    status = checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer->bytes);
-  } else if (slice.split_dim == 1 && rows * (slice.end - slice.begin) == count) {
-    // Columns [begin, end) of a (rows, all_cols) matrix, whole blocks.
-    cols = slice.end - slice.begin;
-    buffer = arena.Allocate(static_cast<size_t>(rows * row_bytes(cols)));
-    if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
-    status =
-        ReadColumnSlice(rows, row_bytes(all_cols), row_bytes(slice.begin), row_bytes(cols), buffer->bytes,
-                        [&](int64_t row_begin, int64_t row_end, std::span<std::byte> into_rows) {
-                          return checkpoint.ReadRowsStored(slice.name, row_begin, row_end, into_rows);
-                        });
-  } else {
+  // Rows [row_begin, row_end) whole, or columns [slice.begin, slice.end) of
+  // every row (whole blocks).
+  const bool columns = !whole && slice.split_dim == 1;
+  const int64_t row_begin = columns || whole ? 0 : slice.begin;
+  const int64_t row_end = columns || whole ? rows : slice.end;
+  const int64_t cols = columns ? slice.end - slice.begin : all_cols;
+  if ((!whole && slice.split_dim != 0 && slice.split_dim != 1) || (row_end - row_begin) * cols != count) {
     return SliceMismatch(slice, *info, count);
   }
+  Result<WeightArena::Block> buffer =
+      arena.Allocate(static_cast<size_t>((row_end - row_begin) * row_bytes(cols)));
+  if (!buffer) return buffer.error().Prefixed("loading stage weights: ");
+  const Status status =
+      columns
+          ? ReadColumnSlice(rows, row_bytes(all_cols), row_bytes(slice.begin), row_bytes(cols), buffer->bytes,
+                            [&](int64_t begin, int64_t end, std::span<std::byte> into_rows) {
+                              return checkpoint.ReadRowsStored(slice.name, begin, end, into_rows);
+                            })
+          : checkpoint.ReadRowsStored(slice.name, row_begin, row_end, buffer->bytes);
   if (!status) return status.error().Prefixed("loading stage weights: ");
   return WeightTensor(dtype, cols, std::move(*buffer));
 }
