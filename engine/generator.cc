@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include "engine/pipeline_protocol.h"
+#include "engine/step_decisions.h"
 
 namespace inferno {
 namespace {
@@ -34,6 +35,7 @@ struct Slot {
   int64_t max_new_tokens = 0;
   int32_t next = 0;                // one stage: the sampled token to run next
   bool greedy = false;             // last stage: temperature 0
+  bool cancelled = false;          // last stage: stops before its next token is sampled
   std::optional<Sampler> sampler;  // last stage
 };
 
@@ -166,35 +168,74 @@ class PipelineRun {
     return -1;
   }
 
-  // Last stage: starts the sequences the source has, while slots are free,
-  // waiting until `deadline` at most for the first; with one stage,
-  // prefills each and samples its first token.
-  Status Admit(Clock::time_point deadline) {
-    for (int slot = FreeSlot(); slot >= 0; slot = FreeSlot()) {
-      std::optional<SequenceSpec> spec = source_->Next(deadline);
-      if (!spec) return {};
-      deadline = Clock::time_point::min();
-      const std::vector<int32_t>& prompt = spec->prompt;
+  // Last stage: this step's decisions. The leader asks the source: the
+  // sequences for the free slots, waiting until `deadline` at most for the
+  // first; the running ones cancelled; whether more will come; and whether
+  // a tick is due. Under tensor parallelism it sends them to the stage's
+  // other ranks, which return them.
+  Result<StepDecisions> Decide(Clock::time_point deadline) {
+    StepDecisions decisions;
+    if (group_.is_leader()) {
+      const auto free = std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
+      for (int64_t i = 0; i < free; ++i) {
+        std::optional<SequenceSpec> spec = source_->Next(i == 0 ? deadline : Clock::time_point::min());
+        if (!spec) break;
+        decisions.admitted.push_back(std::move(*spec));
+      }
+      for (const Slot& s : slots_) {
+        if (s.busy && source_->Cancelled(s.id)) decisions.cancelled.push_back(s.id);
+      }
+      decisions.exhausted = source_->Exhausted();
+      decisions.tick_due = Clock::now() >= next_report_;
+    }
+    if (!tensor_parallel_) return decisions;
+    TimedScope scope(timeline_, SpanKind::kWait, "agree on the step", -1);
+    std::vector<std::vector<std::byte>> copies;
+    if (group_.is_leader()) copies.assign(static_cast<size_t>(plan_.tp), EncodeStepDecisions(decisions));
+    Result<std::vector<std::byte>> bytes = tensor_parallel_->scatter(0, copies);
+    if (!bytes) return bytes.error().Prefixed("tensor-parallel scatter of the step's decisions: ");
+    if (group_.is_leader()) return decisions;
+    Result<StepDecisions> decoded = DecodeStepDecisions(*bytes);
+    if (!decoded) return Malformed(decoded.error().message);
+    return decoded;
+  }
+
+  // Last stage: takes this step's decisions (see Decide): marks the
+  // cancelled sequences and starts the admitted ones in free slots; with one
+  // stage, prefills each and samples its first token. Returns them.
+  Result<StepDecisions> Admit(Clock::time_point deadline) {
+    Result<StepDecisions> decisions = Decide(deadline);
+    if (!decisions) return decisions.error();
+    for (int64_t id : decisions->cancelled) {
+      for (Slot& s : slots_) {
+        if (s.busy && s.id == id) s.cancelled = true;
+      }
+    }
+    for (const SequenceSpec& spec : decisions->admitted) {
+      const int slot = FreeSlot();
+      if (slot < 0) return Malformed("more sequences admitted than free slots");
+      const std::vector<int32_t>& prompt = spec.prompt;
       if (Status valid = ValidatePrompts({prompt}, stage_.config(), stage_.context_length()); !valid) {
-        return valid.error().Prefixed("sequence " + std::to_string(spec->id) + ": ");
+        return valid.error().Prefixed("sequence " + std::to_string(spec.id) + ": ");
       }
       Slot& s = slots_[slot];
       s.busy = true;
-      s.id = spec->id;
+      s.id = spec.id;
       s.prompt_length = static_cast<int64_t>(prompt.size());
       s.pos = 0;
       s.previous = prompt.back();
       s.generated = 0;
-      s.max_new_tokens = spec->max_new_tokens;
-      s.greedy = spec->sampling.temperature == 0.0f;
-      s.sampler.emplace(spec->sampling, static_cast<int32_t>(vocab_));
+      s.max_new_tokens = spec.max_new_tokens;
+      s.greedy = spec.sampling.temperature == 0.0f;
+      s.cancelled = false;
+      s.sampler.emplace(spec.sampling, static_cast<int32_t>(vocab_));
       ++running_;
       report_.prompt_tokens += s.prompt_length;
       if (plan_.pp > 1) {
         if (Status sent = Send("send admit", AdmitMessage{slot, static_cast<int32_t>(prompt.size())},
                                std::as_bytes(std::span(prompt)));
             !sent) {
-          return sent;
+          return sent.error();
         }
         ++groups_on_the_way_;
         continue;
@@ -204,11 +245,11 @@ class PipelineRun {
         last = x.last(dim_);
         return Status();
       });
-      if (!prefilled) return prefilled;
+      if (!prefilled) return prefilled.error();
       const int slots[] = {slot};
-      if (Status sampled = ClassifyAlone(slots, last); !sampled) return sampled;
+      if (Status sampled = ClassifyAlone(slots, last); !sampled) return sampled.error();
     }
-    return {};
+    return decisions;
   }
 
   // Leader: whether the sequence in `slot` samples another token.
@@ -249,7 +290,7 @@ class PipelineRun {
   // samples it with the same sampler. Precondition: SamplesAnother(slot).
   Result<int32_t> SampleNext(int slot, std::span<float> ring_logits) {
     Slot& s = slots_[slot];
-    if (source_->Cancelled(s.id)) {
+    if (s.cancelled) {
       Stop(slot, FinishReason::kCancelled);
       return -1;
     }
@@ -363,8 +404,9 @@ class PipelineRun {
         next_report_ = Clock::now() + idle_tick_;
       }
       const Clock::time_point deadline = running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
-      if (Status admitted = Admit(deadline); !admitted) return admitted;
-      if (running_ == 0 && source_->Exhausted()) return {};
+      Result<StepDecisions> decisions = Admit(deadline);
+      if (!decisions) return decisions.error();
+      if (running_ == 0 && decisions->exhausted) return {};
       std::vector<int> round;
       for (size_t slot = 0; slot < slots_.size(); ++slot) {
         if (slots_[slot].busy) round.push_back(static_cast<int>(slot));
@@ -470,9 +512,10 @@ class PipelineRun {
       if (stage_.is_last()) {
         const Clock::time_point deadline =
             running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
-        if (Status admitted = Admit(deadline); !admitted) return admitted;
-        if (!tick_on_the_way_ && (running_ == 0 || Clock::now() >= next_report_)) {
-          const bool end = running_ == 0 && source_->Exhausted();
+        Result<StepDecisions> decisions = Admit(deadline);
+        if (!decisions) return decisions.error();
+        if (!tick_on_the_way_ && (running_ == 0 || decisions->tick_due)) {
+          const bool end = running_ == 0 && decisions->exhausted;
           const ControlMessage control{0, end ? ControlMessage::kEnd : ControlMessage::kTick};
           if (Status sent = Send(end ? "send end" : "send tick", control, {}); !sent) return sent;
           tick_on_the_way_ = true;
@@ -728,7 +771,7 @@ class PipelineRun {
   std::optional<ProcessGroup> tensor_parallel_;  // the stage's group when tp > 1
   const RowRange ring_rows_;                     // the classifier rows of this rank's ring
   const GeneratorSettings& settings_;
-  SequenceSource* source_;  // last stage
+  SequenceSource* source_;  // leader
   GenerationObserver* observer_;
   Timeline& timeline_;
   const int64_t dim_;
@@ -829,7 +872,7 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   CHECK(stage.part() == plan.ranks[static_cast<size_t>(group.rank())]) << "rank " << group.rank();
   CHECK_EQ(stage.tensor_parallel().has_value(), plan.tp > 1);
   CHECK_LT(stage.config().vocab_size, 1 << 24) << "ids must be exact in a float";
-  CHECK(!stage.is_last() || source != nullptr) << "the last stage needs a sequence source";
+  CHECK(!group.is_leader() || source != nullptr) << "the leader needs a sequence source";
   PipelineRun run(group, plan, stage, settings, source, observer, timeline);
   return run.Run();
 }

@@ -20,9 +20,11 @@
 //   passes it on; back at the last stage, its own rows complete the ring's
 //   rows, and it samples;
 // - the sampled token goes from the last stage to the first.
-// Sequences come from a SequenceSource, asked on the last stage whenever a
-// KV-cache slot is free: the last stage sends a new sequence's prompt to the
-// first (an admit message), which prefills it. So sequences join a running
+// Sequences come from a SequenceSource (sequence_source.h), asked on the
+// leader at each step of its loop (before each message it handles, or each
+// round with one stage): which sequences start in the free KV-cache slots,
+// which running ones are cancelled; the last stage sends a new sequence's
+// prompt to the first (an admit message), which prefills it. So sequences join a running
 // pipeline at its next step and leave when they stop (infer's fixed prompts
 // and serve's request queue are two sources of the one loop). While no
 // sequence runs, the last stage sends a tick around the ring every
@@ -35,7 +37,11 @@
 // With tp > 1 the tp rings run side by side: every rank of a stage receives
 // the same messages in the same order from its ring, so the collectives of
 // the stage's group (two all_reduces per layer, see transformer.h; the
-// sampling exchange) come in the same order on all of them. The last
+// sampling exchange) come in the same order on all of them. For that the
+// last stage's ranks must start, cancel, tick and end at the same steps:
+// at each step the leader sends the others its decisions
+// (step_decisions.h), one scatter over the stage's group, and each of them
+// follows them. The last
 // stage's ranks agree on each token: greedy sampling exchanges each rank's
 // best (value, id) — only that crosses the group — and other sampling, or
 // reporting logits, gathers the whole vector on each of them, where the same
@@ -85,19 +91,13 @@
 #include "base/error.h"
 #include "distributed/process_group.h"
 #include "engine/sampler.h"
+#include "engine/sequence_source.h"
 #include "engine/timeline.h"
 #include "engine/transformer.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
 
 namespace inferno {
-
-// Why a sequence ended.
-enum class FinishReason {
-  kStopToken,  // it sampled one of the stop ids
-  kLength,     // max_new_tokens, or its KV cache is full
-  kCancelled,  // its source cancelled it
-};
 
 // What the leader's caller sees while generating. Called on the leader only,
 // from the generator's thread; it must not block (the pipeline waits).
@@ -110,31 +110,6 @@ class GenerationObserver {
   // following `previous` (the last prompt token for the first one).
   virtual void OnToken(int64_t id, int32_t previous, int32_t token) = 0;
   virtual void OnSequenceDone(int64_t id, FinishReason reason) = 0;
-};
-
-// A sequence to generate.
-struct SequenceSpec {
-  int64_t id = 0;               // the caller's name for it, given to the observer
-  std::vector<int32_t> prompt;  // valid for the stage: see ValidatePrompts
-  int64_t max_new_tokens = 256;
-  SamplingOptions sampling;
-};
-
-// Where the generator's sequences come from. Asked on every rank of the
-// last stage; with tensor parallelism, every one of them must give the same
-// sequences in the same order and never cancel.
-class SequenceSource {
- public:
-  virtual ~SequenceSource() = default;
-  // The next sequence to start, waiting for one until `deadline` at most
-  // (a past deadline: not at all); none at once when Exhausted().
-  virtual std::optional<SequenceSpec> Next(std::chrono::steady_clock::time_point deadline) = 0;
-  // Whether no sequence will come any more: the run ends when the running
-  // ones have.
-  virtual bool Exhausted() = 0;
-  // Whether sequence `id` is to stop now (FinishReason::kCancelled); asked
-  // before each of its tokens is sampled.
-  virtual bool Cancelled(int64_t id) = 0;
 };
 
 // One rank's time in the generator loop so far: the totals of its Timeline.
@@ -209,7 +184,7 @@ Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group,
 // (stage.context_length() positions) is full, or when the source cancels it.
 // Up to stage.num_slots() sequences run at once. Every rank calls it with the
 // same plan and settings; `source` is used (and must be non-null) on the
-// ranks of the last stage only; `stage` must be rank group.rank()'s part of
+// leader only; `stage` must be rank group.rank()'s part of
 // `plan`, with its tensor-parallel group when plan.tp > 1.
 // `observer` (may be null) is used on the leader only; `timeline` records
 // this rank's time; every rank's timeline is gathered on the leader. Errors:

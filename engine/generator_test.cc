@@ -382,6 +382,89 @@ TEST(Generator, TensorParallelGridsMatchOneRank) {
   }
 }
 
+// A source, on the leader only, that admits its sequences while others run:
+// the first at once, sequence i once 3 × i tokens have come (or nothing
+// runs); sequence `cancel` (if set) it cancels once 4 tokens of it have come.
+// Sequences alternate greedy and seeded sampling.
+class StaggeredSource : public SequenceSource, public GenerationObserver {
+ public:
+  using Clock = std::chrono::steady_clock;
+  StaggeredSource(std::vector<std::vector<int32_t>> prompts, std::optional<int64_t> cancel)
+      : prompts_(std::move(prompts)), cancel_(cancel) {}
+
+  std::optional<SequenceSpec> Next(Clock::time_point) override {
+    const int64_t i = next_;
+    if (Exhausted() || (next_ > ended_ && generated_ < 3 * i)) return std::nullopt;
+    ++next_;
+    SamplingOptions sampling;
+    if (i % 2 == 1) sampling = {.temperature = 0.9f, .top_k = 0, .top_p = 0.95f, .seed = 100 + uint64_t(i)};
+    return SequenceSpec{i, prompts_[static_cast<size_t>(i)], 9, sampling};
+  }
+  bool Exhausted() override { return next_ == static_cast<int64_t>(prompts_.size()); }
+  bool Cancelled(int64_t id) override { return id == cancel_ && tokens[id].size() >= 4; }
+
+  void OnLogits(int64_t, std::span<const float>) override {}
+  void OnToken(int64_t id, int32_t, int32_t token) override {
+    tokens[id].push_back(token);
+    ++generated_;
+  }
+  void OnSequenceDone(int64_t id, FinishReason reason) override {
+    finish[id] = reason;
+    ++ended_;
+  }
+
+  std::map<int64_t, std::vector<int32_t>> tokens;
+  std::map<int64_t, FinishReason> finish;
+
+ private:
+  const std::vector<std::vector<int32_t>> prompts_;
+  const std::optional<int64_t> cancel_;
+  int64_t next_ = 0;
+  int64_t generated_ = 0;
+  int64_t ended_ = 0;
+};
+
+// Under tensor parallelism the leader alone asks the source (the other ranks
+// get none) and its stage follows its decisions: sequences admitted while
+// others run, into reused slots, and one cancelled midway, give the tokens
+// of one rank, and the cancelled one stops after the token at which its
+// source cancelled it.
+TEST(Generator, TensorParallelRanksFollowTheLeadersAdmissionsAndCancellations) {
+  std::vector<std::vector<int32_t>> prompts(kPrompts.begin(), kPrompts.end());
+  prompts.push_back({1, 9, 9});
+  prompts.push_back({1, 30, 31, 32});
+  GeneratorSettings settings;
+  settings.report_logits = false;
+  // Runs the source on `world` ranks of tp `tp`, with 2 slots; returns the leader's.
+  auto run = [&](int world, int tp, std::optional<int64_t> cancel) {
+    std::vector<std::shared_ptr<StaggeredSource>> results = RunStages(
+        world, {.tp = tp}, 2, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+          auto source = std::make_shared<StaggeredSource>(prompts, cancel);
+          Timeline timeline(false);
+          StaggeredSource* leader = group.is_leader() ? source.get() : nullptr;
+          auto report = RunGenerator(group, plan, stage, settings, leader, leader, timeline);
+          CHECK(report.ok()) << report.error().message;
+          return source;
+        });
+    return results[0];
+  };
+  const std::shared_ptr<StaggeredSource> alone = run(1, 1, std::nullopt);
+  ASSERT_EQ(alone->tokens.size(), prompts.size());
+  for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}}) {
+    const std::shared_ptr<StaggeredSource> grid = run(pp * tp, tp, 2);
+    for (int64_t id = 0; id < static_cast<int64_t>(prompts.size()); ++id) {
+      const std::vector<int32_t>& full = alone->tokens.at(id);
+      if (id != 2) {
+        EXPECT_EQ(grid->tokens.at(id), full) << pp << "x" << tp << ", sequence " << id;
+        EXPECT_NE(grid->finish.at(id), FinishReason::kCancelled) << pp << "x" << tp << ", sequence " << id;
+        continue;
+      }
+      EXPECT_EQ(grid->finish.at(id), FinishReason::kCancelled) << pp << "x" << tp;
+      EXPECT_EQ(grid->tokens.at(id), std::vector<int32_t>(full.begin(), full.begin() + 4)) << pp << "x" << tp;
+    }
+  }
+}
+
 TEST(Generator, StopsAtMaxNewTokensAndAtContextEnd) {
   GenerationOptions options;
   options.max_new_tokens = 3;

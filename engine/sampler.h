@@ -26,6 +26,8 @@ struct SamplingOptions {
   int32_t top_k = 0;         // 0: no limit
   float top_p = 1.0f;        // 1: no nucleus cut
   uint64_t seed = 42;
+
+  bool operator==(const SamplingOptions&) const = default;
 };
 
 class Sampler {

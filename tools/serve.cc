@@ -1,11 +1,14 @@
 // serve: an OpenAI-compatible HTTP server over the generator loop, on one
-// rank or under `launch -n W` on a pipeline of W stages:
+// rank or under `launch -n W` on a grid of W ranks: W / T pipeline stages of
+// T tensor-parallel ranks each (--tp T, default 1):
 //
-//   launch -n 2 -- serve --model PATH [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
+//   launch -n 2 -- serve --model PATH [--tp T] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
 //         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
 //
-// Rank 0, the leader (the last stage), serves HTTP (server/openai_server.h)
-// and owns the request queue; every rank runs its stage of the generator
+// Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
+// (server/openai_server.h) and owns the request queue, the one source of the
+// job's sequences (the last stage's other ranks follow its admissions and
+// cancellations, engine/step_decisions.h); every rank runs its stage of the generator
 // loop, which takes queued requests into free KV-cache slots as it goes
 // (continuous batching; engine/generator.h). The leader binds the address
 // first and prints "serve: listening on http://HOST:PORT" (port 0 picks a
@@ -51,7 +54,8 @@ namespace {
 const CommandSpec kSpec{
     "serve",
     "(--model PATH | --shards DIR) [--listen HOST:PORT] [flags]",
-    "Serves the OpenAI API (completions, chat completions, streaming) over a pipeline of the job's ranks\n"
+    "Serves the OpenAI API (completions, chat completions, streaming) over the job's ranks (pipeline stages "
+    "of --tp ranks)\n"
     "(alone or under launch), with continuous batching. Rank 0 serves HTTP. SIGTERM drains and exits 0.",
     {{"model", "PATH",
       "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
@@ -73,8 +77,8 @@ const CommandSpec kSpec{
       "client connections served at once (running and queued requests hold one each); more are answered "
       "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
      {"threads", "N", "compute threads per rank (default 1)"},
-     {"tp", "T", "tensor-parallel ranks per stage: only 1 for now"},
-     {"pp", "P", "pipeline stages (default: the world size)"},
+     {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
 
@@ -107,10 +111,6 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<ModelChoice> model = ParseModelChoice(flags, "serve");
   if (!model) return model.error();
   options.model = *std::move(model);
-  if (options.model.tp && *options.model.tp != 1) {
-    return Error::Unimplemented("--tp " + std::to_string(*options.model.tp) +
-                                ": serve runs pipelines of tensor-parallel size 1 for now");
-  }
   if (const std::optional<std::string> listen = flags.Last("listen")) {
     const size_t colon = listen->rfind(':');
     if (colon == std::string::npos || colon == 0) {
@@ -186,10 +186,6 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
   PreparedRank prepared;
   prepared.config = model->checkpoint->config();
   const ModelConfig& config = prepared.config;
-  if (model->plan.tp != 1) {
-    return Error::Unimplemented("serve runs pipelines of tensor-parallel size 1; the shards have tp " +
-                                std::to_string(model->plan.tp));
-  }
   Result<std::optional<LoadedTokenizer>> tokenizer =
       LoadJobTokenizer(options.tokenizer, options.model, true, config);
   if (!tokenizer) return tokenizer.error();
@@ -301,9 +297,11 @@ int main(int argc, char** argv) {
   Result<ProcessGroup> group = Join(*where, rendezvous);
   if (!group) return Fail(rank, group.error().Prefixed("joining the process group: "), 1);
 
+  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(*group, prepared->plan);
+  if (!tensor_parallel) return Fail(rank, tensor_parallel.error(), 1);
   ThreadPool pool(options->threads);
   TransformerStage stage(prepared->config, std::move(prepared->weights), options->slots,
-                         prepared->context_length, pool);
+                         prepared->context_length, pool, std::move(*tensor_parallel));
   if (leader) {
     PromptMaker maker;
     maker.tokenizer = prepared->tokenizer.tokenizer.get();
