@@ -224,6 +224,7 @@ bool HttpServer::RequestLate() { return current_connection != nullptr && current
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
   if (refusing_connection) {
+    ++refused_connections_;
     Refuse(sock, refusal_);
     return false;
   }

@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include <httplib.h>
@@ -54,6 +55,8 @@ class HttpServer : public httplib::Server {
   static bool RequestLate();
 
   std::chrono::milliseconds request_deadline() const { return request_deadline_; }
+  // Connections refused so far for being over the limit.
+  int64_t refused_connections() const { return refused_connections_; }
 
  private:
   // Serves the keep-alive requests of one accepted connection, then closes it
@@ -64,7 +67,8 @@ class HttpServer : public httplib::Server {
   const std::chrono::milliseconds request_deadline_;
   const int max_connections_;
   std::atomic<int> open_connections_{0};  // being served: given a thread and not yet closed
-  std::string refusal_;                   // the whole response to a connection over the limit
+  std::atomic<int64_t> refused_connections_{0};
+  std::string refusal_;  // the whole response to a connection over the limit
 };
 
 }  // namespace inferno

@@ -194,6 +194,7 @@ TEST(HttpServer, ConnectionOverTheLimitGets503AtOnceWhileTheOthersComplete) {
     ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return holding == kLimit; }));
   }
 
+  EXPECT_EQ(running.server.refused_connections(), 0);
   const int extra = Connect(running.port);
   Send(extra, "GET /hi HTTP/1.1\r\nHost: x\r\n\r\n");
   const Clock::time_point start = Clock::now();
@@ -204,6 +205,7 @@ TEST(HttpServer, ConnectionOverTheLimitGets503AtOnceWhileTheOthersComplete) {
   EXPECT_NE(refused.find("Content-Type: application/json\r\n"), std::string::npos) << refused;
   EXPECT_NE(refused.find("Connection: close\r\n"), std::string::npos) << refused;
   EXPECT_EQ(refused.substr(refused.size() - std::min<size_t>(refused.size(), 17)), "{\"error\": \"busy\"}");
+  EXPECT_EQ(running.server.refused_connections(), 1);
 
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -221,6 +223,7 @@ TEST(HttpServer, ConnectionOverTheLimitGets503AtOnceWhileTheOthersComplete) {
   httplib::Result after = client.Get("/hi");
   ASSERT_TRUE(after) << httplib::to_string(after.error());
   EXPECT_EQ(after->status, 200);
+  EXPECT_EQ(running.server.refused_connections(), 1);
 }
 
 }  // namespace

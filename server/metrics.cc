@@ -63,7 +63,7 @@ void ServerMetrics::Write(std::string& out, const std::string& name, const std::
   out += name + "_sum " + Number(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
 }
 
-std::string ServerMetrics::Render(int64_t queued, int64_t running) const {
+std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refused_connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
   out += "# HELP inferno_requests_total HTTP requests by endpoint and status.\n";
@@ -72,6 +72,9 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running) const {
     out += "inferno_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
            "\"} " + std::to_string(count) + "\n";
   }
+  out += "# HELP inferno_refused_connections_total Connections answered 503 at once: over the limit.\n";
+  out += "# TYPE inferno_refused_connections_total counter\n";
+  out += "inferno_refused_connections_total " + std::to_string(refused_connections) + "\n";
   out += "# HELP inferno_prompt_tokens_total Prompt tokens of the requests run.\n";
   out += "# TYPE inferno_prompt_tokens_total counter\n";
   out += "inferno_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";

@@ -1,5 +1,6 @@
 // ServerMetrics: what GET /metrics reports, in the Prometheus text format
-// (version 0.0.4): requests by endpoint and HTTP status, prompt and generated
+// (version 0.0.4): requests by endpoint and HTTP status, connections refused
+// over the limit (--max-connections), prompt and generated
 // tokens, requests queued and running, histograms of the time to first
 // token and the time between tokens of a request, and each rank's compute
 // and wait seconds in the generator loop.
@@ -41,8 +42,10 @@ class ServerMetrics {
   // Rank `rank`'s totals so far (they replace its earlier ones).
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
 
-  // The exposition text; `queued` and `running` are the queue's gauges.
-  std::string Render(int64_t queued, int64_t running) const;
+  // The exposition text; `queued` and `running` are the queue's gauges,
+  // `refused_connections` the HTTP server's count of connections refused
+  // for being over its limit.
+  std::string Render(int64_t queued, int64_t running, int64_t refused_connections) const;
 
  private:
   struct Histogram {

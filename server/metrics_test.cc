@@ -14,7 +14,7 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   metrics.ObserveTimeToFirstToken(0.003);
   metrics.ObserveTimeToFirstToken(0.2);
   metrics.ObserveTimeToFirstToken(60);
-  const std::string text = metrics.Render(4, 2);
+  const std::string text = metrics.Render(4, 2, 3);
   EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("inferno_requests_total{endpoint=\"/v1/completions\",status=\"429\"} 1\n"),
@@ -23,6 +23,9 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_NE(text.find("inferno_generated_tokens_total 3\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_queue_depth 4\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_running_requests 2\n"), std::string::npos);
+  EXPECT_NE(
+      text.find("# TYPE inferno_refused_connections_total counter\ninferno_refused_connections_total 3\n"),
+      std::string::npos);
   EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_time_to_first_token_seconds_bucket{le=\"0.25\"} 2\n"), std::string::npos);
@@ -34,13 +37,13 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
 
 TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
   ServerMetrics metrics;
-  const std::string before = metrics.Render(0, 0);
+  const std::string before = metrics.Render(0, 0, 0);
   EXPECT_NE(before.find("# TYPE inferno_rank_compute_seconds_total counter\n"), std::string::npos);
   EXPECT_EQ(before.find("inferno_rank_compute_seconds_total{"), std::string::npos);
   metrics.SetRankTimes(1, 0.5, 7);
   metrics.SetRankTimes(0, 1.25, 0.125);
   metrics.SetRankTimes(1, 2.5, 9.75);  // later totals replace the earlier
-  const std::string text = metrics.Render(0, 0);
+  const std::string text = metrics.Render(0, 0, 0);
   EXPECT_NE(text.find("# HELP inferno_rank_compute_seconds_total "), std::string::npos);
   EXPECT_NE(text.find("# HELP inferno_rank_wait_seconds_total "), std::string::npos);
   EXPECT_NE(text.find("# TYPE inferno_rank_wait_seconds_total counter\n"

@@ -413,7 +413,8 @@ OpenAiServer::OpenAiServer(ServerSettings settings, RequestQueue& queue, ServerM
   });
   http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     metrics_.CountRequest(req.path, 200);
-    res.set_content(metrics_.Render(queue_.queued(), queue_.running()), "text/plain; version=0.0.4");
+    res.set_content(metrics_.Render(queue_.queued(), queue_.running(), http_->refused_connections()),
+                    "text/plain; version=0.0.4");
   });
 }
 

@@ -16,7 +16,7 @@
 # - with one slot and a queue of one: a third request gets 429, and a
 #   streaming client that disconnects frees the slot (its sequence is
 #   cancelled, not run to max_tokens); with --max-connections 3 taken, one
-#   more connection gets 503 at once;
+#   more connection gets 503 at once, and /metrics counts it;
 # - SIGTERM to rank 0 drains: a stream in flight ends with [DONE], the job
 #   exits 0.
 #
@@ -200,6 +200,8 @@ for _ in $(seq 100); do
 done
 [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/health")" = 200 ] ||
   fail "no connection served after the third closed"
+refused_count=$(curl -s --max-time 5 "$URL/metrics" | sed -n 's/^inferno_refused_connections_total //p')
+[ -n "$refused_count" ] && [ "$refused_count" -ge 1 ] || fail "/metrics counts $refused_count refused connections"
 # Both clients leave mid-stream: their sequences are cancelled.
 kill "$first_pid" "$second_pid" || fail "a stream ended before its client left"
 wait "$first_pid" "$second_pid" 2>/dev/null
