@@ -62,6 +62,24 @@ rank_pid() {
   done
 }
 
+# expect_cancelled LIMIT: once streaming clients have left mid-stream, waits
+# (10 s at most) until no request runs or waits; fails unless fewer than
+# LIMIT tokens were generated in all (their sequences were cancelled, not run
+# to their max_tokens) and a request after them is served.
+expect_cancelled() {
+  for _ in $(seq 200); do
+    curl -s "$URL/metrics" | grep -qx 'inferno_running_requests 0' &&
+      curl -s "$URL/metrics" | grep -qx 'inferno_queue_depth 0' && break
+    sleep 0.05
+  done
+  local generated out
+  generated=$(curl -s "$URL/metrics" | sed -n 's/^inferno_generated_tokens_total //p')
+  [ -n "$generated" ] && [ "$generated" -lt "$1" ] ||
+    fail "disconnected streams were not cancelled: $generated tokens generated ($1 if run to the end)"
+  out=$(api /v1/completions -d '{"model": "toy", "prompt": "After", "max_tokens": 5}')
+  [ "$(tail -1 <<<"$out")" = 200 ] || fail "a request after the disconnects: $out"
+}
+
 # api METHOD_PATH [BODY]: curl with the API key; prints the body, then the
 # status on its own last line.
 api() {
