@@ -1,6 +1,7 @@
 #!/bin/bash
-# A rank of a 2-rank //tools:serve job is lost (SIGKILL or SIGSTOP), while a
-# stream is in flight or while the server is idle:
+# A rank of a 2-rank //tools:serve job (two pipeline stages, or one stage of
+# two tensor-parallel ranks) is lost (SIGKILL or SIGSTOP), while a stream is
+# in flight or while the server is idle:
 # - a stream in flight ends with an error event (a rank other than the
 #   leader lost), never hangs;
 # - every surviving rank exits on its own, non-zero, within
@@ -25,14 +26,15 @@ SLACK_MS=2000
 "$MAKE_TOY" --out "$WORK/toy" --dim 256 --layers 4 --seq-len 1024 --vocab 4000 >/dev/null ||
   { echo "FAIL: make_toy_model" >&2; exit 1; }
 
-# run_case NAME SIGNAL VICTIM BUSY
+# run_case NAME SIGNAL VICTIM BUSY [SERVE_FLAGS...]
 run_case() {
   local name="$1" signal="$2" victim="$3" busy="$4"
+  shift 4
   local grace=$(((TIMEOUT_MS + SLACK_MS) / 1000 + 1))
   export INFERNO_TIMEOUT_MS=$TIMEOUT_MS
   trap '' TERM
   start_server "$name" -n 2 --timeout 120 --grace "$grace" -- --model "$WORK/toy" --tokenizer byte-level \
-    --model-name toy || { trap - TERM; return; }
+    --model-name toy "$@" || { trap - TERM; return; }
   trap - TERM
   declare -A pid_of=([0]=$(rank_pid "$SERVER_PID" 0) [1]=$(rank_pid "$SERVER_PID" 1))
   local client_pid=""
@@ -109,6 +111,8 @@ run_case kill-first-stage-busy KILL 1 busy
 run_case stop-first-stage-busy STOP 1 busy
 run_case kill-leader-busy KILL 0 busy
 run_case kill-first-stage-idle KILL 1 idle
+# --tp 2: rank 1 is the leader's tensor-parallel peer in the one stage.
+run_case kill-tensor-parallel-peer-busy KILL 1 busy --tp 2
 
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1

@@ -7,8 +7,10 @@
 # docs/serving.md, and the CPU the machine's other processes used meanwhile.
 #
 #   bazel build --config=opt //tools:launch //tools:serve //tools:make_toy_model
-#   tools/serve_bench.sh bazel-bin/tools [TOKENS] [REQUESTS] [ROUNDS] [PNG]
+#   [SERVE_FLAGS="--tp 2"] tools/serve_bench.sh bazel-bin/tools [TOKENS] [REQUESTS] [ROUNDS] [PNG]
 #
+# SERVE_FLAGS are added to serve's (by default the 2 ranks are 2 pipeline
+# stages; "--tp 2" makes them one stage of 2 tensor-parallel ranks).
 # With PNG, serve_bench.py also plots the latencies there (needs matplotlib).
 set -u
 BIN="$1" TOKENS="${2:-64}" REQUESTS="${3:-2}" ROUNDS="${4:-2}" PNG="${5:-}"
@@ -19,7 +21,7 @@ trap 'kill -TERM "$RANK0" 2>/dev/null; wait "$SERVER" 2>/dev/null; rm -rf "$WORK
 TOKENIZER="$(dirname "$(readlink -f "$0")")/../../shared/models/tokenizer.bin"
 [ -f "$TOKENIZER" ] || TOKENIZER=byte-level
 "$BIN/launch" -n 2 -- "$BIN/serve" --model "$WORK/s15m" --model-name bench --tokenizer "$TOKENIZER" \
-  --slots 16 --queue 64 --listen 127.0.0.1:0 >"$WORK/out" 2>&1 &
+  --slots 16 --queue 64 --listen 127.0.0.1:0 ${SERVE_FLAGS:-} >"$WORK/out" 2>&1 &
 SERVER=$!
 for _ in $(seq 600); do
   URL=$(sed -n 's/.*listening on \(http:[^ ]*\)$/\1/p' "$WORK/out")
@@ -27,7 +29,7 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 RANK0=$(for pid in $(pgrep -P "$SERVER"); do tr '\0' '\n' <"/proc/$pid/environ" | grep -qx RANK=0 && echo "$pid"; done)
-echo "serve on $URL (tokenizer $TOKENIZER), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "serve ${SERVE_FLAGS:-} on $URL (tokenizer $TOKENIZER), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$(dirname "$0")/serve_bench.py" "$URL" --tokens "$TOKENS" --requests "$REQUESTS" --rounds "$ROUNDS" \
   ${PNG:+--plot "$PNG"}
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
