@@ -195,8 +195,9 @@ class PipelineRun {
     Result<std::vector<std::byte>> bytes = tensor_parallel_->scatter(0, copies);
     if (!bytes) return bytes.error().Prefixed("tensor-parallel scatter of the step's decisions: ");
     if (group_.is_leader()) return decisions;
+    // The leader is rank 0, the tensor-parallel group's first.
     Result<StepDecisions> decoded = DecodeStepDecisions(*bytes);
-    if (!decoded) return Malformed(decoded.error().message);
+    if (!decoded) return decoded.error().Prefixed("from rank 0: ");
     return decoded;
   }
 
@@ -213,7 +214,10 @@ class PipelineRun {
     }
     for (const SequenceSpec& spec : decisions->admitted) {
       const int slot = FreeSlot();
-      if (slot < 0) return Malformed("more sequences admitted than free slots");
+      if (slot < 0) {
+        return Error::Corruption("step decisions from rank 0: " + std::to_string(decisions->admitted.size()) +
+                                 " sequences admitted, more than the free slots");
+      }
       const std::vector<int32_t>& prompt = spec.prompt;
       if (Status valid = ValidatePrompts({prompt}, stage_.config(), stage_.context_length()); !valid) {
         return valid.error().Prefixed("sequence " + std::to_string(spec.id) + ": ");
