@@ -1,6 +1,7 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -403,13 +404,15 @@ class PipelineRun {
   // order.
   Status RunAlone() {
     while (true) {
-      if (Clock::now() >= next_report_) {
-        ReportRankTimes({});
-        next_report_ = Clock::now() + idle_tick_;
-      }
       const Clock::time_point deadline = running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
       Result<StepDecisions> decisions = Admit(deadline);
       if (!decisions) return decisions.error();
+      if (decisions->tick_due) {
+        Result<std::vector<double>> times = StageTimes();
+        if (!times) return times.error();
+        ReportRankTimes(*times);
+        next_report_ = Clock::now() + idle_tick_;
+      }
       if (running_ == 0 && decisions->exhausted) return {};
       std::vector<int> round;
       for (size_t slot = 0; slot < slots_.size(); ++slot) {
@@ -567,33 +570,63 @@ class PipelineRun {
       return Malformed("control signal " + std::to_string(header.signal) + " with " +
                        std::to_string(message.payload.size()) + " bytes");
     }
-    // (stages before this one, kTickValuesPerStage)
-    tick_times_.resize(static_cast<size_t>(stage_.part().stage) * kTickValuesPerStage);
+    // Ring 0: (stages before this one, tp, kTickValuesPerRank); other rings: empty.
+    const bool carries_times = stage_.part().tp_index == 0;
+    tick_times_.resize(
+        carries_times ? static_cast<size_t>(stage_.part().stage * plan_.tp) * kTickValuesPerRank : 0);
     Status taken = TakePayload("recv tick", message, std::span<double>(tick_times_));
     if (!taken) return taken;
+    // Every rank of the stage has its ring's tick at this step (the leader's
+    // decisions send them at the same step, and the rings' messages come in
+    // the same order), so they gather their times here.
+    Result<std::vector<double>> own = StageTimes();
+    if (!own) return own.error();
+    tick_times_.insert(tick_times_.end(), own->begin(), own->end());
     if (stage_.is_last()) {
       tick_on_the_way_ = false;
       ReportRankTimes(tick_times_);
       return {};
     }
-    tick_times_.push_back(timeline_.seconds(SpanKind::kCompute));
-    tick_times_.push_back(timeline_.seconds(SpanKind::kWait));
     return Send("send tick", header, std::as_bytes(std::span<const double>(tick_times_)));
   }
 
-  // Leader: reports every stage's time of its ring to the settings'
-  // report_rank_times, if set. `earlier` (stage, kTickValuesPerStage): the
-  // compute and wait seconds of each stage before the last, first first.
-  void ReportRankTimes(std::span<const double> earlier) {
+  // This stage's ranks' compute and wait seconds, (tp, kTickValuesPerRank)
+  // in tensor-parallel order, on the stage's tensor-parallel index 0; none
+  // on its other ranks. A collective of the stage's group when tp > 1.
+  Result<std::vector<double>> StageTimes() {
+    const std::array<double, kTickValuesPerRank> own = {timeline_.seconds(SpanKind::kCompute),
+                                                        timeline_.seconds(SpanKind::kWait)};
+    if (!tensor_parallel_) return std::vector<double>(own.begin(), own.end());
+    Result<std::vector<std::vector<std::byte>>> gathered =
+        tensor_parallel_->gather(0, std::as_bytes(std::span<const double>(own)));
+    if (!gathered) return gathered.error().Prefixed("tensor-parallel gather of the ranks' times: ");
+    std::vector<double> times;
+    for (size_t t = 0; t < gathered->size(); ++t) {
+      const std::vector<std::byte>& bytes = (*gathered)[t];
+      if (bytes.size() != sizeof own) {
+        return Error::Corruption("the times of tensor-parallel rank " + std::to_string(t) + ": " +
+                                 std::to_string(bytes.size()) + " bytes, expected " +
+                                 std::to_string(sizeof own));
+      }
+      const size_t at = times.size();
+      times.resize(at + kTickValuesPerRank);
+      std::memcpy(times.data() + at, bytes.data(), bytes.size());
+    }
+    return times;
+  }
+
+  // Leader: reports every rank's time to the settings' report_rank_times,
+  // if set. `times` (pp, tp, kTickValuesPerRank): the compute and wait
+  // seconds of each rank, stage by stage, first first.
+  void ReportRankTimes(std::span<const double> times) {
     if (!group_.is_leader() || !settings_.report_rank_times) return;
     std::vector<RankTimes> ranks;
-    const int tp_index = stage_.part().tp_index;
-    for (int stage = 0; stage + 1 < plan_.pp; ++stage) {
-      const size_t at = static_cast<size_t>(stage) * kTickValuesPerStage;
-      ranks.push_back(RankTimes{plan_.RankOf(stage, tp_index), earlier[at], earlier[at + 1]});
+    for (int stage = 0; stage < plan_.pp; ++stage) {
+      for (int t = 0; t < plan_.tp; ++t) {
+        const size_t at = static_cast<size_t>(stage * plan_.tp + t) * kTickValuesPerRank;
+        ranks.push_back(RankTimes{plan_.RankOf(stage, t), times[at], times[at + 1]});
+      }
     }
-    ranks.push_back(
-        RankTimes{group_.rank(), timeline_.seconds(SpanKind::kCompute), timeline_.seconds(SpanKind::kWait)});
     settings_.report_rank_times(ranks);
   }
 
@@ -813,7 +846,7 @@ class PipelineRun {
   // way round the ring.
   Clock::time_point next_report_;
   bool tick_on_the_way_ = false;
-  std::vector<double> tick_times_;  // a tick's payload: (stages, kTickValuesPerStage)
+  std::vector<double> tick_times_;  // a tick's payload: (stages, tp, kTickValuesPerRank) on ring 0
   GenerationReport report_;
   Clock::time_point start_;
   std::optional<Clock::time_point> first_token_;

@@ -128,13 +128,14 @@ struct GeneratorSettings {
   // greedy sampling moves only each rank's best logit when it is not.
   bool report_logits = true;
   // When set, called on the leader, from the generator's thread (it must not
-  // block), with the RankTimes of every rank of the leader's ring, in stage
-  // order, about every kIdleTick (see above), busy or idle. Each rank's
-  // figures are its own Timeline's totals: with several stages they travel
-  // on the ticks (pipeline_protocol.h), each stage appending its own as the
-  // tick passes, so they are as old as the tick's trip round the ring.
-  // Under tensor parallelism only the leader's ring (tensor-parallel index
-  // 0) is reported.
+  // block), with the RankTimes of every rank, stage by stage, each stage's
+  // in tensor-parallel order, about every kIdleTick (see above), busy or
+  // idle. Each rank's figures are its own Timeline's totals: with several
+  // stages they travel on the ticks of the leader's ring
+  // (pipeline_protocol.h), each stage appending its ranks' as the tick
+  // passes, so they are as old as the tick's trip round the ring. Under
+  // tensor parallelism a stage's ranks gather theirs on its index 0 (one
+  // gather over the stage's group per tick).
   std::function<void(std::span<const RankTimes>)> report_rank_times;
 };
 

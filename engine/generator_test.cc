@@ -301,19 +301,19 @@ class ReportedTimes : public SequenceSource, public GenerationObserver {
   bool ended_ = false;
 };
 
-// The leader's reports name every rank in stage order, with the times each
-// spent computing (and, with W > 1, waiting), both while a sequence runs
-// and while the pipeline is idle, and never more than the rank's totals at
-// the end.
-TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
-  const int world = GetParam();
+// Runs ReportedTimes on `world` ranks of tp `tp` and checks the leader's
+// reports: they name every rank, stage by stage, each stage's in
+// tensor-parallel order, with the times each spent computing (and, with
+// several ranks, waiting), both while a sequence runs and while the
+// pipeline is idle, and never more than the rank's totals at the end.
+void ExpectEveryRankReportedBusyAndIdle(int world, int tp) {
   struct RankOutcome {
     ReportedTimes reported;
-    std::vector<int> stage_ranks;  // rank of each stage
+    std::vector<int> grid_ranks;  // rank of each (stage, tensor-parallel index)
     std::vector<Timeline> timelines;
   };
-  std::vector<std::shared_ptr<RankOutcome>> results =
-      RunStages(world, {}, 1, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+  std::vector<std::shared_ptr<RankOutcome>> results = RunStages(
+      world, {.tp = tp}, 1, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
         auto result = std::make_shared<RankOutcome>();
         GeneratorSettings settings;
         settings.report_rank_times = [&result](std::span<const RankTimes> ranks) {
@@ -323,7 +323,9 @@ TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
         auto report =
             RunGenerator(group, plan, stage, settings, &result->reported, &result->reported, timeline);
         CHECK(report.ok()) << report.error().message;
-        for (int s = 0; s < plan.pp; ++s) result->stage_ranks.push_back(plan.RankOf(s, 0));
+        for (int s = 0; s < plan.pp; ++s) {
+          for (int t = 0; t < plan.tp; ++t) result->grid_ranks.push_back(plan.RankOf(s, t));
+        }
         result->timelines = std::move(report->timelines);
         return result;
       });
@@ -331,9 +333,9 @@ TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
   for (const std::vector<RankTimes>* ranks : {&leader.reported.while_running, &leader.reported.after_end}) {
     const char* when = ranks == &leader.reported.after_end ? "idle" : "busy";
     ASSERT_EQ(ranks->size(), static_cast<size_t>(world)) << when;
-    for (int s = 0; s < world; ++s) {
-      const RankTimes& times = (*ranks)[s];
-      EXPECT_EQ(times.rank, leader.stage_ranks[s]) << when << ", stage " << s;
+    for (int i = 0; i < world; ++i) {
+      const RankTimes& times = (*ranks)[i];
+      EXPECT_EQ(times.rank, leader.grid_ranks[i]) << when << ", place " << i;
       const Timeline& end = leader.timelines.at(times.rank);
       EXPECT_GT(times.compute_seconds, 0) << when << ", rank " << times.rank;
       EXPECT_LE(times.compute_seconds, end.seconds(SpanKind::kCompute)) << when << ", rank " << times.rank;
@@ -343,6 +345,10 @@ TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
       EXPECT_LE(times.wait_seconds, end.seconds(SpanKind::kWait)) << when << ", rank " << times.rank;
     }
   }
+}
+
+TEST_P(GeneratorTest, LeaderReportsEveryRanksComputeAndWaitBusyAndIdle) {
+  ExpectEveryRankReportedBusyAndIdle(GetParam(), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GeneratorTest, ::testing::Values(1, 2, 3, 4, 5));
@@ -379,6 +385,15 @@ TEST(Generator, TensorParallelGridsMatchOneRank) {
     const Outcome exchanged = RunPipeline(pp * tp, kPrompts, best_only, {.tp = tp});
     EXPECT_EQ(exchanged.tokens, alone.tokens) << pp << "x" << tp << " without logits";
     EXPECT_TRUE(exchanged.logits.empty());
+  }
+}
+
+// Under tensor parallelism every rank of every stage is reported, its
+// stage's peers' times gathered on the stage's index 0.
+TEST(Generator, TensorParallelLeaderReportsEveryRanksComputeAndWait) {
+  for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}}) {
+    SCOPED_TRACE(std::to_string(pp) + "x" + std::to_string(tp));
+    ExpectEveryRankReportedBusyAndIdle(pp * tp, tp);
   }
 }
 

@@ -20,12 +20,15 @@
 //   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is
 //                           alive, and the stages' time so far; kEnd: the
 //                           run ends). From the last stage once around the
-//                           ring. A tick's payload is f64, (stages it has
-//                           passed, 2): the compute and wait seconds of
-//                           each stage it has passed (its Timeline's
-//                           totals), first stage first; the last stage
-//                           sends it empty and each other stage appends its
-//                           own, so stage s receives s pairs. An end has
+//                           ring. A tick's payload is f64, on the ring of
+//                           tensor-parallel index 0 (stages it has passed,
+//                           tp, 2): the compute and wait seconds of each
+//                           rank of each stage it has passed (its
+//                           Timeline's totals), first stage first, ranks
+//                           in tensor-parallel order; the last stage sends
+//                           it empty and each other stage appends its
+//                           ranks', so stage s receives s × tp pairs. On
+//                           the other rings a tick is empty. An end has
 //                           none.
 //   kind 5, a group         sequence = count >= 1, a = b = 0: `count`
 //                           messages of one kind (hidden, token or
@@ -120,9 +123,9 @@ struct ControlMessage {
   int32_t signal = kTick;
 };
 
-// The f64 values a tick carries per stage it has passed: compute seconds,
+// The f64 values a tick carries per rank it has passed: compute seconds,
 // wait seconds.
-inline constexpr size_t kTickValuesPerStage = 2;
+inline constexpr size_t kTickValuesPerRank = 2;
 
 using MessageHeader =
     std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;
