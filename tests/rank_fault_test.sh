@@ -136,7 +136,7 @@ run_case() {
     local line
     # The error line ("Kind: ..."), not a progress line ("loading weights: ...").
     line=$(grep -E "^\[$rank\] infer: rank $rank: [A-Za-z]+: " "$out" | head -1)
-    if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv|all_reduce|all_gather).* rank [0-9]+"; then
+    if ! echo "$line" | grep -Eq "(PeerLost|Timeout): .*(send|recv|all_reduce|gather|scatter).* rank [0-9]+"; then
       fail "$name: rank $rank: no PeerLost/Timeout naming a rank and an op: '$line'"
     fi
     echo "$line" | grep -q "rank $victim[^0-9]" ||
