@@ -77,6 +77,7 @@ RowsFunction RowsFor(const IsaKernels& kernels, DType dtype) {
 struct QuantizedInput {
   std::vector<float> scales;
   std::vector<int8_t> codes;
+  std::vector<int32_t> sums;
 };
 
 }  // namespace
@@ -111,10 +112,13 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
     if (static_cast<int64_t>(quantized.codes.size()) < n * cols) {
       quantized.codes.resize(n * cols);
       quantized.scales.resize(n * cols / kQuantBlockElements);
+      quantized.sums.resize(n * cols / kQuantBlockElements);
     }
-    kernels.quantize_input(x.data(), n * cols, quantized.scales.data(), quantized.codes.data());
+    kernels.quantize_input(x.data(), n * cols, quantized.scales.data(), quantized.codes.data(),
+                           quantized.sums.data());
     input.scales = quantized.scales.data();
     input.codes = quantized.codes.data();
+    input.sums = quantized.sums.data();
   }
   float* out_data = out.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {

@@ -18,12 +18,13 @@ namespace inferno::matmul_internal {
 
 // The rows of x (n, cols) in the forms the row loops read: f32 values, and,
 // when a block-typed (Q8_0, Q4_0) matrix is in the product, x quantized to
-// 8-bit blocks of 32: cols / 32 f32 scales and cols int8 codes per row, codes
-// in [-127, 127] (QuantizeInput).
+// 8-bit blocks of 32: cols / 32 f32 scales, cols int8 codes in [-127, 127]
+// and cols / 32 sums of each block's codes per row (QuantizeInput).
 struct InputRows {
   const float* values = nullptr;
   const float* scales = nullptr;
   const int8_t* codes = nullptr;
+  const int32_t* sums = nullptr;
 };
 
 // out (n, rows): columns [row_begin, row_end) of every row t of out get
@@ -38,19 +39,19 @@ struct IsaKernels {
   // Dot product of a[0, n) and b[0, n) in f32, as the f32 row loop computes
   // one element.
   float (*dot)(const float* a, const float* b, int64_t n);
-  // Quantizes `count` (a multiple of 32) values of x into count / 32 scales
-  // and `count` codes. A block holding a NaN or an infinity gets a NaN scale,
-  // so the products it enters are NaN, as in f32.
-  void (*quantize_input)(const float* x, int64_t count, float* scales, int8_t* codes);
+  // Quantizes `count` (a multiple of 32) values of x into count / 32 scales,
+  // `count` codes and count / 32 sums of each block's codes. A block holding
+  // a NaN or an infinity gets a NaN scale, so the products it enters are
+  // NaN, as in f32.
+  void (*quantize_input)(const float* x, int64_t count, float* scales, int8_t* codes, int32_t* sums);
 };
 
 // The build target's code (baseline x86-64 unless -march says more).
 IsaKernels BaselineKernels();
 // AVX2 + FMA + F16C. Precondition: the CPU has them.
 IsaKernels Avx2Kernels();
-// AVX-512 F/BW/VL + VNNI (512-bit vectors for f32/bf16/f16, 256-bit ones
-// with VPDPBUSD for the block types).
-// Precondition: the CPU has them.
+// AVX-512 F/BW/VL + VNNI (512-bit vectors; the block types with VPDPBUSD,
+// one row per lane). Precondition: the CPU has them.
 IsaKernels Avx512VnniKernels();
 
 }  // namespace inferno::matmul_internal
