@@ -178,6 +178,22 @@ Float8 ExpOfNonPositive(Float8 x) {
   return x < kLowest ? Float8{} : (x != x ? x : result);
 }
 
+// y[0, n) += a * x[0, n), 8 lanes at a time, each element as the scalar
+// loop computes it: a plain -c opt build (-O2, no -march) left the scalar
+// loop unvectorized, as x and y may overlap, and AttendOneHead's weighted sum
+// of values took 12% of a 200-token F16 prefill of TinyLlama-4 there.
+void AddScaled(float* y, float a, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Float8 xv, yv;
+    __builtin_memcpy(&xv, x + i, sizeof xv);
+    __builtin_memcpy(&yv, y + i, sizeof yv);
+    yv += a * xv;
+    __builtin_memcpy(y + i, &yv, sizeof yv);
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
 }  // namespace
 
 void Softmax(std::span<float> x) {
@@ -250,11 +266,7 @@ void AttendOneHead(std::span<float> out, std::span<const float> q, const float* 
     scores[s] = Dot(q.data(), keys + s * kv_dim + offset, head_dim) / sqrt_head_dim;
   Softmax(scores.first(pos + 1));
   std::fill(out.begin(), out.begin() + head_dim, 0.0f);
-  for (int64_t s = 0; s <= pos; ++s) {
-    const float weight = scores[s];
-    const float* v = values + s * kv_dim + offset;
-    for (int64_t i = 0; i < head_dim; ++i) out[i] += weight * v[i];
-  }
+  for (int64_t s = 0; s <= pos; ++s) AddScaled(out.data(), scores[s], values + s * kv_dim + offset, head_dim);
 }
 
 }  // namespace inferno
