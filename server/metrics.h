@@ -11,11 +11,10 @@
 // the pipeline's ring about once a second, busy or idle: each stage appends
 // two numbers per rank as the tick passes (engine/pipeline_protocol.h; a
 // stage's tensor-parallel ranks gather theirs first). That costs a tick a
-// second carrying 16 bytes per rank, and nothing on the steps' messages; the figures are as old as the tick's trip (within about
-// a second plus a step). A rank's wait is the time it blocked for the next
-// message from its ring predecessor (the previous stage; for the first
-// stage, the leader, which sends it prompts and sampled tokens), idle time
-// included, except the leader's own waiting for requests.
+// second carrying 16 bytes per rank, and nothing on the steps' messages; the figures are as old as the tick's
+// trip (within about a second plus a step). A rank's wait is the time it blocked for the next message from
+// its ring predecessor (the previous stage; for the first stage, the leader, which sends it prompts and
+// sampled tokens), idle time included, except the leader's own waiting for requests.
 //
 // Thread-safety: every method may be called from any thread (one mutex).
 #pragma once
