@@ -12,14 +12,15 @@
 
 #include <glog/logging.h>
 
-#include "engine/matmul_kernels.h"
+#include "engine/isa_kernels.h"
 #include "loader/quant_blocks.h"
 
 namespace inferno {
 namespace {
 
+using isa_internal::IsaKernels;
 using matmul_internal::InputRows;
-using matmul_internal::IsaKernels;
+using matmul_internal::MatMulKernels;
 using matmul_internal::RowsFunction;
 
 // Chosen once, by what the CPU supports: every build mode runs the AVX2 or
@@ -39,24 +40,24 @@ const IsaKernels& Kernels() {
   static const IsaKernels kernels = [] {
     const char* forced = std::getenv("INFERNO_KERNEL_ISA");
     const std::string wanted = forced != nullptr ? forced : "";
-    if (wanted == "baseline") return matmul_internal::BaselineKernels();
+    if (wanted == "baseline") return isa_internal::BaselineKernels();
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (wanted != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
         __builtin_cpu_supports("fma") && HasF16c()) {
-      return matmul_internal::Avx512VnniKernels();
+      return isa_internal::Avx512VnniKernels();
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c()) {
-      return matmul_internal::Avx2Kernels();
+      return isa_internal::Avx2Kernels();
     }
 #endif
-    return matmul_internal::BaselineKernels();
+    return isa_internal::BaselineKernels();
   }();
   return kernels;
 }
 
-RowsFunction RowsFor(const IsaKernels& kernels, DType dtype) {
+RowsFunction RowsFor(const MatMulKernels& kernels, DType dtype) {
   switch (dtype) {
     case DType::kF32:
       return kernels.f32;
@@ -82,7 +83,7 @@ struct QuantizedInput {
 
 }  // namespace
 
-float Dot(const float* a, const float* b, int64_t n) { return Kernels().dot(a, b, n); }
+float Dot(const float* a, const float* b, int64_t n) { return Kernels().matmul.dot(a, b, n); }
 
 const char* KernelInstructionSet() { return Kernels().name; }
 
@@ -97,7 +98,7 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
             int64_t rows, int64_t cols, ThreadPool& pool) {
   DCHECK_GE(static_cast<int64_t>(out.size()), n * rows);
   DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
-  const IsaKernels& kernels = Kernels();
+  const MatMulKernels& kernels = Kernels().matmul;
   int64_t stacked_rows = 0;
   bool blocks = false;
   for (const WeightMatrix& matrix : w) {
@@ -146,76 +147,7 @@ void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const flo
   for (int64_t i = 0; i < dim; ++i) out[i] = weight[i] * (scale * x[i]);
 }
 
-namespace {
-
-typedef float Float8 __attribute__((vector_size(32)));
-typedef int32_t Int8 __attribute__((vector_size(32)));
-
-// e^x in every lane, for x <= 0 (Softmax's x - max): 0 below -87.33 (where
-// e^x leaves the normal floats), NaN for NaN. x = k ln 2 + r with k the
-// nearest integer to x / ln 2 and |r| <= ln 2 / 2 (ln 2 in two parts, so
-// k ln 2 is exact), e^r by its degree-6 Taylor polynomial (relative error
-// below 2e-7 there), times 2^k built in the exponent bits. Within 2 ulp of
-// std::exp; 8 lanes at a time where libm's expf took most of a softmax over
-// 32000 logits (a sixth of serve's leader).
-Float8 ExpOfNonPositive(Float8 x) {
-  constexpr float kLowest = -87.33f;
-  const Float8 clamped = x < kLowest ? Float8{} + kLowest : x;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const Float8 k = (clamped * 1.44269504f + kRound) - kRound;
-  const Float8 r = (clamped - k * 0.693359375f) - k * -2.12194440e-4f;
-  Float8 p = Float8{} + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const Int8 exponent = (__builtin_convertvector(k, Int8) + 127) << 23;
-  Float8 scale;
-  __builtin_memcpy(&scale, &exponent, sizeof scale);
-  const Float8 result = p * scale;
-  return x < kLowest ? Float8{} : (x != x ? x : result);
-}
-
-// y[0, n) += a * x[0, n), 8 lanes at a time, each element as the scalar
-// loop computes it: a plain -c opt build (-O2, no -march) left the scalar
-// loop unvectorized, as x and y may overlap, and AttendOneHead's weighted sum
-// of values took 12% of a 200-token F16 prefill of TinyLlama-4 there.
-void AddScaled(float* y, float a, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    Float8 xv, yv;
-    __builtin_memcpy(&xv, x + i, sizeof xv);
-    __builtin_memcpy(&yv, y + i, sizeof yv);
-    yv += a * xv;
-    __builtin_memcpy(y + i, &yv, sizeof yv);
-  }
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-
-}  // namespace
-
-void Softmax(std::span<float> x) {
-  if (x.empty()) return;
-  const float max_value = *std::max_element(x.begin(), x.end());
-  const size_t n = x.size();
-  Float8 sums{};
-  // x[i, i + count) = e^(x - max), count <= 8, added to the sums (padding
-  // lanes give 0).
-  const auto exponentiate = [&](size_t i, size_t count) {
-    Float8 v = Float8{} - INFINITY;
-    __builtin_memcpy(&v, x.data() + i, count * sizeof(float));
-    v = ExpOfNonPositive(v - max_value);
-    __builtin_memcpy(x.data() + i, &v, count * sizeof(float));
-    sums += v;
-  };
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) exponentiate(i, 8);
-  if (i < n) exponentiate(i, n - i);
-  const float sum = ((sums[0] + sums[4]) + (sums[2] + sums[6])) + ((sums[1] + sums[5]) + (sums[3] + sums[7]));
-  for (float& v : x) v /= sum;
-}
+void Softmax(std::span<float> x) { Kernels().vector.softmax(x.data(), static_cast<int64_t>(x.size())); }
 
 void FillRopeTables(std::span<float> cos_table, std::span<float> sin_table, int64_t seq_len,
                     std::span<const float> inverse_frequencies) {
@@ -259,14 +191,12 @@ void SwiGlu(std::span<float> out, std::span<const float> gate_up) {
 
 void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
                    int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores) {
+  DCHECK_GE(static_cast<int64_t>(out.size()), head_dim);
+  DCHECK_GE(static_cast<int64_t>(q.size()), head_dim);
   DCHECK_GE(static_cast<int64_t>(scores.size()), pos + 1);
-  const float sqrt_head_dim = std::sqrt(static_cast<float>(head_dim));
   const int64_t offset = kv_head * head_dim;
-  for (int64_t s = 0; s <= pos; ++s)
-    scores[s] = Dot(q.data(), keys + s * kv_dim + offset, head_dim) / sqrt_head_dim;
-  Softmax(scores.first(pos + 1));
-  std::fill(out.begin(), out.begin() + head_dim, 0.0f);
-  for (int64_t s = 0; s <= pos; ++s) AddScaled(out.data(), scores[s], values + s * kv_dim + offset, head_dim);
+  Kernels().vector.attend_one_head(out.data(), q.data(), keys + offset, values + offset, pos + 1, kv_dim,
+                                   head_dim, scores.data());
 }
 
 }  // namespace inferno

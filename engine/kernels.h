@@ -2,11 +2,17 @@
 // products (f32 activations against weights of any stored type), RMSNorm, softmax, RoPE, SwiGLU and causal
 // attention over a KV cache.
 //
+// Instruction sets: MatMul, Dot, Softmax and AttendOneHead run code chosen
+// once per process by what the CPU supports (AVX-512 VNNI, AVX2, or the
+// build target), whatever the build's -march; the environment variable
+// INFERNO_KERNEL_ISA=avx2|baseline asks for less, to compare them, and
+// KernelInstructionSet() names the choice.
+//
 // Determinism: each output element is computed by the same sequence of
 // floating-point operations whatever the thread count, the row split or the
 // batch size (a matrix-matrix product computes every element exactly as the
-// matrix-vector product would). Threads only split output rows (or heads).
-// No kernel allocates.
+// matrix-vector product would): a result depends only on the instruction set
+// chosen. Threads only split output rows (or heads). No kernel allocates.
 //
 // Thread-safety: the functions are reentrant; a ThreadPool argument must not
 // be used by another thread during the call.
@@ -48,10 +54,6 @@ struct WeightMatrix {
 //   Q8_0, Q4_0: x is quantized to 8-bit blocks of 32 (f32 scale per block,
 //     once per call and row of x, the same way whatever the batch), and each
 //     block's product is an integer dot product scaled by both scales.
-// The code is chosen once per process by what the CPU supports (AVX-512
-// VNNI, AVX2, or the build target; the environment variable
-// INFERNO_KERNEL_ISA=avx2|baseline asks for less, to compare them);
-// KernelInstructionSet() names it.
 // Precondition: the spans hold at least the sizes given; `out` does not alias
 // `x` or the weights.
 void MatMul(std::span<float> out, std::span<const float> x, std::span<const WeightMatrix> w, int64_t n,
@@ -66,7 +68,9 @@ const char* KernelInstructionSet();
 // out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
 void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);
 
-// In place: x = exp(x - max(x)) / sum.
+// In place: x = exp(x - max(x)) / sum, each exponential within 2 ulp of
+// std::exp; the same bits under every instruction set. A NaN makes every
+// element NaN.
 void Softmax(std::span<float> x);
 
 // RoPE tables for positions [0, seq_len): cos and sin, each (seq_len,
@@ -84,11 +88,13 @@ void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos,
 // out (hidden) = silu(gate) * up, where gate_up (2 * hidden) holds gate then up.
 void SwiGlu(std::span<float> out, std::span<const float> gate_up);
 
-// Causal grouped-query attention of one query position for one head.
+// Causal grouped-query attention of one query position for one head:
+// out = softmax(q · keysᵀ / sqrt(head_dim)) · values over positions
+// [0, pos], the scores as Dot computes them and the softmax as Softmax.
 // q: (head_dim) the head's query; keys, values: the KV cache of one layer,
 // (seq_len, kv_dim), of which positions [0, pos] are read at column offset
 // kv_head * head_dim; scores: scratch of at least pos + 1 floats;
-// out: (head_dim).
+// out: (head_dim), not aliasing the others.
 void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
                    int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores);
 

@@ -1,5 +1,6 @@
 #include "engine/kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -372,6 +373,49 @@ TEST(AttendOneHead, FirstPositionReturnsItsValueAndEqualKeysAverageValues) {
     const float mean = (values[4 + i] + values[12 + i] + values[20 + i]) / 3.0f;
     EXPECT_NEAR(out[i], mean, 1e-5);
   }
+}
+
+TEST(AttendOneHead, MatchesDoublePrecisionForWholeAndPartialVectors) {
+  // 64: whole 8-float vectors; 67: a partial one at the end of each row.
+  for (const int64_t head_dim : {64, 67}) {
+    const int64_t kv_dim = 3 * head_dim, kv_head = 1, seq_len = 41, offset = kv_head * head_dim;
+    const std::vector<float> keys = RandomVector(seq_len * kv_dim, 21),
+                             values = RandomVector(seq_len * kv_dim, 22);
+    std::vector<float> q = RandomVector(head_dim, 23), out(head_dim), scores(seq_len);
+    for (float& v : q) v *= 8.0f;  // scores spread over a few units, so the softmax is not flat
+    for (const int64_t pos : {0, 1, 9, 40}) {
+      AttendOneHead(out, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+      std::vector<double> weights(pos + 1);
+      double max_score = -INFINITY, sum = 0;
+      for (int64_t s = 0; s <= pos; ++s) {
+        double dot = 0;
+        for (int64_t i = 0; i < head_dim; ++i)
+          dot += static_cast<double>(q[i]) * keys[s * kv_dim + offset + i];
+        weights[s] = dot / std::sqrt(static_cast<double>(head_dim));
+        max_score = std::max(max_score, weights[s]);
+      }
+      for (double& w : weights) sum += w = std::exp(w - max_score);
+      for (int64_t i = 0; i < head_dim; ++i) {
+        double expected = 0;
+        for (int64_t s = 0; s <= pos; ++s) expected += weights[s] / sum * values[s * kv_dim + offset + i];
+        ASSERT_NEAR(out[i], expected, 1e-5)
+            << "head_dim " << head_dim << ", pos " << pos << ", element " << i;
+      }
+    }
+  }
+}
+
+TEST(AttendOneHead, ReadsNeitherLaterPositionsNorOtherHeads) {
+  const int64_t head_dim = 64, kv_dim = 2 * head_dim, kv_head = 1, seq_len = 12, pos = 6;
+  std::vector<float> keys = RandomVector(seq_len * kv_dim, 24), values = RandomVector(seq_len * kv_dim, 25);
+  const std::vector<float> q = RandomVector(head_dim, 26);
+  std::vector<float> first(head_dim), second(head_dim), scores(seq_len);
+  AttendOneHead(first, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+  for (int64_t i = 0; i < seq_len * kv_dim; ++i) {
+    if (i / kv_dim > pos || i % kv_dim < kv_head * head_dim) keys[i] = values[i] = NAN;
+  }
+  AttendOneHead(second, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+  EXPECT_EQ(second, first);
 }
 
 }  // namespace

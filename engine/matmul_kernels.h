@@ -1,8 +1,6 @@
 // Internal to //engine:kernels: the row loops of MatMul and the vector dot
-// product, compiled once per instruction set (matmul_kernels_<isa>.cc, each
-// built with its own -m flags from the one source, matmul_kernels.inc) and
-// chosen once at run time by what the CPU supports (kernels.cc), so a plain
-// `-c opt` build runs the same AVX2 / AVX-512 code as a -march=native one.
+// product as compiled for one instruction set from matmul_kernels.inc (one
+// part of each IsaKernels table, isa_kernels.h).
 //
 // A row's result depends only on the instruction set chosen, never on the
 // thread count, the row split or the batch: every row goes through the same
@@ -33,8 +31,7 @@ struct InputRows {
 using RowsFunction = void (*)(float* out, const InputRows& x, const std::byte* w, int64_t row_bytes,
                               int64_t n, int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end);
 
-struct IsaKernels {
-  const char* name;  // "baseline", "avx2", "avx512vnni"
+struct MatMulKernels {
   RowsFunction f32, bf16, f16, q8_0, q4_0;
   // Dot product of a[0, n) and b[0, n) in f32, as the f32 row loop computes
   // one element.
@@ -45,13 +42,5 @@ struct IsaKernels {
   // NaN, as in f32.
   void (*quantize_input)(const float* x, int64_t count, float* scales, int8_t* codes, int32_t* sums);
 };
-
-// The build target's code (baseline x86-64 unless -march says more).
-IsaKernels BaselineKernels();
-// AVX2 + FMA + F16C. Precondition: the CPU has them.
-IsaKernels Avx2Kernels();
-// AVX-512 F/BW/VL + VNNI (512-bit vectors; the block types with VPDPBUSD,
-// one row per lane). Precondition: the CPU has them.
-IsaKernels Avx512VnniKernels();
 
 }  // namespace inferno::matmul_internal
