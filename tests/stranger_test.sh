@@ -18,8 +18,8 @@
 # attacked job runs under `launch --insecure`.
 #
 # With --flood, the stranger floods every endpoint with small messages for
-# 6 s and then closes abruptly instead (stranger --flood), which made libzmq
-# 4.3.4 abort ranks of an insecure job; the same checks apply.
+# up to 3 s and then closes abruptly instead (stranger --flood), which made
+# libzmq 4.3.4 abort ranks of an insecure job; the same checks apply.
 #
 # Usage: stranger_test.sh LAUNCH INFER MAKE_TOY_MODEL STRANGER [--secure JOB_KEY] [--flood]
 set -u
@@ -46,7 +46,6 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
 
 "$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len "$SEQ_LEN" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-INFER_ARGS=(--model "$WORK/toy" --prompt "Once upon a time" --max-new-tokens "$TOKENS" --output ids)
 
 # listening_endpoints PID: the tcp:// and ipc:// endpoints PID listens on.
 listening_endpoints() {
@@ -66,8 +65,23 @@ listening_endpoints() {
     NR > 1 && $4 == "00010000" && ($7 in want) && $8 != "" { print "ipc://" $8 }' /proc/net/unix
 }
 
-timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --insecure --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
-  { cat "$WORK/clean.err" >&2; fail "the clean run failed"; }
+# The clean run, whose ids the attacked one must print. The job must still
+# run when the attack ends, so it is made longer (more prompts of TOKENS
+# tokens each) until it takes 2 x ATTACK_MS plus 3 s: an optimized build
+# (-c opt) generated 1500 tokens in 2.3 s, inside a 3 s flood, and a
+# CURVE stranger took longer than its duration to set up.
+prompts=1
+while :; do
+  INFER_ARGS=(--model "$WORK/toy" --max-new-tokens "$TOKENS" --output ids)
+  for ((p = 0; p < prompts; p++)); do INFER_ARGS+=(--prompt "Once upon a time $p"); done
+  clean_start_ms=$(now_ms)
+  timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --insecure --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
+    { cat "$WORK/clean.err" >&2; fail "the clean run failed"; break; }
+  clean_ms=$(($(now_ms) - clean_start_ms))
+  echo "clean run: $prompts prompt(s) of $TOKENS tokens in $clean_ms ms"
+  [ "$clean_ms" -lt $((2 * ATTACK_MS + 3000)) ] && [ "$prompts" -lt 32 ] || break
+  prompts=$((prompts * 2))
+done
 
 attack_start_ms=$(now_ms)
 "$LAUNCH" -n "$WORLD" "${LAUNCH_FLAGS[@]}" --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" \
