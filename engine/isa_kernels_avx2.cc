@@ -1,12 +1,4 @@
 // The kernels built for AVX2 + FMA + F16C (flags in engine/BUILD).
-#include "engine/isa_kernels.h"
-#include "engine/matmul_kernels.inc"
-#include "engine/vector_kernels.inc"
-
-namespace inferno::isa_internal {
-
-IsaKernels Avx2Kernels() {
-  return {"avx2", matmul_internal::ThisIsaMatMulKernels(), vector_internal::ThisIsaVectorKernels()};
-}
-
-}  // namespace inferno::isa_internal
+#define INFERNO_ISA_KERNELS Avx2Kernels
+#define INFERNO_ISA_NAME "avx2"
+#include "engine/isa_kernels.inc"
