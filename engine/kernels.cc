@@ -13,7 +13,7 @@
 #include <glog/logging.h>
 
 #include "engine/isa_kernels.h"
-#include "loader/quant_blocks.h"
+#include "tensor/quant_blocks.h"
 
 namespace inferno {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "loader/quant_blocks.h"
 #include "loader/tensor_info.h"
+#include "tensor/quant_blocks.h"
 
 namespace inferno {
 namespace {

@@ -12,11 +12,11 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "engine/gguf_tokenizer.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
 #include "loader/tensor_info.h"
+#include "text/gguf_tokenizer.h"
 
 namespace inferno {
 namespace {

@@ -17,7 +17,7 @@
 // Dimensions are stored fastest-first: ne[0] is the length of a row, so a
 // (rows, columns) matrix is stored with ne = {columns, rows}. The quantized
 // types are ggml's blocks of 32 elements along the row:
-// (loader/quant_blocks.h):
+// (tensor/quant_blocks.h):
 //   Q8_0: f16 scale d, int8 q[32]                  x = d * q[i]
 //   Q4_0: f16 scale d, uint8 q[16]                  x[i] = d * ((q[i] & 15) - 8),
 //                                                   x[i + 16] = d * ((q[i] >> 4) - 8)

@@ -18,7 +18,7 @@
 //   llama.expert_count, .expert_used_count must be 0 (no mixture of experts)
 //   tokenizer.ggml.eos_token_id            eos_token_ids
 // Any other llama.* key is refused; general.* and tokenizer.* keys describe
-// the file and its tokenizer (engine/gguf_tokenizer.h) and do not change the
+// the file and its tokenizer (text/gguf_tokenizer.h) and do not change the
 // arithmetic.
 //
 //   token_embd.weight        model.embed_tokens.weight

@@ -1,28 +1,17 @@
-// DType and TensorInfo: the element types a checkpoint may store and the
-// description (name, dtype, shape) of one stored tensor, their byte sizes, and
-// the conversions of stored elements to and from f32.
+// TensorInfo: the description (name, dtype, shape) of one stored tensor, and
+// its byte size in a file.
 //
-// F32, F16 and BF16 store one element per 4, 2, 2 bytes. Q8_0 and Q4_0 are
-// ggml's block formats (loader/quant_blocks.h): 32 elements per block of 34
-// and 18 bytes. A tensor is stored row-major and each row (its last
-// dimension) is a whole number of blocks, so every row starts a block.
-//
-// Thread-safety: plain value types and pure functions.
+// Thread-safety: a plain value type and pure functions.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "base/error.h"
+#include "tensor/dtype.h"
 
 namespace inferno {
-
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
 
 struct TensorInfo {
   std::string name;
@@ -33,42 +22,11 @@ struct TensorInfo {
   int64_t num_elements() const;
 };
 
-// Every DType, in declaration order.
-inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
-
-// Elements per block: 32 for Q8_0 and Q4_0, 1 for the others.
-int64_t DTypeBlockElements(DType dtype);
-// Bytes per block: 4 for F32, 2 for F16 and BF16, 34 for Q8_0, 18 for Q4_0.
-int64_t DTypeBlockBytes(DType dtype);
-// Bytes of `elements` consecutive elements (a row, or several whole rows).
-// InvalidArgument when `elements` is negative or not a whole number of
-// blocks, or the byte count overflows int64.
-Result<int64_t> DTypeBytes(DType dtype, int64_t elements);
 // Bytes of a whole stored tensor. InvalidArgument, naming the shape and dtype
 // (callers add the tensor's name and file), when its rows (last dimension; a
 // scalar is one row of one element) are not whole blocks, or the size
 // overflows int64.
 Result<int64_t> StoredBytes(const TensorInfo& tensor);
-
-// The spelling in safetensors headers and shard manifests: "F32", "F16",
-// "BF16", "Q8_0", "Q4_0" (ggml's names for the block types).
-std::string_view DTypeName(DType dtype);
-// Inverse of DTypeName; nullopt for any other spelling.
-std::optional<DType> ParseDType(std::string_view name);
-// "F32, F16, BF16, Q8_0, Q4_0" — for error messages.
-std::string DTypeNames();
-
-// Converts `out.size()` little-endian elements of `dtype` starting at `src`
-// (no alignment required) to f32. For a block type `out.size()` must be a
-// whole number of blocks starting at a block (CHECKed).
-void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out);
-
-// Stores `values` as `DTypeBytes(dtype, values.size())` bytes of `dtype` at
-// `dst` (no alignment required): F16 and BF16 round to nearest even, Q8_0 and
-// Q4_0 quantize as ggml's reference quantizers do. InvalidArgument when
-// `values` is not a whole number of blocks, or (block types) holds a NaN or
-// infinity, which no block can represent.
-Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst);
 
 // "[4, 8]" — for error messages.
 std::string ShapeToString(const std::vector<int64_t>& shape);

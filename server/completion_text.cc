@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/hf_tokenizer/utf8.h"
+#include "text/utf8.h"
 
 namespace inferno {
 
@@ -26,7 +26,7 @@ std::string CompletionText::Add(int32_t previous, std::span<const int32_t> token
     return out;
   }
   const size_t safe = pending_.size() - std::min(pending_.size(), hold_);
-  const size_t send = hf::Utf8CompletePrefixLength(std::string_view(pending_).substr(0, safe));
+  const size_t send = Utf8CompletePrefixLength(std::string_view(pending_).substr(0, safe));
   std::string out = pending_.substr(0, send);
   pending_.erase(0, send);
   return out;

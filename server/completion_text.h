@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace inferno {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/chat_template/chat_template.h"
+#include "text/chat_template/chat_template.h"
 
 namespace inferno {
 

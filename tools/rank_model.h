@@ -17,11 +17,11 @@
 
 #include "base/command_line.h"
 #include "base/error.h"
-#include "engine/chat_template/chat_template.h"
 #include "engine/stage_weights.h"
-#include "engine/tokenizer_files.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
+#include "text/chat_template/chat_template.h"
+#include "text/tokenizer_files.h"
 
 namespace inferno {
 

@@ -22,8 +22,8 @@ FUZZERS=(
   "//loader:llama2c_header_fuzzer loader/testdata/fuzz/llama2c"
   "//loader:gguf_fuzzer loader/testdata/fuzz/gguf"
   "//loader:manifest_fuzzer loader/testdata/fuzz/manifest"
-  "//engine:tokenizer_fuzzer engine/testdata/fuzz/tokenizer"
-  "//engine/hf_tokenizer:hf_tokenizer_fuzzer engine/hf_tokenizer/testdata/fuzz"
+  "//text:tokenizer_fuzzer text/testdata/fuzz/tokenizer"
+  "//text/hf_tokenizer:hf_tokenizer_fuzzer text/hf_tokenizer/testdata/fuzz"
   "//server:openai_request_fuzzer server/testdata/fuzz/openai_request"
 )
 targets=()

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "base/command_line.h"
-#include "engine/tokenizer_files.h"
+#include "text/tokenizer_files.h"
 
 int main(int argc, char** argv) {
   const inferno::CommandSpec spec{

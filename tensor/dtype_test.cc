@@ -1,0 +1,130 @@
+#include "tensor/dtype.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+TEST(ConvertToF32, F16CoversNormalSubnormalAndSpecialValues) {
+  // 1.0, -2.5, smallest subnormal 2^-24, largest finite 65504, +inf.
+  const std::vector<uint16_t> half = {0x3c00, 0xc100, 0x0001, 0x7bff, 0x7c00};
+  std::vector<float> out(half.size());
+  ConvertToF32(DType::kF16, reinterpret_cast<const std::byte*>(half.data()), out);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -2.5f);
+  EXPECT_EQ(out[2], std::ldexp(1.0f, -24));
+  EXPECT_EQ(out[3], 65504.0f);
+  EXPECT_TRUE(std::isinf(out[4]));
+}
+
+TEST(ConvertToF32, BF16IsTheHighHalfOfF32) {
+  const std::vector<float> values = {1.0f, -3.140625f, 1e-3f};
+  std::vector<uint16_t> bf16;
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bf16.push_back(static_cast<uint16_t>(bits >> 16));
+  }
+  std::vector<float> out(values.size());
+  ConvertToF32(DType::kBF16, reinterpret_cast<const std::byte*>(bf16.data()), out);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -3.140625f);
+  EXPECT_NEAR(out[2], 1e-3f, 1e-5f);
+}
+
+TEST(ConvertToF32, F32FromUnalignedSource) {
+  std::vector<std::byte> buffer(1 + 2 * sizeof(float));
+  const float values[2] = {0.5f, -7.0f};
+  std::memcpy(buffer.data() + 1, values, sizeof(values));
+  std::vector<float> out(2);
+  ConvertToF32(DType::kF32, buffer.data() + 1, out);
+  EXPECT_EQ(out, std::vector<float>({0.5f, -7.0f}));
+}
+
+TEST(ParseDType, RoundTripsNamesAndRejectsOthers) {
+  for (DType d : kAllDTypes) EXPECT_EQ(ParseDType(DTypeName(d)), d);
+  EXPECT_EQ(ParseDType("Q8_0"), DType::kQ8_0);
+  EXPECT_EQ(ParseDType("Q4_0"), DType::kQ4_0);
+  EXPECT_FALSE(ParseDType("I8").has_value());
+  EXPECT_FALSE(ParseDType("q8_0").has_value());
+  EXPECT_EQ(DTypeNames(), "F32, F16, BF16, Q8_0, Q4_0");
+}
+
+TEST(DTypeBytes, CountsWholeBlocks) {
+  EXPECT_EQ(DTypeBytes(DType::kF32, 3).value(), 12);
+  EXPECT_EQ(DTypeBytes(DType::kBF16, 3).value(), 6);
+  EXPECT_EQ(DTypeBytes(DType::kF16, 0).value(), 0);
+  EXPECT_EQ(DTypeBytes(DType::kQ8_0, 64).value(), 68);
+  EXPECT_EQ(DTypeBytes(DType::kQ4_0, 288).value(), 9 * 18);
+}
+
+TEST(DTypeBytes, PartialBlockIsAnError) {
+  const Result<int64_t> bytes = DTypeBytes(DType::kQ4_0, 33);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(bytes.error().message.find("33 elements of Q4_0"), std::string::npos) << bytes.error().message;
+  EXPECT_FALSE(DTypeBytes(DType::kF32, -1).ok());
+  EXPECT_FALSE(DTypeBytes(DType::kF32, INT64_MAX / 2).ok());
+}
+
+TEST(ConvertToF32, Q8_0AndQ4_0FromUnalignedSource) {
+  // Two Q8_0 blocks then one Q4_0 block, one byte into the buffer.
+  std::vector<std::byte> buffer(1 + 2 * 34 + 18, std::byte{0});
+  const uint16_t two = 0x4000, half = 0x3800;
+  std::memcpy(&buffer[1], &two, 2);
+  buffer[1 + 2 + 5] = std::byte{static_cast<uint8_t>(-3)};
+  std::memcpy(&buffer[1 + 34], &half, 2);
+  buffer[1 + 34 + 2 + 31] = std::byte{100};
+  std::memcpy(&buffer[1 + 68], &half, 2);
+  for (int j = 0; j < 16; ++j) buffer[1 + 68 + 2 + j] = std::byte{0x88};
+  buffer[1 + 68 + 2 + 3] = std::byte{0xa1};  // element 3: (1 - 8) / 2, element 19: (10 - 8) / 2
+
+  std::vector<float> q8(64);
+  ConvertToF32(DType::kQ8_0, buffer.data() + 1, q8);
+  EXPECT_EQ(q8[5], -6.0f);
+  EXPECT_EQ(q8[32 + 31], 50.0f);
+  EXPECT_EQ(q8[0], 0.0f);
+  std::vector<float> q4(32);
+  ConvertToF32(DType::kQ4_0, buffer.data() + 1 + 68, q4);
+  EXPECT_EQ(q4[3], -3.5f);
+  EXPECT_EQ(q4[19], 1.0f);
+  EXPECT_EQ(q4[0], 0.0f);
+}
+
+TEST(ConvertFromF32, RoundTripsThroughEveryDType) {
+  std::vector<float> values(32 * 70);  // more blocks than one conversion chunk
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37f * static_cast<float>(i));
+  for (DType dtype : kAllDTypes) {
+    std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(dtype, values.size()).value()) + 1);
+    ASSERT_TRUE(ConvertFromF32(dtype, values, stored.data() + 1).ok()) << DTypeName(dtype);
+    std::vector<float> back(values.size());
+    ConvertToF32(dtype, stored.data() + 1, back);
+    // Block maxima are ~1: Q4_0 steps 1/8 (a clamped code costs a step),
+    // Q8_0 1/127; F16 and BF16 keep 11 and 8 significant bits.
+    const float tolerance = dtype == DType::kQ4_0   ? 0.126f
+                            : dtype == DType::kQ8_0 ? 0.0045f
+                            : dtype == DType::kBF16 ? 0.004f
+                            : dtype == DType::kF16  ? 0.0005f
+                                                    : 0.0f;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_LE(std::fabs(back[i] - values[i]), tolerance) << DTypeName(dtype) << " element " << i;
+    }
+  }
+}
+
+TEST(ConvertFromF32, NonFiniteValueCannotBeQuantized) {
+  std::vector<float> values(32, 1.0f);
+  values[9] = std::nanf("");
+  std::vector<std::byte> stored(34);
+  const Status s = ConvertFromF32(DType::kQ8_0, values, stored.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("element 9"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(ConvertFromF32(DType::kQ4_0, std::span<const float>(values).first(16), stored.data()).ok());
+}
+
+}  // namespace
+}  // namespace inferno
