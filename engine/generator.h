@@ -89,10 +89,10 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/timeline.h"
 #include "distributed/process_group.h"
 #include "engine/sampler.h"
 #include "engine/sequence_source.h"
-#include "engine/timeline.h"
 #include "engine/transformer.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"

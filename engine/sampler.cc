@@ -4,7 +4,7 @@
 
 #include <glog/logging.h>
 
-#include "engine/kernels.h"
+#include "kernels/kernels.h"
 
 namespace inferno {
 namespace {

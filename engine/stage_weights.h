@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/kernels.h"
 #include "engine/weight_arena.h"
+#include "kernels/kernels.h"
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"

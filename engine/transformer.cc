@@ -5,8 +5,8 @@
 
 #include <glog/logging.h>
 
-#include "engine/kernels.h"
 #include "engine/rope.h"
+#include "kernels/kernels.h"
 
 namespace inferno {
 

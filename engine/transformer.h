@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
+#include "base/timeline.h"
 #include "distributed/process_group.h"
 #include "engine/stage_weights.h"
-#include "engine/thread_pool.h"
-#include "engine/timeline.h"
 #include "loader/model_config.h"
 
 namespace inferno {

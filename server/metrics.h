@@ -6,7 +6,7 @@
 // and wait seconds in the generator loop.
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
-// (its engine/timeline.h Timeline, which infer's --trace also reads). The
+// (its base/timeline.h Timeline, which infer's --trace also reads). The
 // leader, the last stage, gets the other ranks' on the tick it sends round
 // the pipeline's ring about once a second, busy or idle: each stage appends
 // two numbers per rank as the tick passes (engine/pipeline_protocol.h; a

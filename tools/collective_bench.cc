@@ -1,4 +1,4 @@
-// collective_bench: the collective benchmark protocol (tools/bench_protocol.h)
+// collective_bench: the collective benchmark protocol (bench/bench_protocol.h)
 // over our ProcessGroup, joined from the environment that //tools:launch (or
 // mpirun, or srun) sets. Rank 0 prints one line per op and size:
 //   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
@@ -18,9 +18,9 @@
 #include <string>
 #include <utility>
 
+#include "bench/bench_runner.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
-#include "tools/bench_runner.h"
 
 namespace inferno {
 namespace {

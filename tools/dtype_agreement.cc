@@ -17,8 +17,8 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/thread_pool.h"
 #include "engine/stage_weights.h"
-#include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"

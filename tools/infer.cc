@@ -48,12 +48,12 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/stage_weights.h"
-#include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/manifest.h"

@@ -1,9 +1,9 @@
 // launch: starts the ranks of a job on this node and supervises them.
-// See LaunchCommandSpec() in tools/launch_options.cc, or run `launch --help`.
+// See LaunchCommandSpec() in launch/launch_options.cc, or run `launch --help`.
 #include <cstdio>
 
-#include "tools/launch_options.h"
-#include "tools/launcher.h"
+#include "launch/launch_options.h"
+#include "launch/launcher.h"
 
 int main(int argc, char** argv) {
   const inferno::CommandLine flags =

@@ -17,8 +17,8 @@
 #include "base/command_line.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/shard_plan.h"
+#include "loader/shard_progress.h"
 #include "loader/shard_writer.h"
-#include "tools/shard_progress.h"
 
 namespace inferno {
 namespace {

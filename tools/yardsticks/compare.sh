@@ -4,7 +4,7 @@
 # (vader), Gloo over TCP and bare libzmq over TCP (zmq_floor_bench, the floor
 # under any ZeroMQ transport) side by side on this machine at 2 and 4 ranks,
 # and prints a markdown table of the medians, bus bandwidths and ratios, plus
-# the targets of issues 3 and 10. Raw protocol lines (see tools/bench_protocol.h) go to OUTPUT_DIR.
+# the targets of issues 3 and 10. Raw protocol lines (see bench/bench_protocol.h) go to OUTPUT_DIR.
 # On a small, shared machine single runs are noisy, so each implementation runs
 # ROUNDS times, interleaved with the others, and the table keeps each line's
 # best (lowest) median.

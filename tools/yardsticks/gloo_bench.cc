@@ -1,4 +1,4 @@
-// gloo_bench: the collective benchmark protocol (tools/bench_protocol.h) over
+// gloo_bench: the collective benchmark protocol (bench/bench_protocol.h) over
 // Gloo's TCP transport, a yardstick for //tools:collective_bench. Not a product
 // dependency. Run under //tools:launch, which sets RANK and WORLD_SIZE; ranks
 // meet through a gloo::rendezvous::FileStore in an empty directory that all
@@ -19,7 +19,7 @@
 #include <exception>
 #include <memory>
 
-#include "tools/bench_runner.h"
+#include "bench/bench_runner.h"
 
 namespace inferno {
 namespace {

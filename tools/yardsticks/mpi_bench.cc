@@ -1,4 +1,4 @@
-// mpi_bench: the collective benchmark protocol (tools/bench_protocol.h) over
+// mpi_bench: the collective benchmark protocol (bench/bench_protocol.h) over
 // Open MPI, a yardstick for //tools:collective_bench. Not a product dependency.
 //
 //   mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np 2
@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "tools/bench_runner.h"
+#include "bench/bench_runner.h"
 
 namespace inferno {
 namespace {

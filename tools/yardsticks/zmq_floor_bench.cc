@@ -1,4 +1,4 @@
-// zmq_floor_bench: the collective benchmark protocol (tools/bench_protocol.h)
+// zmq_floor_bench: the collective benchmark protocol (bench/bench_protocol.h)
 // over bare libzmq, a yardstick for //tools:collective_bench: one PAIR socket
 // per pair of ranks over tcp://127.0.0.1, blocking zmq_send/zmq_recv, no frame
 // header, no mailbox, no chunking. Every collective is a direct all-to-all
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "tools/bench_runner.h"
+#include "bench/bench_runner.h"
 
 namespace inferno {
 namespace {

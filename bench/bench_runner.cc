@@ -1,4 +1,4 @@
-#include "tools/bench_runner.h"
+#include "bench/bench_runner.h"
 
 #include <cerrno>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "engine/kernels.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "loader/tensor_info.h"
+#include "tensor/dtype.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {

@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/thread_pool.h"
-#include "loader/tensor_info.h"
+#include "base/thread_pool.h"
+#include "tensor/dtype.h"
 
 namespace inferno {
 

@@ -1,4 +1,4 @@
-#include "tools/bench_protocol.h"
+#include "bench/bench_protocol.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "tools/launcher.h"
+#include "launch/launcher.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -9,7 +9,7 @@
 // those KernelInstructionSet() names (INFERNO_KERNEL_ISA=avx2|baseline asks
 // for less).
 //
-//   bazel run -c opt //engine:matmul_benchmark -- --benchmark_repetitions=3
+//   bazel run -c opt //kernels:matmul_benchmark -- --benchmark_repetitions=3
 #include <algorithm>
 #include <random>
 #include <string>
@@ -17,9 +17,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "engine/kernels.h"
-#include "engine/thread_pool.h"
-#include "loader/tensor_info.h"
+#include "base/thread_pool.h"
+#include "kernels/kernels.h"
+#include "tensor/dtype.h"
 
 namespace inferno {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/timeline.h"
+#include "base/timeline.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// Internal to //engine:kernels: the kernels on activation vectors (softmax,
+// Internal to //kernels:kernels: the kernels on activation vectors (softmax,
 // one head of attention, ...) as compiled for one instruction set from
 // vector_kernels.inc (one part of each IsaKernels table, isa_kernels.h).
 // The contracts are those of the functions of the same names in kernels.h,

@@ -17,7 +17,7 @@
 
 #include "base/command_line.h"
 #include "base/error.h"
-#include "tools/bench_protocol.h"
+#include "bench/bench_protocol.h"
 
 namespace inferno {
 

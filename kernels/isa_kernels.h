@@ -1,4 +1,4 @@
-// Internal to //engine:kernels: the kernels built once per instruction set —
+// Internal to //kernels:kernels: the kernels built once per instruction set —
 // MatMul's row loops (matmul_kernels.inc) and the vector kernels
 // (vector_kernels.inc) — each set in its own translation unit
 // (isa_kernels_<isa>.cc, with its own -m flags in engine/BUILD), chosen once
@@ -8,8 +8,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include "engine/matmul_kernels.h"
-#include "engine/vector_kernels.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/vector_kernels.h"
 
 namespace inferno::isa_internal {
 

@@ -1,4 +1,4 @@
-// Internal to //engine:kernels: the row loops of MatMul and the vector dot
+// Internal to //kernels:kernels: the row loops of MatMul and the vector dot
 // product as compiled for one instruction set from matmul_kernels.inc (one
 // part of each IsaKernels table, isa_kernels.h).
 //

@@ -1,4 +1,4 @@
-#include "engine/kernels.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 
 #include <glog/logging.h>
 
-#include "engine/isa_kernels.h"
+#include "kernels/isa_kernels.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {

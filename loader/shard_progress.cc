@@ -1,4 +1,4 @@
-#include "tools/shard_progress.h"
+#include "loader/shard_progress.h"
 
 namespace inferno {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "tools/launch_options.h"
+#include "launch/launch_options.h"
 
 namespace inferno {
 
