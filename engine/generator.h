@@ -94,8 +94,8 @@
 #include "engine/sampler.h"
 #include "engine/sequence_source.h"
 #include "engine/transformer.h"
-#include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

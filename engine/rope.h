@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "loader/model_config.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

@@ -10,7 +10,7 @@
 #include <glog/logging.h>
 
 #include "loader/column_slice.h"
-#include "loader/llama_layout.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {
@@ -114,10 +114,6 @@ const TensorSlice& SliceNamed(const RankShard& part, const std::string& name) {
   LOG(FATAL) << "rank " << part.rank << "'s plan has no tensor " << name;
 }
 
-std::string LayerTensor(int64_t layer, const char* suffix) {
-  return "model.layers." + std::to_string(layer) + "." + suffix;
-}
-
 Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
                                WeightPlacement placement, WeightArena& arena) {
   const ModelConfig& config = checkpoint.config();
@@ -127,26 +123,26 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
   const int64_t kv_dim = part.kv_heads.size() * head_dim;
   const int64_t hidden = part.hidden_units.size();
   LayerWeights weights;
-  std::vector<std::tuple<WeightTensor*, const char*, int64_t>> tensors = {
-      {&weights.attention_norm, "input_layernorm.weight", dim},
-      {&weights.wq, "self_attn.q_proj.weight", q_dim * dim},
-      {&weights.wk, "self_attn.k_proj.weight", kv_dim * dim},
-      {&weights.wv, "self_attn.v_proj.weight", kv_dim * dim},
-      {&weights.wo, "self_attn.o_proj.weight", dim * q_dim},
-      {&weights.ffn_norm, "post_attention_layernorm.weight", dim},
-      {&weights.w_gate, "mlp.gate_proj.weight", hidden * dim},
-      {&weights.w_up, "mlp.up_proj.weight", hidden * dim},
-      {&weights.w_down, "mlp.down_proj.weight", dim * hidden},
+  std::vector<std::tuple<WeightTensor*, std::string_view, int64_t>> tensors = {
+      {&weights.attention_norm, kAttentionNormSuffix, dim},
+      {&weights.wq, kQProjSuffix, q_dim * dim},
+      {&weights.wk, kKProjSuffix, kv_dim * dim},
+      {&weights.wv, kVProjSuffix, kv_dim * dim},
+      {&weights.wo, kOProjSuffix, dim * q_dim},
+      {&weights.ffn_norm, kFfnNormSuffix, dim},
+      {&weights.w_gate, kGateProjSuffix, hidden * dim},
+      {&weights.w_up, kUpProjSuffix, hidden * dim},
+      {&weights.w_down, kDownProjSuffix, dim * hidden},
   };
   if (config.qkv_bias) {
-    tensors.insert(tensors.end(), {{&weights.bq, "self_attn.q_proj.bias", q_dim},
-                                   {&weights.bk, "self_attn.k_proj.bias", kv_dim},
-                                   {&weights.bv, "self_attn.v_proj.bias", kv_dim}});
+    tensors.insert(tensors.end(), {{&weights.bq, kQBiasSuffix, q_dim},
+                                   {&weights.bk, kKBiasSuffix, kv_dim},
+                                   {&weights.bv, kVBiasSuffix, kv_dim}});
   }
-  if (config.o_proj_bias) tensors.push_back({&weights.bo, "self_attn.o_proj.bias", dim});
+  if (config.o_proj_bias) tensors.push_back({&weights.bo, kOBiasSuffix, dim});
   for (const auto& [out, suffix, count] : tensors) {
     Result<WeightTensor> loaded =
-        LoadSlice(checkpoint, SliceNamed(part, LayerTensor(layer, suffix)), count, placement, arena);
+        LoadSlice(checkpoint, SliceNamed(part, LayerTensorName(layer, suffix)), count, placement, arena);
     if (!loaded) return loaded.error();
     *out = std::move(*loaded);
   }

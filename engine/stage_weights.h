@@ -28,8 +28,8 @@
 #include "engine/weight_arena.h"
 #include "kernels/kernels.h"
 #include "loader/checkpoint.h"
-#include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

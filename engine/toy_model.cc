@@ -9,8 +9,8 @@
 #include <map>
 #include <system_error>
 
-#include "loader/llama_layout.h"
 #include "loader/safetensors_writer.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

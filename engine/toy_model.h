@@ -16,8 +16,8 @@
 
 #include "base/error.h"
 #include "loader/gguf_vocabulary.h"
-#include "loader/model_config.h"
-#include "loader/tensor_info.h"
+#include "model/model_config.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

@@ -38,7 +38,7 @@
 #include "base/timeline.h"
 #include "distributed/process_group.h"
 #include "engine/stage_weights.h"
-#include "loader/model_config.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

@@ -15,7 +15,7 @@
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
 namespace inferno {

@@ -9,9 +9,9 @@
 
 #include "base/byte_codec.h"
 #include "loader/gguf_format.h"
-#include "loader/llama_layout.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/mapped_file.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

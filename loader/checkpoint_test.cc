@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "loader/llama_layout.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/safetensors_format.h"
 #include "loader/test_models.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

@@ -9,9 +9,9 @@
 #include "loader/gguf_llama.h"
 #include "loader/gguf_vocabulary.h"
 #include "loader/llama2c_format.h"
-#include "loader/llama_layout.h"
 #include "loader/mapped_file.h"
 #include "loader/test_models.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <glog/logging.h>
 
-#include "loader/llama_layout.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {
@@ -23,11 +23,15 @@ constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
     {"output.weight", kLmHeadName},
 };
 constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
-    {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"attn_norm.weight", kAttentionNormSuffix},
+    {"attn_q.weight", kQProjSuffix},
+    {"attn_k.weight", kKProjSuffix},
+    {"attn_v.weight", kVProjSuffix},
+    {"attn_output.weight", kOProjSuffix},
+    {"ffn_norm.weight", kFfnNormSuffix},
+    {"ffn_gate.weight", kGateProjSuffix},
+    {"ffn_up.weight", kUpProjSuffix},
+    {"ffn_down.weight", kDownProjSuffix},
 };
 
 GgufValue Uint32(int64_t value) {
@@ -248,8 +252,8 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
     held.info.shape.assign(tensor.info.ne.rbegin(), tensor.info.ne.rend());
     held.begin = tensor.begin;
     const std::string_view suffix = LayerTensorSuffix(held.info.name);
-    if (suffix == "self_attn.q_proj.weight") held.interleaved_heads = model.config.num_attention_heads;
-    if (suffix == "self_attn.k_proj.weight") held.interleaved_heads = model.config.num_key_value_heads;
+    if (suffix == kQProjSuffix) held.interleaved_heads = model.config.num_attention_heads;
+    if (suffix == kKProjSuffix) held.interleaved_heads = model.config.num_key_value_heads;
     if (held.info.name == kLmHeadName) model.config.tie_word_embeddings = false;
     model.tensors.push_back(std::move(held));
   }

@@ -7,8 +7,8 @@
 #include "loader/atomic_file.h"
 #include "loader/gguf_format.h"
 #include "loader/gguf_llama.h"
-#include "loader/llama_layout.h"
-#include "loader/tensor_info.h"
+#include "model/llama_layout.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 namespace {
@@ -87,9 +87,9 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const NamedTensorF32& t = tensors[i];
     const std::string_view suffix = LayerTensorSuffix(t.name);
-    const int64_t heads = suffix == "self_attn.q_proj.weight"   ? config.num_attention_heads
-                          : suffix == "self_attn.k_proj.weight" ? config.num_key_value_heads
-                                                                : 0;
+    const int64_t heads = suffix == kQProjSuffix   ? config.num_attention_heads
+                          : suffix == kKProjSuffix ? config.num_key_value_heads
+                                                   : 0;
     std::span<const float> values = t.data;
     if (heads > 0) {
       const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;

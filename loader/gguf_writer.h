@@ -14,9 +14,9 @@
 
 #include "base/error.h"
 #include "loader/gguf_vocabulary.h"
-#include "loader/model_config.h"
 #include "loader/safetensors_writer.h"
-#include "loader/tensor_info.h"
+#include "model/model_config.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

@@ -7,8 +7,8 @@
 
 #include "loader/checkpoint.h"
 #include "loader/llama2c_format.h"
-#include "loader/llama_layout.h"
 #include "loader/test_models.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

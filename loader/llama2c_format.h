@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/llama_layout.h"
-#include "loader/model_config.h"
+#include "model/llama_layout.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

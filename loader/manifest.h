@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/model_config.h"
 #include "loader/shard_plan.h"
-#include "loader/tensor_info.h"
+#include "model/model_config.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

@@ -13,8 +13,8 @@
 #include "loader/gguf_format.h"
 #include "loader/gguf_llama.h"
 #include "loader/llama2c_format.h"
-#include "loader/llama_layout.h"
 #include "loader/safetensors_format.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 

@@ -25,8 +25,8 @@
 #include "base/error.h"
 #include "loader/checkpoint.h"
 #include "loader/mapped_file.h"
-#include "loader/model_config.h"
-#include "loader/tensor_info.h"
+#include "model/model_config.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

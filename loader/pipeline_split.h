@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "loader/model_config.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

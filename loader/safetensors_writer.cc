@@ -4,7 +4,7 @@
 
 #include "loader/atomic_file.h"
 #include "loader/safetensors_format.h"
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

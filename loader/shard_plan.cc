@@ -5,7 +5,7 @@
 
 #include <glog/logging.h>
 
-#include "loader/llama_layout.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {
@@ -32,16 +32,16 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const 
     int64_t full;
   };
   const std::map<std::string_view, Split> splits = {
-      {"self_attn.q_proj.weight", {0, q, c.q_dim()}},
-      {"self_attn.k_proj.weight", {0, kv, c.kv_dim()}},
-      {"self_attn.v_proj.weight", {0, kv, c.kv_dim()}},
-      {"self_attn.o_proj.weight", {1, q, c.q_dim()}},
-      {"mlp.gate_proj.weight", {0, units, c.intermediate_size}},
-      {"mlp.up_proj.weight", {0, units, c.intermediate_size}},
-      {"mlp.down_proj.weight", {1, units, c.intermediate_size}},
-      {"self_attn.q_proj.bias", {0, q, c.q_dim()}},
-      {"self_attn.k_proj.bias", {0, kv, c.kv_dim()}},
-      {"self_attn.v_proj.bias", {0, kv, c.kv_dim()}},
+      {kQProjSuffix, {0, q, c.q_dim()}},
+      {kKProjSuffix, {0, kv, c.kv_dim()}},
+      {kVProjSuffix, {0, kv, c.kv_dim()}},
+      {kOProjSuffix, {1, q, c.q_dim()}},
+      {kGateProjSuffix, {0, units, c.intermediate_size}},
+      {kUpProjSuffix, {0, units, c.intermediate_size}},
+      {kDownProjSuffix, {1, units, c.intermediate_size}},
+      {kQBiasSuffix, {0, q, c.q_dim()}},
+      {kKBiasSuffix, {0, kv, c.kv_dim()}},
+      {kVBiasSuffix, {0, kv, c.kv_dim()}},
   };
   std::vector<TensorSlice> slices;
   for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) {

@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/model_config.h"
 #include "loader/pipeline_split.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

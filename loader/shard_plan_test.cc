@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "loader/llama_layout.h"
 #include "loader/test_models.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

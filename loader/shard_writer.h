@@ -30,7 +30,7 @@
 #include "loader/manifest.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/shard_plan.h"
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 

@@ -2,10 +2,10 @@
 
 #include <map>
 
-#include "loader/llama_layout.h"
 #include "loader/mapped_checkpoint.h"
 #include "loader/mapped_file.h"
 #include "loader/safetensors_format.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 namespace {

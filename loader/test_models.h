@@ -9,9 +9,9 @@
 
 #include "base/error.h"
 #include "loader/checkpoint.h"
-#include "loader/llama_layout.h"
-#include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "model/llama_layout.h"
+#include "model/model_config.h"
 
 namespace inferno {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/model_config.h"
+#include "model/model_config.h"
 #include "text/chat_template/tokenizer_config.h"
 #include "text/tokenizer.h"
 

@@ -15,8 +15,8 @@
 #include "base/command_line.h"
 #include "loader/checkpoint.h"
 #include "loader/gguf_writer.h"
-#include "loader/llama_layout.h"
-#include "loader/tensor_info.h"
+#include "model/llama_layout.h"
+#include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
 int main(int argc, char** argv) {

@@ -22,7 +22,7 @@
 
 #include "base/command_line.h"
 #include "engine/toy_model.h"
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
 int main(int argc, char** argv) {

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "loader/llama_layout.h"
 #include "loader/manifest.h"
 #include "loader/sha256.h"
 #include "loader/sharded_checkpoint.h"
+#include "model/llama_layout.h"
 
 namespace inferno {
 

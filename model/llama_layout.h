@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "loader/model_config.h"
-#include "loader/tensor_info.h"
+#include "model/model_config.h"
+#include "tensor/tensor_info.h"
 
 namespace inferno {
 
@@ -20,21 +20,32 @@ inline constexpr char kEmbedTokensName[] = "model.embed_tokens.weight";
 inline constexpr char kFinalNormName[] = "model.norm.weight";
 inline constexpr char kLmHeadName[] = "lm_head.weight";
 
-// The tensors of layer i are "model.layers.{i}.<suffix>", in this order,
-// followed by the biases the config asks for (kLayerBiasSuffixes).
+// The tensors of layer i are "model.layers.{i}.<suffix>" (Hugging Face's
+// names; every reader, writer and the shard plan spell them through these).
+inline constexpr std::string_view kAttentionNormSuffix = "input_layernorm.weight";
+inline constexpr std::string_view kQProjSuffix = "self_attn.q_proj.weight";
+inline constexpr std::string_view kKProjSuffix = "self_attn.k_proj.weight";
+inline constexpr std::string_view kVProjSuffix = "self_attn.v_proj.weight";
+inline constexpr std::string_view kOProjSuffix = "self_attn.o_proj.weight";
+inline constexpr std::string_view kFfnNormSuffix = "post_attention_layernorm.weight";
+inline constexpr std::string_view kGateProjSuffix = "mlp.gate_proj.weight";
+inline constexpr std::string_view kUpProjSuffix = "mlp.up_proj.weight";
+inline constexpr std::string_view kDownProjSuffix = "mlp.down_proj.weight";
+inline constexpr std::string_view kQBiasSuffix = "self_attn.q_proj.bias";
+inline constexpr std::string_view kKBiasSuffix = "self_attn.k_proj.bias";
+inline constexpr std::string_view kVBiasSuffix = "self_attn.v_proj.bias";
+inline constexpr std::string_view kOBiasSuffix = "self_attn.o_proj.bias";
+
+// The weights of every layer, in this order, followed by the biases the
+// config asks for (kLayerBiasSuffixes).
 inline constexpr std::string_view kLayerTensorSuffixes[] = {
-    "input_layernorm.weight",  "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-    "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-    "mlp.gate_proj.weight",    "mlp.up_proj.weight",      "mlp.down_proj.weight",
+    kAttentionNormSuffix, kQProjSuffix,    kKProjSuffix,  kVProjSuffix,    kOProjSuffix,
+    kFfnNormSuffix,       kGateProjSuffix, kUpProjSuffix, kDownProjSuffix,
 };
 
 // q, k, v biases (config.qkv_bias), then the o_proj bias (config.o_proj_bias).
-inline constexpr std::string_view kLayerBiasSuffixes[] = {
-    "self_attn.q_proj.bias",
-    "self_attn.k_proj.bias",
-    "self_attn.v_proj.bias",
-    "self_attn.o_proj.bias",
-};
+inline constexpr std::string_view kLayerBiasSuffixes[] = {kQBiasSuffix, kKBiasSuffix, kVBiasSuffix,
+                                                          kOBiasSuffix};
 
 struct TensorSpec {
   std::string name;

@@ -1,4 +1,4 @@
-#include "loader/tensor_info.h"
+#include "tensor/tensor_info.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "loader/llama_layout.h"
+#include "model/llama_layout.h"
 
 #include <gtest/gtest.h>
 
