@@ -8,9 +8,9 @@
 // Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
 // (server/openai_server.h) and owns the request queue, the one source of the
 // job's sequences (the last stage's other ranks follow its admissions and
-// cancellations, engine/step_decisions.h); every rank runs its stage of the generator
+// cancellations, runtime/step_decisions.h); every rank runs its stage of the generator
 // loop, which takes queued requests into free KV-cache slots as it goes
-// (continuous batching; engine/generator.h). The leader binds the address
+// (continuous batching; runtime/generator.h). The leader binds the address
 // first and prints "serve: listening on http://HOST:PORT" (port 0 picks a
 // free one); /health answers 503 "loading" until every rank has loaded and
 // joined. SIGTERM (or SIGINT) drains: new requests get 503, queued and
@@ -39,7 +39,7 @@
 #include "base/command_line.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
-#include "engine/generator.h"
+#include "runtime/generator.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "loader/manifest.h"

@@ -1,4 +1,4 @@
-#include "engine/generator.h"
+#include "runtime/generator.h"
 
 #include <algorithm>
 #include <array>
@@ -9,8 +9,8 @@
 
 #include <glog/logging.h>
 
-#include "engine/pipeline_protocol.h"
-#include "engine/step_decisions.h"
+#include "runtime/pipeline_protocol.h"
+#include "runtime/step_decisions.h"
 
 namespace inferno {
 namespace {

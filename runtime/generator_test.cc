@@ -1,4 +1,4 @@
-#include "engine/generator.h"
+#include "runtime/generator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,7 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "engine/pipeline_protocol.h"
+#include "runtime/pipeline_protocol.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"

@@ -90,8 +90,8 @@
 
 #include "base/error.h"
 #include "distributed/process_group.h"
-#include "engine/sampler.h"
-#include "engine/sequence_source.h"
+#include "runtime/sampler.h"
+#include "runtime/sequence_source.h"
 #include "engine/timeline.h"
 #include "engine/transformer.h"
 #include "loader/model_config.h"
