@@ -17,6 +17,7 @@
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
 #include "loader/tensor_info.h"
+#include "runtime/tensor_parallel_group.h"
 
 namespace inferno {
 namespace {
@@ -134,11 +135,11 @@ RankShard Part(const ModelConfig& config, int pp, int tp, int stage, int t,
 RankShard Whole(const ModelConfig& config) { return Part(config, 1, 1, 0, 0); }
 
 TransformerStage MakeStage(const Checkpoint& checkpoint, const RankShard& part, ThreadPool& pool,
-                           std::optional<ProcessGroup> tensor_parallel = std::nullopt) {
+                           AllReduce* tensor_parallel = nullptr) {
   auto weights = LoadStageWeights(checkpoint, part);
   EXPECT_TRUE(weights.ok()) << weights.error().message;
   return TransformerStage(checkpoint.config(), std::move(*weights), 1,
-                          checkpoint.config().max_position_embeddings, pool, std::move(tensor_parallel));
+                          checkpoint.config().max_position_embeddings, pool, tensor_parallel);
 }
 
 const std::vector<int32_t> kTokens = {1, 72, 105, 33, 200, 7, 3, 258, 100, 50};
@@ -303,7 +304,9 @@ TEST_P(TransformerTest, TensorParallelRanksAgreeBitForBitAndMatchOneRank) {
     // Each rank: its hidden states after the layers, and its slice of the logits.
     const auto results = RunRanks(transports, [&](ProcessGroup& group) {
       ThreadPool rank_pool(1);
-      TransformerStage stage = MakeStage(*checkpoint, Part(config, 1, tp, 0, group.rank()), rank_pool, group);
+      TensorParallelGroup stage_group(group);
+      TransformerStage stage =
+          MakeStage(*checkpoint, Part(config, 1, tp, 0, group.rank()), rank_pool, &stage_group);
       const int64_t dim = config.hidden_size;
       std::vector<float> x(kTokens.size() * dim);
       CHECK(stage.Embed(kTokens, x).ok());

@@ -5,7 +5,7 @@
 // must start, cancel, tick and end at the same step, in the same slots, or
 // their collectives pair up wrong; the leader alone asks the source and
 // sends every other rank of its stage the encoded decisions of each step
-// (runtime/generator.cc), which they follow.
+// (tensor_parallel_agreement.h), which they follow.
 //
 // Encoding, in base/byte_codec.h's little-endian words:
 //   u8 flags          bit 0: exhausted, bit 1: tick due; the others 0

@@ -51,9 +51,7 @@
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
 #include "engine/chat_template/chat_template.h"
-#include "runtime/generator.h"
 #include "engine/hf_tokenizer/utf8.h"
-#include "runtime/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/thread_pool.h"
 #include "engine/tokenizer.h"
@@ -63,6 +61,9 @@
 #include "loader/manifest.h"
 #include "loader/model_config.h"
 #include "loader/shard_plan.h"
+#include "runtime/generator.h"
+#include "runtime/sampler.h"
+#include "runtime/tensor_parallel_group.h"
 #include "tools/rank_model.h"
 
 namespace inferno {
@@ -449,11 +450,12 @@ Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_si
 
 Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
-  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(group, prepared.plan);
+  Result<std::optional<TensorParallelGroup>> tensor_parallel = MakeTensorParallelGroup(group, prepared.plan);
   if (!tensor_parallel) return tensor_parallel.error();
+  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   const int slots = prepared.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.config, std::move(prepared.weights), slots, prepared.context_length, pool,
-                         std::move(*tensor_parallel));
+                         stage_group);
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
@@ -464,7 +466,7 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   GenerationOptions generation = options.generation;
   generation.stop_ids = prepared.stop_ids;
   generation.report_logits = options.dump_logits.has_value();
-  auto report = Generate(group, prepared.plan, stage, prepared.prompts, generation,
+  auto report = Generate(group, prepared.plan, stage, stage_group, prepared.prompts, generation,
                          output ? &*output : nullptr, timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};

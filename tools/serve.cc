@@ -39,10 +39,11 @@
 #include "base/command_line.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
-#include "runtime/generator.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "loader/manifest.h"
+#include "runtime/generator.h"
+#include "runtime/tensor_parallel_group.h"
 #include "server/metrics.h"
 #include "server/openai_server.h"
 #include "server/request_queue.h"
@@ -297,11 +298,13 @@ int main(int argc, char** argv) {
   Result<ProcessGroup> group = Join(*where, rendezvous);
   if (!group) return Fail(rank, group.error().Prefixed("joining the process group: "), 1);
 
-  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(*group, prepared->plan);
+  Result<std::optional<TensorParallelGroup>> tensor_parallel =
+      MakeTensorParallelGroup(*group, prepared->plan);
   if (!tensor_parallel) return Fail(rank, tensor_parallel.error(), 1);
+  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   ThreadPool pool(options->threads);
   TransformerStage stage(prepared->config, std::move(prepared->weights), options->slots,
-                         prepared->context_length, pool, std::move(*tensor_parallel));
+                         prepared->context_length, pool, stage_group);
   if (leader) {
     PromptMaker maker;
     maker.tokenizer = prepared->tokenizer.tokenizer.get();
@@ -333,7 +336,7 @@ int main(int argc, char** argv) {
   }
   Timeline timeline(false);
   Result<GenerationReport> report =
-      RunGenerator(*group, prepared->plan, stage, settings, leader ? &queue : nullptr,
+      RunGenerator(*group, prepared->plan, stage, stage_group, settings, leader ? &queue : nullptr,
                    leader ? &queue : nullptr, timeline);
   if (!report) {
     const Error& error = report.error();
