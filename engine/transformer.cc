@@ -11,14 +11,13 @@
 namespace inferno {
 
 TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots,
-                                   int64_t context_length, ThreadPool& pool,
-                                   std::optional<ProcessGroup> tensor_parallel)
+                                   int64_t context_length, ThreadPool& pool, AllReduce* tensor_parallel)
     : config_(config),
       weights_(std::move(weights)),
       num_slots_(num_slots),
       context_length_(context_length),
       pool_(pool),
-      tensor_parallel_(std::move(tensor_parallel)) {
+      tensor_parallel_(tensor_parallel) {
   CHECK_GE(num_slots, 1);
   CHECK(context_length >= 1 && context_length <= config_.max_position_embeddings)
       << "context length " << context_length;
@@ -76,7 +75,7 @@ Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float>
     }
   }
   if (!tensor_parallel_) return {};
-  Status shared = tensor_parallel_->all_reduce(x, ReduceKind::kSum);
+  Status shared = tensor_parallel_->Sum(x);
   if (!shared) return shared.error().Prefixed("tensor-parallel all_reduce of the token embeddings: ");
   return {};
 }
@@ -134,7 +133,7 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
     if (!tensor_parallel_) return {};
     end_compute();
     const Timeline::Clock::time_point begin = Timeline::Clock::now();
-    Status reduced = tensor_parallel_->all_reduce(projected, ReduceKind::kSum);
+    Status reduced = tensor_parallel_->Sum(projected);
     compute_begin = Timeline::Clock::now();
     if (timeline != nullptr) timeline->Add(SpanKind::kWait, begin, compute_begin, "all_reduce", sequence);
     if (!reduced) {

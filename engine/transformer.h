@@ -29,14 +29,13 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "base/timeline.h"
-#include "distributed/process_group.h"
+#include "engine/all_reduce.h"
 #include "engine/stage_weights.h"
 #include "model/model_config.h"
 
@@ -77,19 +76,19 @@ class TransformerStage {
 
   // Each of the `num_slots` KV caches holds `context_length` positions (what
   // the job can use: its prompts plus the tokens it generates; see
-  // ContextLength). `pool` must outlive the stage. `tensor_parallel` is the
-  // group of the stage's ranks in tensor-parallel index order (rank t of it
-  // is weights.part.tp_index t), sharing the job's transport; null when the
-  // plan's tp is 1. Preconditions: 1 <= context_length <=
+  // ContextLength). `pool` must outlive the stage. `tensor_parallel` sums
+  // over the stage's ranks in tensor-parallel index order (its rank t is
+  // weights.part.tp_index t); null when the plan's tp is 1; it must outlive
+  // the stage. Preconditions: 1 <= context_length <=
   // max_position_embeddings, and config.CheckContextFits(context_length).
   TransformerStage(const ModelConfig& config, StageWeights weights, int num_slots, int64_t context_length,
-                   ThreadPool& pool, std::optional<ProcessGroup> tensor_parallel = std::nullopt);
+                   ThreadPool& pool, AllReduce* tensor_parallel = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const StageWeights& weights() const { return weights_; }
   const RankShard& part() const { return weights_.part; }
-  // The stage's tensor-parallel group; none when the plan's tp is 1.
-  const std::optional<ProcessGroup>& tensor_parallel() const { return tensor_parallel_; }
+  // The sum over the stage's tensor-parallel ranks; null when the plan's tp is 1.
+  AllReduce* tensor_parallel() const { return tensor_parallel_; }
   bool is_first() const { return weights_.part.stage == 0; }
   bool is_last() const { return weights_.part.has_final_norm; }
   int num_slots() const { return num_slots_; }
@@ -113,8 +112,7 @@ class TransformerStage {
   // max_positions_per_call(). Under tensor parallelism every rank of the
   // group calls it with the same arguments and x, and two all_reduces per
   // layer make every rank's x the same bits on return
-  // (ProcessGroup::all_reduce combines the ranks' vectors in one order for
-  // all, sums being commutative); fails, naming the layer, when a collective
+  // (AllReduce::Sum gives every rank the same bits); fails, naming the layer, when a collective
   // fails. `timeline` (may be null) records the compute as "forward" spans
   // and each all_reduce as a wait span "all_reduce", labelled with
   // `sequence`.
@@ -142,7 +140,7 @@ class TransformerStage {
   int num_slots_;
   int64_t context_length_;
   ThreadPool& pool_;
-  std::optional<ProcessGroup> tensor_parallel_;
+  AllReduce* tensor_parallel_;  // null when the plan's tp is 1
   StageState state_;
 };
 

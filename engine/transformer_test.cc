@@ -1,17 +1,18 @@
 #include "engine/transformer.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "distributed/inproc/transport.h"
-#include "distributed/run_ranks.h"
+#include "engine/testing/thread_all_reduce.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
@@ -134,11 +135,11 @@ RankShard Part(const ModelConfig& config, int pp, int tp, int stage, int t,
 RankShard Whole(const ModelConfig& config) { return Part(config, 1, 1, 0, 0); }
 
 TransformerStage MakeStage(const Checkpoint& checkpoint, const RankShard& part, ThreadPool& pool,
-                           std::optional<ProcessGroup> tensor_parallel = std::nullopt) {
+                           AllReduce* tensor_parallel = nullptr) {
   auto weights = LoadStageWeights(checkpoint, part);
   EXPECT_TRUE(weights.ok()) << weights.error().message;
   return TransformerStage(checkpoint.config(), std::move(*weights), 1,
-                          checkpoint.config().max_position_embeddings, pool, std::move(tensor_parallel));
+                          checkpoint.config().max_position_embeddings, pool, tensor_parallel);
 }
 
 const std::vector<int32_t> kTokens = {1, 72, 105, 33, 200, 7, 3, 258, 100, 50};
@@ -297,27 +298,31 @@ TEST_P(TransformerTest, TensorParallelRanksAgreeBitForBitAndMatchOneRank) {
   TransformerStage whole = MakeStage(*checkpoint, Whole(config), pool);
   const std::vector<float> expected = RunStages({&whole}, kTokens, 4).back();
   for (int tp : {2, 3, 4}) {
-    auto world = std::make_shared<InProcessWorld>(tp, std::chrono::seconds(30));
-    std::vector<std::shared_ptr<Transport>> transports;
-    for (int rank = 0; rank < tp; ++rank) transports.push_back(world->transport(rank));
+    ThreadAllReduce sums(tp, std::chrono::seconds(30));
     // Each rank: its hidden states after the layers, and its slice of the logits.
-    const auto results = RunRanks(transports, [&](ProcessGroup& group) {
-      ThreadPool rank_pool(1);
-      TransformerStage stage = MakeStage(*checkpoint, Part(config, 1, tp, 0, group.rank()), rank_pool, group);
-      const int64_t dim = config.hidden_size;
-      std::vector<float> x(kTokens.size() * dim);
-      CHECK(stage.Embed(kTokens, x).ok());
-      for (size_t pos = 0; pos < kTokens.size(); pos += 4) {
-        const size_t n = std::min<size_t>(4, kTokens.size() - pos);
-        CHECK(stage.Forward(0, static_cast<int64_t>(pos), std::span<float>(x).subspan(pos * dim, n * dim))
-                  .ok());
-      }
-      std::vector<float> normed(dim);
-      stage.FinalNorm(std::span<const float>(x).last(dim), normed);
-      std::vector<float> logits(stage.classifier_rows().size());
-      stage.ClassifierSlice(normed, logits);
-      return std::pair{x, std::pair{stage.classifier_rows(), logits}};
-    });
+    std::vector<std::pair<std::vector<float>, std::pair<RowRange, std::vector<float>>>> results(tp);
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < tp; ++rank) {
+      ranks.emplace_back([&, rank] {
+        ThreadPool rank_pool(1);
+        TransformerStage stage =
+            MakeStage(*checkpoint, Part(config, 1, tp, 0, rank), rank_pool, &sums.rank(rank));
+        const int64_t dim = config.hidden_size;
+        std::vector<float> x(kTokens.size() * dim);
+        CHECK(stage.Embed(kTokens, x).ok());
+        for (size_t pos = 0; pos < kTokens.size(); pos += 4) {
+          const size_t n = std::min<size_t>(4, kTokens.size() - pos);
+          CHECK(stage.Forward(0, static_cast<int64_t>(pos), std::span<float>(x).subspan(pos * dim, n * dim))
+                    .ok());
+        }
+        std::vector<float> normed(dim);
+        stage.FinalNorm(std::span<const float>(x).last(dim), normed);
+        std::vector<float> logits(stage.classifier_rows().size());
+        stage.ClassifierSlice(normed, logits);
+        results[static_cast<size_t>(rank)] = {x, {stage.classifier_rows(), logits}};
+      });
+    }
+    for (std::thread& rank : ranks) rank.join();
     std::vector<float> logits(config.vocab_size);
     for (const auto& [x, slice] : results) {
       EXPECT_EQ(x, results[0].first) << "tp " << tp << ": ranks disagree";

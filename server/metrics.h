@@ -9,7 +9,7 @@
 // (its base/timeline.h Timeline, which infer's --trace also reads). The
 // leader, the last stage, gets the other ranks' on the tick it sends round
 // the pipeline's ring about once a second, busy or idle: each stage appends
-// two numbers per rank as the tick passes (engine/pipeline_protocol.h; a
+// two numbers per rank as the tick passes (runtime/pipeline_protocol.h; a
 // stage's tensor-parallel ranks gather theirs first). That costs a tick a
 // second carrying 16 bytes per rank, and nothing on the steps' messages; the figures are as old as the tick's
 // trip (within about a second plus a step). A rank's wait is the time it blocked for the next message from

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/sampler.h"
+#include "runtime/sampler.h"
 
 namespace inferno {
 namespace {

@@ -1,4 +1,4 @@
-// RequestQueue: the serving side of the generator loop (engine/generator.h).
+// RequestQueue: the serving side of the generator loop (runtime/generator.h).
 // HTTP handler threads submit requests and read their tokens; the leader's
 // generator thread takes requests as KV-cache slots free up (SequenceSource)
 // and reports tokens and ends (GenerationObserver).
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/generator.h"
+#include "runtime/generator.h"
 
 namespace inferno {
 

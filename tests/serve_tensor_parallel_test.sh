@@ -1,7 +1,7 @@
 #!/bin/bash
 # //tools:serve with tensor parallelism (--tp 2), under //tools:launch. The
 # leader alone takes requests; the last stage's other rank must admit,
-# cancel, tick and end at the same steps (engine/step_decisions.h), else
+# cancel, tick and end at the same steps (runtime/step_decisions.h), else
 # the stage's collectives pair up wrong and the job fails:
 # - on a 2 x 2 grid (pp x tp) of the toy model: a greedy completion's text
 #   equals `infer --tp 2`'s on the same grid; 16 concurrent seeded streams

@@ -51,19 +51,20 @@
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
-#include "engine/generator.h"
-#include "engine/sampler.h"
 #include "engine/stage_weights.h"
 #include "engine/transformer.h"
 #include "loader/checkpoint.h"
 #include "loader/manifest.h"
 #include "loader/shard_plan.h"
 #include "model/model_config.h"
+#include "runtime/generator.h"
+#include "runtime/rank_setup.h"
+#include "runtime/sampler.h"
+#include "runtime/tensor_parallel_group.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_files.h"
 #include "text/utf8.h"
-#include "tools/rank_model.h"
 
 namespace inferno {
 namespace {
@@ -360,15 +361,10 @@ Result<std::vector<std::string>> RenderChats(const InferOptions& options, const 
 // Everything a rank needs before it talks to the others; every input error
 // surfaces here, on every rank, before any networking.
 struct PreparedRank {
-  ModelConfig config;
-  std::unique_ptr<Tokenizer> tokenizer;  // null when neither prompts nor output are text
-  std::string tokenizer_digest;          // of the tokenizer file's bytes, "byte-level" or "none"
-  std::vector<int32_t> stop_ids;         // GenerationOptions::stop_ids
-  int64_t context_length = 0;            // KV-cache positions per sequence
-  std::string weights_digest;            // RankModel::weights_digest
+  RankSetup setup;  // its tokenizer is null when neither prompts nor output are text
   std::vector<std::vector<int32_t>> prompts;
+  int64_t context_length = 0;  // KV-cache positions per sequence
   StageWeights weights;
-  ShardPlan plan;
 };
 
 // What this rank computes, for the rendezvous to compare across ranks (see
@@ -382,94 +378,79 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   }
   const SamplingOptions& sampling = options.generation.sampling;
   generation << "context=" << prepared.context_length << " stop_ids=";
-  for (int32_t id : prepared.stop_ids) generation << id << ",";
+  for (int32_t id : prepared.setup.stop_ids) generation << id << ",";
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
-  return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
-          {"weights", prepared.weights_digest},
-          {"plan", PlanDigest(prepared.plan).substr(0, 16)},
-          {"tokenizer", prepared.tokenizer_digest},
-          {"prompts", ShortDigest(prompts.str())},
-          {"generation", generation.str()}};
+  std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
+  fingerprint["prompts"] = ShortDigest(prompts.str());
+  fingerprint["generation"] = generation.str();
+  return fingerprint;
 }
 
 Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
-  Result<RankModel> model = OpenRankModel(options.model, rank, world_size);
-  if (!model) return model.error();
+  RankSetupOptions setup_options;
+  setup_options.model = options.model;
+  setup_options.tokenizer = options.tokenizer;
+  setup_options.needs_tokenizer =
+      !options.text_prompts.empty() || !options.chats.empty() || !options.output_ids;
+  setup_options.context = options.context;
+  Result<RankSetup> setup = OpenRank(setup_options, rank, world_size);
+  if (!setup) return setup.error();
   PreparedRank prepared;
-  prepared.config = model->checkpoint->config();
-  prepared.weights_digest = model->weights_digest;
-  const ModelConfig& config = prepared.config;
-
-  // The tokenizer beside the model is read only when text is needed; one
-  // named by --tokenizer always is.
-  const bool needs_text = !options.text_prompts.empty() || !options.chats.empty() || !options.output_ids;
-  Result<std::optional<LoadedTokenizer>> loaded =
-      LoadJobTokenizer(options.tokenizer, options.model, needs_text, config);
-  if (!loaded) return loaded.error();
-  if (!loaded->has_value() && needs_text) {
-    return NoTokenizerError(config);
-  }
-  LoadedTokenizer tokenizer = loaded->has_value() ? std::move(**loaded) : LoadedTokenizer{};
-  prepared.tokenizer_digest = tokenizer.tokenizer ? tokenizer.sha256.substr(0, 16) : "none";
-  Result<std::vector<int32_t>> stop_ids = StopIds(config, tokenizer);
-  if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
-  prepared.stop_ids = std::move(*stop_ids);
-  prepared.tokenizer = std::move(tokenizer.tokenizer);
+  prepared.setup = std::move(*setup);
+  const ModelConfig& config = prepared.setup.config;
+  const LoadedTokenizer& tokenizer = prepared.setup.tokenizer;
   prepared.prompts = options.id_prompts;
   for (const std::string& text : options.text_prompts) {
     std::vector<int32_t>& prompt = prepared.prompts.emplace_back();
     if (tokenizer.bos_id) prompt.push_back(*tokenizer.bos_id);
-    const std::vector<int32_t> ids = prepared.tokenizer->Encode(text);
+    const std::vector<int32_t> ids = tokenizer.tokenizer->Encode(text);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
   if (!options.chats.empty()) {
     Result<std::vector<std::string>> chats = RenderChats(options, tokenizer);
     if (!chats) return chats.error();
-    for (const std::string& text : *chats) prepared.prompts.push_back(prepared.tokenizer->Encode(text));
+    for (const std::string& text : *chats) prepared.prompts.push_back(tokenizer.tokenizer->Encode(text));
   }
-  const int64_t limit = options.context.value_or(config.max_position_embeddings);
-  if (limit > config.max_position_embeddings) {
-    return Error::InvalidArgument("--context " + std::to_string(limit) + " exceeds the model's " +
-                                  std::to_string(config.max_position_embeddings) + " positions");
-  }
-  prepared.context_length = ContextLength(prepared.prompts, options.generation.max_new_tokens, limit);
+  prepared.context_length =
+      ContextLength(prepared.prompts, options.generation.max_new_tokens, prepared.setup.context_limit);
   if (Status fits = config.CheckContextFits(prepared.context_length); !fits) return fits.error();
   if (Status valid = ValidatePrompts(prepared.prompts, config, prepared.context_length); !valid) {
     return valid.error();
   }
 
-  auto weights = LoadRankWeights(*model, rank, options.weight_placement, "infer");
+  auto weights = LoadRankWeights(prepared.setup.model, rank, options.weight_placement, "infer");
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
-  prepared.plan = std::move(model->plan);
   return prepared;
 }
 
 Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
-  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(group, prepared.plan);
+  Result<std::optional<TensorParallelGroup>> tensor_parallel =
+      MakeTensorParallelGroup(group, prepared.setup.model.plan);
   if (!tensor_parallel) return tensor_parallel.error();
-  const int slots = prepared.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
-  TransformerStage stage(prepared.config, std::move(prepared.weights), slots, prepared.context_length, pool,
-                         std::move(*tensor_parallel));
+  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
+  const int slots = prepared.setup.model.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
+  TransformerStage stage(prepared.setup.config, std::move(prepared.weights), slots, prepared.context_length,
+                         pool, stage_group);
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
-    output.emplace(prepared.tokenizer.get(), prepared.prompts, options.output_ids,
+    output.emplace(prepared.setup.tokenizer.tokenizer.get(), prepared.prompts, options.output_ids,
                    options.dump_logits.has_value());
   }
   Timeline timeline(options.trace.has_value());
   GenerationOptions generation = options.generation;
-  generation.stop_ids = prepared.stop_ids;
+  generation.stop_ids = prepared.setup.stop_ids;
   generation.report_logits = options.dump_logits.has_value();
-  auto report = Generate(group, prepared.plan, stage, prepared.prompts, generation,
+  auto report = Generate(group, prepared.setup.model.plan, stage, stage_group, prepared.prompts, generation,
                          output ? &*output : nullptr, timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
   output->Finish(*report);
-  PrintStats(*report, prepared.plan);
+  PrintStats(*report, prepared.setup.model.plan);
   if (options.dump_logits) {
     if (Status written = output->WriteLogits(*options.dump_logits); !written) return written;
   }

@@ -8,9 +8,9 @@
 // Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
 // (server/openai_server.h) and owns the request queue, the one source of the
 // job's sequences (the last stage's other ranks follow its admissions and
-// cancellations, engine/step_decisions.h); every rank runs its stage of the generator
+// cancellations, runtime/step_decisions.h); every rank runs its stage of the generator
 // loop, which takes queued requests into free KV-cache slots as it goes
-// (continuous batching; engine/generator.h). The leader binds the address
+// (continuous batching; runtime/generator.h). The leader binds the address
 // first and prints "serve: listening on http://HOST:PORT" (port 0 picks a
 // free one); /health answers 503 "loading" until every rank has loaded and
 // joined. SIGTERM (or SIGINT) drains: new requests get 503, queued and
@@ -40,13 +40,14 @@
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
-#include "engine/generator.h"
 #include "engine/transformer.h"
 #include "loader/manifest.h"
+#include "runtime/generator.h"
+#include "runtime/rank_setup.h"
+#include "runtime/tensor_parallel_group.h"
 #include "server/metrics.h"
 #include "server/openai_server.h"
 #include "server/request_queue.h"
-#include "tools/rank_model.h"
 
 namespace inferno {
 namespace {
@@ -170,48 +171,32 @@ constexpr std::chrono::milliseconds kUnhealthyLinger{1000};
 
 // What a rank holds before it talks to the others.
 struct PreparedRank {
-  ModelConfig config;
-  ShardPlan plan;
-  StageWeights weights;
-  std::string weights_digest;
-  LoadedTokenizer tokenizer;
+  RankSetup setup;
   std::optional<ChatTemplate> chat;  // none when the model has none and --chat-template is absent
-  std::vector<int32_t> stop_ids;
-  int64_t context_length = 0;
+  StageWeights weights;
 };
 
 Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_size) {
-  Result<RankModel> model = OpenRankModel(options.model, rank, world_size);
-  if (!model) return model.error();
+  RankSetupOptions setup_options;
+  setup_options.model = options.model;
+  setup_options.tokenizer = options.tokenizer;
+  setup_options.context = options.context;
+  Result<RankSetup> setup = OpenRank(setup_options, rank, world_size);
+  if (!setup) return setup.error();
   PreparedRank prepared;
-  prepared.config = model->checkpoint->config();
-  const ModelConfig& config = prepared.config;
-  Result<std::optional<LoadedTokenizer>> tokenizer =
-      LoadJobTokenizer(options.tokenizer, options.model, true, config);
-  if (!tokenizer) return tokenizer.error();
-  if (!tokenizer->has_value()) return NoTokenizerError(config);
-  prepared.tokenizer = std::move(**tokenizer);
-  Result<std::vector<int32_t>> stop_ids = StopIds(config, prepared.tokenizer);
-  if (!stop_ids) return stop_ids.error().Prefixed("--model: ");
-  prepared.stop_ids = std::move(*stop_ids);
-  if (options.chat_template ||
-      (prepared.tokenizer.chat_config && prepared.tokenizer.chat_config->chat_template)) {
-    Result<ChatTemplate> chat = LoadChatTemplate(options.chat_template, prepared.tokenizer);
+  prepared.setup = std::move(*setup);
+  const LoadedTokenizer& tokenizer = prepared.setup.tokenizer;
+  if (options.chat_template || (tokenizer.chat_config && tokenizer.chat_config->chat_template)) {
+    Result<ChatTemplate> chat = LoadChatTemplate(options.chat_template, tokenizer);
     if (!chat) return chat.error();
     prepared.chat = std::move(*chat);
   }
-  prepared.context_length = options.context.value_or(config.max_position_embeddings);
-  if (prepared.context_length > config.max_position_embeddings) {
-    return Error::InvalidArgument("--context " + std::to_string(prepared.context_length) +
-                                  " exceeds the model's " + std::to_string(config.max_position_embeddings) +
-                                  " positions");
+  if (Status fits = prepared.setup.config.CheckContextFits(prepared.setup.context_limit); !fits) {
+    return fits.error();
   }
-  if (Status fits = config.CheckContextFits(prepared.context_length); !fits) return fits.error();
-  auto weights = LoadRankWeights(*model, rank, options.weight_placement, "serve");
+  auto weights = LoadRankWeights(prepared.setup.model, rank, options.weight_placement, "serve");
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
-  prepared.weights_digest = model->weights_digest;
-  prepared.plan = std::move(model->plan);
   return prepared;
 }
 
@@ -219,13 +204,11 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
 std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
-  settings << "context=" << prepared.context_length << " slots=" << options.slots << " stop_ids=";
-  for (int32_t id : prepared.stop_ids) settings << id << ",";
-  return {{"model", ShortDigest(ModelConfigToJson(prepared.config))},
-          {"weights", prepared.weights_digest},
-          {"plan", PlanDigest(prepared.plan).substr(0, 16)},
-          {"tokenizer", prepared.tokenizer.sha256.substr(0, 16)},
-          {"serve", settings.str()}};
+  settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots << " stop_ids=";
+  for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
+  std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
+  fingerprint["serve"] = settings.str();
+  return fingerprint;
 }
 
 // The signals serve handles itself (SIGTERM and SIGINT drain), blocked in
@@ -297,21 +280,23 @@ int main(int argc, char** argv) {
   Result<ProcessGroup> group = Join(*where, rendezvous);
   if (!group) return Fail(rank, group.error().Prefixed("joining the process group: "), 1);
 
-  Result<std::optional<ProcessGroup>> tensor_parallel = MakeTensorParallelGroup(*group, prepared->plan);
+  Result<std::optional<TensorParallelGroup>> tensor_parallel =
+      MakeTensorParallelGroup(*group, prepared->setup.model.plan);
   if (!tensor_parallel) return Fail(rank, tensor_parallel.error(), 1);
+  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   ThreadPool pool(options->threads);
-  TransformerStage stage(prepared->config, std::move(prepared->weights), options->slots,
-                         prepared->context_length, pool, std::move(*tensor_parallel));
+  TransformerStage stage(prepared->setup.config, std::move(prepared->weights), options->slots,
+                         prepared->setup.context_limit, pool, stage_group);
   if (leader) {
     PromptMaker maker;
-    maker.tokenizer = prepared->tokenizer.tokenizer.get();
-    maker.bos_id = prepared->tokenizer.bos_id;
+    maker.tokenizer = prepared->setup.tokenizer.tokenizer.get();
+    maker.bos_id = prepared->setup.tokenizer.bos_id;
     maker.chat = prepared->chat ? &*prepared->chat : nullptr;
-    if (prepared->tokenizer.chat_config) {
-      maker.bos_token = prepared->tokenizer.chat_config->bos_token;
-      maker.eos_token = prepared->tokenizer.chat_config->eos_token;
+    if (prepared->setup.tokenizer.chat_config) {
+      maker.bos_token = prepared->setup.tokenizer.chat_config->bos_token;
+      maker.eos_token = prepared->setup.tokenizer.chat_config->eos_token;
     }
-    maker.context_length = prepared->context_length;
+    maker.context_length = prepared->setup.context_limit;
     server->SetReady(maker);
     std::thread([&server, &queue, drain_signals] {
       int signal = 0;
@@ -322,7 +307,7 @@ int main(int argc, char** argv) {
     }).detach();
   }
   GeneratorSettings settings;
-  settings.stop_ids = prepared->stop_ids;
+  settings.stop_ids = prepared->setup.stop_ids;
   settings.report_logits = false;
   if (leader) {
     settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
@@ -333,8 +318,8 @@ int main(int argc, char** argv) {
   }
   Timeline timeline(false);
   Result<GenerationReport> report =
-      RunGenerator(*group, prepared->plan, stage, settings, leader ? &queue : nullptr,
-                   leader ? &queue : nullptr, timeline);
+      RunGenerator(*group, prepared->setup.model.plan, stage, stage_group, settings,
+                   leader ? &queue : nullptr, leader ? &queue : nullptr, timeline);
   if (!report) {
     const Error& error = report.error();
     std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());

@@ -1,11 +1,11 @@
-// StepDecisions: what the leader's SequenceSource (engine/sequence_source.h)
+// StepDecisions: what the leader's SequenceSource (runtime/sequence_source.h)
 // decides at one step of the generator loop — the sequences that start, the
 // running ones cancelled, whether the source is exhausted, whether a tick is
 // due — and their encoding. Under tensor parallelism the last stage's ranks
 // must start, cancel, tick and end at the same step, in the same slots, or
 // their collectives pair up wrong; the leader alone asks the source and
 // sends every other rank of its stage the encoded decisions of each step
-// (engine/generator.cc), which they follow.
+// (tensor_parallel_agreement.h), which they follow.
 //
 // Encoding, in base/byte_codec.h's little-endian words:
 //   u8 flags          bit 0: exhausted, bit 1: tick due; the others 0
@@ -16,7 +16,7 @@
 //   u32 cancelled     then that many i64 sequence ids
 // Decoding checks what the bytes alone can tell: lengths, flags, counts
 // against the bytes left, nothing after the end, and sampling options a
-// Sampler takes (engine/sampler.h); prompts are the generator's to check
+// Sampler takes (runtime/sampler.h); prompts are the generator's to check
 // against the model (ValidatePrompts).
 //
 // Thread-safety: plain values and pure functions.
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/sequence_source.h"
+#include "runtime/sequence_source.h"
 
 namespace inferno {
 

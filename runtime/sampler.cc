@@ -1,4 +1,4 @@
-#include "engine/sampler.h"
+#include "runtime/sampler.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 #   e.g. bazel build --config=opt //tools:infer //tools:launch //tools:make_toy_model
 #        bazel-bin/tools/make_toy_model --out /tmp/s15m --dim 288 --layers 6 --heads 6 \
 #            --kv-heads 6 --vocab 32000 --seq-len 256
-#        engine/micro_batch_bench.sh 5 bazel-bin/tools/launch bazel-bin/tools/infer /tmp/s15m
+#        runtime/micro_batch_bench.sh 5 bazel-bin/tools/launch bazel-bin/tools/infer /tmp/s15m
 set -u
 if [ $# -lt 4 ]; then
   echo "usage: $0 ROUNDS LAUNCH INFER MODEL [OTHER_INFER]" >&2

@@ -1,4 +1,4 @@
-// SequenceSource: where the generator loop (engine/generator.h) takes its
+// SequenceSource: where the generator loop (runtime/generator.h) takes its
 // sequences from — infer's fixed prompts, serve's request queue — and the
 // vocabulary both sides share: a sequence's spec and why it ended.
 //
@@ -6,7 +6,7 @@
 // tensor-parallel index 0), once per step: which sequences start in the free
 // KV-cache slots, which running ones are cancelled, whether more will come.
 // Under tensor parallelism the leader passes these decisions to the other
-// ranks of its stage (engine/step_decisions.h), so the source itself never
+// ranks of its stage (runtime/step_decisions.h), so the source itself never
 // has to agree with anything.
 //
 // Thread-safety: the generator calls a source from its own thread only; a
@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "runtime/sampler.h"
 
 namespace inferno {
 

@@ -13,7 +13,7 @@
 #   e.g. bazel build --config=opt //tools:infer //tools:launch //tools:make_toy_model
 #        bazel-bin/tools/make_toy_model --out /tmp/m110 --dim 768 --layers 12 --heads 12 \
 #            --kv-heads 12 --vocab 32000 --seq-len 512
-#        engine/tensor_parallel_bench.sh 5 bazel-bin/tools/launch bazel-bin/tools/infer /tmp/m110
+#        runtime/tensor_parallel_bench.sh 5 bazel-bin/tools/launch bazel-bin/tools/infer /tmp/m110
 set -u
 if [ $# -lt 4 ]; then
   echo "usage: $0 ROUNDS LAUNCH INFER MODEL [TOKENS]" >&2

@@ -1,4 +1,4 @@
-#include "engine/generator.h"
+#include "runtime/generator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,10 +15,10 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "engine/pipeline_protocol.h"
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
+#include "runtime/pipeline_protocol.h"
 
 namespace inferno {
 namespace {
@@ -98,7 +98,7 @@ void SetClassifierRows(ShardPlan& plan, const ModelConfig& config,
   }
 }
 
-// Runs `run(group, plan, stage)` on `world` in-process ranks, each with its
+// Runs `run(group, plan, stage, its tensor-parallel group)` on `world` in-process ranks, each with its
 // stage of the toy model (`slots` KV-cache slots), and returns each rank's
 // result.
 template <typename Run>
@@ -115,9 +115,10 @@ auto RunStages(int world, const PipelineShape& shape, int slots, Run run) {
     CHECK(weights.ok()) << weights.error().message;
     auto tensor_parallel = MakeTensorParallelGroup(group, *plan);
     CHECK(tensor_parallel.ok()) << tensor_parallel.error().message;
+    TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
     TransformerStage stage(config, std::move(*weights), slots, config.max_position_embeddings, pool,
-                           std::move(*tensor_parallel));
-    return run(group, *plan, stage);
+                           stage_group);
+    return run(group, *plan, stage, stage_group);
   });
 }
 
@@ -126,10 +127,12 @@ Outcome RunPipeline(int world, const std::vector<std::vector<int32_t>>& prompts,
                     const GenerationOptions& options, const PipelineShape& shape = {}) {
   const int slots = shape.slots > 0 ? shape.slots : static_cast<int>(prompts.size());
   std::vector<Outcome> results = RunStages(
-      world, shape, slots, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+      world, shape, slots,
+      [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+          TensorParallelGroup* stage_group) {
         RecordingObserver observer;
         Timeline timeline(false);
-        auto report = Generate(group, plan, stage, prompts, options, &observer, timeline);
+        auto report = Generate(group, plan, stage, stage_group, prompts, options, &observer, timeline);
         CHECK(report.ok()) << report.error().message;
         return Outcome{observer.logits_,         observer.tokens_,         observer.done_,
                        report->generated_tokens, report->timelines.size(), report->sampling_steps};
@@ -312,23 +315,25 @@ void ExpectEveryRankReportedBusyAndIdle(int world, int tp) {
     std::vector<int> grid_ranks;  // rank of each (stage, tensor-parallel index)
     std::vector<Timeline> timelines;
   };
-  std::vector<std::shared_ptr<RankOutcome>> results = RunStages(
-      world, {.tp = tp}, 1, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
-        auto result = std::make_shared<RankOutcome>();
-        GeneratorSettings settings;
-        settings.report_rank_times = [&result](std::span<const RankTimes> ranks) {
-          result->reported.Report(ranks);
-        };
-        Timeline timeline(false);
-        auto report =
-            RunGenerator(group, plan, stage, settings, &result->reported, &result->reported, timeline);
-        CHECK(report.ok()) << report.error().message;
-        for (int s = 0; s < plan.pp; ++s) {
-          for (int t = 0; t < plan.tp; ++t) result->grid_ranks.push_back(plan.RankOf(s, t));
-        }
-        result->timelines = std::move(report->timelines);
-        return result;
-      });
+  std::vector<std::shared_ptr<RankOutcome>> results =
+      RunStages(world, {.tp = tp}, 1,
+                [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+                    TensorParallelGroup* stage_group) {
+                  auto result = std::make_shared<RankOutcome>();
+                  GeneratorSettings settings;
+                  settings.report_rank_times = [&result](std::span<const RankTimes> ranks) {
+                    result->reported.Report(ranks);
+                  };
+                  Timeline timeline(false);
+                  auto report = RunGenerator(group, plan, stage, stage_group, settings, &result->reported,
+                                             &result->reported, timeline);
+                  CHECK(report.ok()) << report.error().message;
+                  for (int s = 0; s < plan.pp; ++s) {
+                    for (int t = 0; t < plan.tp; ++t) result->grid_ranks.push_back(plan.RankOf(s, t));
+                  }
+                  result->timelines = std::move(report->timelines);
+                  return result;
+                });
   const RankOutcome& leader = *results[0];
   for (const std::vector<RankTimes>* ranks : {&leader.reported.while_running, &leader.reported.after_end}) {
     const char* when = ranks == &leader.reported.after_end ? "idle" : "busy";
@@ -453,11 +458,13 @@ TEST(Generator, TensorParallelRanksFollowTheLeadersAdmissionsAndCancellations) {
   // Runs the source on `world` ranks of tp `tp`, with 2 slots; returns the leader's.
   auto run = [&](int world, int tp, std::optional<int64_t> cancel) {
     std::vector<std::shared_ptr<StaggeredSource>> results = RunStages(
-        world, {.tp = tp}, 2, [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage) {
+        world, {.tp = tp}, 2,
+        [&](ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+            TensorParallelGroup* stage_group) {
           auto source = std::make_shared<StaggeredSource>(prompts, cancel);
           Timeline timeline(false);
           StaggeredSource* leader = group.is_leader() ? source.get() : nullptr;
-          auto report = RunGenerator(group, plan, stage, settings, leader, leader, timeline);
+          auto report = RunGenerator(group, plan, stage, stage_group, settings, leader, leader, timeline);
           CHECK(report.ok()) << report.error().message;
           return source;
         });
@@ -516,7 +523,7 @@ std::string LeaderErrorOn(const std::vector<std::byte>& message) {
     CHECK(weights.ok()) << weights.error().message;
     TransformerStage stage(config, std::move(*weights), 1, config.max_position_embeddings, pool);
     Timeline timeline(false);
-    auto report = Generate(group, *plan, stage, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
+    auto report = Generate(group, *plan, stage, nullptr, {{1, 2, 3}}, GenerationOptions{}, nullptr, timeline);
     return report.ok() ? std::string("no error") : report.error().message;
   });
   return errors[0];

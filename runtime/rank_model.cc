@@ -1,4 +1,4 @@
-#include "tools/rank_model.h"
+#include "runtime/rank_model.h"
 
 #include <chrono>
 #include <cstdio>

@@ -77,67 +77,32 @@
 // round in groups of up to max_positions_per_call sequences, each group
 // one batched step.
 //
+// The pieces, one per file: scheduler.h (admission, sampling, stopping, on
+// the last stage), token_groups.h (group forming), stage_worker.h (the
+// stage's compute and buffers), pipeline_ring.h (the ring's wire I/O),
+// tensor_parallel_agreement.h (what a stage's ranks exchange to stay in
+// step), one_stage_loop.h and pipelined_loop.h (the loop for pp = 1 and for
+// pp > 1); RunGenerator puts them together.
+//
 // Thread-safety: Generate and RunGenerator are called once per rank, from the
 // rank's thread; the source and observer are called from that thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
-#include <optional>
-#include <span>
 #include <vector>
 
 #include "base/error.h"
 #include "base/timeline.h"
 #include "distributed/process_group.h"
-#include "engine/sampler.h"
-#include "engine/sequence_source.h"
 #include "engine/transformer.h"
 #include "loader/shard_plan.h"
 #include "model/model_config.h"
+#include "runtime/generation.h"
+#include "runtime/sampler.h"
+#include "runtime/sequence_source.h"
+#include "runtime/tensor_parallel_group.h"
 
 namespace inferno {
-
-// What the leader's caller sees while generating. Called on the leader only,
-// from the generator's thread; it must not block (the pipeline waits).
-class GenerationObserver {
- public:
-  virtual ~GenerationObserver() = default;
-  // The logits (vocab) of sequence `id` from which its next token is sampled.
-  virtual void OnLogits(int64_t id, std::span<const float> logits) = 0;
-  // A generated token of sequence `id` (never the stop token that ends it),
-  // following `previous` (the last prompt token for the first one).
-  virtual void OnToken(int64_t id, int32_t previous, int32_t token) = 0;
-  virtual void OnSequenceDone(int64_t id, FinishReason reason) = 0;
-};
-
-// One rank's time in the generator loop so far: the totals of its Timeline.
-struct RankTimes {
-  int rank = 0;
-  double compute_seconds = 0;  // SpanKind::kCompute
-  double wait_seconds = 0;     // SpanKind::kWait: blocked for a message from the ring predecessor
-};
-
-// What holds for every sequence of a run, and what the leader reports.
-struct GeneratorSettings {
-  // A sequence ends when it samples one of these (the model's EOS ids; see
-  // engine/stop_tokens.h); it is neither reported nor counted.
-  std::vector<int32_t> stop_ids;
-  // Whether the observer's OnLogits is called. Under tensor parallelism,
-  // greedy sampling moves only each rank's best logit when it is not.
-  bool report_logits = true;
-  // When set, called on the leader, from the generator's thread (it must not
-  // block), with the RankTimes of every rank, stage by stage, each stage's
-  // in tensor-parallel order, about every kIdleTick (see above), busy or
-  // idle. Each rank's figures are its own Timeline's totals: with several
-  // stages they travel on the ticks of the leader's ring
-  // (pipeline_protocol.h), each stage appending its ranks' as the tick
-  // passes, so they are as old as the tick's trip round the ring. Under
-  // tensor parallelism a stage's ranks gather theirs on its index 0 (one
-  // gather over the stage's group per tick).
-  std::function<void(std::span<const RankTimes>)> report_rank_times;
-};
 
 // Generate's options: the settings, and the same limit and sampling for
 // every prompt.
@@ -146,39 +111,6 @@ struct GenerationOptions : GeneratorSettings {
   SamplingOptions sampling;
 };
 
-// The leader's summary; on other ranks only `timelines` is empty and the
-// counters are zero.
-struct GenerationReport {
-  int64_t prompt_tokens = 0;
-  int64_t generated_tokens = 0;
-  // The classifier passes that sampled tokens: each samples the next token
-  // of every sequence of a group at once (generated_tokens / sampling_steps
-  // is the mean group size).
-  int64_t sampling_steps = 0;
-  double time_to_first_token_seconds = 0;  // start to the first sampled token
-  double decode_seconds = 0;               // first sampled token to the end
-  double total_seconds = 0;
-  std::vector<std::vector<int32_t>> generated;  // (prompts, its tokens): Generate only
-  std::vector<Timeline> timelines;              // every rank's, in rank order
-};
-
-// Fails, naming the prompt (0-based) and the value, when a prompt is empty,
-// longer than `context_length`, or holds an id outside [0, vocab).
-Status ValidatePrompts(const std::vector<std::vector<int32_t>>& prompts, const ModelConfig& config,
-                       int64_t context_length);
-
-// The KV-cache positions a job can use: the longest prompt plus
-// `max_new_tokens`, at most `limit` (the model's max_position_embeddings or
-// a smaller --context).
-int64_t ContextLength(const std::vector<std::vector<int32_t>>& prompts, int64_t max_new_tokens,
-                      int64_t limit);
-
-// This rank's tensor-parallel group: the ranks of its stage, in
-// tensor-parallel index order (for TransformerStage); none when plan.tp is
-// 1. A collective of `group`: every rank calls it. Precondition:
-// group.world_size() == plan.world_size().
-Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan);
-
 // Runs the generator loop over the sequences of `source` until it is
 // exhausted and every sequence has stopped: stops a sequence when it samples
 // one of `settings.stop_ids`, after its max_new_tokens, when its KV cache
@@ -186,14 +118,16 @@ Result<std::optional<ProcessGroup>> MakeTensorParallelGroup(ProcessGroup& group,
 // Up to stage.num_slots() sequences run at once. Every rank calls it with the
 // same plan and settings; `source` is used (and must be non-null) on the
 // leader only; `stage` must be rank group.rank()'s part of
-// `plan`, with its tensor-parallel group when plan.tp > 1.
+// `plan`; `tensor_parallel` is its stage's group (MakeTensorParallelGroup),
+// also the stage's AllReduce, when plan.tp > 1, else null.
 // `observer` (may be null) is used on the leader only; `timeline` records
 // this rank's time; every rank's timeline is gathered on the leader. Errors:
 // a sequence the stage cannot hold, malformed messages and communication
 // failures naming the peer and op (callers add their own rank).
 Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
-                                      const GeneratorSettings& settings, SequenceSource* source,
-                                      GenerationObserver* observer, Timeline& timeline);
+                                      TensorParallelGroup* tensor_parallel, const GeneratorSettings& settings,
+                                      SequenceSource* source, GenerationObserver* observer,
+                                      Timeline& timeline);
 
 // RunGenerator over the fixed `prompts` (sequence i is prompt i, every one
 // with options.max_new_tokens and options.sampling), filling
@@ -204,6 +138,7 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
 // invalid prompts (on every rank), malformed messages and communication
 // failures naming the peer and op (callers add their own rank).
 Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+                                  TensorParallelGroup* tensor_parallel,
                                   const std::vector<std::vector<int32_t>>& prompts,
                                   const GenerationOptions& options, GenerationObserver* observer,
                                   Timeline& timeline);

@@ -1,4 +1,4 @@
-#include "engine/pipeline_protocol.h"
+#include "runtime/pipeline_protocol.h"
 
 #include <cstring>
 #include <string>

@@ -1,4 +1,4 @@
-#include "engine/step_decisions.h"
+#include "runtime/step_decisions.h"
 
 #include <string>
 #include <vector>

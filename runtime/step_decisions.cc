@@ -1,4 +1,4 @@
-#include "engine/step_decisions.h"
+#include "runtime/step_decisions.h"
 
 #include <limits>
 #include <string>

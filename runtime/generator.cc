@@ -1,0 +1,124 @@
+#include "runtime/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include <glog/logging.h>
+
+#include "runtime/one_stage_loop.h"
+#include "runtime/pipeline_ring.h"
+#include "runtime/pipelined_loop.h"
+#include "runtime/scheduler.h"
+#include "runtime/stage_worker.h"
+#include "runtime/tensor_parallel_agreement.h"
+
+namespace inferno {
+namespace {
+
+// The longest an idle pipeline waits for a sequence before it checks the
+// ring with a tick (a quarter of the transport's timeout if that is less).
+constexpr std::chrono::milliseconds kIdleTick{1000};
+
+}  // namespace
+
+Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+                                      TensorParallelGroup* tensor_parallel, const GeneratorSettings& settings,
+                                      SequenceSource* source, GenerationObserver* observer,
+                                      Timeline& timeline) {
+  CHECK_EQ(group.world_size(), plan.world_size());
+  CHECK(stage.part() == plan.ranks[static_cast<size_t>(group.rank())]) << "rank " << group.rank();
+  CHECK_EQ(tensor_parallel != nullptr, plan.tp > 1);
+  CHECK(stage.tensor_parallel() == tensor_parallel) << "the stage sums over another group";
+  CHECK_LT(stage.config().vocab_size, 1 << 24) << "ids must be exact in a float";
+  CHECK(!group.is_leader() || source != nullptr) << "the leader needs a sequence source";
+  const std::chrono::milliseconds idle_tick =
+      std::min<std::chrono::milliseconds>(kIdleTick, group.transport()->timeout() / 4);
+  StageWorker worker(stage, timeline);
+  TensorParallelAgreement agreement(tensor_parallel, plan, stage.part().tp_index, stage.config().vocab_size,
+                                    group.is_leader(), timeline);
+  Scheduler scheduler(plan, settings, source, observer, group.is_leader(), idle_tick, worker, agreement,
+                      timeline);
+  scheduler.Begin();
+  Status status;
+  if (plan.pp == 1) {
+    status = OneStageLoop(scheduler, worker, agreement).Run();
+  } else {
+    PipelineRing ring(group, plan, stage.part(), stage.num_slots(), worker.max_group(), timeline);
+    status = PipelinedLoop(plan, ring, scheduler, worker, agreement).Run();
+  }
+  if (!status) return status.error();
+  GenerationReport report = scheduler.Finish();
+  Result<std::vector<std::vector<std::byte>>> gathered = group.gather(0, timeline.Serialize());
+  if (!gathered) return gathered.error().Prefixed("gather timelines on rank 0: ");
+  for (const std::vector<std::byte>& bytes : *gathered) {
+    Result<Timeline> decoded = Timeline::Deserialize(bytes);
+    if (!decoded) return decoded.error();
+    report.timelines.push_back(std::move(*decoded));
+  }
+  return report;
+}
+
+namespace {
+
+// Generate's prompts as a source: sequence i is prompt i.
+class FixedPrompts : public SequenceSource {
+ public:
+  FixedPrompts(const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options)
+      : prompts_(prompts), options_(options) {}
+
+  std::optional<SequenceSpec> Next(std::chrono::steady_clock::time_point) override {
+    if (Exhausted()) return std::nullopt;
+    const int64_t id = next_++;
+    return SequenceSpec{id, prompts_[static_cast<size_t>(id)], options_.max_new_tokens, options_.sampling};
+  }
+  bool Exhausted() override { return next_ == static_cast<int64_t>(prompts_.size()); }
+  bool Cancelled(int64_t) override { return false; }
+
+ private:
+  const std::vector<std::vector<int32_t>>& prompts_;
+  const GenerationOptions& options_;
+  int64_t next_ = 0;
+};
+
+// Keeps every sequence's tokens for the report and passes everything on.
+class KeepTokens : public GenerationObserver {
+ public:
+  KeepTokens(size_t sequences, GenerationObserver* next) : generated_(sequences), next_(next) {}
+
+  void OnLogits(int64_t id, std::span<const float> logits) override {
+    if (next_ != nullptr) next_->OnLogits(id, logits);
+  }
+  void OnToken(int64_t id, int32_t previous, int32_t token) override {
+    generated_[static_cast<size_t>(id)].push_back(token);
+    if (next_ != nullptr) next_->OnToken(id, previous, token);
+  }
+  void OnSequenceDone(int64_t id, FinishReason reason) override {
+    if (next_ != nullptr) next_->OnSequenceDone(id, reason);
+  }
+
+  std::vector<std::vector<int32_t>> generated_;
+
+ private:
+  GenerationObserver* next_;
+};
+
+}  // namespace
+
+Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
+                                  TensorParallelGroup* tensor_parallel,
+                                  const std::vector<std::vector<int32_t>>& prompts,
+                                  const GenerationOptions& options, GenerationObserver* observer,
+                                  Timeline& timeline) {
+  if (Status valid = ValidatePrompts(prompts, stage.config(), stage.context_length()); !valid) {
+    return valid.error();
+  }
+  FixedPrompts source(prompts, options);
+  KeepTokens kept(prompts.size(), observer);
+  Result<GenerationReport> report =
+      RunGenerator(group, plan, stage, tensor_parallel, options, &source, &kept, timeline);
+  if (report && group.is_leader()) report->generated = std::move(kept.generated_);
+  return report;
+}
+
+}  // namespace inferno

@@ -1,0 +1,52 @@
+// RankSetup: what one rank of an infer or serve job prepares before it talks
+// to the others, the same steps for both tools: its view of the model and
+// the job's plan (rank_model.h), the job's tokenizer and stop ids, and the
+// context limit. The tool checks its own inputs against these before it
+// loads the stage's weights (LoadRankWeights). Every input error surfaces here, on every
+// rank, before any networking, with the flag it concerns.
+//
+// Thread-safety: plain values and functions of the files they read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/stage_weights.h"
+#include "loader/shard_plan.h"
+#include "model/model_config.h"
+#include "runtime/rank_model.h"
+#include "text/tokenizer_files.h"
+
+namespace inferno {
+
+struct RankSetupOptions {
+  ModelChoice model;                     // --model or --shards, --tp, --pp, --layers
+  std::optional<std::string> tokenizer;  // --tokenizer
+  bool needs_tokenizer = true;           // text in or out: no tokenizer is an error
+  std::optional<int64_t> context;        // --context
+};
+
+struct RankSetup {
+  RankModel model;  // the checkpoint view, the plan, the weights digest
+  ModelConfig config;
+  LoadedTokenizer tokenizer;      // tokenizer is null when none was needed or found
+  std::vector<int32_t> stop_ids;  // GenerationOptions::stop_ids
+  int64_t context_limit = 0;      // --context, or the model's max_position_embeddings
+};
+
+// Rank `rank` of `world_size`: opens the model (OpenRankModel), the job's
+// tokenizer (LoadJobTokenizer; read beside the model only when
+// needs_tokenizer, and then required), the stop ids, and checks --context
+// against the model's positions. Reads no weights.
+Result<RankSetup> OpenRank(const RankSetupOptions& options, int rank, int world_size);
+
+// The fingerprint entries (see RendezvousOptions::fingerprint) every tool's
+// ranks must agree on: the model's config, its weights, the plan and the
+// tokenizer ("none" without one). A tool adds its own settings.
+std::map<std::string, std::string> RankFingerprint(const RankSetup& setup);
+
+}  // namespace inferno

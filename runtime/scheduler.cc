@@ -1,0 +1,187 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/pipeline_protocol.h"
+
+namespace inferno {
+namespace {
+
+double Seconds(Scheduler::Clock::time_point begin, Scheduler::Clock::time_point end) {
+  return std::chrono::duration<double>(end - begin).count();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
+                     GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
+                     StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline)
+    : plan_(plan),
+      settings_(settings),
+      source_(source),
+      observer_(observer),
+      leader_(leader),
+      idle_tick_(idle_tick),
+      worker_(worker),
+      agreement_(agreement),
+      timeline_(timeline),
+      slots_(static_cast<size_t>(worker.stage().num_slots())) {}
+
+void Scheduler::Begin() {
+  start_ = Clock::now();
+  next_report_ = start_ + idle_tick_;
+}
+
+Result<StepDecisions> Scheduler::Decide() {
+  const Clock::time_point deadline = running_ == 0 ? Clock::now() + idle_tick_ : Clock::time_point::min();
+  StepDecisions mine;
+  if (leader_) {
+    const auto free = std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
+    for (int64_t i = 0; i < free; ++i) {
+      std::optional<SequenceSpec> spec = source_->Next(i == 0 ? deadline : Clock::time_point::min());
+      if (!spec) break;
+      mine.admitted.push_back(std::move(*spec));
+    }
+    for (const Slot& s : slots_) {
+      if (s.busy && source_->Cancelled(s.id)) mine.cancelled.push_back(s.id);
+    }
+    mine.exhausted = source_->Exhausted();
+    mine.tick_due = Clock::now() >= next_report_;
+  }
+  Result<StepDecisions> decisions = agreement_.Share(std::move(mine));
+  if (!decisions) return decisions.error();
+  for (int64_t id : decisions->cancelled) {
+    for (Slot& s : slots_) {
+      if (s.busy && s.id == id) s.cancelled = true;
+    }
+  }
+  return decisions;
+}
+
+Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) {
+  for (const SequenceSpec& spec : decisions.admitted) {
+    const auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
+    if (free == slots_.end()) {
+      return Error::Corruption("step decisions from rank 0: " + std::to_string(decisions.admitted.size()) +
+                               " sequences admitted, more than the free slots");
+    }
+    const std::vector<int32_t>& prompt = spec.prompt;
+    const TransformerStage& stage = worker_.stage();
+    if (Status valid = ValidatePrompts({prompt}, stage.config(), stage.context_length()); !valid) {
+      return valid.error().Prefixed("sequence " + std::to_string(spec.id) + ": ");
+    }
+    const int slot = static_cast<int>(free - slots_.begin());
+    Slot& s = *free;
+    s.busy = true;
+    s.id = spec.id;
+    s.prompt_length = static_cast<int64_t>(prompt.size());
+    worker_.Restart(slot);
+    s.previous = prompt.back();
+    s.generated = 0;
+    s.max_new_tokens = spec.max_new_tokens;
+    s.greedy = spec.sampling.temperature == 0.0f;
+    s.cancelled = false;
+    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size));
+    ++running_;
+    report_.prompt_tokens += s.prompt_length;
+    if (Status done = started(slot, prompt); !done) return done;
+  }
+  return {};
+}
+
+void Scheduler::Stop(int slot, FinishReason reason) {
+  Slot& s = slots_[slot];
+  if (observer_ != nullptr) observer_->OnSequenceDone(s.id, reason);
+  s.busy = false;
+  s.sampler.reset();
+  --running_;
+}
+
+std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, std::span<const float> hidden,
+                                                  std::span<float> normed) {
+  TimedScope scope(timeline_, SpanKind::kCompute, "final norm", StepLabel(slots.size(), slots[0]));
+  const int64_t dim = worker_.dim();
+  classified_.clear();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!SamplesAnother(slots[i])) {
+      Stop(slots[i], FinishReason::kLength);
+      continue;
+    }
+    worker_.stage().FinalNorm(hidden.subspan(i * dim, dim), normed.subspan(classified_.size() * dim, dim));
+    classified_.push_back(slots[i]);
+  }
+  return classified_;
+}
+
+Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
+  Slot& s = slots_[slot];
+  if (s.cancelled) {
+    Stop(slot, FinishReason::kCancelled);
+    return -1;
+  }
+  const bool report_logits = observer_ != nullptr && settings_.report_logits;
+  std::span<float> logits = ring_logits;
+  if (agreement_.active() && s.greedy && !settings_.report_logits) {
+    Result<int32_t> best = agreement_.GroupArgMax(slot, ring_logits);
+    if (!best) return best.error();
+    return Accept(slot, *best);
+  }
+  if (agreement_.active()) {
+    Result<std::span<float>> gathered = agreement_.GatherLogits(slot, ring_logits);
+    if (!gathered) return gathered.error();
+    logits = *gathered;
+  }
+  int32_t token;
+  {
+    TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
+    if (report_logits) observer_->OnLogits(s.id, logits);
+    token = s.sampler->Sample(logits);
+  }
+  return Accept(slot, token);
+}
+
+int32_t Scheduler::Accept(int slot, int32_t token) {
+  Slot& s = slots_[slot];
+  if (!first_token_) {
+    first_token_ = Clock::now();
+    report_.time_to_first_token_seconds = Seconds(start_, *first_token_);
+  }
+  if (std::find(settings_.stop_ids.begin(), settings_.stop_ids.end(), token) != settings_.stop_ids.end()) {
+    Stop(slot, FinishReason::kStopToken);
+    return -1;
+  }
+  ++s.generated;
+  ++report_.generated_tokens;
+  if (observer_ != nullptr) observer_->OnToken(s.id, s.previous, token);
+  s.previous = token;
+  const bool context_full = worker_.position(slot) >= worker_.stage().context_length();
+  if (!SamplesAnother(slot) || context_full) {
+    Stop(slot, FinishReason::kLength);
+    return -1;
+  }
+  return token;
+}
+
+void Scheduler::ReportRankTimes(std::span<const double> times) {
+  if (!leader_ || !settings_.report_rank_times) return;
+  std::vector<RankTimes> ranks;
+  for (int stage = 0; stage < plan_.pp; ++stage) {
+    for (int t = 0; t < plan_.tp; ++t) {
+      const size_t at = static_cast<size_t>(stage * plan_.tp + t) * kTickValuesPerRank;
+      ranks.push_back(RankTimes{plan_.RankOf(stage, t), times[at], times[at + 1]});
+    }
+  }
+  settings_.report_rank_times(ranks);
+}
+
+GenerationReport Scheduler::Finish() {
+  const Clock::time_point end = Clock::now();
+  if (leader_) {
+    report_.total_seconds = Seconds(start_, end);
+    report_.decode_seconds = first_token_ ? Seconds(*first_token_, end) : 0.0;
+  }
+  return std::move(report_);
+}
+
+}  // namespace inferno

@@ -1,0 +1,139 @@
+// Scheduler: the sequences of the last pipeline stage, from admission to
+// their end. At each step of the generator loop it takes the step's
+// decisions (step_decisions.h: the leader asks the SequenceSource, and the
+// stage's other ranks follow it through the TensorParallelAgreement), starts
+// the admitted sequences in free KV-cache slots, marks the cancelled ones;
+// it picks each next token (sampling, or agreeing on it under tensor
+// parallelism), reports it to the observer, stops sequences (stop token,
+// max_new_tokens, full context, cancelled) and keeps the leader's report.
+// It also keeps the clock of the rank-time reports (ticks).
+//
+// It sends nothing: the loops (one_stage_loop.h, pipelined_loop.h) move the
+// sequences it starts through the stage.
+//
+// Thread-safety: not thread-safe; called from the rank's generator thread;
+// the source and observer are called from that thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "base/error.h"
+#include "base/timeline.h"
+#include "loader/shard_plan.h"
+#include "runtime/generation.h"
+#include "runtime/sampler.h"
+#include "runtime/sequence_source.h"
+#include "runtime/stage_worker.h"
+#include "runtime/step_decisions.h"
+#include "runtime/tensor_parallel_agreement.h"
+
+namespace inferno {
+
+// A KV-cache slot of the last stage and the sequence running in it.
+struct Slot {
+  bool busy = false;  // a sequence runs in it
+  int64_t id = 0;     // SequenceSpec::id
+  int64_t prompt_length = 0;
+  int32_t previous = 0;   // the last token fed or sampled
+  int64_t generated = 0;  // tokens sampled and kept
+  int64_t max_new_tokens = 0;
+  bool greedy = false;             // temperature 0
+  bool cancelled = false;          // stops before its next token is sampled
+  std::optional<Sampler> sampler;  // while busy
+};
+
+class Scheduler {
+ public:
+  using Clock = Timeline::Clock;
+
+  // `source` (non-null) and `observer` (may be null) are used on the leader
+  // only; `idle_tick` is how long an idle loop waits for a sequence, and how
+  // often the ranks' times are reported. All must outlive this.
+  Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
+            GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
+            StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline);
+
+  // Starts the run's clock.
+  void Begin();
+
+  // This step's decisions (a collective of the stage's group under tensor
+  // parallelism): the leader asks the source for sequences for the free
+  // slots — waiting up to idle_tick for the first when none runs — which
+  // running ones are cancelled, whether more will come and whether a tick
+  // is due. Marks the cancelled sequences. Errors: the agreement's.
+  Result<StepDecisions> Decide();
+
+  // What a loop does with a sequence just started in `slot`: prefill its
+  // `prompt`, or send it to the first stage.
+  using Started = std::function<Status(int slot, std::span<const int32_t> prompt)>;
+
+  // Starts each admitted sequence of `decisions` in a free slot, in order,
+  // from position 0, and calls `started` for it. Errors: no free slot (the
+  // leader admitted more than there are), a prompt the stage cannot hold
+  // (naming the sequence), or the first of `started`'s.
+  Status Admit(const StepDecisions& decisions, const Started& started);
+
+  const Slot& slot(int slot) const { return slots_[slot]; }
+  int64_t running() const { return running_; }
+
+  // Stops the sequences of `slots` that sample no more, and writes the
+  // final-normed last hidden state of each other one — rows of `hidden`
+  // (slots.size(), dim), in order — as the next row of `normed` (dim floats
+  // each); returns those sequences' slots, valid until the next call.
+  std::span<const int> NormForClassifier(std::span<const int> slots, std::span<const float> hidden,
+                                         std::span<float> normed);
+
+  // The next token of the sequence in `slot` from the logits of the ring's
+  // rows, `ring_logits` (TpClassifierRows of this rank), which it may
+  // overwrite; reports it, and returns it, or -1 when the sequence stops.
+  // Under tensor parallelism every rank of the last stage calls it and gets
+  // the same token. Precondition: the slot's sequence went through
+  // NormForClassifier since its last token.
+  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits);
+
+  // A classifier pass that samples the next token of a group's sequences.
+  void CountSamplingStep() { ++report_.sampling_steps; }
+
+  // The ranks' times were just reported, or a tick that carries them sent:
+  // the next is due idle_tick from now.
+  void RestartTickClock() { next_report_ = Clock::now() + idle_tick_; }
+
+  // Leader: reports every rank's time to the settings' report_rank_times,
+  // if set. `times` (pp, tp, kTickValuesPerRank): the compute and wait
+  // seconds of each rank, stage by stage, first first.
+  void ReportRankTimes(std::span<const double> times);
+
+  // The report so far, and its totals, computed now.
+  GenerationReport Finish();
+
+ private:
+  bool SamplesAnother(int slot) const { return slots_[slot].generated < slots_[slot].max_new_tokens; }
+  // The end of the sequence in `slot`, which frees it.
+  void Stop(int slot, FinishReason reason);
+  // The token (or a stop) from the sampled `token` of the slot's sequence.
+  int32_t Accept(int slot, int32_t token);
+
+  const ShardPlan& plan_;
+  const GeneratorSettings& settings_;
+  SequenceSource* source_;  // leader
+  GenerationObserver* observer_;
+  const bool leader_;
+  const std::chrono::milliseconds idle_tick_;
+  StageWorker& worker_;
+  TensorParallelAgreement& agreement_;
+  Timeline& timeline_;
+  std::vector<Slot> slots_;  // (num_slots)
+  int64_t running_ = 0;      // busy slots
+  std::vector<int> classified_;
+  Clock::time_point next_report_;  // when the ranks' times are next reported
+  GenerationReport report_;
+  Clock::time_point start_;
+  std::optional<Clock::time_point> first_token_;
+};
+
+}  // namespace inferno

@@ -1,0 +1,96 @@
+// StageWorker: one rank's compute on its pipeline stage, for the generator
+// loop: the stage's layers over the positions of a step (batched prefill
+// and decode), the embedding on the first stage, the rank's classifier rows;
+// with the buffers those run in, allocated once, and the positions each
+// KV-cache slot has run on this stage.
+//
+// Contract: a step's positions of a slot continue where its last step ended
+// (Prefill, or a step at position 0 restarts the slot); the callers check
+// what peers send before it reaches here. Errors are the stage's (a failed
+// tensor-parallel all_reduce, naming the layer).
+//
+// Thread-safety: not thread-safe; called from the rank's generator thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/error.h"
+#include "base/timeline.h"
+#include "engine/transformer.h"
+
+namespace inferno {
+
+// The timeline's label of a step over `sequences` sequences, the first of
+// which is `first`: the sequence, or -1 for a group.
+inline int StepLabel(size_t sequences, int first) { return sequences == 1 ? first : -1; }
+
+class StageWorker {
+ public:
+  // `stage` and `timeline` (which records the compute) must outlive this.
+  StageWorker(TransformerStage& stage, Timeline& timeline);
+
+  TransformerStage& stage() { return stage_; }
+  int64_t dim() const { return dim_; }
+  // The most sequences in one step: a batched forward's positions, at most
+  // one per slot.
+  int64_t max_group() const { return max_group_; }
+  // The positions the slot's sequence has run on this stage.
+  int64_t position(int slot) const { return positions_[slot]; }
+  // Starts the slot's sequence anew (its next step is at position 0).
+  void Restart(int slot) { positions_[slot] = 0; }
+
+  // The first `rows` rows (rows, dim) of the buffer a step's hidden states
+  // are received into. Precondition: rows <= max_positions_per_call.
+  std::span<float> hidden(int64_t rows) { return std::span<float>(hidden_).first(rows * dim_); }
+
+  // Runs the stage's layers over x (rows, dim), the positions of `batch`
+  // (see TransformerStage::Forward), and advances each part's slot past them.
+  Status Forward(std::span<const SlotPositions> batch, std::span<float> x);
+
+  // First stage: embeds `tokens` (one per row of `batch`'s positions) into
+  // the hidden buffer and runs the stage's layers; returns the hidden
+  // states (rows, dim), valid until the next call.
+  Result<std::span<float>> EmbedAndForward(std::span<const int32_t> tokens,
+                                           std::span<const SlotPositions> batch);
+
+  // First stage: prefills `prompt` in the slot from position 0, in calls of
+  // at most max_positions_per_call positions; calls `chunk_done(begin, x)`
+  // with each chunk's first position and hidden states (n, dim), and stops
+  // at its first error.
+  template <typename ChunkDone>
+  Status Prefill(int slot, std::span<const int32_t> prompt, ChunkDone chunk_done) {
+    Restart(slot);
+    for (size_t begin = 0; begin < prompt.size(); begin += stage_.max_positions_per_call()) {
+      const size_t n = std::min<size_t>(stage_.max_positions_per_call(), prompt.size() - begin);
+      const SlotPositions part{slot, static_cast<int64_t>(begin), static_cast<int64_t>(n)};
+      Result<std::span<float>> x = EmbedAndForward(prompt.subspan(begin, n), std::span(&part, 1));
+      if (!x) return x.error();
+      if (Status done = chunk_done(static_cast<int64_t>(begin), *x); !done) return done;
+    }
+    return {};
+  }
+
+  // The first n rows (n, dim) of the classifier's input buffer, for the
+  // final-normed hidden states of a step. Precondition: n <= max_group().
+  std::span<float> normed(int64_t n) { return std::span<float>(normed_).first(n * dim_); }
+
+  // The logits (n, this rank's classifier rows) of this rank's rows for the
+  // first n rows of normed(), in one pass over the rows; valid until the
+  // next call. `label` names the timeline span.
+  std::span<float> ClassifyOwnRows(int64_t n, int label);
+
+ private:
+  TransformerStage& stage_;
+  Timeline& timeline_;
+  const int64_t dim_;
+  const int64_t max_group_;
+  std::vector<int64_t> positions_;  // (num_slots)
+  std::vector<float> hidden_;       // (max_positions_per_call, dim)
+  std::vector<float> normed_;       // (max_group, dim) the classifier's input
+  std::vector<float> own_logits_;   // (max_group, this rank's classifier rows)
+};
+
+}  // namespace inferno

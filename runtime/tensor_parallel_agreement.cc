@@ -1,0 +1,96 @@
+#include "runtime/tensor_parallel_agreement.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "runtime/pipeline_protocol.h"
+
+namespace inferno {
+
+TensorParallelAgreement::TensorParallelAgreement(TensorParallelGroup* tensor_parallel, const ShardPlan& plan,
+                                                 int tp_index, int64_t vocab, bool leader, Timeline& timeline)
+    : group_(tensor_parallel != nullptr ? &tensor_parallel->group() : nullptr),
+      plan_(plan),
+      ring_rows_(plan.TpClassifierRows(tp_index)),
+      leader_(leader),
+      timeline_(timeline) {
+  if (group_ != nullptr) {
+    // Every ring's rows, padded to the longest (index 0's), for all_gather.
+    gathered_width_ = plan_.TpClassifierRows(0).size();
+    padded_.resize(gathered_width_);
+    logits_.resize(vocab);
+  }
+}
+
+Result<StepDecisions> TensorParallelAgreement::Share(StepDecisions decisions) {
+  if (group_ == nullptr) return decisions;
+  TimedScope scope(timeline_, SpanKind::kWait, "agree on the step", -1);
+  std::vector<std::vector<std::byte>> copies;
+  if (leader_) copies.assign(static_cast<size_t>(plan_.tp), EncodeStepDecisions(decisions));
+  Result<std::vector<std::byte>> bytes = group_->scatter(0, copies);
+  if (!bytes) return bytes.error().Prefixed("tensor-parallel scatter of the step's decisions: ");
+  if (leader_) return decisions;
+  // The leader is rank 0, the tensor-parallel group's first.
+  Result<StepDecisions> decoded = DecodeStepDecisions(*bytes);
+  if (!decoded) return decoded.error().Prefixed("from rank 0: ");
+  return decoded;
+}
+
+Result<int32_t> TensorParallelAgreement::GroupArgMax(int label, std::span<const float> ring_logits) {
+  float best[2];
+  {
+    TimedScope scope(timeline_, SpanKind::kCompute, "sample", label);
+    const auto top = std::max_element(ring_logits.begin(), ring_logits.end());
+    best[0] = *top;
+    // Exact: ids are below 2^24 (checked in RunGenerator).
+    best[1] = static_cast<float>(ring_rows_.begin + (top - ring_logits.begin()));
+  }
+  TimedScope scope(timeline_, SpanKind::kWait, "gather best", label);
+  Result<std::vector<float>> all = group_->all_gather(best);
+  if (!all) return all.error().Prefixed("tensor-parallel all_gather of the best logits: ");
+  // Ranks hold increasing ids, so the first largest value is the first id.
+  size_t winner = 0;
+  for (size_t i = 2; i < all->size(); i += 2) {
+    if ((*all)[i] > (*all)[winner]) winner = i;
+  }
+  return static_cast<int32_t>((*all)[winner + 1]);
+}
+
+Result<std::span<float>> TensorParallelAgreement::GatherLogits(int label,
+                                                               std::span<const float> ring_logits) {
+  TimedScope scope(timeline_, SpanKind::kWait, "gather logits", label);
+  std::copy(ring_logits.begin(), ring_logits.end(), padded_.begin());
+  Result<std::vector<float>> all = group_->all_gather(padded_);
+  if (!all) return all.error().Prefixed("tensor-parallel all_gather of the logits: ");
+  for (int t = 0; t < plan_.tp; ++t) {
+    const RowRange rows = plan_.TpClassifierRows(t);
+    std::copy_n(all->data() + t * gathered_width_, rows.size(), logits_.data() + rows.begin);
+  }
+  return std::span<float>(logits_);
+}
+
+Result<std::vector<double>> TensorParallelAgreement::StageTimes() {
+  const std::array<double, kTickValuesPerRank> own = {timeline_.seconds(SpanKind::kCompute),
+                                                      timeline_.seconds(SpanKind::kWait)};
+  if (group_ == nullptr) return std::vector<double>(own.begin(), own.end());
+  Result<std::vector<std::vector<std::byte>>> gathered =
+      group_->gather(0, std::as_bytes(std::span<const double>(own)));
+  if (!gathered) return gathered.error().Prefixed("tensor-parallel gather of the ranks' times: ");
+  std::vector<double> times;
+  for (size_t t = 0; t < gathered->size(); ++t) {
+    const std::vector<std::byte>& bytes = (*gathered)[t];
+    if (bytes.size() != sizeof own) {
+      return Error::Corruption("the times of tensor-parallel rank " + std::to_string(t) + ": " +
+                               std::to_string(bytes.size()) + " bytes, expected " +
+                               std::to_string(sizeof own));
+    }
+    const size_t at = times.size();
+    times.resize(at + kTickValuesPerRank);
+    std::memcpy(times.data() + at, bytes.data(), bytes.size());
+  }
+  return times;
+}
+
+}  // namespace inferno

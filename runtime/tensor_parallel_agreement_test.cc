@@ -1,0 +1,100 @@
+#include "runtime/tensor_parallel_agreement.h"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "distributed/inproc/transport.h"
+#include "distributed/run_ranks.h"
+#include "model/model_config.h"
+#include "runtime/pipeline_protocol.h"
+
+namespace inferno {
+namespace {
+
+// One stage of two tensor-parallel ranks over a vocabulary of 10 (rows 0-4
+// on index 0, 5-9 on index 1).
+ShardPlan OneStageOfTwo() {
+  ModelConfig config;
+  config.hidden_size = 8;
+  config.intermediate_size = 16;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 2;
+  config.vocab_size = 10;
+  config.max_position_embeddings = 16;
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  return *plan;
+}
+
+template <typename Body>
+auto OnBothRanks(Body body) {
+  const ShardPlan plan = OneStageOfTwo();
+  auto world = std::make_shared<InProcessWorld>(2, std::chrono::seconds(30));
+  return RunRanks(std::vector<std::shared_ptr<Transport>>{world->transport(0), world->transport(1)},
+                  [&](ProcessGroup& group) {
+                    TensorParallelGroup stage_group(group);
+                    Timeline timeline(false);
+                    TensorParallelAgreement agreement(&stage_group, plan, group.rank(), 10, group.is_leader(),
+                                                      timeline);
+                    return body(group.rank(), agreement);
+                  });
+}
+
+TEST(TensorParallelAgreement, OtherRanksFollowTheLeadersDecisions) {
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    StepDecisions mine;
+    if (rank == 0) {
+      mine.admitted.push_back(SequenceSpec{7, {1, 2}, 3, {}});
+      mine.cancelled = {4};
+      mine.tick_due = true;
+    }
+    Result<StepDecisions> shared = agreement.Share(mine);
+    EXPECT_TRUE(shared.ok());
+    return *shared;
+  });
+  EXPECT_EQ(results[1], results[0]);
+  EXPECT_EQ(results[1].admitted.size(), 1u);
+  EXPECT_EQ(results[1].cancelled, std::vector<int64_t>{4});
+}
+
+TEST(TensorParallelAgreement, GroupArgMaxPicksTheFirstLargestOverTheVocabulary) {
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    // The largest value, 5, is id 3 on index 0 and id 6 on index 1.
+    const std::vector<float> rows =
+        rank == 0 ? std::vector<float>{0, 1, 2, 5, 4} : std::vector<float>{1, 5, 0, 0, 0};
+    Result<int32_t> best = agreement.GroupArgMax(-1, rows);
+    EXPECT_TRUE(best.ok());
+    return *best;
+  });
+  EXPECT_EQ(results, (std::vector<int32_t>{3, 3}));
+}
+
+TEST(TensorParallelAgreement, GatherLogitsAssemblesTheVocabularyOnEveryRank) {
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    std::vector<float> rows(5);
+    for (int i = 0; i < 5; ++i) rows[i] = static_cast<float>(rank * 5 + i);
+    Result<std::span<float>> logits = agreement.GatherLogits(-1, rows);
+    EXPECT_TRUE(logits.ok());
+    return std::vector<float>(logits->begin(), logits->end());
+  });
+  const std::vector<float> expected = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  EXPECT_EQ(results[0], expected);
+  EXPECT_EQ(results[1], expected);
+}
+
+TEST(TensorParallelAgreement, StageTimesAreGatheredOnIndexZero) {
+  const auto results = OnBothRanks([](int, TensorParallelAgreement& agreement) {
+    Result<std::vector<double>> times = agreement.StageTimes();
+    EXPECT_TRUE(times.ok());
+    return times->size();
+  });
+  EXPECT_EQ(results[0], 2 * kTickValuesPerRank);
+  EXPECT_EQ(results[1], 0u);
+}
+
+}  // namespace
+}  // namespace inferno

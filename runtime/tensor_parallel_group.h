@@ -1,0 +1,42 @@
+// TensorParallelGroup: the ProcessGroup of one pipeline stage's ranks, in
+// tensor-parallel index order (its rank t is the stage's tp_index t; see
+// loader/shard_plan.h), sharing the job's transport. It is the AllReduce
+// (engine/all_reduce.h) of the stage's TransformerStage, and the group over
+// which the generator's ranks of a stage agree (tensor_parallel_agreement.h).
+//
+// Thread-safety: like ProcessGroup, driven by one thread at a time (the
+// rank's generator thread).
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "base/error.h"
+#include "distributed/process_group.h"
+#include "engine/all_reduce.h"
+#include "loader/shard_plan.h"
+
+namespace inferno {
+
+class TensorParallelGroup final : public AllReduce {
+ public:
+  explicit TensorParallelGroup(ProcessGroup group) : group_(std::move(group)) {}
+
+  ProcessGroup& group() { return group_; }
+
+  int rank() const override { return group_.rank(); }
+  // ProcessGroup::all_reduce with ReduceKind::kSum.
+  Status Sum(std::span<float> data) override;
+
+ private:
+  ProcessGroup group_;
+};
+
+// This rank's tensor-parallel group: the ranks of its stage, in
+// tensor-parallel index order; none when plan.tp is 1. A collective of
+// `group`: every rank calls it. Precondition: group.world_size() ==
+// plan.world_size(). Errors: the split's, naming the stage.
+Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group,
+                                                                   const ShardPlan& plan);
+
+}  // namespace inferno
