@@ -39,10 +39,15 @@ inline constexpr uint32_t kFrameMagic = 0x52464E49u;  // bytes "INFR"
 inline constexpr uint16_t kFrameVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 64;
 inline constexpr uint32_t kMaxChunkBytes = 1u << 20;
+// Tags at and above this are reserved for collectives: group g's travel
+// under kTagReservedBase + g, which no point-to-point tag can equal.
+inline constexpr uint32_t kTagReservedBase = 0xFFF00000u;
 
 // What produced a frame. Values are on the wire: append, never renumber, and
 // give each new value its name in kCollectiveOpNames below (the decoder
-// knows exactly the ops named there).
+// knows exactly the ops named there). Which collectives run in a group's
+// shared-memory area is said by each collective's own file
+// (distributed/collectives/), not here.
 enum class CollectiveOp : uint8_t {
   kPointToPoint = 1,
   kBarrier = 2,
