@@ -31,7 +31,7 @@
 //
 // Every wait has the caller's deadline (plus kPeerAliveGrace when the member
 // it waits for runs, as shm transport waits do); before sleeping and between sleeps
-// it runs the caller's check (ProcessGroup passes its transport's abort
+// it runs the caller's check (the group passes its transport's abort
 // notices, so a member that gave up is reported with its reason rather than
 // as a process that ended), checks every member's pid (PeerWatch: a dead
 // member gives PeerLost naming it at once) and whether a member has
@@ -39,8 +39,8 @@
 // rather than a Timeout, when a peer runs a different collective that does
 // not use the area).
 //
-// Thread-safety: one thread at a time per member calls the collectives and
-// Announce (the members of one group run their collectives in one order);
+// Thread-safety: one thread at a time per member calls RunChunks (the
+// collectives built on it) and Announce (the members of one group run their collectives in one order);
 // any thread may destroy it afterwards. The memory is shared with the other
 // members' processes (or threads).
 #pragma once
