@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "base/byte_codec.h"
@@ -36,46 +37,15 @@ std::string Hex(uint64_t value) {
   return text;
 }
 
-bool IsKnownOp(uint8_t op) {
-  return op >= static_cast<uint8_t>(CollectiveOp::kPointToPoint) &&
-         op <= static_cast<uint8_t>(CollectiveOp::kSetUpArea);
-}
+bool IsKnownOp(uint8_t op) { return op >= 1 && op < std::size(kCollectiveOpNames); }
 
 Error Malformed(const std::string& reason) { return Error::Transport("malformed frame: " + reason); }
 
 }  // namespace
 
 std::string CollectiveOpName(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kPointToPoint:
-      return "point_to_point";
-    case CollectiveOp::kBarrier:
-      return "barrier";
-    case CollectiveOp::kAllReduce:
-      return "all_reduce";
-    case CollectiveOp::kAllGather:
-      return "all_gather";
-    case CollectiveOp::kBroadcast:
-      return "broadcast";
-    case CollectiveOp::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveOp::kGather:
-      return "gather";
-    case CollectiveOp::kScatter:
-      return "scatter";
-    case CollectiveOp::kSplit:
-      return "split";
-    case CollectiveOp::kGoodbye:
-      return "goodbye";
-    case CollectiveOp::kAbort:
-      return "abort";
-    case CollectiveOp::kPing:
-      return "ping";
-    case CollectiveOp::kPong:
-      return "pong";
-    case CollectiveOp::kSetUpArea:
-      return "set_up_area";
-  }
+  const auto value = static_cast<uint8_t>(op);
+  if (IsKnownOp(value)) return std::string(kCollectiveOpNames[value]);
   return "op#" + std::to_string(static_cast<int>(op));
 }
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 
@@ -38,8 +39,15 @@ inline constexpr uint32_t kFrameMagic = 0x52464E49u;  // bytes "INFR"
 inline constexpr uint16_t kFrameVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 64;
 inline constexpr uint32_t kMaxChunkBytes = 1u << 20;
+// Tags at and above this are reserved for collectives: group g's travel
+// under kTagReservedBase + g, which no point-to-point tag can equal.
+inline constexpr uint32_t kTagReservedBase = 0xFFF00000u;
 
-// What produced a frame. Values are on the wire: append, never renumber.
+// What produced a frame. Values are on the wire: append, never renumber, and
+// give each new value its name in kCollectiveOpNames below (the decoder
+// knows exactly the ops named there). Which collectives run in a group's
+// shared-memory area is said by each collective's own file
+// (distributed/collectives/), not here.
 enum class CollectiveOp : uint8_t {
   kPointToPoint = 1,
   kBarrier = 2,
@@ -61,6 +69,14 @@ enum class CollectiveOp : uint8_t {
   // A group's first collective on shared memory sets up its CollectiveArea
   // as a collective of its own (ProcessGroup).
   kSetUpArea = 14,
+};
+
+// The name of op value v at index v (index 0 is no op): the one list of the
+// ops a frame may carry.
+inline constexpr std::string_view kCollectiveOpNames[] = {
+    "",          "point_to_point", "barrier", "all_reduce", "all_gather",
+    "broadcast", "reduce_scatter", "gather",  "scatter",    "split",
+    "goodbye",   "abort",          "ping",    "pong",       "set_up_area",
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

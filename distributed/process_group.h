@@ -28,17 +28,24 @@
 // - Build one ProcessGroup per transport and copy it; two groups constructed
 //   separately over one transport would both be group 0.
 //
-// Algorithms: on a group of two or more ranks that all share memory with each
-// other (Transport::SharesMemoryWith: one host, connected over shared
-// memory), all_reduce, all_gather, broadcast, reduce_scatter and barrier run
-// in a shared segment of the group's own (distributed/shm/collective_area.h,
-// set up by the group's first of them): each rank writes its input there
-// once and reads the others' straight from their slots; reductions run in
-// rank order, so every rank gets the same bits. Otherwise all_reduce uses
-// recursive doubling for small buffers and on two ranks, else a ring
-// reduce-scatter + all-gather pipelined in 1 MiB segments; all_gather and
-// reduce_scatter use the same ring; broadcast a binomial tree (small) or a
-// pipelined chain (large); barrier dissemination.
+// Each collective lives in its own file of distributed/collectives/, its
+// message algorithm and its shared-memory variant side by side: on a group
+// of two or more ranks that all share memory with each other
+// (Transport::SharesMemoryWith: one host, connected over shared memory),
+// all_reduce, all_gather, broadcast, reduce_scatter and barrier run in a
+// shared segment of the group's own (set up by the group's first of them):
+// each rank writes its input there once and reads the others' straight from
+// their slots; reductions run in rank order, so every rank gets the same
+// bits. Otherwise all_reduce uses recursive doubling for small buffers and
+// on two ranks, else a ring reduce-scatter + all-gather pipelined in 1 MiB
+// segments; all_gather and reduce_scatter use the same ring; broadcast a
+// binomial tree (small) or a pipelined chain (large); barrier dissemination.
+//
+// Typed collectives: all_reduce takes float or int32 buffers, all_gather and
+// broadcast float, int32 or bytes. Only the element count travels, not the
+// type: every rank of one collective must pass the same element type (as
+// with MPI datatypes); a float broadcast met by an int32 one of the same
+// length is not detected.
 //
 // Thread-safety: all methods may be called from several threads at once.
 // Point-to-point calls may run concurrently with a collective. Collectives of
@@ -59,7 +66,7 @@
 
 namespace inferno {
 
-inline constexpr uint32_t kTagReservedBase = 0xFFF00000u;
+struct GroupState;  // distributed/collectives/collective_call.h
 
 class ProcessGroup {
  public:
@@ -104,7 +111,10 @@ class ProcessGroup {
 
   // In place: on return every rank's `data` holds op(every rank's input),
   // element-wise. Lengths must match across ranks (else LengthMismatch).
+  // int32 sums and products wrap modulo 2^32; kMean of int32 rounds toward
+  // zero.
   Status all_reduce(std::span<float> data, ReduceKind op);
+  Status all_reduce(std::span<int32_t> data, ReduceKind op);
 
   // Returns every rank's `data` concatenated in rank order
   // (length world_size × n). Lengths must match across ranks.
@@ -112,11 +122,16 @@ class ProcessGroup {
   // The same into the caller's `out` (world_size × data.size() elements, else
   // InvalidArgument): rank i's `data` lands at [i × n, (i + 1) × n).
   Status all_gather(std::span<const float> data, std::span<float> out);
+  Status all_gather(std::span<const int32_t> data, std::span<int32_t> out);
+  Status all_gather(std::span<const std::byte> data, std::span<std::byte> out);
 
   // On non-roots `data` is overwritten with the root's; its length must match
   // the root's, else LengthMismatch on that rank and on the root (over
-  // messages, each receiver sends the root its length first).
+  // messages, each receiver sends the root its length first). UnknownRank
+  // when `root` is outside the group.
   Status broadcast(int root, std::span<float> data);
+  Status broadcast(int root, std::span<int32_t> data);
+  Status broadcast(int root, std::span<std::byte> data);
 
   // Reduces `data` (length world_size × n) element-wise across ranks; rank i
   // receives block i (length n). Length must be divisible by world_size.
@@ -139,8 +154,7 @@ class ProcessGroup {
   Result<ProcessGroup> Split(std::span<const int> ranks);
 
  private:
-  struct State;
-  std::shared_ptr<State> state_;
+  std::shared_ptr<GroupState> state_;
 };
 
 }  // namespace inferno

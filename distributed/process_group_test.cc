@@ -47,16 +47,20 @@ float InputValue(int rank, size_t index) {
   return (rank + index) % 2 ? -magnitude : magnitude;
 }
 
-std::vector<float> Input(int rank, size_t length) {
-  std::vector<float> data(length);
-  for (size_t i = 0; i < length; ++i) data[i] = InputValue(rank, i);
+// As float32, or as int32 (whose sums and products fit as well).
+template <typename T = float>
+std::vector<T> Input(int rank, size_t length) {
+  std::vector<T> data(length);
+  for (size_t i = 0; i < length; ++i) data[i] = static_cast<T>(InputValue(rank, i));
   return data;
 }
 
-float ExpectedReduction(int world, size_t index, ReduceKind kind) {
-  float result = InputValue(0, index);
+// int32's kMean rounds toward zero.
+template <typename T = float>
+T ExpectedReduction(int world, size_t index, ReduceKind kind) {
+  T result = static_cast<T>(InputValue(0, index));
   for (int rank = 1; rank < world; ++rank) {
-    const float value = InputValue(rank, index);
+    const T value = static_cast<T>(InputValue(rank, index));
     switch (kind) {
       case ReduceKind::kSum:
       case ReduceKind::kMean:
@@ -73,7 +77,7 @@ float ExpectedReduction(int world, size_t index, ReduceKind kind) {
         break;
     }
   }
-  return kind == ReduceKind::kMean ? result / static_cast<float>(world) : result;
+  return kind == ReduceKind::kMean ? result / static_cast<T>(world) : result;
 }
 
 std::vector<std::byte> Blob(int rank, size_t size) {
@@ -99,32 +103,58 @@ class ProcessGroupTest : public testing::TestWithParam<std::tuple<TransportKind,
   TransportKind kind() const { return std::get<0>(GetParam()); }
   int world() const { return std::get<1>(GetParam()); }
   std::vector<std::shared_ptr<Transport>> Transports() { return MakeTransports(kind(), world(), kTimeout); }
+
+  // Runs `body(group)`, which returns the failures it saw, on every rank,
+  // and expects none.
+  template <typename Body>
+  void ExpectNoRankFails(Body body) {
+    const std::vector<std::vector<std::string>> results = RunRanks(Transports(), body);
+    for (int rank = 0; rank < world(); ++rank) {
+      EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
+    }
+  }
 };
 
-TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
-  const int world_size = world();
-  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
-    std::vector<std::string> failures;
-    for (size_t length : LengthsFor(world_size)) {
-      for (ReduceKind kind : kAllKinds) {
-        std::vector<float> data = Input(group.rank(), length);
-        Status status = group.all_reduce(data, kind);
-        if (!status) {
-          failures.push_back(Describe(status));
-          continue;
-        }
-        for (size_t i = 0; i < length; ++i) {
-          if (data[i] != ExpectedReduction(world_size, i, kind)) {
-            failures.push_back("length " + std::to_string(length) + " kind " +
-                               std::to_string(static_cast<int>(kind)) + " index " + std::to_string(i) +
-                               ": got " + std::to_string(data[i]));
-            break;
-          }
+// Adds `status`'s error to `failures`, or `what` when it succeeded but its
+// result does not match.
+void Record(std::vector<std::string>& failures, const Status& status, bool matches, const std::string& what) {
+  if (!status) {
+    failures.push_back(Describe(status));
+  } else if (!matches) {
+    failures.push_back(what);
+  }
+}
+
+// One rank's all_reduce of every kind and length, of element type T: the
+// failures it saw.
+template <typename T>
+std::vector<std::string> AllReduceFailures(ProcessGroup& group, int world_size) {
+  std::vector<std::string> failures;
+  for (size_t length : LengthsFor(world_size)) {
+    for (ReduceKind kind : kAllKinds) {
+      std::vector<T> data = Input<T>(group.rank(), length);
+      Status status = group.all_reduce(data, kind);
+      if (!status) {
+        failures.push_back(Describe(status));
+        continue;
+      }
+      for (size_t i = 0; i < length; ++i) {
+        if (data[i] != ExpectedReduction<T>(world_size, i, kind)) {
+          failures.push_back("length " + std::to_string(length) + " kind " +
+                             std::to_string(static_cast<int>(kind)) + " index " + std::to_string(i) +
+                             ": got " + std::to_string(data[i]));
+          break;
         }
       }
     }
-    return failures;
-  });
+  }
+  return failures;
+}
+
+TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
+  const int world_size = world();
+  auto results = RunRanks(Transports(),
+                          [&](ProcessGroup& group) { return AllReduceFailures<float>(group, world_size); });
   for (int rank = 0; rank < world_size; ++rank) {
     EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
   }
@@ -175,6 +205,59 @@ TEST_P(ProcessGroupTest, BroadcastCopiesRootBufferFromEveryRoot) {
   for (int rank = 0; rank < world_size; ++rank) {
     EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
   }
+}
+
+TEST_P(ProcessGroupTest, Int32AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
+  ExpectNoRankFails([&](ProcessGroup& group) { return AllReduceFailures<int32_t>(group, world()); });
+}
+
+// Byte buffers of 3 × length + 1 bytes: odd sizes, and at the large length
+// several transport chunks and shared-memory slots.
+size_t ByteLength(size_t length) { return 3 * length + 1; }
+
+TEST_P(ProcessGroupTest, Int32AndByteAllGatherConcatenateInRankOrder) {
+  const int world_size = world();
+  ExpectNoRankFails([&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t length : LengthsFor(world_size)) {
+      std::vector<int32_t> expected_ints;
+      std::vector<std::byte> expected_bytes;
+      for (int rank = 0; rank < world_size; ++rank) {
+        const std::vector<int32_t> part = Input<int32_t>(rank, length);
+        expected_ints.insert(expected_ints.end(), part.begin(), part.end());
+        const std::vector<std::byte> blob = Blob(rank, ByteLength(length));
+        expected_bytes.insert(expected_bytes.end(), blob.begin(), blob.end());
+      }
+      std::vector<int32_t> ints(world_size * length);
+      Status status = group.all_gather(Input<int32_t>(group.rank(), length), ints);
+      Record(failures, status, ints == expected_ints, "int32 length " + std::to_string(length));
+      std::vector<std::byte> bytes(world_size * ByteLength(length));
+      status = group.all_gather(Blob(group.rank(), ByteLength(length)), bytes);
+      Record(failures, status, bytes == expected_bytes, "bytes length " + std::to_string(length));
+    }
+    return failures;
+  });
+}
+
+TEST_P(ProcessGroupTest, Int32AndByteBroadcastCopyRootBufferFromEveryRoot) {
+  const int world_size = world();
+  ExpectNoRankFails([&](ProcessGroup& group) {
+    std::vector<std::string> failures;
+    for (size_t length : LengthsFor(world_size)) {
+      for (int root = 0; root < world_size; ++root) {
+        const std::string where = " length " + std::to_string(length) + " root " + std::to_string(root);
+        std::vector<int32_t> ints =
+            group.rank() == root ? Input<int32_t>(root, length) : std::vector<int32_t>(length, -99);
+        Status status = group.broadcast(root, ints);
+        Record(failures, status, ints == Input<int32_t>(root, length), "int32" + where);
+        std::vector<std::byte> bytes = group.rank() == root ? Blob(root, ByteLength(length))
+                                                            : std::vector<std::byte>(ByteLength(length));
+        status = group.broadcast(root, bytes);
+        Record(failures, status, bytes == Blob(root, ByteLength(length)), "bytes" + where);
+      }
+    }
+    return failures;
+  });
 }
 
 TEST_P(ProcessGroupTest, ReduceScatterGivesRankItsReducedBlock) {

@@ -1,5 +1,7 @@
 #include "distributed/reduce.h"
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -36,6 +38,26 @@ TEST(DivideBy, DividesEveryElement) {
   std::vector<float> data = {6, -3, 0};
   DivideBy(data, 3);
   EXPECT_EQ(data, (std::vector<float>{2, -1, 0}));
+}
+
+TEST(ReduceInto, AppliesEachKindToInt32AndWrapsSumsAndProducts) {
+  const auto reduced = [](std::vector<int32_t> dst, const std::vector<int32_t>& src, ReduceKind op) {
+    ReduceInto(dst, std::as_bytes(std::span<const int32_t>(src)), op);
+    return dst;
+  };
+  const std::vector<int32_t> a = {1, -2, 3, INT32_MAX};
+  const std::vector<int32_t> b = {4, 5, -6, 2};
+  EXPECT_EQ(reduced(a, b, ReduceKind::kSum), (std::vector<int32_t>{5, 3, -3, INT32_MIN + 1}));
+  EXPECT_EQ(reduced(a, b, ReduceKind::kMean), (std::vector<int32_t>{5, 3, -3, INT32_MIN + 1}));
+  EXPECT_EQ(reduced(a, b, ReduceKind::kProd), (std::vector<int32_t>{4, -10, -18, -2}));
+  EXPECT_EQ(reduced(a, b, ReduceKind::kMin), (std::vector<int32_t>{1, -2, -6, 2}));
+  EXPECT_EQ(reduced(a, b, ReduceKind::kMax), (std::vector<int32_t>{4, 5, 3, INT32_MAX}));
+}
+
+TEST(DivideBy, RoundsInt32TowardZero) {
+  std::vector<int32_t> data = {7, -7, 6};
+  DivideBy(data, 2);
+  EXPECT_EQ(data, (std::vector<int32_t>{3, -3, 3}));
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // Transport: the point-to-point layer under ProcessGroup. A small interface in
 // the spirit of gloo's transport::Pair: this rank, the world size, send bytes
 // to a peer under a frame key, receive the oldest message from a peer with a
-// given tag before a deadline, close. Collectives live above it, once, for
-// every implementation (inproc/ for ranks as threads, zmq/ for processes).
+// given tag before a deadline, close. Implementations: inproc/ (ranks as
+// threads), zmq/ (processes, over tcp:// or ipc://), shm/ (processes of one
+// host, over shared memory) and routed/ (shm within a host, ZeroMQ between
+// hosts). Collectives live above it, in distributed/collectives/, one file
+// per collective: its algorithm over messages, written once for every
+// implementation, and beside it its variant in a shared segment, which a
+// group uses instead when SharesMemoryWith holds for every member.
 //
 // Thread-safety: every method of every implementation may be called from
 // several threads at once.

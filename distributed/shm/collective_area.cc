@@ -7,8 +7,6 @@
 #include <cstring>
 #include <utility>
 
-#include <glog/logging.h>
-
 namespace inferno {
 
 struct CollectiveArea::MemberLine {
@@ -244,142 +242,12 @@ Status CollectiveArea::RunChunks(size_t chunks, const AreaStamp& stamp, Deadline
   return {};
 }
 
-namespace {
-
-// How many chunks of at most `per_chunk` elements `elements` takes (at least
-// one, so that every collective, even of no elements, meets every member).
-size_t ChunkCount(size_t elements, size_t per_chunk) {
-  return std::max<size_t>(1, (elements + per_chunk - 1) / per_chunk);
-}
-
-// Chunk `index` of `data`, chunks of `per_chunk` elements (empty past the end).
-template <typename T>
-std::span<T> ChunkOf(std::span<T> data, size_t index, size_t per_chunk) {
-  const size_t begin = std::min(data.size(), index * per_chunk);
-  return data.subspan(begin, std::min(per_chunk, data.size() - begin));
-}
-
-void CopyBytes(void* to, const void* from, size_t bytes) {
-  if (bytes != 0) std::memcpy(to, from, bytes);
-}
-
-constexpr size_t kSlotElements = kAreaSlotBytes / sizeof(float);
-
-// The write step of a collective to which this member contributes `data`
-// (nothing, when it is empty): chunk `index` of it into the slot.
-auto WriteChunksOf(std::span<const float> data) {
+std::function<void(size_t, std::span<std::byte>)> CollectiveArea::WriteChunksOf(
+    std::span<const std::byte> data) {
   return [data](size_t index, std::span<std::byte> slot) {
-    const std::span<const float> chunk = ChunkOf(data, index, kSlotElements);
-    CopyBytes(slot.data(), chunk.data(), chunk.size_bytes());
+    const std::span<const std::byte> chunk = AreaChunkOf(data, index, kAreaSlotBytes);
+    CopyBytes(slot.data(), chunk.data(), chunk.size());
   };
-}
-
-}  // namespace
-
-Status CollectiveArea::AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp,
-                                 Deadline deadline, const std::function<std::string()>& describe) {
-  // Element range [first, second) of member `member`'s slice of a chunk of
-  // `n` elements.
-  const auto slice = [this](size_t n, int member) {
-    const size_t members = static_cast<size_t>(size_);
-    return std::pair<size_t, size_t>(n * member / members, n * (member + 1) / members);
-  };
-  // Reduces elements [begin, begin + to.size()) of every member's slot of
-  // `buffer`, in member order, into `to`.
-  const auto reduce_range = [&](std::span<float> to, int buffer, size_t begin) {
-    if (to.empty()) return;
-    const size_t offset = begin * sizeof(float);
-    CopyBytes(to.data(), Slot(0, buffer).data() + offset, to.size_bytes());
-    for (int member = 1; member < size_; ++member) {
-      ReduceInto(to, Slot(member, buffer).subspan(offset, to.size_bytes()), op);
-    }
-    if (op == ReduceKind::kMean) DivideBy(to, static_cast<float>(size_));
-  };
-  const auto sliced = [](std::span<float> chunk) { return chunk.size() >= kSliceReduceElements; };
-  return RunChunks(
-      ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
-      [&](size_t index, int buffer) {
-        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-        if (!sliced(chunk)) return false;
-        // This member's input is in its slot already: its output chunk
-        // takes the reduced slice, which then goes over the slice in its slot.
-        const auto [begin, end] = slice(chunk.size(), rank_);
-        const std::span<float> mine = chunk.subspan(begin, end - begin);
-        reduce_range(mine, buffer, begin);
-        CopyBytes(Slot(rank_, buffer).data() + begin * sizeof(float), mine.data(), mine.size_bytes());
-        return true;
-      },
-      [&](size_t index, int buffer) {
-        const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-        if (!sliced(chunk)) {
-          reduce_range(chunk, buffer, 0);
-          return;
-        }
-        for (int member = 0; member < size_; ++member) {
-          if (member == rank_) continue;
-          const auto [begin, end] = slice(chunk.size(), member);
-          CopyBytes(chunk.data() + begin, Slot(member, buffer).data() + begin * sizeof(float),
-                    (end - begin) * sizeof(float));
-        }
-      });
-}
-
-Status CollectiveArea::AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
-                                 Deadline deadline, const std::function<std::string()>& describe) {
-  CHECK_EQ(out.size(), data.size() * size_);
-  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe, WriteChunksOf(data),
-                   /*reduce_slice=*/nullptr, [&](size_t index, int buffer) {
-                     for (int member = 0; member < size_; ++member) {
-                       const std::span<float> block = out.subspan(member * data.size(), data.size());
-                       const std::span<float> chunk = ChunkOf(block, index, kSlotElements);
-                       CopyBytes(chunk.data(), Slot(member, buffer).data(), chunk.size_bytes());
-                     }
-                   });
-}
-
-Status CollectiveArea::Broadcast(std::span<float> data, const AreaStamp& stamp, Deadline deadline,
-                                 const std::function<std::string()>& describe) {
-  CHECK(stamp.root >= 0 && stamp.root < size_) << stamp.root;
-  const bool root = stamp.root == rank_;
-  return RunChunks(ChunkCount(data.size(), kSlotElements), stamp, deadline, describe,
-                   WriteChunksOf(root ? std::span<const float>(data) : std::span<const float>()),
-                   /*reduce_slice=*/nullptr, [&](size_t index, int buffer) {
-                     if (root) return;
-                     const std::span<float> chunk = ChunkOf(data, index, kSlotElements);
-                     CopyBytes(chunk.data(), Slot(stamp.root, buffer).data(), chunk.size_bytes());
-                   });
-}
-
-Status CollectiveArea::ReduceScatter(std::span<const float> data, std::span<float> out, ReduceKind op,
-                                     const AreaStamp& stamp, Deadline deadline,
-                                     const std::function<std::string()>& describe) {
-  const size_t members = static_cast<size_t>(size_);
-  CHECK_EQ(data.size() % members, 0u);
-  const size_t block = data.size() / members;
-  CHECK_EQ(out.size(), block);
-  // Chunk c holds elements [c × per_block, (c + 1) × per_block) of every
-  // block, block b's at slot offset b × per_block, so member r reads its
-  // block's part of every member's chunk side by side.
-  const size_t per_block = std::max<size_t>(1, kSlotElements / members);
-  return RunChunks(
-      ChunkCount(block, per_block), stamp, deadline, describe,
-      [&](size_t index, std::span<std::byte> slot) {
-        for (size_t b = 0; b < members; ++b) {
-          const std::span<const float> part = ChunkOf(data.subspan(b * block, block), index, per_block);
-          CopyBytes(slot.data() + b * per_block * sizeof(float), part.data(), part.size_bytes());
-        }
-      },
-      /*reduce_slice=*/nullptr,
-      [&](size_t index, int buffer) {
-        const std::span<float> part = ChunkOf(out, index, per_block);
-        if (part.empty()) return;
-        const size_t offset = static_cast<size_t>(rank_) * per_block * sizeof(float);
-        CopyBytes(part.data(), Slot(0, buffer).data() + offset, part.size_bytes());
-        for (int member = 1; member < size_; ++member) {
-          ReduceInto(part, Slot(member, buffer).subspan(offset, part.size_bytes()), op);
-        }
-        if (op == ReduceKind::kMean) DivideBy(part, static_cast<float>(size_));
-      });
 }
 
 }  // namespace inferno

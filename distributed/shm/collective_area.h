@@ -1,7 +1,10 @@
 // CollectiveArea: a shared segment that the ranks of one group, all on one
 // host, use to run collectives without messages: each rank has a slot and
-// writes its input there once, then reads its peers' slots directly
-// (all_reduce, all_gather, broadcast, reduce_scatter, barrier).
+// writes its input there once, then reads its peers' slots directly. This
+// class is the protocol every such collective shares (RunChunks); each
+// collective's use of it lives beside its message version in
+// distributed/collectives/ (all_reduce, all_gather, broadcast,
+// reduce_scatter, barrier).
 //
 // Layout (one SharedSegment, every part 64-byte aligned; all-zero bytes are
 // the initial state, so a fresh segment needs no formatting):
@@ -26,19 +29,9 @@
 // member, the broadcast root included, checks every other member's op,
 // sequence number, length and root before it reads.
 //
-// all_reduce of a chunk of at least kSliceReduceElements: member r reduces
-// only slice r of the chunk (the chunk cut into as many slices as members),
-// reading slice r of every slot, and writes the result over slice r of its
-// own slot, which no other member reads until every member has marked its
-// slice reduced; then every member copies each slice out of the slot of the
-// member that reduced it. Each member reads the chunk about twice instead of
-// once per member. Smaller chunks are reduced whole by every member, which
-// saves the extra wait. Either way the reduction runs in member order, so
-// every member gets the same bits.
-//
 // Every wait has the caller's deadline (plus kPeerAliveGrace when the member
 // it waits for runs, as shm transport waits do); before sleeping and between sleeps
-// it runs the caller's check (ProcessGroup passes its transport's abort
+// it runs the caller's check (the group passes its transport's abort
 // notices, so a member that gave up is reported with its reason rather than
 // as a process that ended), checks every member's pid (PeerWatch: a dead
 // member gives PeerLost naming it at once) and whether a member has
@@ -46,14 +39,16 @@
 // rather than a Timeout, when a peer runs a different collective that does
 // not use the area).
 //
-// Thread-safety: one thread at a time per member calls the collectives and
-// Announce (the members of one group run their collectives in one order);
+// Thread-safety: one thread at a time per member calls RunChunks (the
+// collectives built on it) and Announce (the members of one group run their collectives in one order);
 // any thread may destroy it afterwards. The memory is shared with the other
 // members' processes (or threads).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -61,7 +56,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "distributed/reduce.h"
 #include "distributed/shm/doorbell.h"
 #include "distributed/shm/peer_watch.h"
 #include "distributed/shm/segment.h"
@@ -71,10 +65,6 @@ namespace inferno {
 
 // Bytes of one slot buffer: the largest chunk a collective moves at once.
 inline constexpr size_t kAreaSlotBytes = size_t{256} << 10;
-
-// all_reduce chunks of at least this many elements are reduced a slice per
-// member (see the layout comment above); smaller ones whole by every member.
-inline constexpr size_t kSliceReduceElements = 16384;
 
 // Which collective a member is in (the parts of a FrameKey that identify it).
 struct AreaStamp {
@@ -121,45 +111,40 @@ class CollectiveArea {
   // CollectiveMismatch naming this member, instead of at their deadline.
   void AnnounceFailed(uint64_t sequence) { Announce(CollectiveOp::kAbort, sequence); }
 
-  // In place: on return `data` holds op(every member's `data`), element-wise,
-  // reduced in member order (member 0's value, op member 1's, ...), so every
-  // member gets the same bits and no member's result depends on which member
-  // computed it. kMean divides the sum by the group size. `stamp` must equal
-  // every member's (op, sequence number) and its element_count be
-  // data.size(). `describe` names this collective on this rank, for error
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Buffer `buffer` (0 or 1) of member `member`'s slot, kAreaSlotBytes.
+  // Written only by its member, inside RunChunks' `write` (and, for a
+  // reduced slice, `reduce_slice`); read by every member inside `read`.
+  std::span<std::byte> Slot(int member, int buffer) const;
+
+  // Runs one collective of `chunks` (>= 1) chunks, the protocol every
+  // collective in the area shares: for chunk `index`, waits until this
+  // member's buffer is free, `write(index, slot)` fills this member's slot
+  // (it may write nothing), posts it, waits until every member has posted,
+  // checks their headers against `stamp`; then, when `reduce_slice(index,
+  // buffer)` is given and returns true (it reduced this member's slice into
+  // its own slot), marks the chunk reduced and waits until every member has;
+  // then `read(index, buffer)` reads the members' slots of `buffer`, and the
+  // chunk is marked done. Every member must run the same number of chunks
+  // for the same `stamp`, whose op and sequence number every member shares
+  // and whose element_count and root each member checks against the
+  // others'. `describe` names this collective on this rank, for error
   // messages. Errors: LengthMismatch (a member's element count differs),
-  // CollectiveMismatch (a member is in another collective), PeerLost (a
-  // member's process ended), Timeout (a member did not arrive by
-  // `deadline`). After an error the area must not be used again.
-  Status AllReduce(std::span<float> data, ReduceKind op, const AreaStamp& stamp, Deadline deadline,
-                   const std::function<std::string()>& describe);
+  // CollectiveMismatch (a member is in another collective, or names another
+  // root), PeerLost (a member's process ended), Timeout (a member did not
+  // arrive by `deadline`). After an error the area must not be used again.
+  Status RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
+                   const std::function<std::string()>& describe,
+                   const std::function<void(size_t, std::span<std::byte>)>& write,
+                   const std::function<bool(size_t, int)>& reduce_slice,
+                   const std::function<void(size_t, int)>& read);
 
-  // `out` (size × data.size() elements) receives every member's `data` in
-  // member order: member m's at [m × data.size(), (m + 1) × data.size()).
-  // `stamp.element_count` is data.size(). Errors as AllReduce.
-  Status AllGather(std::span<const float> data, std::span<float> out, const AreaStamp& stamp,
-                   Deadline deadline, const std::function<std::string()>& describe);
-
-  // On every member but `stamp.root`, `data` is overwritten with the root's.
-  // Every member, the root included, checks every other member's length and
-  // root: LengthMismatch, or CollectiveMismatch naming the other root, on
-  // every member. Errors otherwise as AllReduce.
-  Status Broadcast(std::span<float> data, const AreaStamp& stamp, Deadline deadline,
-                   const std::function<std::string()>& describe);
-
-  // `data` is size × n elements, block b = [b × n, (b + 1) × n); `out` (n
-  // elements) receives op(every member's block `rank`), element-wise, reduced
-  // in member order. `stamp.element_count` is data.size(), a multiple of the
-  // group size. Errors as AllReduce.
-  Status ReduceScatter(std::span<const float> data, std::span<float> out, ReduceKind op,
-                       const AreaStamp& stamp, Deadline deadline,
-                       const std::function<std::string()>& describe);
-
-  // Returns once every member has entered the barrier of `stamp` (an
-  // AllReduce of no elements). Errors as AllReduce.
-  Status Barrier(const AreaStamp& stamp, Deadline deadline, const std::function<std::string()>& describe) {
-    return AllReduce({}, ReduceKind::kSum, stamp, deadline, describe);
-  }
+  // The `write` step of a collective to which this member contributes
+  // `data` (nothing, when it is empty): chunk `index` of it (kAreaSlotBytes
+  // each) into the slot.
+  static std::function<void(size_t, std::span<std::byte>)> WriteChunksOf(std::span<const std::byte> data);
 
  private:
   struct MemberLine;
@@ -169,27 +154,12 @@ class CollectiveArea {
 
   MemberLine& Member(int member) const;
   SlotHeader& Header(int member, int buffer) const;
-  std::span<std::byte> Slot(int member, int buffer) const;
   Doorbell& Bell() const;
 
   // Waits until `arrived(member)` holds for every member. `what` says what
   // is awaited, for the Timeout message.
   Status AwaitAll(const std::function<bool(int)>& arrived, const AreaStamp& stamp, Deadline deadline,
                   const std::function<std::string()>& describe, const char* what);
-  // Runs one collective of `chunks` (>= 1) chunks, the protocol every
-  // collective shares: for chunk `index`, waits until this member's buffer is
-  // free, `write(index, slot)` fills this member's slot (it may write
-  // nothing), posts it, waits until every member has posted, checks their
-  // headers against `stamp`; then, when `reduce_slice(index, buffer)` is
-  // given and returns true (it reduced this member's slice into its own
-  // slot), marks the chunk reduced and waits until every member has; then
-  // `read(index, buffer)` reads the members' slots of `buffer`, and the
-  // chunk is marked done.
-  Status RunChunks(size_t chunks, const AreaStamp& stamp, Deadline deadline,
-                   const std::function<std::string()>& describe,
-                   const std::function<void(size_t, std::span<std::byte>)>& write,
-                   const std::function<bool(size_t, int)>& reduce_slice,
-                   const std::function<void(size_t, int)>& read);
   // The check between sleeps: dead members and announced mismatches.
   Status CheckMembers(const AreaStamp& stamp, const std::function<std::string()>& describe) const;
 
@@ -202,5 +172,23 @@ class CollectiveArea {
   uint64_t next_chunk_ = 0;  // chunks this member has run, ever
   WaitPolicy wait_;
 };
+
+// How many chunks of at most `per_chunk` elements `elements` takes (at least
+// one, so that every collective, even of no elements, meets every member).
+inline size_t AreaChunkCount(size_t elements, size_t per_chunk) {
+  return std::max<size_t>(1, (elements + per_chunk - 1) / per_chunk);
+}
+
+// Chunk `index` of `data`, chunks of `per_chunk` elements (empty past the end).
+template <typename T>
+std::span<T> AreaChunkOf(std::span<T> data, size_t index, size_t per_chunk) {
+  const size_t begin = std::min(data.size(), index * per_chunk);
+  return data.subspan(begin, std::min(per_chunk, data.size() - begin));
+}
+
+// memcpy that accepts null pointers when `bytes` is 0.
+inline void CopyBytes(void* to, const void* from, size_t bytes) {
+  if (bytes != 0) std::memcpy(to, from, bytes);
+}
 
 }  // namespace inferno

@@ -1,4 +1,9 @@
 #include "distributed/shm/collective_area.h"
+
+#include "distributed/collectives/all_gather.h"
+#include "distributed/collectives/all_reduce.h"
+#include "distributed/collectives/broadcast.h"
+#include "distributed/collectives/reduce_scatter.h"
 #include "distributed/testing/dev_shm_entries.h"
 
 #include <signal.h>
@@ -68,8 +73,8 @@ std::vector<std::string> RunMembers(std::vector<std::unique_ptr<CollectiveArea>>
 }
 
 Status AllReduce(CollectiveArea& area, std::span<float> data, ReduceKind op, uint64_t sequence) {
-  return area.AllReduce(data, op, {CollectiveOp::kAllReduce, sequence, data.size()},
-                        Clock::now() + seconds(20), Describe);
+  return AllReduceInArea(area, data, op, {CollectiveOp::kAllReduce, sequence, data.size()},
+                         Clock::now() + seconds(20), Describe);
 }
 
 std::vector<float> RandomFloats(int rank, size_t length) {
@@ -125,19 +130,21 @@ TEST(CollectiveArea, BackToBackAllReducesOfChangingLengthsNeedNoBarrier) {
 }
 
 Status AllGather(CollectiveArea& area, std::span<const float> data, std::span<float> out, uint64_t sequence) {
-  return area.AllGather(data, out, {CollectiveOp::kAllGather, sequence, data.size()},
-                        Clock::now() + seconds(20), Describe);
+  return AllGatherInArea(area, std::as_bytes(data), std::as_writable_bytes(out),
+                         {CollectiveOp::kAllGather, sequence, data.size()}, Clock::now() + seconds(20),
+                         Describe);
 }
 
 Status Broadcast(CollectiveArea& area, std::span<float> data, int root, uint64_t sequence) {
-  return area.Broadcast(data, {CollectiveOp::kBroadcast, sequence, data.size(), root},
-                        Clock::now() + seconds(20), Describe);
+  return BroadcastInArea(area, std::as_writable_bytes(data),
+                         {CollectiveOp::kBroadcast, sequence, data.size(), root}, Clock::now() + seconds(20),
+                         Describe);
 }
 
 Status ReduceScatter(CollectiveArea& area, std::span<const float> data, std::span<float> out, ReduceKind op,
                      uint64_t sequence) {
-  return area.ReduceScatter(data, out, op, {CollectiveOp::kReduceScatter, sequence, data.size()},
-                            Clock::now() + seconds(20), Describe);
+  return ReduceScatterInArea(area, data, out, op, {CollectiveOp::kReduceScatter, sequence, data.size()},
+                             Clock::now() + seconds(20), Describe);
 }
 
 // Back to back in one area, every op, lengths of none, one and several
@@ -238,11 +245,12 @@ TEST(CollectiveArea, MemberThatNeverArrivesIsATimeoutNamingItsJobRank) {
   // Members 0 and 1 post; member 2 never does.
   std::thread other([&] {
     std::vector<float> mine(4, 1.0f);
-    (void)areas[1]->AllReduce(mine, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, mine.size()},
-                              Clock::now() + std::chrono::milliseconds(300), Describe);
+    (void)AllReduceInArea(*areas[1], mine, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, mine.size()},
+                          Clock::now() + std::chrono::milliseconds(300), Describe);
   });
-  Status status = areas[0]->AllReduce(data, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, data.size()},
-                                      Clock::now() + std::chrono::milliseconds(300), Describe);
+  Status status =
+      AllReduceInArea(*areas[0], data, ReduceKind::kSum, {CollectiveOp::kAllReduce, 0, data.size()},
+                      Clock::now() + std::chrono::milliseconds(300), Describe);
   other.join();
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().kind, ErrorKind::kTimeout) << status.error().ToString();
