@@ -2,7 +2,7 @@
 // pipeline-parallel × tensor-parallel grid computes and holds. It is computed
 // once (MakeShardPlan), written into a shard folder's manifest by `shard`,
 // and carried unchanged through loading (engine/stage_weights.h) and
-// generation (engine/generator.h); nothing else decides who owns what.
+// generation (runtime/generator.h); nothing else decides who owns what.
 //
 // The grid: W = pp × tp ranks; pipeline stage s (s = 0 embeds tokens,
 // s = pp-1 holds the final norm) is a tensor-parallel group of tp ranks.

@@ -9,21 +9,13 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "model/model_config.h"
+#include "runtime/testing/small_config.h"
 
 namespace inferno {
 namespace {
 
 ShardPlan TwoStages() {
-  ModelConfig config;
-  config.hidden_size = 8;
-  config.intermediate_size = 16;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 2;
-  config.vocab_size = 10;
-  config.max_position_embeddings = 16;
-  Result<ShardPlan> plan = MakeShardPlan(config, 2, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(SmallTestConfig(), 2, 1, std::nullopt);
   EXPECT_TRUE(plan.ok()) << plan.error().message;
   return *plan;
 }

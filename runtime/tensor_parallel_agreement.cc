@@ -39,23 +39,32 @@ Result<StepDecisions> TensorParallelAgreement::Share(StepDecisions decisions) {
 }
 
 Result<int32_t> TensorParallelAgreement::GroupArgMax(int label, std::span<const float> ring_logits) {
-  float best[2];
+  // This rank's best: its value, then its vocabulary id, 4 bytes each.
+  std::array<std::byte, 2 * sizeof(float)> best;
   {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", label);
     const auto top = std::max_element(ring_logits.begin(), ring_logits.end());
-    best[0] = *top;
-    // Exact: ids are below 2^24 (checked in RunGenerator).
-    best[1] = static_cast<float>(ring_rows_.begin + (top - ring_logits.begin()));
+    const int32_t id = static_cast<int32_t>(ring_rows_.begin + (top - ring_logits.begin()));
+    std::memcpy(best.data(), &*top, sizeof(float));
+    std::memcpy(best.data() + sizeof(float), &id, sizeof(int32_t));
   }
   TimedScope scope(timeline_, SpanKind::kWait, "gather best", label);
-  Result<std::vector<float>> all = group_->all_gather(best);
-  if (!all) return all.error().Prefixed("tensor-parallel all_gather of the best logits: ");
-  // Ranks hold increasing ids, so the first largest value is the first id.
-  size_t winner = 0;
-  for (size_t i = 2; i < all->size(); i += 2) {
-    if ((*all)[i] > (*all)[winner]) winner = i;
+  std::vector<std::byte> all(static_cast<size_t>(plan_.tp) * best.size());
+  if (Status gathered = group_->all_gather(std::span<const std::byte>(best), all); !gathered) {
+    return gathered.error().Prefixed("tensor-parallel all_gather of the best logits: ");
   }
-  return static_cast<int32_t>((*all)[winner + 1]);
+  // Ranks hold increasing ids, so the first largest value is the first id.
+  float winner_value = 0;
+  int32_t winner_id = 0;
+  for (size_t offset = 0; offset < all.size(); offset += best.size()) {
+    float value;
+    std::memcpy(&value, all.data() + offset, sizeof(float));
+    if (offset == 0 || value > winner_value) {
+      winner_value = value;
+      std::memcpy(&winner_id, all.data() + offset + sizeof(float), sizeof(int32_t));
+    }
+  }
+  return winner_id;
 }
 
 Result<std::span<float>> TensorParallelAgreement::GatherLogits(int label,

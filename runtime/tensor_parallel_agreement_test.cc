@@ -8,8 +8,8 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "model/model_config.h"
 #include "runtime/pipeline_protocol.h"
+#include "runtime/testing/small_config.h"
 
 namespace inferno {
 namespace {
@@ -17,15 +17,7 @@ namespace {
 // One stage of two tensor-parallel ranks over a vocabulary of 10 (rows 0-4
 // on index 0, 5-9 on index 1).
 ShardPlan OneStageOfTwo() {
-  ModelConfig config;
-  config.hidden_size = 8;
-  config.intermediate_size = 16;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 2;
-  config.vocab_size = 10;
-  config.max_position_embeddings = 16;
-  Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(SmallTestConfig(), 1, 2, std::nullopt);
   EXPECT_TRUE(plan.ok()) << plan.error().message;
   return *plan;
 }

@@ -8,22 +8,10 @@
 
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
-#include "model/model_config.h"
+#include "runtime/testing/small_config.h"
 
 namespace inferno {
 namespace {
-
-ModelConfig SmallConfig() {
-  ModelConfig config;
-  config.hidden_size = 8;
-  config.intermediate_size = 16;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 2;
-  config.vocab_size = 10;
-  config.max_position_embeddings = 16;
-  return config;
-}
 
 std::vector<std::shared_ptr<Transport>> Transports(int world) {
   auto in_process = std::make_shared<InProcessWorld>(world, std::chrono::seconds(30));
@@ -33,7 +21,7 @@ std::vector<std::shared_ptr<Transport>> Transports(int world) {
 }
 
 TEST(TensorParallelGroup, NoneWithoutTensorParallelism) {
-  Result<ShardPlan> plan = MakeShardPlan(SmallConfig(), 2, 1, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(SmallTestConfig(), 2, 1, std::nullopt);
   ASSERT_TRUE(plan.ok());
   const auto results = RunRanks(Transports(2), [&](ProcessGroup& group) {
     Result<std::optional<TensorParallelGroup>> made = MakeTensorParallelGroup(group, *plan);
@@ -43,7 +31,7 @@ TEST(TensorParallelGroup, NoneWithoutTensorParallelism) {
 }
 
 TEST(TensorParallelGroup, SumsOverTheRanksOfItsStageOnly) {
-  Result<ShardPlan> plan = MakeShardPlan(SmallConfig(), 2, 2, std::nullopt);
+  Result<ShardPlan> plan = MakeShardPlan(SmallTestConfig(), 2, 2, std::nullopt);
   ASSERT_TRUE(plan.ok());
   const auto results = RunRanks(Transports(4), [&](ProcessGroup& group) {
     Result<std::optional<TensorParallelGroup>> made = MakeTensorParallelGroup(group, *plan);
