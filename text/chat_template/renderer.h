@@ -15,26 +15,22 @@
 // InvalidArgument for type errors and raise_exception(), Unimplemented for
 // values this interpreter does not model (printing a list, floats). Output
 // or a string longer than kMaxOutputBytes, a list longer than kMaxListItems
-// and more than kMaxLoopIterations loop iterations in all are errors, so a
-// runaway template stops (memory is bounded only through these).
+// and more than kMaxLoopIterations loop iterations in all (render_limits.h)
+// are errors, so a runaway template stops (memory is bounded only through
+// these).
 //
 // Thread-safety: a pure function of its arguments (namespaces it creates are
 // its own).
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "base/error.h"
 #include "text/chat_template/ast.h"
+#include "text/chat_template/render_limits.h"
 #include "text/chat_template/value.h"
 
 namespace inferno::chat {
-
-inline constexpr size_t kMaxOutputBytes = 64 << 20;
-inline constexpr size_t kMaxListItems = 1 << 20;
-inline constexpr int64_t kMaxLoopIterations = 100'000;
 
 // Renders `nodes` with `variables` as the template's global variables.
 Result<std::string> RenderTemplate(const NodeList& nodes, const ValueDict& variables);
