@@ -15,8 +15,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/stage_weights.h"
-#include "loader/shard_plan.h"
 #include "model/model_config.h"
 #include "runtime/rank_model.h"
 #include "text/tokenizer_files.h"

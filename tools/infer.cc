@@ -53,8 +53,6 @@
 #include "distributed/rendezvous.h"
 #include "engine/stage_weights.h"
 #include "engine/transformer.h"
-#include "loader/checkpoint.h"
-#include "loader/manifest.h"
 #include "loader/shard_plan.h"
 #include "model/model_config.h"
 #include "runtime/generator.h"

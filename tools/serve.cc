@@ -41,7 +41,6 @@
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
 #include "engine/transformer.h"
-#include "loader/manifest.h"
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
 #include "runtime/tensor_parallel_group.h"
