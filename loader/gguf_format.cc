@@ -195,8 +195,8 @@ Status ReadTensorInfo(GgufReader& in, std::unordered_set<std::string>& names, Gg
   if (Status s = in.Read(type, "tensor type"); !s) return s;
   if (!IsSupported(type)) {
     return Error::Unimplemented(in.Fail(type_at, what + " has ggml type " + GgmlTypeName(type) +
-                                                     ", which inferno does not read (it reads F32, F16, "
-                                                     "BF16, Q8_0, Q4_0)")
+                                                     ", which inferno does not read (it reads " +
+                                                     DTypeNames() + ")")
                                     .message);
   }
   info.type = static_cast<GgmlType>(type);
@@ -222,19 +222,10 @@ Status ReadTensorInfo(GgufReader& in, std::unordered_set<std::string>& names, Gg
 }  // namespace
 
 DType GgmlTypeDType(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-      return DType::kF32;
-    case GgmlType::kF16:
-      return DType::kF16;
-    case GgmlType::kBF16:
-      return DType::kBF16;
-    case GgmlType::kQ8_0:
-      return DType::kQ8_0;
-    case GgmlType::kQ4_0:
-      return DType::kQ4_0;
-  }
-  LOG(FATAL) << "unknown GgmlType " << static_cast<uint32_t>(type);
+  // ggml's names are DTypeName's.
+  const std::optional<DType> dtype = ParseDType(GgmlTypeName(static_cast<uint32_t>(type)));
+  CHECK(dtype.has_value()) << "ggml type " << GgmlTypeName(static_cast<uint32_t>(type)) << " has no DType";
+  return *dtype;
 }
 
 GgmlType DTypeGgmlType(DType dtype) {

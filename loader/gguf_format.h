@@ -16,11 +16,8 @@
 //
 // Dimensions are stored fastest-first: ne[0] is the length of a row, so a
 // (rows, columns) matrix is stored with ne = {columns, rows}. The quantized
-// types are ggml's blocks of 32 elements along the row:
-// (tensor/quant_blocks.h):
-//   Q8_0: f16 scale d, int8 q[32]                  x = d * q[i]
-//   Q4_0: f16 scale d, uint8 q[16]                  x[i] = d * ((q[i] & 15) - 8),
-//                                                   x[i + 16] = d * ((q[i] >> 4) - 8)
+// types are ggml's blocks along the row, of 32 elements
+// (tensor/quant_blocks.h) or super-blocks of 256 (tensor/k_quant_blocks.h).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -70,11 +67,23 @@ enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
-inline constexpr GgmlType kGgmlSupportedTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
-                                                   GgmlType::kQ8_0, GgmlType::kQ4_0};
+inline constexpr GgmlType kGgmlSupportedTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+    GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
+    GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 
 // The DType holding a ggml type's elements (tensor_info.h: the same bytes,
 // block layouts bit-compatible with ggml's).

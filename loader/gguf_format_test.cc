@@ -228,11 +228,11 @@ TEST(GgufFormat, FailsOnRowNotAMultipleOfTheBlock) {
 TEST(GgufFormat, FailsNamingAnUnsupportedType) {
   std::string file = SampleFile();
   // n_dims, two dims, then the type.
-  Put32(file, DimsOffset(file, "blk.0.attn_k.weight") + 4 + 16, 12);
+  Put32(file, DimsOffset(file, "blk.0.attn_k.weight") + 4 + 16, 16);  // IQ2_XXS
   Result<GgufFile> parsed = Parse(file);
   ASSERT_FALSE(parsed);
   EXPECT_EQ(parsed.error().kind, ErrorKind::kUnimplemented);
-  EXPECT_NE(parsed.error().message.find("tensor 'blk.0.attn_k.weight' has ggml type Q4_K"), std::string::npos)
+  EXPECT_NE(parsed.error().message.find("tensor 'blk.0.attn_k.weight' has ggml type IQ2_XXS"), std::string::npos)
       << parsed.error().message;
 }
 

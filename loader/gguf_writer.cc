@@ -31,6 +31,26 @@ uint64_t LlamaFileType(DType dtype) {
       return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
     case DType::kBF16:
       return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case DType::kQ4_1:
+      return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
+    case DType::kQ5_0:
+      return 8;  // LLAMA_FTYPE_MOSTLY_Q5_0
+    case DType::kQ5_1:
+      return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
+    case DType::kQ2_K:
+      return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
+    case DType::kQ3_K:
+      return 11;  // LLAMA_FTYPE_MOSTLY_Q3_K_S
+    case DType::kQ4_K:
+      return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+    case DType::kQ5_K:
+      return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
+    case DType::kQ6_K:
+      return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
+    case DType::kIQ4_NL:
+      return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case DType::kIQ4_XS:
+      return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }

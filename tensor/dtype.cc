@@ -8,6 +8,7 @@
 #include <glog/logging.h>
 
 #include "tensor/float16.h"
+#include "tensor/k_quant_blocks.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {
@@ -17,61 +18,124 @@ static_assert(std::endian::native == std::endian::little, "checkpoints are littl
 
 // Converts whole blocks of a block type through an aligned copy of the
 // blocks (`src` may sit at any byte offset in a mapped file).
-template <typename Block, void (*Dequantize)(std::span<const Block>, std::span<float>)>
+template <typename Block, int kElements, void (*Dequantize)(std::span<const Block>, std::span<float>)>
 void DequantizeUnaligned(const std::byte* src, std::span<float> out) {
-  CHECK_EQ(out.size() % kQuantBlockElements, 0u) << "a partial block";
-  constexpr size_t kChunkBlocks = 64;
+  CHECK_EQ(out.size() % kElements, 0u) << "a partial block";
+  constexpr size_t kChunkBlocks = 16;
   Block chunk[kChunkBlocks];
-  const size_t blocks = out.size() / kQuantBlockElements;
+  const size_t blocks = out.size() / kElements;
   for (size_t b = 0; b < blocks; b += kChunkBlocks) {
     const size_t n = std::min(kChunkBlocks, blocks - b);
     std::memcpy(chunk, src + b * sizeof(Block), n * sizeof(Block));
-    Dequantize(std::span<const Block>(chunk, n),
-               out.subspan(b * kQuantBlockElements, n * kQuantBlockElements));
+    Dequantize(std::span<const Block>(chunk, n), out.subspan(b * kElements, n * kElements));
   }
 }
 
-template <typename Block, void (*Quantize)(std::span<const float>, std::span<Block>)>
+template <typename Block, int kElements, void (*Quantize)(std::span<const float>, std::span<Block>)>
 void QuantizeUnaligned(std::span<const float> values, std::byte* dst) {
-  constexpr size_t kChunkBlocks = 64;
+  constexpr size_t kChunkBlocks = 16;
   Block chunk[kChunkBlocks];
-  const size_t blocks = values.size() / kQuantBlockElements;
+  const size_t blocks = values.size() / kElements;
   for (size_t b = 0; b < blocks; b += kChunkBlocks) {
     const size_t n = std::min(kChunkBlocks, blocks - b);
-    Quantize(values.subspan(b * kQuantBlockElements, n * kQuantBlockElements), std::span<Block>(chunk, n));
+    Quantize(values.subspan(b * kElements, n * kElements), std::span<Block>(chunk, n));
     std::memcpy(dst + b * sizeof(Block), chunk, n * sizeof(Block));
   }
 }
 
+void HalvesToF32(const std::byte* src, std::span<float> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    out[i] = HalfToFloat(h);
+  }
+}
+
+void BFloat16sToF32(const std::byte* src, std::span<float> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t b;
+    std::memcpy(&b, src + 2 * i, 2);
+    out[i] = BFloat16ToFloat(b);
+  }
+}
+
+void F32sToF32(const std::byte* src, std::span<float> out) { std::memcpy(out.data(), src, out.size_bytes()); }
+
+void F32sFromF32(std::span<const float> values, std::byte* dst) {
+  std::memcpy(dst, values.data(), values.size_bytes());
+}
+
+template <uint16_t (*Round)(float)>
+void HalvesFromF32(std::span<const float> values, std::byte* dst) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = Round(values[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+// What each DType is: indexed by the enum's value.
+struct DTypeTraits {
+  DType dtype;
+  std::string_view name;
+  int64_t block_elements;
+  int64_t block_bytes;
+  void (*to_f32)(const std::byte* src, std::span<float> out);
+  void (*from_f32)(std::span<const float> values, std::byte* dst);  // nullptr: no quantizer
+};
+
+template <typename Block, int kElements, void (*Dequantize)(std::span<const Block>, std::span<float>)>
+constexpr auto kBlockToF32 = DequantizeUnaligned<Block, kElements, Dequantize>;
+template <typename Block, int kElements, void (*Quantize)(std::span<const float>, std::span<Block>)>
+constexpr auto kBlockFromF32 = QuantizeUnaligned<Block, kElements, Quantize>;
+
+constexpr int kBlock = kQuantBlockElements;
+constexpr int kSuper = kSuperBlockElements;
+constexpr DTypeTraits kTraits[] = {
+    {DType::kF32, "F32", 1, 4, F32sToF32, F32sFromF32},
+    {DType::kF16, "F16", 1, 2, HalvesToF32, HalvesFromF32<FloatToHalf>},
+    {DType::kBF16, "BF16", 1, 2, BFloat16sToF32, HalvesFromF32<FloatToBFloat16>},
+    {DType::kQ8_0, "Q8_0", kBlock, sizeof(BlockQ8_0), kBlockToF32<BlockQ8_0, kBlock, DequantizeRowQ8_0>,
+     kBlockFromF32<BlockQ8_0, kBlock, QuantizeRowQ8_0>},
+    {DType::kQ4_0, "Q4_0", kBlock, sizeof(BlockQ4_0), kBlockToF32<BlockQ4_0, kBlock, DequantizeRowQ4_0>,
+     kBlockFromF32<BlockQ4_0, kBlock, QuantizeRowQ4_0>},
+    {DType::kQ4_1, "Q4_1", kBlock, sizeof(BlockQ4_1), kBlockToF32<BlockQ4_1, kBlock, DequantizeRowQ4_1>,
+     nullptr},
+    {DType::kQ5_0, "Q5_0", kBlock, sizeof(BlockQ5_0), kBlockToF32<BlockQ5_0, kBlock, DequantizeRowQ5_0>,
+     nullptr},
+    {DType::kQ5_1, "Q5_1", kBlock, sizeof(BlockQ5_1), kBlockToF32<BlockQ5_1, kBlock, DequantizeRowQ5_1>,
+     nullptr},
+    {DType::kIQ4_NL, "IQ4_NL", kBlock, sizeof(BlockIQ4_NL),
+     kBlockToF32<BlockIQ4_NL, kBlock, DequantizeRowIQ4_NL>, nullptr},
+    {DType::kQ2_K, "Q2_K", kSuper, sizeof(BlockQ2_K), kBlockToF32<BlockQ2_K, kSuper, DequantizeRowQ2_K>,
+     nullptr},
+    {DType::kQ3_K, "Q3_K", kSuper, sizeof(BlockQ3_K), kBlockToF32<BlockQ3_K, kSuper, DequantizeRowQ3_K>,
+     nullptr},
+    {DType::kQ4_K, "Q4_K", kSuper, sizeof(BlockQ4_K), kBlockToF32<BlockQ4_K, kSuper, DequantizeRowQ4_K>,
+     nullptr},
+    {DType::kQ5_K, "Q5_K", kSuper, sizeof(BlockQ5_K), kBlockToF32<BlockQ5_K, kSuper, DequantizeRowQ5_K>,
+     nullptr},
+    {DType::kQ6_K, "Q6_K", kSuper, sizeof(BlockQ6_K), kBlockToF32<BlockQ6_K, kSuper, DequantizeRowQ6_K>,
+     nullptr},
+    {DType::kIQ4_XS, "IQ4_XS", kSuper, sizeof(BlockIQ4_XS),
+     kBlockToF32<BlockIQ4_XS, kSuper, DequantizeRowIQ4_XS>, nullptr},
+};
+static_assert(std::size(kTraits) == std::size(kAllDTypes));
+
+const DTypeTraits& Traits(DType dtype) {
+  const auto index = static_cast<size_t>(dtype);
+  CHECK_LT(index, std::size(kTraits)) << "unknown DType " << index;
+  const DTypeTraits& traits = kTraits[index];
+  CHECK(traits.dtype == dtype) << "kTraits is out of the enum's order at " << index;
+  return traits;
+}
+
 }  // namespace
 
-int64_t DTypeBlockElements(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-      return 1;
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-      return kQuantBlockElements;
-  }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
-}
+int64_t DTypeBlockElements(DType dtype) { return Traits(dtype).block_elements; }
 
-int64_t DTypeBlockBytes(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 4;
-    case DType::kF16:
-    case DType::kBF16:
-      return 2;
-    case DType::kQ8_0:
-      return sizeof(BlockQ8_0);
-    case DType::kQ4_0:
-      return sizeof(BlockQ4_0);
-  }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
-}
+int64_t DTypeBlockBytes(DType dtype) { return Traits(dtype).block_bytes; }
+
+bool DTypeHasQuantizer(DType dtype) { return Traits(dtype).from_f32 != nullptr; }
 
 Result<int64_t> DTypeBytes(DType dtype, int64_t elements) {
   const int64_t block = DTypeBlockElements(dtype);
@@ -87,21 +151,7 @@ Result<int64_t> DTypeBytes(DType dtype, int64_t elements) {
   return bytes;
 }
 
-std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kQ8_0:
-      return "Q8_0";
-    case DType::kQ4_0:
-      return "Q4_0";
-  }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
-}
+std::string_view DTypeName(DType dtype) { return Traits(dtype).name; }
 
 std::optional<DType> ParseDType(std::string_view name) {
   for (DType d : kAllDTypes) {
@@ -116,65 +166,26 @@ std::string DTypeNames() {
   return names;
 }
 
-void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out) {
-  switch (dtype) {
-    case DType::kF32:
-      std::memcpy(out.data(), src, out.size_bytes());
-      return;
-    case DType::kF16:
-      for (size_t i = 0; i < out.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = HalfToFloat(h);
-      }
-      return;
-    case DType::kBF16:
-      for (size_t i = 0; i < out.size(); ++i) {
-        uint16_t b;
-        std::memcpy(&b, src + 2 * i, 2);
-        out[i] = BFloat16ToFloat(b);
-      }
-      return;
-    case DType::kQ8_0:
-      DequantizeUnaligned<BlockQ8_0, DequantizeRowQ8_0>(src, out);
-      return;
-    case DType::kQ4_0:
-      DequantizeUnaligned<BlockQ4_0, DequantizeRowQ4_0>(src, out);
-      return;
-  }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
-}
+void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out) { Traits(dtype).to_f32(src, out); }
 
 Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst) {
   if (Result<int64_t> bytes = DTypeBytes(dtype, static_cast<int64_t>(values.size())); !bytes)
     return bytes.error();
-  switch (dtype) {
-    case DType::kF32:
-      std::memcpy(dst, values.data(), values.size_bytes());
-      return {};
-    case DType::kF16:
-    case DType::kBF16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        const uint16_t h = dtype == DType::kF16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return {};
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (!std::isfinite(values[i])) {
-          return Error::InvalidArgument("element " + std::to_string(i) + " is " + std::to_string(values[i]) +
-                                        ", which " + std::string(DTypeName(dtype)) + " cannot represent");
-        }
-      }
-      if (dtype == DType::kQ8_0) {
-        QuantizeUnaligned<BlockQ8_0, QuantizeRowQ8_0>(values, dst);
-      } else {
-        QuantizeUnaligned<BlockQ4_0, QuantizeRowQ4_0>(values, dst);
-      }
-      return {};
+  const DTypeTraits& traits = Traits(dtype);
+  if (traits.from_f32 == nullptr) {
+    return Error::Unimplemented("inferno cannot write " + std::string(traits.name) +
+                                " (it reads it); quantize to Q8_0, Q4_0 or a float type instead");
   }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
+  if (traits.block_elements > 1) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        return Error::InvalidArgument("element " + std::to_string(i) + " is " + std::to_string(values[i]) +
+                                      ", which " + std::string(traits.name) + " cannot represent");
+      }
+    }
+  }
+  traits.from_f32(values, dst);
+  return {};
 }
 
 }  // namespace inferno

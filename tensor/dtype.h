@@ -2,10 +2,12 @@
 // files and the kernels alike), their block sizes and names, and the
 // conversions of stored elements to and from f32.
 //
-// F32, F16 and BF16 store one element per 4, 2, 2 bytes. Q8_0 and Q4_0 are
-// ggml's block formats (tensor/quant_blocks.h): 32 elements per block of 34
-// and 18 bytes. A tensor is stored row-major and each row (its last
-// dimension) is a whole number of blocks, so every row starts a block.
+// F32, F16 and BF16 store one element per 4, 2, 2 bytes. The others are
+// ggml's block formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL blocks of 32
+// elements (tensor/quant_blocks.h), and the super-blocks of 256 of Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS (tensor/k_quant_blocks.h). A tensor is
+// stored row-major and each row (its last dimension) is a whole number of
+// blocks, so every row starts a block.
 //
 // Thread-safety: an enum and pure functions.
 #pragma once
@@ -21,25 +23,48 @@
 
 namespace inferno {
 
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
+enum class DType {
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kIQ4_NL,
+  kQ2_K,
+  kQ3_K,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+  kIQ4_XS,
+};
 
 // Every DType, in declaration order.
-inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+inline constexpr DType kAllDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,   DType::kQ8_0, DType::kQ4_0,
+                                       DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,   DType::kIQ4_NL,
+                                       DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,   DType::kQ5_K,
+                                       DType::kQ6_K, DType::kIQ4_XS};
 
-// Elements per block: 32 for Q8_0 and Q4_0, 1 for the others.
+// Elements per block: 1 for F32, F16, BF16; 32 for the block formats; 256
+// for the super-block (K) formats.
 int64_t DTypeBlockElements(DType dtype);
-// Bytes per block: 4 for F32, 2 for F16 and BF16, 34 for Q8_0, 18 for Q4_0.
+// Bytes per block: 4 for F32, 2 for F16 and BF16, sizeof the ggml block for
+// the others (34 for Q8_0, 144 for Q4_K, ...).
 int64_t DTypeBlockBytes(DType dtype);
+// Whether ConvertFromF32 can write `dtype` (every type can be read).
+bool DTypeHasQuantizer(DType dtype);
 // Bytes of `elements` consecutive elements (a row, or several whole rows).
 // InvalidArgument when `elements` is negative or not a whole number of
 // blocks, or the byte count overflows int64.
 Result<int64_t> DTypeBytes(DType dtype, int64_t elements);
 // The spelling in safetensors headers and shard manifests: "F32", "F16",
-// "BF16", "Q8_0", "Q4_0" (ggml's names for the block types).
+// "BF16", "Q8_0", "Q4_K", ... (ggml's names for the block types).
 std::string_view DTypeName(DType dtype);
 // Inverse of DTypeName; nullopt for any other spelling.
 std::optional<DType> ParseDType(std::string_view name);
-// "F32, F16, BF16, Q8_0, Q4_0" — for error messages.
+// "F32, F16, BF16, Q8_0, ..." (every DType) — for error messages.
 std::string DTypeNames();
 
 // Converts `out.size()` little-endian elements of `dtype` starting at `src`
@@ -48,10 +73,11 @@ std::string DTypeNames();
 void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out);
 
 // Stores `values` as `DTypeBytes(dtype, values.size())` bytes of `dtype` at
-// `dst` (no alignment required): F16 and BF16 round to nearest even, Q8_0 and
-// Q4_0 quantize as ggml's reference quantizers do. InvalidArgument when
-// `values` is not a whole number of blocks, or (block types) holds a NaN or
-// infinity, which no block can represent.
+// `dst` (no alignment required): F16 and BF16 round to nearest even, the
+// block types quantize as ggml's reference quantizers (quantize_row_*_ref)
+// do. InvalidArgument when `values` is not a whole number of blocks, or
+// (block types) holds a NaN or infinity, which no block can represent;
+// Unimplemented for a type without a quantizer (DTypeHasQuantizer).
 Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst);
 
 }  // namespace inferno

@@ -1,10 +1,18 @@
-// The ggml block formats Q8_0 and Q4_0, bit-compatible with ggml's block_q8_0
-// and block_q4_0 (ggml-common.h), so GGUF tensors and our shards hold the same
-// bytes: a row of N elements (N a multiple of 32) is N/32 consecutive blocks,
-// each an f16 scale `d` followed by the block's 32 quantized values.
-//   Q8_0: element j = qs[j] * d                       (34 bytes per block)
-//   Q4_0: element j < 16 = ((qs[j] & 0xf) - 8) * d,    (18 bytes per block)
-//         element j + 16 = ((qs[j] >> 4) - 8) * d
+// ggml's block formats of 32 elements, bit-compatible with ggml's block_q8_0,
+// block_q4_0, block_q4_1, block_q5_0, block_q5_1 and block_iq4_nl
+// (ggml-common.h), so GGUF tensors and our shards hold the same bytes: a row
+// of N elements (N a multiple of 32) is N/32 consecutive blocks, each f16
+// scales followed by the block's 32 quantized values. With n(j) the 4-bit
+// code of element j (j < 16: qs[j] & 0xf; j >= 16: qs[j - 16] >> 4) and
+// h(j) bit j of the 32-bit little-endian qh:
+//   Q8_0:   element j = qs[j] * d                         (34 bytes)
+//   Q4_0:   element j = (n(j) - 8) * d                    (18 bytes)
+//   Q4_1:   element j = n(j) * d + m                      (20 bytes)
+//   Q5_0:   element j = ((n(j) | h(j) << 4) - 16) * d     (22 bytes)
+//   Q5_1:   element j = (n(j) | h(j) << 4) * d + m        (24 bytes)
+//   IQ4_NL: element j = d * kIq4NlValues[n(j)]            (18 bytes)
+// The dequantizers compute exactly ggml's dequantize_row_* expressions (the
+// same f32 operations in the same order), so their results are bit-equal.
 // Quantizers round exactly as ggml's reference quantize_row_q8_0_ref and
 // quantize_row_q4_0_ref do (the ones llama.cpp's tools use to write model
 // files), so a tensor quantized here and there has the same bytes.
@@ -31,6 +39,39 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 2, "must match ggml's block_q4_0");
 
+struct BlockQ4_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 offset
+  uint8_t qs[kQuantBlockElements / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20 && alignof(BlockQ4_1) == 2, "must match ggml's block_q4_1");
+
+struct BlockQ5_0 {
+  uint16_t d;     // f16 scale
+  uint8_t qh[4];  // bit j: the fifth bit of element j
+  uint8_t qs[kQuantBlockElements / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22 && alignof(BlockQ5_0) == 2, "must match ggml's block_q5_0");
+
+struct BlockQ5_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 offset
+  uint8_t qh[4];
+  uint8_t qs[kQuantBlockElements / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24 && alignof(BlockQ5_1) == 2, "must match ggml's block_q5_1");
+
+struct BlockIQ4_NL {
+  uint16_t d;  // f16 scale
+  uint8_t qs[kQuantBlockElements / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18 && alignof(BlockIQ4_NL) == 2, "must match ggml's block_iq4_nl");
+
+// The 16 values a 4-bit IQ4_NL or IQ4_XS code stands for (ggml's
+// kvalues_iq4nl): a non-uniform grid, denser near zero.
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 // Quantizes `x` (x.size() == 32 * out.size()) into `out`. Q8_0: d = max|x|/127
 // (rounded to f16), qs = round-half-away(x / (max|x|/127)). Q4_0: with m the
 // element of largest magnitude (the first one on ties), d = m / -8, and each
@@ -42,5 +83,9 @@ void QuantizeRowQ4_0(std::span<const float> x, std::span<BlockQ4_0> out);
 // The values a block holds, in f32 (out.size() == 32 * blocks.size(), CHECKed).
 void DequantizeRowQ8_0(std::span<const BlockQ8_0> blocks, std::span<float> out);
 void DequantizeRowQ4_0(std::span<const BlockQ4_0> blocks, std::span<float> out);
+void DequantizeRowQ4_1(std::span<const BlockQ4_1> blocks, std::span<float> out);
+void DequantizeRowQ5_0(std::span<const BlockQ5_0> blocks, std::span<float> out);
+void DequantizeRowQ5_1(std::span<const BlockQ5_1> blocks, std::span<float> out);
+void DequantizeRowIQ4_NL(std::span<const BlockIQ4_NL> blocks, std::span<float> out);
 
 }  // namespace inferno
