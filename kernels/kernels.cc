@@ -13,6 +13,7 @@
 #include <glog/logging.h>
 
 #include "kernels/isa_kernels.h"
+#include "tensor/k_quant_blocks.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {
@@ -69,16 +70,47 @@ RowsFunction RowsFor(const MatMulKernels& kernels, DType dtype) {
       return kernels.q8_0;
     case DType::kQ4_0:
       return kernels.q4_0;
+    case DType::kQ4_1:
+      return kernels.q4_1;
+    case DType::kQ5_0:
+      return kernels.q5_0;
+    case DType::kQ5_1:
+      return kernels.q5_1;
+    case DType::kIQ4_NL:
+      return kernels.iq4_nl;
+    case DType::kQ2_K:
+      return kernels.q2_k;
+    case DType::kQ3_K:
+      return kernels.q3_k;
+    case DType::kQ4_K:
+      return kernels.q4_k;
+    case DType::kQ5_K:
+      return kernels.q5_k;
+    case DType::kQ6_K:
+      return kernels.q6_k;
+    case DType::kIQ4_XS:
+      return kernels.iq4_xs;
   }
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
 
-// Scratch for x quantized to 8-bit blocks, per calling thread: grows to the
+// x quantized to 8-bit blocks of one size, per calling thread: grows to the
 // largest x seen, then is reused (no allocation per token).
 struct QuantizedInput {
   std::vector<float> scales;
   std::vector<int8_t> codes;
   std::vector<int32_t> sums;
+  std::vector<int16_t> half_sums;
+
+  void Quantize(const MatMulKernels& kernels, const float* x, int64_t count, int64_t block) {
+    if (static_cast<int64_t>(codes.size()) < count) {
+      codes.resize(count);
+      scales.resize(count / block);
+      sums.resize(count / kQuantBlockElements);
+      half_sums.resize(count / 16);
+    }
+    kernels.quantize_input(x, count, block, scales.data(), codes.data(), sums.data(), half_sums.data());
+  }
 };
 
 }  // namespace
@@ -100,26 +132,30 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
   DCHECK_GE(static_cast<int64_t>(x.size()), n * cols);
   const MatMulKernels& kernels = Kernels().matmul;
   int64_t stacked_rows = 0;
-  bool blocks = false;
+  bool blocks = false, super_blocks = false;
   for (const WeightMatrix& matrix : w) {
     stacked_rows += matrix.rows;
-    blocks = blocks || DTypeBlockElements(matrix.dtype) > 1;
+    blocks = blocks || DTypeBlockElements(matrix.dtype) == kQuantBlockElements;
+    super_blocks = super_blocks || DTypeBlockElements(matrix.dtype) == kSuperBlockElements;
   }
   DCHECK_GE(stacked_rows, rows);
   InputRows input{.values = x.data()};
   if (blocks) {
     CHECK_EQ(cols % kQuantBlockElements, 0) << "a block-typed matrix of " << cols << " columns";
     thread_local QuantizedInput quantized;
-    if (static_cast<int64_t>(quantized.codes.size()) < n * cols) {
-      quantized.codes.resize(n * cols);
-      quantized.scales.resize(n * cols / kQuantBlockElements);
-      quantized.sums.resize(n * cols / kQuantBlockElements);
-    }
-    kernels.quantize_input(x.data(), n * cols, quantized.scales.data(), quantized.codes.data(),
-                           quantized.sums.data());
+    quantized.Quantize(kernels, x.data(), n * cols, kQuantBlockElements);
     input.scales = quantized.scales.data();
     input.codes = quantized.codes.data();
     input.sums = quantized.sums.data();
+    input.half_sums = quantized.half_sums.data();
+  }
+  if (super_blocks) {
+    CHECK_EQ(cols % kSuperBlockElements, 0) << "a super-block-typed matrix of " << cols << " columns";
+    thread_local QuantizedInput quantized;
+    quantized.Quantize(kernels, x.data(), n * cols, kSuperBlockElements);
+    input.super_scales = quantized.scales.data();
+    input.super_codes = quantized.codes.data();
+    input.super_half_sums = quantized.half_sums.data();
   }
   float* out_data = out.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {

@@ -42,10 +42,10 @@ enum class DType {
 };
 
 // Every DType, in declaration order.
-inline constexpr DType kAllDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,   DType::kQ8_0, DType::kQ4_0,
-                                       DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,   DType::kIQ4_NL,
-                                       DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,   DType::kQ5_K,
-                                       DType::kQ6_K, DType::kIQ4_XS};
+inline constexpr DType kAllDTypes[] = {DType::kF32,    DType::kF16,  DType::kBF16,  DType::kQ8_0,
+                                       DType::kQ4_0,   DType::kQ4_1, DType::kQ5_0,  DType::kQ5_1,
+                                       DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,  DType::kQ4_K,
+                                       DType::kQ5_K,   DType::kQ6_K, DType::kIQ4_XS};
 
 // Elements per block: 1 for F32, F16, BF16; 32 for the block formats; 256
 // for the super-block (K) formats.

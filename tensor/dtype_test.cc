@@ -51,7 +51,8 @@ TEST(ParseDType, RoundTripsNamesAndRejectsOthers) {
   EXPECT_EQ(ParseDType("Q4_0"), DType::kQ4_0);
   EXPECT_FALSE(ParseDType("I8").has_value());
   EXPECT_FALSE(ParseDType("q8_0").has_value());
-  EXPECT_EQ(DTypeNames(), "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS");
+  EXPECT_EQ(DTypeNames(),
+            "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS");
 }
 
 TEST(DTypeBytes, CountsWholeBlocks) {

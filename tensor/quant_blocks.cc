@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include <glog/logging.h>
 
@@ -76,75 +75,41 @@ void DequantizeRowQ4_0(std::span<const BlockQ4_0> blocks, std::span<float> out) 
   }
 }
 
-namespace {
-
-// The fifth bit of each element of a Q5 block, as ggml reads qh (a
-// little-endian uint32).
-uint32_t HighBits(const uint8_t qh[4]) {
-  uint32_t bits;
-  std::memcpy(&bits, qh, sizeof bits);
-  return bits;
-}
-
-}  // namespace
-
 void DequantizeRowQ4_1(std::span<const BlockQ4_1> blocks, std::span<float> out) {
   CHECK_EQ(out.size(), blocks.size() * kQuantBlockElements);
-  constexpr int kHalf = kQuantBlockElements / 2;
   for (size_t b = 0; b < blocks.size(); ++b) {
     const float d = HalfToFloat(blocks[b].d);
     const float m = HalfToFloat(blocks[b].m);
     float* o = out.data() + b * kQuantBlockElements;
-    for (int j = 0; j < kHalf; ++j) {
-      o[j] = (blocks[b].qs[j] & 0xf) * d + m;
-      o[j + kHalf] = (blocks[b].qs[j] >> 4) * d + m;
-    }
+    for (int j = 0; j < kQuantBlockElements; ++j) o[j] = Q4_1Code(blocks[b], j) * d + m;
   }
 }
 
 void DequantizeRowQ5_0(std::span<const BlockQ5_0> blocks, std::span<float> out) {
   CHECK_EQ(out.size(), blocks.size() * kQuantBlockElements);
-  constexpr int kHalf = kQuantBlockElements / 2;
   for (size_t b = 0; b < blocks.size(); ++b) {
     const float d = HalfToFloat(blocks[b].d);
-    const uint32_t high = HighBits(blocks[b].qh);
     float* o = out.data() + b * kQuantBlockElements;
-    for (int j = 0; j < kHalf; ++j) {
-      const int low_code = static_cast<int>((blocks[b].qs[j] & 0xf) | (((high >> j) & 1) << 4)) - 16;
-      const int high_code = static_cast<int>((blocks[b].qs[j] >> 4) | (((high >> (j + kHalf)) & 1) << 4)) - 16;
-      o[j] = low_code * d;
-      o[j + kHalf] = high_code * d;
-    }
+    for (int j = 0; j < kQuantBlockElements; ++j) o[j] = Q5_0Code(blocks[b], j) * d;
   }
 }
 
 void DequantizeRowQ5_1(std::span<const BlockQ5_1> blocks, std::span<float> out) {
   CHECK_EQ(out.size(), blocks.size() * kQuantBlockElements);
-  constexpr int kHalf = kQuantBlockElements / 2;
   for (size_t b = 0; b < blocks.size(); ++b) {
     const float d = HalfToFloat(blocks[b].d);
     const float m = HalfToFloat(blocks[b].m);
-    const uint32_t high = HighBits(blocks[b].qh);
     float* o = out.data() + b * kQuantBlockElements;
-    for (int j = 0; j < kHalf; ++j) {
-      const int low_code = static_cast<int>((blocks[b].qs[j] & 0xf) | (((high >> j) & 1) << 4));
-      const int high_code = static_cast<int>((blocks[b].qs[j] >> 4) | (((high >> (j + kHalf)) & 1) << 4));
-      o[j] = low_code * d + m;
-      o[j + kHalf] = high_code * d + m;
-    }
+    for (int j = 0; j < kQuantBlockElements; ++j) o[j] = Q5_1Code(blocks[b], j) * d + m;
   }
 }
 
 void DequantizeRowIQ4_NL(std::span<const BlockIQ4_NL> blocks, std::span<float> out) {
   CHECK_EQ(out.size(), blocks.size() * kQuantBlockElements);
-  constexpr int kHalf = kQuantBlockElements / 2;
   for (size_t b = 0; b < blocks.size(); ++b) {
     const float d = HalfToFloat(blocks[b].d);
     float* o = out.data() + b * kQuantBlockElements;
-    for (int j = 0; j < kHalf; ++j) {
-      o[j] = d * kIq4NlValues[blocks[b].qs[j] & 0xf];
-      o[j + kHalf] = d * kIq4NlValues[blocks[b].qs[j] >> 4];
-    }
+    for (int j = 0; j < kQuantBlockElements; ++j) o[j] = d * IQ4_NLCode(blocks[b], j);
   }
 }
 

@@ -72,6 +72,23 @@ static_assert(sizeof(BlockIQ4_NL) == 18 && alignof(BlockIQ4_NL) == 2, "must matc
 inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// Element j's 4-bit code in a block of 32 (j < 16: the low nibble of qs[j],
+// else the high nibble of qs[j - 16]), and its fifth bit from qh.
+inline int BlockNibble(const uint8_t qs[kQuantBlockElements / 2], int j) {
+  return j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+}
+inline int FifthBit(const uint8_t qh[4], int j) { return (qh[j / 8] >> (j % 8)) & 1; }
+
+// Element j's code: the integer the block's scale multiplies.
+inline int Q4_1Code(const BlockQ4_1& block, int j) { return BlockNibble(block.qs, j); }  // [0, 15]
+inline int Q5_0Code(const BlockQ5_0& block, int j) {                                     // [-16, 15]
+  return (BlockNibble(block.qs, j) | FifthBit(block.qh, j) << 4) - 16;
+}
+inline int Q5_1Code(const BlockQ5_1& block, int j) {
+  return BlockNibble(block.qs, j) | FifthBit(block.qh, j) << 4;
+}
+inline int IQ4_NLCode(const BlockIQ4_NL& block, int j) { return kIq4NlValues[BlockNibble(block.qs, j)]; }
+
 // Quantizes `x` (x.size() == 32 * out.size()) into `out`. Q8_0: d = max|x|/127
 // (rounded to f16), qs = round-half-away(x / (max|x|/127)). Q4_0: with m the
 // element of largest magnitude (the first one on ties), d = m / -8, and each
