@@ -9,6 +9,7 @@
 #include "loader/manifest.h"
 #include "loader/sha256.h"
 #include "loader/sharded_checkpoint.h"
+#include "loader/super_block_splits.h"
 #include "model/llama_layout.h"
 
 namespace inferno {
@@ -85,6 +86,9 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   const ModelConfig& config = (*checkpoint)->config();
   auto plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
+    return whole.error().Prefixed("--model: ");
+  }
   std::vector<float> first_row(static_cast<size_t>(config.hidden_size));
   if (Status read = (*checkpoint)->ReadRowsF32(kEmbedTokensName, 0, 1, first_row); !read) {
     return read.error().Prefixed("--model: ");

@@ -19,6 +19,7 @@
 #include "loader/shard_plan.h"
 #include "loader/shard_progress.h"
 #include "loader/shard_writer.h"
+#include "loader/super_block_splits.h"
 
 namespace inferno {
 namespace {
@@ -78,6 +79,11 @@ int Run(int argc, char** argv) {
   Result<ShardPlan> plan =
       MakeShardPlan((*checkpoint)->config(), static_cast<int>(*pp), static_cast<int>(*tp), layers);
   if (!plan) return Fail(plan.error());
+  if (!dtype) {  // shards keep the checkpoint's types
+    if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
+      return Fail(whole.error());
+    }
+  }
 
   ShardProgressDisplay display(stderr, ::isatty(STDERR_FILENO) == 1);
   uint64_t last_done = 0, last_total = 0;
