@@ -16,7 +16,8 @@ Status CheckSuperBlocksStayWhole(const ShardPlan& plan, const std::vector<Tensor
         return Error::InvalidArgument(
             "--tp " + std::to_string(plan.tp) + " cuts the super-blocks of '" + info.name + "' (" +
             std::string(DTypeName(info.dtype)) + ", " + std::to_string(info.shape[1] / kSuperBlockElements) +
-            " blocks of " + std::to_string(kSuperBlockElements) + " columns): tensor-parallel rank " +
+            (info.shape[1] == kSuperBlockElements ? " block of " : " blocks of ") +
+            std::to_string(kSuperBlockElements) + " columns): tensor-parallel rank " +
             std::to_string(shard.tp_index) + " would hold columns [" + std::to_string(slice.begin) + ", " +
             std::to_string(slice.end) + "); choose a --tp that divides them into whole blocks");
       }
