@@ -232,7 +232,8 @@ TEST(GgufFormat, FailsNamingAnUnsupportedType) {
   Result<GgufFile> parsed = Parse(file);
   ASSERT_FALSE(parsed);
   EXPECT_EQ(parsed.error().kind, ErrorKind::kUnimplemented);
-  EXPECT_NE(parsed.error().message.find("tensor 'blk.0.attn_k.weight' has ggml type IQ2_XXS"), std::string::npos)
+  EXPECT_NE(parsed.error().message.find("tensor 'blk.0.attn_k.weight' has ggml type IQ2_XXS"),
+            std::string::npos)
       << parsed.error().message;
 }
 
