@@ -11,7 +11,9 @@
 # THREADS (default "1 2"). Runs alternate between the two engines, ROUNDS
 # times; each line is one measurement, then a median summary with the ratio
 # inferno / llama.cpp. llama.cpp runs with its defaults (F16 KV cache, flash
-# attention auto), as its users run it.
+# attention auto), as its users run it. A DTYPE of llama.cpp's file types
+# (q4_k_m, q5_k_m, q6_k, ...: llama_quantize.py's list) is made by llama.cpp's
+# own quantizer from the F32 file, as the files users download are.
 #
 # Usage: [SHAPE=stories15m|tinyllama4] [THREADS="1 2"] [DECODE_TOKENS=128] \
 #          llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
@@ -49,9 +51,21 @@ case "${SHAPE:-stories15m}" in
     ;;
 esac
 
+QUANTIZE="$(dirname "$(readlink -f "$0")")/llama_quantize.py"
 for dtype in "${DTYPES[@]}"; do
-  "$MAKE_TOY" --format gguf --dtype "$dtype" "${SHAPE_FLAGS[@]}" --out "$WORK/$dtype.gguf" >/dev/null || exit 1
+  case "$dtype" in
+    f32 | f16 | bf16 | q8_0 | q4_0)
+      "$MAKE_TOY" --format gguf --dtype "$dtype" "${SHAPE_FLAGS[@]}" --out "$WORK/$dtype.gguf" >/dev/null || exit 1
+      ;;
+    *)
+      [ -f "$WORK/f32.source.gguf" ] ||
+        "$MAKE_TOY" --format gguf --dtype f32 "${SHAPE_FLAGS[@]}" --out "$WORK/f32.source.gguf" >/dev/null || exit 1
+      python3 "$QUANTIZE" --package "$PACKAGE" "$WORK/f32.source.gguf" "$WORK/$dtype.gguf" "$dtype" >/dev/null 2>&1 ||
+        { echo "llama_quantize.py: $dtype failed" >&2; exit 1; }
+      ;;
+  esac
 done
+rm -f "$WORK/f32.source.gguf"
 
 # ours DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
 ours() {
