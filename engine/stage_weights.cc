@@ -140,6 +140,10 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
                                    {&weights.bv, kVBiasSuffix, kv_dim}});
   }
   if (config.o_proj_bias) tensors.push_back({&weights.bo, kOBiasSuffix, dim});
+  if (config.qk_norm()) {
+    tensors.insert(tensors.end(),
+                   {{&weights.q_norm, kQNormSuffix, head_dim}, {&weights.k_norm, kKNormSuffix, head_dim}});
+  }
   for (const auto& [out, suffix, count] : tensors) {
     Result<WeightTensor> loaded =
         LoadSlice(checkpoint, SliceNamed(part, LayerTensorName(layer, suffix)), count, placement, arena);
@@ -200,8 +204,9 @@ StageWeights::Bytes StageWeights::ByteSize() const {
   for (const WeightTensor* tensor : {&token_embedding, &final_norm, &classifier}) add(*tensor);
   for (const LayerWeights& layer : layers) {
     for (const WeightTensor* tensor :
-         {&layer.attention_norm, &layer.wq, &layer.wk, &layer.wv, &layer.bq, &layer.bk, &layer.bv, &layer.wo,
-          &layer.bo, &layer.ffn_norm, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+         {&layer.attention_norm, &layer.wq, &layer.wk, &layer.wv, &layer.bq, &layer.bk, &layer.bv,
+          &layer.q_norm, &layer.k_norm, &layer.wo, &layer.bo, &layer.ffn_norm, &layer.w_gate, &layer.w_up,
+          &layer.w_down}) {
       add(*tensor);
     }
   }

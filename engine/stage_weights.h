@@ -85,6 +85,7 @@ struct LayerWeights {
   WeightTensor wk;              // (kv_dim, dim)
   WeightTensor wv;              // (kv_dim, dim)
   WeightTensor bq, bk, bv;      // (q_dim), (kv_dim), (kv_dim) when config.qkv_bias, else empty
+  WeightTensor q_norm, k_norm;  // (head_dim) each when config.qk_norm(), else empty; whole on every rank
   WeightTensor wo;              // (dim, q_dim): the part's columns of o_proj
   WeightTensor bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
   WeightTensor ffn_norm;        // (dim)

@@ -57,7 +57,7 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   config.tie_word_embeddings = shape.tie_embeddings;
   config.explicit_head_dim = shape.head_dim;
   config.rope_scaling = shape.rope_scaling;
-  config.qkv_bias = shape.architecture == "Qwen2ForCausalLM" || shape.attention_bias;
+  config.qkv_bias = config.family().fixed_qkv_bias || shape.attention_bias;
   config.o_proj_bias = shape.attention_bias;
   return config;
 }

@@ -24,7 +24,8 @@ namespace inferno {
 // The defaults of make_toy_model: a Llama of dim 64, 4 layers, 4 heads, 2 KV
 // heads, a byte-level vocabulary of 259 (3 specials + 256 bytes), context
 // 256. The other fields give the layouts of the other families: Qwen2's q, k,
-// v biases, Llama's attention_bias, an explicit head_dim, RoPE scaling.
+// v biases, Qwen3's q and k norms, Llama's attention_bias, an explicit
+// head_dim, RoPE scaling.
 struct ToyModelShape {
   int64_t dim = 64;
   int64_t layers = 4;
@@ -33,7 +34,7 @@ struct ToyModelShape {
   int64_t vocab = 259;
   int64_t seq_len = 256;
   bool tie_embeddings = false;
-  std::string architecture = "LlamaForCausalLM";  // one of kSupportedArchitectures
+  std::string architecture = "LlamaForCausalLM";  // the name of an entry of kArchitectures
   int64_t head_dim = 0;                           // 0: dim / heads
   int64_t hidden = 0;                             // MLP hidden size; 0: see ToyModelConfig
   bool attention_bias = false;                    // Llama: q, k, v and o_proj biases

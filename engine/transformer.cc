@@ -150,8 +150,9 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
       return (static_cast<int64_t>(slot) * part.layers.size() + l) * seq_len * kv_dim;
     };
 
-    // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); RoPE on
-    // q and k; k and v go to the cache of their slot at their positions.
+    // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); each
+    // head of q and k RMS-normed (qk_norm); RoPE on q and k; k and v go to the
+    // cache of their slot at their positions.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.attention_norm, eps);
@@ -166,6 +167,12 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
         for (int64_t i = 0; i < q_dim; ++i) row[i] += layer.bq[i];
         for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + i] += layer.bk[i];
         for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + kv_dim + i] += layer.bv[i];
+      }
+      if (!layer.q_norm.empty()) {  // Qwen3: each head of q and k RMS-normed before RoPE
+        for (int64_t h = 0; h < q_dim; h += head_dim)
+          RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.q_norm, eps);
+        for (int64_t h = q_dim; h < q_dim + kv_dim; h += head_dim)
+          RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.k_norm, eps);
       }
       const std::span<const float> cos = std::span<const float>(state_.rope_cos).subspan(p * half, half);
       const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);

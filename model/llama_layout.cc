@@ -55,6 +55,10 @@ std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
     specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[2]), {c.kv_dim()}});
   }
   if (c.o_proj_bias) specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[3]), {c.hidden_size}});
+  if (c.qk_norm()) {
+    specs.push_back({LayerTensorName(layer, kQNormSuffix), {c.head_dim()}});
+    specs.push_back({LayerTensorName(layer, kKNormSuffix), {c.head_dim()}});
+  }
   return specs;
 }
 

@@ -35,6 +35,9 @@ inline constexpr std::string_view kQBiasSuffix = "self_attn.q_proj.bias";
 inline constexpr std::string_view kKBiasSuffix = "self_attn.k_proj.bias";
 inline constexpr std::string_view kVBiasSuffix = "self_attn.v_proj.bias";
 inline constexpr std::string_view kOBiasSuffix = "self_attn.o_proj.bias";
+// Per-head RMSNorm weights of q and k, (head_dim) each (Architecture::qk_norm).
+inline constexpr std::string_view kQNormSuffix = "self_attn.q_norm.weight";
+inline constexpr std::string_view kKNormSuffix = "self_attn.k_norm.weight";
 
 // The weights of every layer, in this order, followed by the biases the
 // config asks for (kLayerBiasSuffixes).
@@ -61,7 +64,8 @@ std::optional<int64_t> LayerIndexOf(std::string_view name);
 std::string_view LayerTensorSuffix(std::string_view name);
 
 // The tensors of layer `layer`: kLayerTensorSuffixes order, then the
-// biases of the config.
+// biases of the config, then q_norm and k_norm where the architecture has
+// them.
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& config, int64_t layer);
 TensorSpec EmbeddingSpec(const ModelConfig& config);  // (vocab_size, hidden_size)
 TensorSpec FinalNormSpec(const ModelConfig& config);  // (hidden_size)

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
 namespace inferno {
@@ -44,14 +45,8 @@ const std::set<std::string_view> kFieldsHonoured = {"architectures",
                                                     "sliding_window",
                                                     "use_sliding_window",
                                                     "max_window_layers",
+                                                    "layer_types",
                                                     "eos_token_id"};
-
-// model_type of each supported architecture.
-std::string_view ModelTypeOf(std::string_view architecture) {
-  if (architecture == "MistralForCausalLM") return "mistral";
-  if (architecture == "Qwen2ForCausalLM") return "qwen2";
-  return "llama";
-}
 
 bool Present(const json& object, const char* key) {
   auto it = object.find(key);
@@ -113,19 +108,17 @@ Status ReadArchitecture(const json& object, ModelConfig& config, const std::stri
                                   " is not one architecture name");
     }
     config.architecture = value[0].get<std::string>();
-    const auto& supported = kSupportedArchitectures;
-    if (std::find(std::begin(supported), std::end(supported), config.architecture) == std::end(supported)) {
-      return Error::Unimplemented(
-          source + ": architecture '" + config.architecture +
-          "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+    if (FindArchitecture(config.architecture) == nullptr) {
+      return Error::Unimplemented(source + ": architecture '" + config.architecture + "' is not supported (" +
+                                  std::string(ArchitectureNames()) + ")");
     }
   }
   if (Present(object, "model_type")) {
     const json& value = object.at("model_type");
-    if (!value.is_string() || value.get<std::string>() != ModelTypeOf(config.architecture)) {
+    const std::string_view expected = config.family().model_type;
+    if (!value.is_string() || value.get<std::string>() != expected) {
       return Error::Unimplemented(source + ": model_type " + value.dump() + " does not match architecture '" +
-                                  config.architecture + "' (expected \"" +
-                                  std::string(ModelTypeOf(config.architecture)) + "\")");
+                                  config.architecture + "' (expected \"" + std::string(expected) + "\")");
     }
   }
   return {};
@@ -208,11 +201,15 @@ Status ModelConfig::Validate(const std::string& source) const {
     return fail("rms_norm_eps = " + std::to_string(rms_norm_eps) + " is not positive");
   if (!(rope_theta > 0.0f)) return fail("rope_theta = " + std::to_string(rope_theta) + " is not positive");
   if (sliding_window < 0) return fail("sliding_window = " + std::to_string(sliding_window) + " is negative");
-  const auto& supported = kSupportedArchitectures;
-  if (std::find(std::begin(supported), std::end(supported), architecture) == std::end(supported)) {
+  if (FindArchitecture(architecture) == nullptr)
     return fail("architecture '" + architecture + "' is not supported");
-  }
   return {};
+}
+
+const Architecture& ModelConfig::family() const {
+  const Architecture* found = FindArchitecture(architecture);
+  CHECK(found != nullptr) << "architecture '" << architecture << "' (an unvalidated ModelConfig)";
+  return *found;
 }
 
 Status ModelConfig::CheckContextFits(int64_t context_length) const {
@@ -275,22 +272,24 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (mlp_bias) return Error::Unimplemented(source + ": mlp_bias = true is not supported");
   bool attention_bias = false;
   if (Status s = ReadScalar(object, "attention_bias", &attention_bias, source); !s) return s.error();
-  if (config.architecture == "Qwen2ForCausalLM") {
+  const Architecture& family = config.family();
+  if (family.fixed_qkv_bias) {
     if (Present(object, "attention_bias")) {
-      return Error::Unimplemented(source +
-                                  ": attention_bias is not a Qwen2 field (its q, k, v biases are fixed)");
+      return Error::Unimplemented(source + ": attention_bias is not a " + config.architecture +
+                                  " field (its q, k, v biases are fixed)");
     }
     config.qkv_bias = true;
   } else if (attention_bias) {
-    if (config.architecture != "LlamaForCausalLM") {
-      return Error::Unimplemented(source + ": attention_bias = true is supported for LlamaForCausalLM only");
+    if (!family.attention_bias_field) {
+      return Error::Unimplemented(source + ": attention_bias = true is not a " + config.architecture +
+                                  " setting");
     }
     config.qkv_bias = config.o_proj_bias = true;
   }
-  // Mistral slides whenever sliding_window is set; Qwen2 only with
-  // use_sliding_window (then on layers from max_window_layers on, which the
-  // refusal in CheckContextFits covers by treating every layer alike).
-  bool use_sliding_window = config.architecture != "Qwen2ForCausalLM";
+  // Mistral slides whenever sliding_window is set; the Qwen families only
+  // with use_sliding_window (then on layers from max_window_layers on, which
+  // the refusal in CheckContextFits covers by treating every layer alike).
+  bool use_sliding_window = family.slides_without_flag;
   if (Status s = ReadScalar(object, "use_sliding_window", &use_sliding_window, source); !s) return s.error();
   int64_t sliding_window = 0;
   if (Status s = ReadInt(object, "sliding_window", false, &sliding_window, source); !s) return s.error();
@@ -298,6 +297,21 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (Status s = ReadInt(object, "max_window_layers", false, &max_window_layers, source); !s)
     return s.error();
   if (use_sliding_window) config.sliding_window = sliding_window;
+  // layer_types (newer files): which layers slide; without a window every
+  // layer must attend fully.
+  if (Present(object, "layer_types")) {
+    const json& types = object.at("layer_types");
+    const bool well_formed =
+        types.is_array() && static_cast<int64_t>(types.size()) == config.num_hidden_layers &&
+        std::all_of(types.begin(), types.end(), [&](const json& type) {
+          return type == "full_attention" || (type == "sliding_attention" && config.sliding_window > 0);
+        });
+    if (!well_formed) {
+      return Error::Unimplemented(source + ": layer_types " + types.dump() +
+                                  " is not one \"full_attention\" per "
+                                  "layer (or \"sliding_attention\" with a sliding_window in use)");
+    }
+  }
   if (Status s = config.Validate(source); !s) return s.error();
   return config;
 }
@@ -313,7 +327,7 @@ Status MergeGenerationConfigJson(const std::string& json_text, const std::string
 std::string ModelConfigToJson(const ModelConfig& config) {
   json object = {
       {"architectures", {config.architecture}},
-      {"model_type", ModelTypeOf(config.architecture)},
+      {"model_type", config.family().model_type},
       {"hidden_size", config.hidden_size},
       {"intermediate_size", config.intermediate_size},
       {"num_hidden_layers", config.num_hidden_layers},
@@ -328,10 +342,10 @@ std::string ModelConfigToJson(const ModelConfig& config) {
       {"torch_dtype", "float32"},
   };
   if (config.explicit_head_dim > 0) object["head_dim"] = config.explicit_head_dim;
-  if (config.architecture == "LlamaForCausalLM") object["attention_bias"] = config.o_proj_bias;
+  if (config.family().attention_bias_field) object["attention_bias"] = config.o_proj_bias;
   if (config.sliding_window > 0) {
     object["sliding_window"] = config.sliding_window;
-    if (config.architecture == "Qwen2ForCausalLM") object["use_sliding_window"] = true;
+    if (!config.family().slides_without_flag) object["use_sliding_window"] = true;
   }
   const RopeScaling& scaling = config.rope_scaling;
   if (scaling.type == RopeScaling::Type::kLinear) {

@@ -1,5 +1,5 @@
-// ModelConfig: the hyper-parameters of a Llama-family model (Llama, Mistral,
-// Qwen2 layouts), with the names of Hugging Face's config.json.
+// ModelConfig: the hyper-parameters of a Llama-family model (the families of
+// model/architecture.h), with the names of Hugging Face's config.json.
 //
 // Every config.json field is honoured or refused (ParseModelConfigJson):
 // fields that change the arithmetic are implemented or fail the parse naming
@@ -15,12 +15,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/architecture.h"
 
 namespace inferno {
-
-// The architectures (config.json "architectures") the engine implements.
-inline constexpr const char* kSupportedArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                          "Qwen2ForCausalLM"};
 
 // RoPE frequency scaling (config.json "rope_scaling").
 struct RopeScaling {
@@ -40,7 +37,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture = "LlamaForCausalLM";  // one of kSupportedArchitectures
+  std::string architecture = "LlamaForCausalLM";  // the name of an entry of kArchitectures
   int64_t hidden_size = 0;                        // dim
   int64_t intermediate_size = 0;                  // hidden dim of the SwiGLU MLP
   int64_t num_hidden_layers = 0;
@@ -66,6 +63,12 @@ struct ModelConfig {
   // eos_token_id of config.json and generation_config.json (an int or a
   // list in either); empty when neither names one.
   std::vector<int64_t> eos_token_ids;
+
+  // The architecture's entry. Precondition: `architecture` names one
+  // (Validate checks it).
+  const Architecture& family() const;
+  // Each head of q and k is RMS-normed before RoPE (Qwen3).
+  bool qk_norm() const { return family().qk_norm; }
 
   int64_t head_dim() const {
     return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads;

@@ -201,6 +201,43 @@ TEST(ModelConfigContext, ASlidingWindowRefusesContextsBeyondIt) {
   EXPECT_FALSE(mistral->CheckContextFits(65).ok()) << "beyond max_position_embeddings";
 }
 
+// Qwen3-0.6B's config.json as published (Hugging Face, Qwen/Qwen3-0.6B).
+constexpr char kQwen3Config[] = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+TEST(ModelConfigJson, Qwen3AsPublishedNormsQAndKWithItsOwnHeadDim) {
+  Result<ModelConfig> qwen3 = ParseModelConfigJson(kQwen3Config, "config.json");
+  ASSERT_TRUE(qwen3) << qwen3.error().message;
+  EXPECT_TRUE(qwen3->qk_norm());
+  EXPECT_EQ(qwen3->head_dim(), 128);  // not 1024 / 16
+  EXPECT_FALSE(qwen3->qkv_bias);
+  EXPECT_EQ(qwen3->sliding_window, 0);
+  EXPECT_TRUE(qwen3->tie_word_embeddings);
+  EXPECT_EQ(qwen3->eos_token_ids, (std::vector<int64_t>{151645}));
+  Result<ModelConfig> again = ParseModelConfigJson(ModelConfigToJson(*qwen3), "again");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(again->qk_norm());
+}
+
+TEST(ModelConfigJson, LayerTypesMustAllAttendFullyWithoutAWindow) {
+  const std::string full =
+      ConfigJson("Qwen3ForCausalLM", R"(, "layer_types": ["full_attention", "full_attention"])");
+  ASSERT_TRUE(ParseModelConfigJson(full, "config.json")) << full;
+  Result<ModelConfig> sliding = ParseModelConfigJson(
+      ConfigJson("Qwen3ForCausalLM", R"(, "layer_types": ["sliding_attention", "full_attention"])"),
+      "config.json");
+  ASSERT_FALSE(sliding);
+  EXPECT_EQ(sliding.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(sliding.error().message.find("layer_types"), std::string::npos) << sliding.error().message;
+}
+
 TEST(GenerationConfig, EosIdsJoinThoseOfConfigJsonOnce) {
   Result<ModelConfig> config =
       ParseModelConfigJson(ConfigJson("LlamaForCausalLM", R"(, "eos_token_id": 7)"), "config.json");

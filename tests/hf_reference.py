@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """An independent, plain-Python forward pass of a Hugging Face checkpoint in
-the Llama family's layout (Llama, Mistral, Qwen2): model.safetensors (f32)
+the Llama family's layout (Llama, Mistral, Qwen2, Qwen3): model.safetensors (f32)
 plus config.json, written from the transformers modelling conventions rather
 than from inferno's code: RoPE as rotate_half (pairs i and i + head_dim/2 of
 each head), with rope_scaling "linear" or "llama3"; q/k/v biases (Qwen2, or
-attention_bias), an o_proj bias (attention_bias); grouped-query attention;
+attention_bias), an o_proj bias (attention_bias); Qwen3's q_norm and k_norm
+(each head of q and k RMS-normed, before RoPE); grouped-query attention;
 head_dim from config.json when given; RMSNorm; SwiGLU; tied or separate
 lm_head. Greedy-decodes from the given prompt ids and prints, per generated
 token, "argmax <id>" and the logits, for comparison with //tools:infer.
@@ -41,6 +42,7 @@ layers = config["num_hidden_layers"]
 eps = config.get("rms_norm_eps", 1e-6)
 theta = config.get("rope_theta", 10000.0)
 group = heads // kv_heads
+qk_norm = config["architectures"][0] == "Qwen3ForCausalLM"
 
 
 def inverse_frequencies():
@@ -95,6 +97,14 @@ def rms_norm(x, name):
     return [w[i] * x[i] * scale for i in range(len(x))]
 
 
+def head_norm(vector, count, name):
+    """RMSNorm of each of `count` heads of `vector`, with the same weights."""
+    out = []
+    for h in range(count):
+        out += rms_norm(vector[h * head_dim:(h + 1) * head_dim], name)
+    return out
+
+
 def rotate(vector, count, pos):
     half = head_dim // 2
     for h in range(count):
@@ -118,6 +128,9 @@ def step(token, pos):
         q = linear(p + "self_attn.q_proj.weight", h, p + "self_attn.q_proj.bias")
         k = linear(p + "self_attn.k_proj.weight", h, p + "self_attn.k_proj.bias")
         v = linear(p + "self_attn.v_proj.weight", h, p + "self_attn.v_proj.bias")
+        if qk_norm:
+            q = head_norm(q, heads, p + "self_attn.q_norm.weight")
+            k = head_norm(k, kv_heads, p + "self_attn.k_norm.weight")
         rotate(q, heads, pos)
         rotate(k, kv_heads, pos)
         keys[l].append(k)

@@ -1,10 +1,11 @@
 #!/bin/bash
-# //tools:infer on synthetic checkpoints of each Llama-family layout, 1 and 2
-# ranks, against an independent plain-Python forward pass of the Hugging Face
-# layout (hf_reference.py): the same greedy ids, logits within 1e-4.
-# Families: Llama 3.1 style (GQA, rope_scaling llama3, tied embeddings),
-# Qwen2 (q/k/v biases, head_dim != hidden / heads), Llama with
-# attention_bias and linear RoPE scaling, Mistral. Prompt plus generation
+# //tools:infer on synthetic checkpoints of each Llama-family layout, on 1
+# rank, 2 pipeline stages and 2 tensor-parallel ranks, against an independent
+# plain-Python forward pass of the Hugging Face layout (hf_reference.py): the
+# same greedy ids, logits within 1e-4. Families: Llama 3.1 style (GQA,
+# rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
+# hidden / heads), Qwen3 (q and k norms, head_dim != hidden / heads), Llama
+# with attention_bias and linear RoPE scaling, Mistral. Prompt plus generation
 # run past the scaled RoPE's original context, so scaling matters.
 # Usage: infer_vs_hf_reference_test.sh LAUNCH INFER MAKE_TOY_MODEL REFERENCE_PY COMPARE_PY
 set -u
@@ -28,22 +29,26 @@ check_family() {
     FAILURES=$((FAILURES + 1))
     return
   fi
-  for world in 1 2; do
-    if ! timeout 120 "$LAUNCH" -n "$world" --timeout 90 --grace 2 -- "$INFER" --model "$WORK/$name" \
-        --prompt-ids "$PROMPT" --max-new-tokens "$STEPS" --output ids --dump-logits "$WORK/$name.logits.$world" \
-        >"$WORK/$name.ids.$world" 2>"$WORK/$name.err.$world"; then
-      cat "$WORK/$name.err.$world" >&2
-      echo "FAIL: $name: infer on $world ranks failed" >&2
+  for grid in "1" "2 --pp 2" "2 --tp 2"; do
+    local world="${grid%% *}" flags="" run="${grid// /}"
+    [ "$world" != "$grid" ] && flags="${grid#* }"
+    # shellcheck disable=SC2086  # flags is a list of flags
+    if ! timeout 120 "$LAUNCH" -n "$world" --timeout 90 --grace 2 -- "$INFER" --model "$WORK/$name" $flags \
+        --prompt-ids "$PROMPT" --max-new-tokens "$STEPS" --output ids --dump-logits "$WORK/$name.logits.$run" \
+        >"$WORK/$name.ids.$run" 2>"$WORK/$name.err.$run"; then
+      cat "$WORK/$name.err.$run" >&2
+      echo "FAIL: $name: infer on $world ranks ($flags) failed" >&2
       FAILURES=$((FAILURES + 1))
       continue
     fi
-    python3 "$COMPARE" "$WORK/$name.reference" "$WORK/$name.ids.$world" "$WORK/$name.logits.$world" \
-      "$name on $world ranks" || FAILURES=$((FAILURES + 1))
+    python3 "$COMPARE" "$WORK/$name.reference" "$WORK/$name.ids.$run" "$WORK/$name.logits.$run" \
+      "$name on $world ranks $flags" || FAILURES=$((FAILURES + 1))
   done
 }
 
 check_family llama3 --kv-heads 2 --rope-scaling llama3
 check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
+check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
 

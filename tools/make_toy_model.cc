@@ -8,7 +8,7 @@
 // vocabulary size, else the byte-fallback vocabulary).
 //
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
-//                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2]
+//                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2|qwen3]
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
 //   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0]
 //                  [--tokenizer tokenizer.bin] [shape flags]
@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
        {"vocab", "N", "vocabulary size (default 259, the byte tokenizer's)"},
        {"seq-len", "N", "context length (default 256)"},
        {"seed", "S", "weight seed (default 1)"},
-       {"architecture", "llama|mistral|qwen2",
-        "the family's layout (default llama; qwen2 has q, k, v biases)"},
+       {"architecture", "llama|mistral|qwen2|qwen3",
+        "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms)"},
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
@@ -82,10 +82,12 @@ int main(int argc, char** argv) {
   shape.seq_len = *values[5];
   shape.hidden = *values[7];
   const std::string architecture = flags.Last("architecture").value_or("llama");
-  const std::map<std::string, std::string> architectures = {
-      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}};
+  const std::map<std::string, std::string> architectures = {{"llama", "LlamaForCausalLM"},
+                                                            {"mistral", "MistralForCausalLM"},
+                                                            {"qwen2", "Qwen2ForCausalLM"},
+                                                            {"qwen3", "Qwen3ForCausalLM"}};
   if (!architectures.contains(architecture)) {
-    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not llama, mistral or qwen2\n",
+    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2 or qwen3\n",
                  architecture.c_str());
     return 2;
   }

@@ -1,0 +1,26 @@
+#include "model/architecture.h"
+
+#include <gtest/gtest.h>
+
+namespace inferno {
+namespace {
+
+TEST(Architecture, FindsEachEntryByItsClassNameOnly) {
+  for (const Architecture& architecture : kArchitectures)
+    EXPECT_EQ(FindArchitecture(architecture.name), &architecture);
+  EXPECT_EQ(FindArchitecture("Gemma3ForCausalLM"), nullptr);
+  EXPECT_EQ(FindArchitecture("qwen3"), nullptr);  // a model_type, not a class
+  EXPECT_EQ(ArchitectureNames(), "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+}
+
+TEST(Architecture, Qwen3NormsQAndKAndTakesAttentionBiasAsLlamaDoes) {
+  const Architecture* qwen3 = FindArchitecture("Qwen3ForCausalLM");
+  ASSERT_NE(qwen3, nullptr);
+  EXPECT_TRUE(qwen3->qk_norm);
+  EXPECT_TRUE(qwen3->attention_bias_field);
+  EXPECT_FALSE(qwen3->fixed_qkv_bias);
+  EXPECT_FALSE(FindArchitecture("Qwen2ForCausalLM")->qk_norm);
+}
+
+}  // namespace
+}  // namespace inferno
