@@ -136,10 +136,20 @@ TEST(GgufCheckpoint, StoresQAndKRowsInterleavedLikeLlama2c) {
 }
 
 TEST(GgufCheckpoint, FailsOnAnotherArchitecture) {
-  const std::string path = TestPath("qwen.gguf");
+  const std::string path = TestPath("gemma.gguf");
   Rewrite(ValidModel("arch.gguf"), path,
-          [](GgufFile& f) { Key(f, "general.architecture")->value.values[0] = std::string("qwen2"); });
-  EXPECT_NE(ExpectOpenFails(path).find("GGUF architecture 'qwen2' is not supported"), std::string::npos);
+          [](GgufFile& f) { Key(f, "general.architecture")->value.values[0] = std::string("gemma3"); });
+  EXPECT_NE(
+      ExpectOpenFails(path).find("GGUF architecture 'gemma3' is not supported (inferno reads llama, qwen2, "
+                                 "qwen3)"),
+      std::string::npos);
+  // A llama file relabelled qwen3 has no qwen3.* keys.
+  const std::string relabelled = TestPath("relabelled.gguf");
+  Rewrite(ValidModel("arch2.gguf"), relabelled,
+          [](GgufFile& f) { Key(f, "general.architecture")->value.values[0] = std::string("qwen3"); });
+  EXPECT_NE(
+      ExpectOpenFails(relabelled).find("GGUF key 'qwen3.context_length' is missing (a qwen3 model needs it)"),
+      std::string::npos);
 }
 
 TEST(GgufCheckpoint, FailsOnMissingKey) {

@@ -12,7 +12,6 @@
 namespace inferno {
 namespace {
 
-constexpr std::string_view kLlamaPrefix = "llama.";
 constexpr std::string_view kBlockPrefix = "blk.";
 
 // GGUF names of the global tensors and of each layer's, with the Hugging
@@ -32,6 +31,12 @@ constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
     {"ffn_gate.weight", kGateProjSuffix},
     {"ffn_up.weight", kUpProjSuffix},
     {"ffn_down.weight", kDownProjSuffix},
+    {"attn_q.bias", kQBiasSuffix},
+    {"attn_k.bias", kKBiasSuffix},
+    {"attn_v.bias", kVBiasSuffix},
+    {"attn_output.bias", kOBiasSuffix},
+    {"attn_q_norm.weight", kQNormSuffix},
+    {"attn_k_norm.weight", kKNormSuffix},
 };
 
 GgufValue Uint32(int64_t value) {
@@ -41,21 +46,25 @@ GgufValue Float32(float value) {
   return {GgufValueType::kFloat32, GgufValueType::kFloat32, {static_cast<double>(value)}};
 }
 
-// Reads the llama.* keys; every error names the source and the key.
-class LlamaKeys {
+// Reads the family's keys ("<gguf_name>.<key>", `key` below without the
+// prefix); every error names the source and the whole key.
+class FamilyKeys {
  public:
-  LlamaKeys(const GgufFile& file, const std::string& source) : file_(file), source_(source) {}
+  FamilyKeys(const GgufFile& file, const std::string& source, std::string_view family)
+      : file_(file), source_(source), prefix_(std::string(family) + ".") {}
+
+  std::string Key(std::string_view key) const { return prefix_ + std::string(key); }
 
   Error Fail(std::string_view key, const std::string& what) const {
-    return Error::Corruption(source_ + ": GGUF key '" + std::string(key) + "' " + what);
+    return Error::Corruption(source_ + ": GGUF key '" + Key(key) + "' " + what);
   }
 
   // A non-negative integer key; `fallback` when absent (nullopt: required).
   Result<int64_t> Int(std::string_view key, std::optional<int64_t> fallback = std::nullopt) const {
-    const GgufValue* value = file_.Find(key);
+    const GgufValue* value = file_.Find(Key(key));
     if (value == nullptr) {
       if (fallback) return *fallback;
-      return Fail(key, "is missing (a llama model needs it)");
+      return Fail(key, "is missing (a " + prefix_.substr(0, prefix_.size() - 1) + " model needs it)");
     }
     const std::optional<int64_t> v = value->AsInt();
     if (!v || *v < 0) return Fail(key, "is a " + value->TypeName() + ", not a non-negative integer");
@@ -63,39 +72,53 @@ class LlamaKeys {
   }
 
   Result<float> Float(std::string_view key, std::optional<float> fallback = std::nullopt) const {
-    const GgufValue* value = file_.Find(key);
+    const GgufValue* value = file_.Find(Key(key));
     if (value == nullptr) {
       if (fallback) return *fallback;
-      return Fail(key, "is missing (a llama model needs it)");
+      return Fail(key, "is missing (a " + prefix_.substr(0, prefix_.size() - 1) + " model needs it)");
     }
     const std::optional<double> v = value->AsFloat();
     if (!v || !std::isfinite(*v)) return Fail(key, "is a " + value->TypeName() + ", not a finite float");
     return static_cast<float>(*v);
   }
 
+  const GgufValue* Find(std::string_view key) const { return file_.Find(Key(key)); }
+
  private:
   const GgufFile& file_;
   const std::string& source_;
+  const std::string prefix_;
 };
 
-constexpr std::string_view kKnownLlamaKeys[] = {
-    "llama.context_length",
-    "llama.embedding_length",
-    "llama.block_count",
-    "llama.feed_forward_length",
-    "llama.attention.head_count",
-    "llama.attention.head_count_kv",
-    "llama.attention.layer_norm_rms_epsilon",
-    "llama.rope.freq_base",
-    "llama.rope.dimension_count",
-    "llama.attention.key_length",
-    "llama.attention.value_length",
-    "llama.rope.scaling.type",
-    "llama.rope.scaling.factor",
-    "llama.vocab_size",
-    "llama.expert_count",
-    "llama.expert_used_count",
+// The family keys read (after "<gguf_name>.").
+constexpr std::string_view kKnownFamilyKeys[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.layer_norm_rms_epsilon",
+    "rope.freq_base",
+    "rope.dimension_count",
+    "attention.key_length",
+    "attention.value_length",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "vocab_size",
+    "expert_count",
+    "expert_used_count",
 };
+
+// "llama, qwen2, qwen3": the GGUF architectures read.
+std::string GgufArchitectureNames() {
+  std::string names;
+  for (const Architecture& architecture : kArchitectures) {
+    if (!architecture.gguf_name.empty())
+      names += (names.empty() ? "" : ", ") + std::string(architecture.gguf_name);
+  }
+  return names;
+}
 
 // The config of a file whose token_embd.weight has `vocab_size` rows.
 Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, int64_t vocab_size) {
@@ -103,88 +126,91 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   if (architecture == nullptr || architecture->AsString() == nullptr) {
     return Error::Corruption(source + ": GGUF key '" + kGgufArchitectureKey + "' is missing or not a string");
   }
-  if (*architecture->AsString() != kGgufLlamaArchitecture) {
+  const Architecture* family = FindGgufArchitecture(*architecture->AsString());
+  if (family == nullptr) {
     return Error::Unimplemented(source + ": GGUF architecture '" +
                                 PrintableInMessage(*architecture->AsString()) +
-                                "' is not supported (inferno reads 'llama')");
+                                "' is not supported (inferno reads " + GgufArchitectureNames() + ")");
   }
+  const FamilyKeys keys(file, source, family->gguf_name);
   for (const GgufKeyValue& kv : file.metadata) {
-    if (kv.key.starts_with(kLlamaPrefix) && std::find(std::begin(kKnownLlamaKeys), std::end(kKnownLlamaKeys),
-                                                      kv.key) == std::end(kKnownLlamaKeys)) {
+    if (!kv.key.starts_with(keys.Key(""))) continue;
+    const std::string_view key = std::string_view(kv.key).substr(keys.Key("").size());
+    if (std::find(std::begin(kKnownFamilyKeys), std::end(kKnownFamilyKeys), key) ==
+        std::end(kKnownFamilyKeys)) {
       return Error::Unimplemented(source + ": GGUF key '" + PrintableInMessage(kv.key) +
                                   "' is not implemented, and inferno would ignore it");
     }
   }
-  const LlamaKeys keys(file, source);
   ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
+  c.architecture = std::string(family->name);
+  c.qkv_bias = family->fixed_qkv_bias;
   c.vocab_size = vocab_size;
-  Result<int64_t> vocab = keys.Int("llama.vocab_size", vocab_size);
+  Result<int64_t> vocab = keys.Int("vocab_size", vocab_size);
   if (!vocab) return vocab.error();
   if (*vocab != vocab_size) {
-    return keys.Fail("llama.vocab_size", "= " + std::to_string(*vocab) +
-                                             " differs from token_embd.weight's " +
-                                             std::to_string(vocab_size) + " rows");
+    return keys.Fail("vocab_size", "= " + std::to_string(*vocab) + " differs from token_embd.weight's " +
+                                       std::to_string(vocab_size) + " rows");
   }
   const std::pair<const char*, int64_t*> required[] = {
-      {"llama.context_length", &c.max_position_embeddings},
-      {"llama.embedding_length", &c.hidden_size},
-      {"llama.block_count", &c.num_hidden_layers},
-      {"llama.feed_forward_length", &c.intermediate_size},
-      {"llama.attention.head_count", &c.num_attention_heads},
+      {"context_length", &c.max_position_embeddings},
+      {"embedding_length", &c.hidden_size},
+      {"block_count", &c.num_hidden_layers},
+      {"feed_forward_length", &c.intermediate_size},
+      {"attention.head_count", &c.num_attention_heads},
   };
   for (const auto& [key, field] : required) {
     Result<int64_t> value = keys.Int(key);
     if (!value) return value.error();
     *field = *value;
   }
-  Result<int64_t> kv_heads = keys.Int("llama.attention.head_count_kv", c.num_attention_heads);
+  Result<int64_t> kv_heads = keys.Int("attention.head_count_kv", c.num_attention_heads);
   if (!kv_heads) return kv_heads.error();
   c.num_key_value_heads = *kv_heads;
-  Result<float> eps = keys.Float("llama.attention.layer_norm_rms_epsilon");
+  Result<float> eps = keys.Float("attention.layer_norm_rms_epsilon");
   if (!eps) return eps.error();
   c.rms_norm_eps = *eps;
-  Result<float> theta = keys.Float("llama.rope.freq_base", 10000.0f);
+  Result<float> theta = keys.Float("rope.freq_base", 10000.0f);
   if (!theta) return theta.error();
   c.rope_theta = *theta;
 
-  Result<int64_t> key_length = keys.Int("llama.attention.key_length", 0);
-  Result<int64_t> value_length = keys.Int("llama.attention.value_length", 0);
+  Result<int64_t> key_length = keys.Int("attention.key_length", 0);
+  Result<int64_t> value_length = keys.Int("attention.value_length", 0);
   if (!key_length) return key_length.error();
   if (!value_length) return value_length.error();
   if (*key_length != *value_length) {
-    return keys.Fail("llama.attention.value_length",
-                     "= " + std::to_string(*value_length) +
-                         " differs from llama.attention.key_length = " + std::to_string(*key_length));
+    return keys.Fail("attention.value_length", "= " + std::to_string(*value_length) + " differs from " +
+                                                   keys.Key("attention.key_length") + " = " +
+                                                   std::to_string(*key_length));
   }
   if (*key_length > 0 && c.num_attention_heads > 0 && *key_length * c.num_attention_heads != c.hidden_size) {
     c.explicit_head_dim = *key_length;
   }
-  Result<int64_t> rope_dims = keys.Int("llama.rope.dimension_count", 0);
+  Result<int64_t> rope_dims = keys.Int("rope.dimension_count", 0);
   if (!rope_dims) return rope_dims.error();
   if (Status valid = c.Validate(source); !valid) return valid.error();
   if (*rope_dims != 0 && *rope_dims != c.head_dim()) {
-    return keys.Fail("llama.rope.dimension_count",
-                     "= " + std::to_string(*rope_dims) + " differs from head_dim " +
-                         std::to_string(c.head_dim()) + " (partial RoPE is not implemented)");
+    return keys.Fail("rope.dimension_count", "= " + std::to_string(*rope_dims) + " differs from head_dim " +
+                                                 std::to_string(c.head_dim()) +
+                                                 " (partial RoPE is not implemented)");
   }
-  for (const char* key : {"llama.expert_count", "llama.expert_used_count"}) {
+  for (const char* key : {"expert_count", "expert_used_count"}) {
     Result<int64_t> experts = keys.Int(key, 0);
     if (!experts) return experts.error();
     if (*experts != 0)
       return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
   }
-  if (const GgufValue* scaling = file.Find("llama.rope.scaling.type")) {
+  if (const GgufValue* scaling = keys.Find("rope.scaling.type")) {
     const std::string* type = scaling->AsString();
-    if (type == nullptr) return keys.Fail("llama.rope.scaling.type", "is not a string");
+    if (type == nullptr) return keys.Fail("rope.scaling.type", "is not a string");
     if (*type == "linear") {
-      Result<float> factor = keys.Float("llama.rope.scaling.factor");
+      Result<float> factor = keys.Float("rope.scaling.factor");
       if (!factor) return factor.error();
-      if (!(*factor > 0)) return keys.Fail("llama.rope.scaling.factor", "is not positive");
+      if (!(*factor > 0)) return keys.Fail("rope.scaling.factor", "is not positive");
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       c.rope_scaling.factor = *factor;
     } else if (*type != "none") {
-      return Error::Unimplemented(source + ": GGUF key 'llama.rope.scaling.type' = '" +
+      return Error::Unimplemented(source + ": GGUF key '" + keys.Key("rope.scaling.type") + "' = '" +
                                   PrintableInMessage(*type) + "' is not implemented (none and linear are)");
     }
   }
@@ -252,8 +278,10 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
     held.info.shape.assign(tensor.info.ne.rbegin(), tensor.info.ne.rend());
     held.begin = tensor.begin;
     const std::string_view suffix = LayerTensorSuffix(held.info.name);
-    if (suffix == kQProjSuffix) held.interleaved_heads = model.config.num_attention_heads;
-    if (suffix == kKProjSuffix) held.interleaved_heads = model.config.num_key_value_heads;
+    if (model.config.family().gguf_interleaved_rope) {
+      if (suffix == kQProjSuffix) held.interleaved_heads = model.config.num_attention_heads;
+      if (suffix == kKProjSuffix) held.interleaved_heads = model.config.num_key_value_heads;
+    }
     if (held.info.name == kLmHeadName) model.config.tie_word_embeddings = false;
     model.tensors.push_back(std::move(held));
   }
@@ -275,23 +303,25 @@ std::string GgufTensorName(std::string_view hf_name) {
 
 std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
   CHECK(c.rope_scaling.type == RopeScaling::Type::kNone) << "RoPE scaling is not written to GGUF";
+  const std::string_view family = c.family().gguf_name;
+  CHECK(!family.empty()) << c.architecture << " has no GGUF architecture of its own";
+  const auto key = [&](std::string_view suffix) { return std::string(family) + "." + std::string(suffix); };
   std::vector<GgufKeyValue> metadata = {
-      {kGgufArchitectureKey,
-       {GgufValueType::kString, GgufValueType::kString, {std::string(kGgufLlamaArchitecture)}}},
-      {"llama.vocab_size", Uint32(c.vocab_size)},
-      {"llama.context_length", Uint32(c.max_position_embeddings)},
-      {"llama.embedding_length", Uint32(c.hidden_size)},
-      {"llama.block_count", Uint32(c.num_hidden_layers)},
-      {"llama.feed_forward_length", Uint32(c.intermediate_size)},
-      {"llama.rope.dimension_count", Uint32(c.head_dim())},
-      {"llama.attention.head_count", Uint32(c.num_attention_heads)},
-      {"llama.attention.head_count_kv", Uint32(c.num_key_value_heads)},
-      {"llama.attention.layer_norm_rms_epsilon", Float32(c.rms_norm_eps)},
-      {"llama.rope.freq_base", Float32(c.rope_theta)},
+      {kGgufArchitectureKey, {GgufValueType::kString, GgufValueType::kString, {std::string(family)}}},
+      {key("vocab_size"), Uint32(c.vocab_size)},
+      {key("context_length"), Uint32(c.max_position_embeddings)},
+      {key("embedding_length"), Uint32(c.hidden_size)},
+      {key("block_count"), Uint32(c.num_hidden_layers)},
+      {key("feed_forward_length"), Uint32(c.intermediate_size)},
+      {key("rope.dimension_count"), Uint32(c.head_dim())},
+      {key("attention.head_count"), Uint32(c.num_attention_heads)},
+      {key("attention.head_count_kv"), Uint32(c.num_key_value_heads)},
+      {key("attention.layer_norm_rms_epsilon"), Float32(c.rms_norm_eps)},
+      {key("rope.freq_base"), Float32(c.rope_theta)},
   };
   if (c.explicit_head_dim > 0) {
-    metadata.push_back({"llama.attention.key_length", Uint32(c.head_dim())});
-    metadata.push_back({"llama.attention.value_length", Uint32(c.head_dim())});
+    metadata.push_back({key("attention.key_length"), Uint32(c.head_dim())});
+    metadata.push_back({key("attention.value_length"), Uint32(c.head_dim())});
   }
   return metadata;
 }

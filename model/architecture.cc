@@ -11,6 +11,13 @@ const Architecture* FindArchitecture(std::string_view name) {
   return nullptr;
 }
 
+const Architecture* FindGgufArchitecture(std::string_view gguf_name) {
+  for (const Architecture& architecture : kArchitectures) {
+    if (!architecture.gguf_name.empty() && architecture.gguf_name == gguf_name) return &architecture;
+  }
+  return nullptr;
+}
+
 std::string_view ArchitectureNames() {
   static const std::string names = [] {
     std::string joined;

@@ -26,6 +26,14 @@ struct Architecture {
   // sliding_window applies whenever set (Mistral), or only with
   // "use_sliding_window": true (the Qwen families).
   bool slides_without_flag = false;
+  // GGUF's general.architecture for the family ("" when llama.cpp writes it
+  // as another family's: Mistral files are "llama" files), the prefix of its
+  // metadata keys; and whether the q and k rows are stored in Meta's
+  // interleaved RoPE order (llama.cpp's converter permutes them for "llama"
+  // only, whose RoPE is the interleaved kind; the Qwen families use the
+  // rotate-half RoPE of Hugging Face and keep its rows).
+  std::string_view gguf_name;
+  bool gguf_interleaved_rope = false;
 };
 
 // Every supported family, Llama first.
@@ -33,14 +41,22 @@ inline constexpr Architecture kArchitectures[] = {
     {.name = "LlamaForCausalLM",
      .model_type = "llama",
      .attention_bias_field = true,
-     .slides_without_flag = true},
+     .slides_without_flag = true,
+     .gguf_name = "llama",
+     .gguf_interleaved_rope = true},
     {.name = "MistralForCausalLM", .model_type = "mistral", .slides_without_flag = true},
-    {.name = "Qwen2ForCausalLM", .model_type = "qwen2", .fixed_qkv_bias = true},
-    {.name = "Qwen3ForCausalLM", .model_type = "qwen3", .attention_bias_field = true, .qk_norm = true},
+    {.name = "Qwen2ForCausalLM", .model_type = "qwen2", .fixed_qkv_bias = true, .gguf_name = "qwen2"},
+    {.name = "Qwen3ForCausalLM",
+     .model_type = "qwen3",
+     .attention_bias_field = true,
+     .qk_norm = true,
+     .gguf_name = "qwen3"},
 };
 
 // The entry named `name`; nullptr for an unsupported family.
 const Architecture* FindArchitecture(std::string_view name);
+// The entry whose gguf_name is `gguf_name`; nullptr for none.
+const Architecture* FindGgufArchitecture(std::string_view gguf_name);
 
 // "LlamaForCausalLM, MistralForCausalLM, ..." — for error messages.
 std::string_view ArchitectureNames();

@@ -13,6 +13,15 @@ TEST(Architecture, FindsEachEntryByItsClassNameOnly) {
   EXPECT_EQ(ArchitectureNames(), "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
 }
 
+TEST(Architecture, GgufNamesAreLlamaCppsAndOnlyLlamaInterleavesRope) {
+  EXPECT_EQ(FindGgufArchitecture("llama")->name, "LlamaForCausalLM");
+  EXPECT_EQ(FindGgufArchitecture("qwen3")->name, "Qwen3ForCausalLM");
+  EXPECT_EQ(FindGgufArchitecture(""), nullptr);  // Mistral has none of its own
+  EXPECT_EQ(FindGgufArchitecture("gemma3"), nullptr);
+  for (const Architecture& architecture : kArchitectures)
+    EXPECT_EQ(architecture.gguf_interleaved_rope, architecture.gguf_name == "llama") << architecture.name;
+}
+
 TEST(Architecture, Qwen3NormsQAndKAndTakesAttentionBiasAsLlamaDoes) {
   const Architecture* qwen3 = FindArchitecture("Qwen3ForCausalLM");
   ASSERT_NE(qwen3, nullptr);
