@@ -1,10 +1,12 @@
 #include "loader/gguf_writer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <glog/logging.h>
 
 #include "loader/atomic_file.h"
+#include "loader/gguf_file_type.h"
 #include "loader/gguf_format.h"
 #include "loader/gguf_llama.h"
 #include "model/llama_layout.h"
@@ -18,49 +20,12 @@ constexpr char kGeneralFileTypeKey[] = "general.file_type";
 constexpr char kGeneralQuantizationVersionKey[] = "general.quantization_version";
 constexpr uint64_t kGgmlQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 
-// llama.cpp's llama_ftype of a file whose matrices are `dtype`.
-uint64_t LlamaFileType(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 0;  // LLAMA_FTYPE_ALL_F32
-    case DType::kF16:
-      return 1;  // LLAMA_FTYPE_MOSTLY_F16
-    case DType::kQ4_0:
-      return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
-    case DType::kQ8_0:
-      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
-    case DType::kBF16:
-      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
-    case DType::kQ4_1:
-      return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
-    case DType::kQ5_0:
-      return 8;  // LLAMA_FTYPE_MOSTLY_Q5_0
-    case DType::kQ5_1:
-      return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
-    case DType::kQ2_K:
-      return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
-    case DType::kQ3_K:
-      return 11;  // LLAMA_FTYPE_MOSTLY_Q3_K_S
-    case DType::kQ4_K:
-      return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
-    case DType::kQ5_K:
-      return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
-    case DType::kQ6_K:
-      return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
-    case DType::kIQ4_NL:
-      return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
-    case DType::kIQ4_XS:
-      return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
-  }
-  LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
-}
-
 GgufValue Uint32(uint64_t value) { return {GgufValueType::kUint32, GgufValueType::kUint32, {value}}; }
 
 }  // namespace
 
 Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
-                      const std::vector<NamedTensorF32>& tensors, DType matrix_type,
+                      const std::vector<NamedTensorF32>& tensors, const GgufFileType& file_type,
                       const GgufVocabulary& vocabulary, const std::string& name) {
   if (config.architecture != "LlamaForCausalLM" || config.qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
@@ -82,21 +47,18 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);
   metadata.insert(metadata.begin() + 1,
                   {{kGeneralNameKey, {GgufValueType::kString, GgufValueType::kString, {name}}},
-                   {kGeneralFileTypeKey, Uint32(LlamaFileType(matrix_type))}});
-  if (DTypeBlockElements(matrix_type) > 1) {
+                   {kGeneralFileTypeKey, Uint32(LlamaFtype(file_type))}});
+  if (DTypeBlockElements(file_type.matrix_type) > 1) {
     metadata.push_back({kGeneralQuantizationVersionKey, Uint32(kGgmlQuantizationVersion)});
   }
   for (GgufKeyValue& kv : GgufVocabularyMetadata(vocabulary)) metadata.push_back(std::move(kv));
+  const bool has_output = std::any_of(tensors.begin(), tensors.end(),
+                                      [](const NamedTensorF32& t) { return t.name == kLmHeadName; });
   std::vector<GgufTensorInfo> gguf_tensors;
   for (const NamedTensorF32& t : tensors) {
-    const DType dtype = t.shape.size() == 2 ? matrix_type : DType::kF32;
-    if (t.shape.size() == 2 && t.shape[1] % DTypeBlockElements(dtype) != 0) {
-      return Error::InvalidArgument(
-          path + ": tensor '" + t.name + "': rows of " + std::to_string(t.shape[1]) + " are not whole " +
-          std::string(DTypeName(dtype)) + " blocks of " + std::to_string(DTypeBlockElements(dtype)));
-    }
-    gguf_tensors.push_back(
-        {GgufTensorName(t.name), DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
+    const std::string gguf_name = GgufTensorName(t.name);
+    const DType dtype = GgufTensorType(file_type, gguf_name, t.shape, config.num_hidden_layers, has_output);
+    gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
   }
 
   Result<AtomicFile> file = AtomicFile::Create(path);
