@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -148,6 +149,45 @@ TEST(ConvertFromF32, RoundTripsThroughEveryDType) {
     float worst = 0.0f;
     for (size_t i = 0; i < values.size(); ++i) worst = std::max(worst, std::fabs(back[i] - values[i]));
     EXPECT_LE(worst, tolerance(dtype)) << DTypeName(dtype);
+  }
+}
+
+// FNV-1a, 64 bits.
+uint64_t Fnv1a(const std::vector<std::byte>& bytes) {
+  uint64_t hash = 0xcbf29ce484222325;
+  for (std::byte b : bytes) hash = (hash ^ static_cast<uint8_t>(b)) * 0x100000001b3;
+  return hash;
+}
+
+TEST(ConvertFromF32, BlocksEqualLlamaCppsForAFixedInput) {
+  // 8 super-blocks of integers in [-2000, 2000] from an LCG, super-block s
+  // scaled by 2^(3s - 18) (exact in f32), half the sub-blocks of
+  // super-block 5 zero. The digests are of the blocks llama.cpp writes for
+  // this input (ggml_quantize_chunk of libggml-base, node-llama-cpp 3.21.1),
+  // so this holds the bytes to llama.cpp's without its libraries;
+  // tests/llama_cpp_quant_test.py compares many more inputs directly.
+  std::vector<float> values(2048);
+  uint64_t state = 27;
+  for (size_t i = 0; i < values.size(); ++i) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    const int super_block = static_cast<int>(i / 256);
+    const auto v = static_cast<int>((state >> 33) % 4001) - 2000;
+    values[i] = super_block == 5 && (i / 16) % 2 == 0
+                    ? 0.0f
+                    : std::ldexp(static_cast<float>(v), 3 * super_block - 18);
+  }
+  const std::pair<DType, uint64_t> digests[] = {
+      {DType::kQ8_0, 0x3cc8b964636aa328}, {DType::kQ4_0, 0x25dda7fc44a24c6c},
+      {DType::kQ4_1, 0xbf9b2a1d5f3db051}, {DType::kQ5_0, 0xc92d82c508a25f8f},
+      {DType::kQ5_1, 0x94f63d7cf9f95bd2}, {DType::kIQ4_NL, 0xa2c0a7adb304052d},
+      {DType::kQ2_K, 0x1b7a79b390326d46}, {DType::kQ3_K, 0x2ff8c8ea3fb6fd93},
+      {DType::kQ4_K, 0x2d782f275f67d04b}, {DType::kQ5_K, 0x6d9436c5102febb3},
+      {DType::kQ6_K, 0x6a02732716018e78}, {DType::kIQ4_XS, 0xd609929a7c2b9017},
+  };
+  for (const auto& [dtype, digest] : digests) {
+    std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(dtype, values.size()).value()));
+    ASSERT_TRUE(ConvertFromF32(dtype, values, stored.data()).ok()) << DTypeName(dtype);
+    EXPECT_EQ(Fnv1a(stored), digest) << DTypeName(dtype);
   }
 }
 
