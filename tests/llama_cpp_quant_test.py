@@ -14,12 +14,15 @@ tools/yardsticks/fetch_llama_cpp.sh), driven through ctypes; inferno's side is
     bytes is bit-equal to dequantize_row_<type>.
  2. Files: an F32 GGUF toy model (rows of 256 and of 352, so the fallbacks
     appear) quantized by llama_model_quantize to Q4_K_M, Q5_K_M, Q6_K, Q8_0,
-    Q4_0, Q4_1, Q2_K, Q3_K_M, IQ4_XS, F16 and BF16: every tensor as inferno's
-    loader dequantizes it is bit-equal to ggml's dequantization, and the
-    files hold every type inferno reads.
- 3. Writer: convert_to_gguf --dtype q4_k_m, q5_k_m, q6_k, q8_0 of the same F32
-    model gives each tensor the type llama_model_quantize gives it and the
-    same block bytes.
+    F16, BF16, Q4_0, Q4_1, Q2_K, Q3_K_M, IQ4_XS and, --pure, to every block
+    type: every tensor as inferno's loader dequantizes it is bit-equal to
+    ggml's dequantization, and the files hold every type inferno reads; the
+    same for make_toy_model's Q8_0 and Q4_0 files of infer_gguf_test.
+ 3. Writer: convert_to_gguf --dtype q4_k_m, q5_k_m, q6_k, q8_0, f16, bf16 and
+    each single block type (against llama-quantize --pure) of the same model,
+    from the F32 GGUF and from a safetensors folder, gives each tensor the
+    type llama_model_quantize gives it, the same block bytes and the same
+    general.file_type.
 
 Prints "SKIP: ..." and passes when the package is absent.
 
@@ -58,24 +61,34 @@ TYPES = {
 # quantize_row_iq4_nl_ref tries one scale per block where the model
 # quantizer (quantize_iq4_nl) tries 15: inferno writes what files hold.
 REF_DIFFERS_FROM_FILES = {"IQ4_NL"}
-# llama_ftype values (include/llama.h) of the files llama_model_quantize
-# makes, and whether convert_to_gguf's --dtype of that name must give the
-# same tensor types and bytes (its other single types are "--pure": every
-# matrix in the type, where llama.cpp's mixes for those ftypes single out
-# output, attn_v and ffn_down).
-FTYPES = {
-    "Q4_K_M": (15, True),
-    "Q5_K_M": (17, True),
-    "Q6_K": (18, True),
-    "Q8_0": (7, True),
-    "Q4_0": (2, False),
-    "Q4_1": (3, False),
-    "Q2_K": (10, False),
-    "Q3_K_M": (12, False),
-    "IQ4_XS": (30, False),
-    "F16": (1, False),
-    "BF16": (32, False),
-}
+# The files llama_model_quantize makes of the F32 toy model: label, llama_ftype
+# (include/llama.h), whether --pure (every matrix in the ftype's type, only
+# the fallbacks differing), and the convert_to_gguf --dtype that must give the
+# same tensor types, block bytes and general.file_type (None: llama.cpp's mix
+# for that ftype, which convert_to_gguf does not write).
+FILES = [
+    ("Q4_K_M", 15, False, "q4_k_m"),
+    ("Q5_K_M", 17, False, "q5_k_m"),
+    ("Q6_K", 18, False, "q6_k"),
+    ("Q8_0", 7, False, "q8_0"),
+    ("F16", 1, False, "f16"),
+    ("BF16", 32, False, "bf16"),
+    ("Q4_0", 2, False, None),
+    ("Q4_1", 3, False, None),
+    ("Q2_K", 10, False, None),
+    ("Q3_K_M", 12, False, None),
+    ("IQ4_XS", 30, False, None),
+    ("Q4_0 --pure", 2, True, "q4_0"),
+    ("Q4_1 --pure", 3, True, "q4_1"),
+    ("Q5_0 --pure", 8, True, "q5_0"),
+    ("Q5_1 --pure", 9, True, "q5_1"),
+    ("IQ4_NL --pure", 25, True, "iq4_nl"),
+    ("Q2_K --pure", 10, True, "q2_k"),
+    ("Q3_K_S --pure", 11, True, "q3_k"),
+    ("Q4_K_S --pure", 14, True, "q4_k"),
+    ("Q5_K_S --pure", 16, True, "q5_k"),
+    ("IQ4_XS --pure", 30, True, "iq4_xs"),
+]
 
 FAILURES = []
 
@@ -237,7 +250,7 @@ def read_dump(directory):
 
 
 def gguf_tensor_bytes(path):
-    """{name: (ggml type id, raw data bytes)} of a GGUF file (v2/v3)."""
+    """({name: (ggml type id, raw data bytes)}, general.file_type) of a GGUF file (v2/v3)."""
     with open(path, "rb") as f:
         data = f.read()
     pos = 0
@@ -269,12 +282,14 @@ def gguf_tensor_bytes(path):
 
     magic, _version, n_tensors, n_kv = take("IIQQ")
     assert magic == 0x46554747, path
-    alignment = 32
+    alignment, file_type = 32, None
     for _ in range(n_kv):
         key = string()
         (kind,) = take("I")
         if key == "general.alignment":
             (alignment,) = take("I")
+        elif key == "general.file_type":
+            (file_type,) = take("I")
         else:
             skip_value(kind)
     infos = []
@@ -290,7 +305,7 @@ def gguf_tensor_bytes(path):
         _, block_elements, block_bytes = TYPES[type_id]
         size = math.prod(ne) // block_elements * block_bytes
         tensors[name] = (type_id, data[data_begin + offset:data_begin + offset + size])
-    return tensors
+    return tensors, file_type
 
 
 def dequantize_with_ggml(base, type_id, raw):
@@ -322,50 +337,62 @@ def check_files(base, llama, codec, make_toy, convert, work):
     llama.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(QuantizeParams)]
     llama.llama_model_quantize.restype = ctypes.c_uint32
     types_seen = set()
-    for ftype_name, (ftype, same_as_convert) in FTYPES.items():
-        theirs_path = os.path.join(work, "llama_%s.gguf" % ftype_name)
+    for label, ftype, pure, dtype in FILES:
+        theirs_path = os.path.join(work, "llama.gguf")
         params = llama.llama_model_quantize_default_params()
         params.ftype = ftype
+        params.pure = pure
         params.nthread = 1
         if llama.llama_model_quantize(f32.encode(), theirs_path.encode(), ctypes.byref(params)) != 0:
-            fail("llama_model_quantize %s failed" % ftype_name)
+            fail("llama_model_quantize %s failed" % label)
             continue
-        theirs = gguf_tensor_bytes(theirs_path)
-        dump = os.path.join(work, "dump_" + ftype_name)
-        os.mkdir(dump)
-        try:
-            run([codec, "--op", "gguf", "--in", theirs_path, "--out", dump])
-        except RuntimeError as error:
-            fail("%s file: inferno's loader refused it: %s" % (ftype_name, error))
-            continue
-        ours = read_dump(dump)
-        counts = {}
-        for name, (type_id, raw) in theirs.items():
-            type_name = TYPES[type_id][0]
-            types_seen.add(type_name)
-            counts[type_name] = counts.get(type_name, 0) + 1
-            if name not in ours:
-                fail("%s file: tensor %s missing from inferno's reading" % (ftype_name, name))
-                continue
-            if ours[name][0] != type_name:
-                fail("%s file: %s read as %s, written as %s" % (ftype_name, name, ours[name][0], type_name))
-            reference = dequantize_with_ggml(base, type_id, raw)
-            if ours[name][2] != reference:
-                element = first_difference(ours[name][2], reference, 4)
-                fail("%s file: %s (%s) differs from ggml's dequantization at element %s" %
-                     (ftype_name, name, type_name, element))
-        print("llama_model_quantize %s: %d tensors bit-equal after dequantization (%s)" %
-              (ftype_name, len(theirs), ", ".join("%s x%d" % kv for kv in sorted(counts.items()))))
-        if not same_as_convert:
+        theirs, their_file_type = gguf_tensor_bytes(theirs_path)
+        types_seen.update(check_read(base, codec, theirs_path, "llama_model_quantize " + label, work))
+        if dtype is None:
             continue
         for source in (f32, folder):
-            compare_converted(convert, source, ftype_name.lower(), theirs, work)
+            compare_converted(convert, source, dtype, theirs, their_file_type, work)
     for needed, _, _ in TYPES.values():
         if needed not in types_seen:
             fail("no %s tensor in llama.cpp's files: the shapes no longer exercise it" % needed)
+    # The Q8_0 and Q4_0 toy files of infer_gguf_test (make_toy_model's
+    # default shape), read by us and by ggml.
+    for dtype in ("q8_0", "q4_0"):
+        path = os.path.join(work, "toy_%s.gguf" % dtype)
+        run([make_toy, "--format", "gguf", "--dtype", dtype, "--out", path])
+        check_read(base, codec, path, "make_toy_model --dtype " + dtype, work)
 
 
-def compare_converted(convert, source, dtype, theirs, work):
+def check_read(base, codec, path, what, work):
+    """Every tensor of the GGUF `path` as inferno's loader reads it against ggml's dequantization of its bytes;
+    returns the type names the file holds."""
+    tensors, _ = gguf_tensor_bytes(path)
+    dump = tempfile.mkdtemp(dir=work)
+    try:
+        run([codec, "--op", "gguf", "--in", path, "--out", dump])
+    except RuntimeError as error:
+        fail("%s: inferno's loader refused it: %s" % (what, error))
+        return set()
+    ours = read_dump(dump)
+    counts = {}
+    for name, (type_id, raw) in tensors.items():
+        type_name = TYPES[type_id][0]
+        counts[type_name] = counts.get(type_name, 0) + 1
+        if name not in ours:
+            fail("%s: tensor %s missing from inferno's reading" % (what, name))
+            continue
+        if ours[name][0] != type_name:
+            fail("%s: %s read as %s, written as %s" % (what, name, ours[name][0], type_name))
+        reference = dequantize_with_ggml(base, type_id, raw)
+        if ours[name][2] != reference:
+            element = first_difference(ours[name][2], reference, 4)
+            fail("%s: %s (%s) differs from ggml's dequantization at element %s" % (what, name, type_name, element))
+    print("%s: %d tensors bit-equal to ggml's dequantization (%s)" %
+          (what, len(tensors), ", ".join("%s x%d" % kv for kv in sorted(counts.items()))))
+    return set(counts)
+
+
+def compare_converted(convert, source, dtype, theirs, their_file_type, work):
     """convert_to_gguf --dtype `dtype` of `source` against llama_model_quantize's tensors `theirs`."""
     what = "convert_to_gguf --dtype %s of %s" % (dtype, os.path.basename(source))
     mine_path = os.path.join(work, "inferno.gguf")
@@ -374,7 +401,9 @@ def compare_converted(convert, source, dtype, theirs, work):
     except RuntimeError as error:
         fail("%s: %s" % (what, error))
         return
-    mine = gguf_tensor_bytes(mine_path)
+    mine, my_file_type = gguf_tensor_bytes(mine_path)
+    if my_file_type != their_file_type:
+        fail("%s: general.file_type %s, llama.cpp's %s" % (what, my_file_type, their_file_type))
     if sorted(mine) != sorted(theirs):
         fail("%s: tensors %s, llama.cpp's %s" % (what, sorted(mine), sorted(theirs)))
         return
