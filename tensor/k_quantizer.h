@@ -13,11 +13,14 @@
 // libggml-base by tests/llama_cpp_quant_test.
 //
 // In outline, per sub-block (16 or 32 elements) a scale (and for Q2_K,
-// Q4_K, Q5_K a min) is fitted by a small grid search minimising a weighted
-// squared (Q2_K: absolute) error; the sub-block scales and mins are then
-// quantized against the super-block's largest ones (6 bits; 4 for Q2_K; 8
-// signed for Q6_K) and every code recomputed with the scales as stored.
-// An all-zero super-block becomes all-zero bytes (IQ4_NL: d = 0, codes 8).
+// Q4_K, Q5_K a min) is fitted by a small search (candidate scales on a
+// grid; Q3_K: single codes moved) minimising a weighted squared (Q2_K:
+// absolute) error; the sub-block scales and mins are then quantized against
+// the super-block's largest ones (6 bits; 4 for Q2_K; 8 signed for Q6_K)
+// and every code recomputed with the scales as stored.
+// An all-zero super-block of Q2_K ... Q6_K becomes all-zero bytes; an
+// all-zero IQ4_NL or IQ4_XS block stores d = ±0 and the index of the grid
+// value nearest 0 (8), as ggml does.
 //
 // Thread-safety: pure functions.
 #pragma once
