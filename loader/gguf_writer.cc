@@ -25,24 +25,16 @@ GgufValue Uint32(uint64_t value) { return {GgufValueType::kUint32, GgufValueType
 }  // namespace
 
 Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
-                      const std::vector<NamedTensorF32>& tensors, const GgufFileType& file_type,
-                      const GgufVocabulary& vocabulary, const std::string& name) {
+                      const std::vector<TensorInfo>& tensors, const ReadTensorF32& read,
+                      const GgufFileType& file_type, const GgufVocabulary& vocabulary,
+                      const std::string& name) {
   if (config.architecture != "LlamaForCausalLM" || config.qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
     return Error::InvalidArgument(path +
                                   ": GGUF llama holds Llama models without biases, RoPE scaling or a "
                                   "sliding window");
   }
-  std::vector<TensorInfo> infos;
-  for (const NamedTensorF32& t : tensors) {
-    infos.push_back({t.name, DType::kF32, t.shape});
-    if (static_cast<int64_t>(t.data.size()) != infos.back().num_elements()) {
-      return Error::InvalidArgument(path + ": tensor '" + t.name + "': shape " + ShapeToString(t.shape) +
-                                    " needs " + std::to_string(infos.back().num_elements()) +
-                                    " floats, data has " + std::to_string(t.data.size()));
-    }
-  }
-  if (Status s = CheckTensorsMatchConfig(infos, config, path); !s) return s;
+  if (Status s = CheckTensorsMatchConfig(tensors, config, path); !s) return s;
 
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);
   metadata.insert(metadata.begin() + 1,
@@ -52,10 +44,10 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
     metadata.push_back({kGeneralQuantizationVersionKey, Uint32(kGgmlQuantizationVersion)});
   }
   for (GgufKeyValue& kv : GgufVocabularyMetadata(vocabulary)) metadata.push_back(std::move(kv));
-  const bool has_output = std::any_of(tensors.begin(), tensors.end(),
-                                      [](const NamedTensorF32& t) { return t.name == kLmHeadName; });
+  const bool has_output =
+      std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo& t) { return t.name == kLmHeadName; });
   std::vector<GgufTensorInfo> gguf_tensors;
-  for (const NamedTensorF32& t : tensors) {
+  for (const TensorInfo& t : tensors) {
     const std::string gguf_name = GgufTensorName(t.name);
     const DType dtype = GgufTensorType(file_type, gguf_name, t.shape, config.num_hidden_layers, has_output);
     gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
@@ -64,32 +56,54 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   if (Status s = file->Write(EncodeGgufHeader(metadata, gguf_tensors, kGgufDefaultAlignment)); !s) return s;
-  std::vector<float> permuted;
+  // One tensor at a time: its f32 values, their RoPE permutation, its bytes.
+  std::vector<float> values, permuted;
   std::vector<std::byte> stored;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const NamedTensorF32& t = tensors[i];
+    const TensorInfo& t = tensors[i];
+    values.resize(static_cast<size_t>(t.num_elements()));
+    if (Status s = read(i, values); !s) return s;
     const std::string_view suffix = LayerTensorSuffix(t.name);
     const int64_t heads = suffix == kQProjSuffix   ? config.num_attention_heads
                           : suffix == kKProjSuffix ? config.num_key_value_heads
                                                    : 0;
-    std::span<const float> values = t.data;
+    std::span<const float> source = values;
     if (heads > 0) {
       const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;
-      permuted.resize(t.data.size());
+      permuted.resize(values.size());
       for (int64_t row = 0; row < rows; ++row) {
         std::memcpy(permuted.data() + InterleavedRopeRow(row, head_dim) * columns,
-                    t.data.data() + row * columns, static_cast<size_t>(columns) * sizeof(float));
+                    values.data() + row * columns, static_cast<size_t>(columns) * sizeof(float));
       }
-      values = permuted;
+      source = permuted;
     }
     const uint64_t bytes = GgufTensorBytes(gguf_tensors[i]);
     stored.assign(GgufPadded(bytes, kGgufDefaultAlignment), std::byte{0});
-    if (Status s = ConvertFromF32(GgmlTypeDType(gguf_tensors[i].type), values, stored.data()); !s) {
+    if (Status s = ConvertFromF32(GgmlTypeDType(gguf_tensors[i].type), source, stored.data()); !s) {
       return s.error().Prefixed(path + ": tensor '" + t.name + "': ");
     }
     if (Status s = file->Write(stored); !s) return s;
   }
   return file->Commit();
+}
+
+Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
+                      const std::vector<NamedTensorF32>& tensors, const GgufFileType& file_type,
+                      const GgufVocabulary& vocabulary, const std::string& name) {
+  std::vector<TensorInfo> infos;
+  for (const NamedTensorF32& t : tensors) {
+    infos.push_back({t.name, DType::kF32, t.shape});
+    if (static_cast<int64_t>(t.data.size()) != infos.back().num_elements()) {
+      return Error::InvalidArgument(path + ": tensor '" + t.name + "': shape " + ShapeToString(t.shape) +
+                                    " needs " + std::to_string(infos.back().num_elements()) +
+                                    " floats, data has " + std::to_string(t.data.size()));
+    }
+  }
+  const auto copy = [&tensors](size_t index, std::span<float> values) -> Status {
+    std::copy(tensors[index].data.begin(), tensors[index].data.end(), values.begin());
+    return {};
+  };
+  return WriteGgufLlama(path, config, infos, copy, file_type, vocabulary, name);
 }
 
 }  // namespace inferno

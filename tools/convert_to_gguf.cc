@@ -61,21 +61,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Every tensor in f32, Hugging Face layout (the checkpoint un-permutes
-  // llama2.c's q and k; the writer permutes them back as GGUF stores them).
-  const std::vector<TensorSpec> specs = LlamaTensorSpecs(config);
-  std::vector<std::vector<float>> values(specs.size());
-  std::vector<NamedTensorF32> tensors;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    values[i].resize(
-        static_cast<size_t>(TensorInfo{specs[i].name, DType::kF32, specs[i].shape}.num_elements()));
-    if (Status read = (*checkpoint)->ReadF32(specs[i].name, values[i]); !read) {
-      std::fprintf(stderr, "convert_to_gguf: %s\n", read.error().ToString().c_str());
-      return 1;
-    }
-    tensors.push_back({specs[i].name, specs[i].shape, values[i]});
-  }
+  // llama2.c's q and k; the writer permutes them back as GGUF stores them),
+  // read one at a time as the writer asks for it.
+  std::vector<TensorInfo> tensors;
+  for (const TensorSpec& spec : LlamaTensorSpecs(config))
+    tensors.push_back({spec.name, DType::kF32, spec.shape});
+  const auto read = [&](size_t index, std::span<float> values) {
+    return (*checkpoint)->ReadF32(tensors[index].name, values);
+  };
   const std::string out = *flags.Last("out");
-  if (Status written = WriteGgufLlama(out, config, tensors, *file_type, *vocabulary, *flags.Last("model"));
+  if (Status written =
+          WriteGgufLlama(out, config, tensors, read, *file_type, *vocabulary, *flags.Last("model"));
       !written) {
     std::fprintf(stderr, "convert_to_gguf: %s\n", written.error().ToString().c_str());
     return 1;
