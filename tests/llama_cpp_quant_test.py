@@ -22,7 +22,8 @@ tools/yardsticks/fetch_llama_cpp.sh), driven through ctypes; inferno's side is
     each single block type (against llama-quantize --pure) of the same model,
     from the F32 GGUF and from a safetensors folder, gives each tensor the
     type llama_model_quantize gives it, the same block bytes and the same
-    general.file_type.
+    general.file_type; so does --dtype q4_k_m of llama.cpp's F16 and BF16
+    files of the model.
 
 Prints "SKIP: ..." and passes when the package is absent.
 
@@ -336,14 +337,18 @@ def check_files(base, llama, codec, make_toy, convert, work):
     llama.llama_model_quantize_default_params.restype = QuantizeParams
     llama.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(QuantizeParams)]
     llama.llama_model_quantize.restype = ctypes.c_uint32
-    types_seen = set()
-    for label, ftype, pure, dtype in FILES:
-        theirs_path = os.path.join(work, "llama.gguf")
+
+    def quantize(source, out, ftype, pure=False):
         params = llama.llama_model_quantize_default_params()
         params.ftype = ftype
         params.pure = pure
         params.nthread = 1
-        if llama.llama_model_quantize(f32.encode(), theirs_path.encode(), ctypes.byref(params)) != 0:
+        return llama.llama_model_quantize(source.encode(), out.encode(), ctypes.byref(params)) == 0
+
+    types_seen = set()
+    for label, ftype, pure, dtype in FILES:
+        theirs_path = os.path.join(work, "llama.gguf")
+        if not quantize(f32, theirs_path, ftype, pure):
             fail("llama_model_quantize %s failed" % label)
             continue
         theirs, their_file_type = gguf_tensor_bytes(theirs_path)
@@ -355,6 +360,16 @@ def check_files(base, llama, codec, make_toy, convert, work):
     for needed, _, _ in TYPES.values():
         if needed not in types_seen:
             fail("no %s tensor in llama.cpp's files: the shapes no longer exercise it" % needed)
+    # From 16-bit sources: llama.cpp's F16 and BF16 files of the model, each
+    # quantized to Q4_K_M by llama.cpp and by convert_to_gguf.
+    for label, ftype in (("f16", 1), ("bf16", 32)):
+        source = os.path.join(work, "toy_%s.gguf" % label)
+        theirs_path = os.path.join(work, "llama.gguf")
+        if not quantize(f32, source, ftype) or not quantize(source, theirs_path, 15):
+            fail("llama_model_quantize of the %s model failed" % label)
+            continue
+        theirs, their_file_type = gguf_tensor_bytes(theirs_path)
+        compare_converted(convert, source, "q4_k_m", theirs, their_file_type, work)
     # The Q8_0 and Q4_0 toy files of infer_gguf_test (make_toy_model's
     # default shape), read by us and by ggml.
     for dtype in ("q8_0", "q4_0"):
