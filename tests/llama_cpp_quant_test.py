@@ -23,7 +23,8 @@ tools/yardsticks/fetch_llama_cpp.sh), driven through ctypes; inferno's side is
     from the F32 GGUF and from a safetensors folder, gives each tensor the
     type llama_model_quantize gives it, the same block bytes and the same
     general.file_type; so does --dtype q4_k_m of llama.cpp's F16 and BF16
-    files of the model.
+    files of the model, and --dtype q4_k_m and q8_0 of stories260K
+    (../shared/models, when present: tied embeddings, F16 fallbacks).
 
 Prints "SKIP: ..." and passes when the package is absent.
 
@@ -370,6 +371,25 @@ def check_files(base, llama, codec, make_toy, convert, work):
             continue
         theirs, their_file_type = gguf_tensor_bytes(theirs_path)
         compare_converted(convert, source, "q4_k_m", theirs, their_file_type, work)
+    # stories260K (../shared/models, when present): tied embeddings, so
+    # token_embd.weight is the output, and rows of 64 and 172 elements, so
+    # Q5_0, Q8_0 and F16 fallbacks.
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    stories = os.path.join(os.environ.get("INFERNO_SHARED_MODELS") or os.path.join(checkout, "shared", "models"),
+                           "stories260K.bin")
+    if os.path.isfile(stories):
+        source = os.path.join(work, "stories260K.gguf")
+        run([convert, "--model", stories, "--out", source])
+        for dtype, ftype in (("q4_k_m", 15), ("q8_0", 7)):
+            theirs_path = os.path.join(work, "llama.gguf")
+            if not quantize(source, theirs_path, ftype):
+                fail("llama_model_quantize %s of stories260K failed" % dtype)
+                continue
+            check_read(base, codec, theirs_path, "llama_model_quantize %s of stories260K" % dtype, work)
+            theirs, their_file_type = gguf_tensor_bytes(theirs_path)
+            compare_converted(convert, source, dtype, theirs, their_file_type, work)
+    else:
+        print("%s absent: its checks skipped" % stories)
     # The Q8_0 and Q4_0 toy files of infer_gguf_test (make_toy_model's
     # default shape), read by us and by ggml.
     for dtype in ("q8_0", "q4_0"):
