@@ -113,7 +113,7 @@ Status WriteToyModelGguf(const std::string& path, const ModelConfig& config, uin
   const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
   std::vector<NamedTensorF32> named;
   for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
-  return WriteGgufLlama(path, config, named, matrix_type, vocabulary,
+  return WriteGgufLlama(path, config, named, GgufFileType{matrix_type}, vocabulary,
                         "inferno toy model, seed " + std::to_string(seed));
 }
 

@@ -262,17 +262,18 @@ TEST_P(TypedMatMul, CloseToTheProductOfDequantizedWeights) {
   }
 }
 
-// The types ConvertFromF32 writes in blocks of at most 32 (the others, from
-// random blocks, in quant_rows_test.cc).
-std::vector<DType> WritableDTypesOfSmallBlocks() {
+// The types of blocks of at most 32 elements (the cases above use rows of 32
+// and 288 columns; the super-block types, from random blocks of every code
+// pattern, are in quant_rows_test.cc).
+std::vector<DType> DTypesOfSmallBlocks() {
   std::vector<DType> dtypes;
   for (DType dtype : kAllDTypes) {
-    if (DTypeHasQuantizer(dtype) && DTypeBlockElements(dtype) <= 32) dtypes.push_back(dtype);
+    if (DTypeBlockElements(dtype) <= 32) dtypes.push_back(dtype);
   }
   return dtypes;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryDType, TypedMatMul, testing::ValuesIn(WritableDTypesOfSmallBlocks()),
+INSTANTIATE_TEST_SUITE_P(EveryDType, TypedMatMul, testing::ValuesIn(DTypesOfSmallBlocks()),
                          [](const testing::TestParamInfo<DType>& info) {
                            return std::string(DTypeName(info.param));
                          });

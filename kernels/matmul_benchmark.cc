@@ -5,8 +5,7 @@
 // copied until the copies take kStreamBytes, and the calls go round them, so
 // every call reads its weights from memory as decode does in a model larger
 // than the caches (a single matrix of these shapes fits the L3). Args: the
-// type (index into kAllDTypes; types ConvertFromF32 cannot write get random
-// blocks), rows, cols, n. One thread; the kernels are
+// type (index into kAllDTypes), rows, cols, n. One thread; the kernels are
 // those KernelInstructionSet() names (INFERNO_KERNEL_ISA=avx2|baseline asks
 // for less).
 //
@@ -38,11 +37,7 @@ void BM_MatMul(benchmark::State& state) {
   const int64_t bytes = DTypeBytes(dtype, rows * cols).value();
   const int64_t copies = (kStreamBytes + bytes - 1) / bytes;
   std::vector<std::byte> w(static_cast<size_t>(bytes * copies));
-  if (DTypeHasQuantizer(dtype)) {
-    CHECK(ConvertFromF32(dtype, values, w.data()).ok());
-  } else {  // random blocks: the kernels' time does not depend on the values
-    for (int64_t i = 0; i < bytes; ++i) w[i] = static_cast<std::byte>(rng() & 0xff);
-  }
+  CHECK(ConvertFromF32(dtype, values, w.data()).ok());
   for (int64_t c = 1; c < copies; ++c) std::copy_n(w.data(), bytes, w.data() + c * bytes);
   std::vector<float> out(static_cast<size_t>(n * rows));
   ThreadPool pool(1);

@@ -153,10 +153,10 @@ struct GgufFile {
 // or 1; duplicate or empty keys; a general.alignment that is not a uint32
 // power of two; tensor names empty, duplicate or longer than 63 bytes; more
 // than 4 or negative dimensions, element counts that overflow, a row length
-// not a multiple of the block; a ggml type other than F32, F16, BF16, Q8_0,
-// Q4_0 (Unimplemented, naming the type); offsets not aligned, out of the
-// file, overlapping or out of order or leaving gaps; trailing bytes beyond
-// the last tensor's padding.
+// not a multiple of the block; a ggml type not in kGgmlSupportedTypes
+// (Unimplemented, naming the tensor and the type); offsets not aligned, out
+// of the file, overlapping or out of order or leaving gaps; trailing bytes
+// beyond the last tensor's padding.
 Result<GgufFile> ParseGgufFile(std::span<const std::byte> file, const std::string& source);
 
 // Bytes of a tensor's data (without padding). Precondition: ne[0] is a

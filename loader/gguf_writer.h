@@ -2,17 +2,21 @@
 // (gguf-py) does: general.architecture "llama" and the llama.* keys
 // (gguf_llama.h), the embedded tokenizer (gguf_vocabulary.h), alignment 32,
 // GGUF tensor names, q and k rows in Meta's interleaved RoPE order, matrices
-// in the requested type and norms in F32 (as llama.cpp keeps 1-D tensors),
-// general.file_type and general.quantization_version as llama.cpp sets them.
+// in the types llama.cpp's quantizer would choose for the file type and
+// norms in F32 (as llama.cpp keeps 1-D tensors), general.file_type and
+// general.quantization_version as llama.cpp sets them.
 // The file appears under `path` only once complete (AtomicFile).
 //
 // Thread-safety: pure function; concurrent calls must use distinct paths.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "loader/gguf_file_type.h"
 #include "loader/gguf_vocabulary.h"
 #include "loader/safetensors_writer.h"
 #include "model/model_config.h"
@@ -20,17 +24,32 @@
 
 namespace inferno {
 
-// Writes `tensors` (Hugging Face names and layouts, f32, exactly the tensors
-// of LlamaTensorSpecs(config) with their shapes) in the given order, with
-// `vocabulary` and general.name = `name`. 2-D tensors are stored as
-// `matrix_type` (converted by ConvertFromF32: F16/BF16 rounded to nearest
-// even, Q8_0/Q4_0 quantized as ggml's reference quantizers do), 1-D ones as
-// F32. Fails on I/O errors naming the file, on a config GGUF cannot express
-// (another architecture, biases, RoPE scaling), on tensors that do not match
-// the config, and on rows that are not whole blocks of `matrix_type` or hold
-// values it cannot represent, naming the tensor.
+// Fills `values` (sized to the tensor's elements) with the f32 values,
+// row-major, of tensor `index` of WriteGgufLlama's `tensors`; an error ends
+// the write (it should name the tensor and its source).
+using ReadTensorF32 = std::function<Status(size_t index, std::span<float> values)>;
+
+// Writes the tensors `tensors` describes (Hugging Face names and shapes,
+// exactly those of LlamaTensorSpecs(config); their dtype is ignored) in the
+// given order, with `vocabulary` and general.name = `name`, each in the
+// type `file_type` gives it (loader/gguf_file_type.h: 1-D ones F32,
+// matrices converted by ConvertFromF32 — F16/BF16 rounded to nearest even,
+// block types quantized as llama.cpp's quantizers do). Values come from
+// `read`, asked once per tensor in order, so one tensor at a time is held
+// in f32. Fails on I/O errors naming the file, on a config GGUF cannot
+// express (another architecture, biases, RoPE scaling), on tensors that do
+// not match the config, on `read`'s errors, and on values a block type
+// cannot represent (NaN, infinity), naming the tensor.
 Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
-                      const std::vector<NamedTensorF32>& tensors, DType matrix_type,
+                      const std::vector<TensorInfo>& tensors, const ReadTensorF32& read,
+                      const GgufFileType& file_type, const GgufVocabulary& vocabulary,
+                      const std::string& name);
+
+// The same, for tensors already in memory (`tensors[i].data` is read for
+// tensor i); also fails, naming the tensor, when a tensor's data does not
+// hold its shape's elements.
+Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
+                      const std::vector<NamedTensorF32>& tensors, const GgufFileType& file_type,
                       const GgufVocabulary& vocabulary, const std::string& name);
 
 }  // namespace inferno

@@ -126,7 +126,7 @@ Status WriteTestGgufModel(const std::string& path, const ModelConfig& config, DT
                                           : "t" + std::to_string(id));
     vocabulary.scores.push_back(0.0f);
   }
-  return WriteGgufLlama(path, config, tensors, matrix_type, vocabulary, "test model");
+  return WriteGgufLlama(path, config, tensors, GgufFileType{matrix_type}, vocabulary, "test model");
 }
 
 Status WriteTestLlama2cModel(const std::string& path, const ModelConfig& c) {

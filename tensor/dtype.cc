@@ -9,6 +9,7 @@
 
 #include "tensor/float16.h"
 #include "tensor/k_quant_blocks.h"
+#include "tensor/k_quantizer.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {
@@ -80,7 +81,7 @@ struct DTypeTraits {
   int64_t block_elements;
   int64_t block_bytes;
   void (*to_f32)(const std::byte* src, std::span<float> out);
-  void (*from_f32)(std::span<const float> values, std::byte* dst);  // nullptr: no quantizer
+  void (*from_f32)(std::span<const float> values, std::byte* dst);
 };
 
 template <typename Block, int kElements, void (*Dequantize)(std::span<const Block>, std::span<float>)>
@@ -99,25 +100,27 @@ constexpr DTypeTraits kTraits[] = {
     {DType::kQ4_0, "Q4_0", kBlock, sizeof(BlockQ4_0), kBlockToF32<BlockQ4_0, kBlock, DequantizeRowQ4_0>,
      kBlockFromF32<BlockQ4_0, kBlock, QuantizeRowQ4_0>},
     {DType::kQ4_1, "Q4_1", kBlock, sizeof(BlockQ4_1), kBlockToF32<BlockQ4_1, kBlock, DequantizeRowQ4_1>,
-     nullptr},
+     kBlockFromF32<BlockQ4_1, kBlock, QuantizeRowQ4_1>},
     {DType::kQ5_0, "Q5_0", kBlock, sizeof(BlockQ5_0), kBlockToF32<BlockQ5_0, kBlock, DequantizeRowQ5_0>,
-     nullptr},
+     kBlockFromF32<BlockQ5_0, kBlock, QuantizeRowQ5_0>},
     {DType::kQ5_1, "Q5_1", kBlock, sizeof(BlockQ5_1), kBlockToF32<BlockQ5_1, kBlock, DequantizeRowQ5_1>,
-     nullptr},
+     kBlockFromF32<BlockQ5_1, kBlock, QuantizeRowQ5_1>},
     {DType::kIQ4_NL, "IQ4_NL", kBlock, sizeof(BlockIQ4_NL),
-     kBlockToF32<BlockIQ4_NL, kBlock, DequantizeRowIQ4_NL>, nullptr},
+     kBlockToF32<BlockIQ4_NL, kBlock, DequantizeRowIQ4_NL>,
+     kBlockFromF32<BlockIQ4_NL, kBlock, QuantizeRowIQ4_NL>},
     {DType::kQ2_K, "Q2_K", kSuper, sizeof(BlockQ2_K), kBlockToF32<BlockQ2_K, kSuper, DequantizeRowQ2_K>,
-     nullptr},
+     kBlockFromF32<BlockQ2_K, kSuper, QuantizeRowQ2_K>},
     {DType::kQ3_K, "Q3_K", kSuper, sizeof(BlockQ3_K), kBlockToF32<BlockQ3_K, kSuper, DequantizeRowQ3_K>,
-     nullptr},
+     kBlockFromF32<BlockQ3_K, kSuper, QuantizeRowQ3_K>},
     {DType::kQ4_K, "Q4_K", kSuper, sizeof(BlockQ4_K), kBlockToF32<BlockQ4_K, kSuper, DequantizeRowQ4_K>,
-     nullptr},
+     kBlockFromF32<BlockQ4_K, kSuper, QuantizeRowQ4_K>},
     {DType::kQ5_K, "Q5_K", kSuper, sizeof(BlockQ5_K), kBlockToF32<BlockQ5_K, kSuper, DequantizeRowQ5_K>,
-     nullptr},
+     kBlockFromF32<BlockQ5_K, kSuper, QuantizeRowQ5_K>},
     {DType::kQ6_K, "Q6_K", kSuper, sizeof(BlockQ6_K), kBlockToF32<BlockQ6_K, kSuper, DequantizeRowQ6_K>,
-     nullptr},
+     kBlockFromF32<BlockQ6_K, kSuper, QuantizeRowQ6_K>},
     {DType::kIQ4_XS, "IQ4_XS", kSuper, sizeof(BlockIQ4_XS),
-     kBlockToF32<BlockIQ4_XS, kSuper, DequantizeRowIQ4_XS>, nullptr},
+     kBlockToF32<BlockIQ4_XS, kSuper, DequantizeRowIQ4_XS>,
+     kBlockFromF32<BlockIQ4_XS, kSuper, QuantizeRowIQ4_XS>},
 };
 static_assert(std::size(kTraits) == std::size(kAllDTypes));
 
@@ -134,8 +137,6 @@ const DTypeTraits& Traits(DType dtype) {
 int64_t DTypeBlockElements(DType dtype) { return Traits(dtype).block_elements; }
 
 int64_t DTypeBlockBytes(DType dtype) { return Traits(dtype).block_bytes; }
-
-bool DTypeHasQuantizer(DType dtype) { return Traits(dtype).from_f32 != nullptr; }
 
 Result<int64_t> DTypeBytes(DType dtype, int64_t elements) {
   const int64_t block = DTypeBlockElements(dtype);
@@ -172,10 +173,6 @@ Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst
   if (Result<int64_t> bytes = DTypeBytes(dtype, static_cast<int64_t>(values.size())); !bytes)
     return bytes.error();
   const DTypeTraits& traits = Traits(dtype);
-  if (traits.from_f32 == nullptr) {
-    return Error::Unimplemented("inferno cannot write " + std::string(traits.name) +
-                                " (it reads it); quantize to Q8_0, Q4_0 or a float type instead");
-  }
   if (traits.block_elements > 1) {
     for (size_t i = 0; i < values.size(); ++i) {
       if (!std::isfinite(values[i])) {

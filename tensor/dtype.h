@@ -53,8 +53,6 @@ int64_t DTypeBlockElements(DType dtype);
 // Bytes per block: 4 for F32, 2 for F16 and BF16, sizeof the ggml block for
 // the others (34 for Q8_0, 144 for Q4_K, ...).
 int64_t DTypeBlockBytes(DType dtype);
-// Whether ConvertFromF32 can write `dtype` (every type can be read).
-bool DTypeHasQuantizer(DType dtype);
 // Bytes of `elements` consecutive elements (a row, or several whole rows).
 // InvalidArgument when `elements` is negative or not a whole number of
 // blocks, or the byte count overflows int64.
@@ -75,9 +73,10 @@ void ConvertToF32(DType dtype, const std::byte* src, std::span<float> out);
 // Stores `values` as `DTypeBytes(dtype, values.size())` bytes of `dtype` at
 // `dst` (no alignment required): F16 and BF16 round to nearest even, the
 // block types quantize as ggml's reference quantizers (quantize_row_*_ref)
-// do. InvalidArgument when `values` is not a whole number of blocks, or
-// (block types) holds a NaN or infinity, which no block can represent;
-// Unimplemented for a type without a quantizer (DTypeHasQuantizer).
+// do (IQ4_NL and IQ4_XS: as llama.cpp's model quantizer does, see
+// tensor/k_quantizer.h). InvalidArgument when `values` is not a whole number
+// of blocks, or (block types) holds a NaN or infinity, which no block can
+// represent.
 Status ConvertFromF32(DType dtype, std::span<const float> values, std::byte* dst);
 
 }  // namespace inferno

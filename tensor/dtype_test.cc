@@ -1,7 +1,9 @@
 #include "tensor/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -97,24 +99,95 @@ TEST(ConvertToF32, Q8_0AndQ4_0FromUnalignedSource) {
 }
 
 TEST(ConvertFromF32, RoundTripsThroughEveryDType) {
-  std::vector<float> values(32 * 70);  // more blocks than one conversion chunk
+  // More blocks and super-blocks than one conversion chunk (16 blocks).
+  std::vector<float> values(256 * 20);
   for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37f * static_cast<float>(i));
+  // Block maxima are ~1, so the error bound is about half a quantization
+  // step (a clamped code costs a whole one): Q8_0 1/127, Q4_0 1/8, Q5_0
+  // 1/16, Q4_1 and Q5_1 2/15 and 2/31, IQ4 grid gaps up to 24/127, the
+  // K-quants a few steps of their 2 to 6 bits; F16 and BF16 keep 11 and 8
+  // significant bits.
+  const auto tolerance = [](DType dtype) {
+    switch (dtype) {
+      case DType::kF32:
+        return 0.0f;
+      case DType::kF16:
+        return 0.0005f;
+      case DType::kBF16:
+        return 0.004f;
+      case DType::kQ8_0:
+        return 0.0045f;
+      case DType::kQ4_0:
+        return 0.126f;
+      case DType::kQ4_1:
+        return 0.07f;
+      case DType::kQ5_0:
+        return 0.0626f;
+      case DType::kQ5_1:
+        return 0.035f;
+      case DType::kIQ4_NL:
+      case DType::kIQ4_XS:
+        return 0.13f;
+      case DType::kQ2_K:
+        return 0.4f;
+      case DType::kQ3_K:
+        return 0.25f;
+      case DType::kQ4_K:
+        return 0.1f;
+      case DType::kQ5_K:
+        return 0.05f;
+      case DType::kQ6_K:
+        return 0.025f;
+    }
+    return 0.0f;
+  };
   for (DType dtype : kAllDTypes) {
-    if (!DTypeHasQuantizer(dtype)) continue;  // written by tools/quantize's tests against llama.cpp
     std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(dtype, values.size()).value()) + 1);
     ASSERT_TRUE(ConvertFromF32(dtype, values, stored.data() + 1).ok()) << DTypeName(dtype);
     std::vector<float> back(values.size());
     ConvertToF32(dtype, stored.data() + 1, back);
-    // Block maxima are ~1: Q4_0 steps 1/8 (a clamped code costs a step),
-    // Q8_0 1/127; F16 and BF16 keep 11 and 8 significant bits.
-    const float tolerance = dtype == DType::kQ4_0   ? 0.126f
-                            : dtype == DType::kQ8_0 ? 0.0045f
-                            : dtype == DType::kBF16 ? 0.004f
-                            : dtype == DType::kF16  ? 0.0005f
-                                                    : 0.0f;
-    for (size_t i = 0; i < values.size(); ++i) {
-      ASSERT_LE(std::fabs(back[i] - values[i]), tolerance) << DTypeName(dtype) << " element " << i;
-    }
+    float worst = 0.0f;
+    for (size_t i = 0; i < values.size(); ++i) worst = std::max(worst, std::fabs(back[i] - values[i]));
+    EXPECT_LE(worst, tolerance(dtype)) << DTypeName(dtype);
+  }
+}
+
+// FNV-1a, 64 bits.
+uint64_t Fnv1a(const std::vector<std::byte>& bytes) {
+  uint64_t hash = 0xcbf29ce484222325;
+  for (std::byte b : bytes) hash = (hash ^ static_cast<uint8_t>(b)) * 0x100000001b3;
+  return hash;
+}
+
+TEST(ConvertFromF32, BlocksEqualLlamaCppsForAFixedInput) {
+  // 8 super-blocks of integers in [-2000, 2000] from an LCG, super-block s
+  // scaled by 2^(3s - 18) (exact in f32), half the sub-blocks of
+  // super-block 5 zero. The digests are of the blocks llama.cpp writes for
+  // this input (ggml_quantize_chunk of libggml-base, node-llama-cpp 3.21.1),
+  // so this holds the bytes to llama.cpp's without its libraries;
+  // tests/llama_cpp_quant_test.py compares many more inputs directly.
+  std::vector<float> values(2048);
+  uint64_t state = 27;
+  for (size_t i = 0; i < values.size(); ++i) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    const int super_block = static_cast<int>(i / 256);
+    const auto v = static_cast<int>((state >> 33) % 4001) - 2000;
+    values[i] = super_block == 5 && (i / 16) % 2 == 0
+                    ? 0.0f
+                    : std::ldexp(static_cast<float>(v), 3 * super_block - 18);
+  }
+  const std::pair<DType, uint64_t> digests[] = {
+      {DType::kQ8_0, 0x3cc8b964636aa328}, {DType::kQ4_0, 0x25dda7fc44a24c6c},
+      {DType::kQ4_1, 0xbf9b2a1d5f3db051}, {DType::kQ5_0, 0xc92d82c508a25f8f},
+      {DType::kQ5_1, 0x94f63d7cf9f95bd2}, {DType::kIQ4_NL, 0xa2c0a7adb304052d},
+      {DType::kQ2_K, 0x1b7a79b390326d46}, {DType::kQ3_K, 0x2ff8c8ea3fb6fd93},
+      {DType::kQ4_K, 0x2d782f275f67d04b}, {DType::kQ5_K, 0x6d9436c5102febb3},
+      {DType::kQ6_K, 0x6a02732716018e78}, {DType::kIQ4_XS, 0xd609929a7c2b9017},
+  };
+  for (const auto& [dtype, digest] : digests) {
+    std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(dtype, values.size()).value()));
+    ASSERT_TRUE(ConvertFromF32(dtype, values, stored.data()).ok()) << DTypeName(dtype);
+    EXPECT_EQ(Fnv1a(stored), digest) << DTypeName(dtype);
   }
 }
 

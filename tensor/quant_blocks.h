@@ -13,9 +13,10 @@
 //   IQ4_NL: element j = d * kIq4NlValues[n(j)]            (18 bytes)
 // The dequantizers compute exactly ggml's dequantize_row_* expressions (the
 // same f32 operations in the same order), so their results are bit-equal.
-// Quantizers round exactly as ggml's reference quantize_row_q8_0_ref and
-// quantize_row_q4_0_ref do (the ones llama.cpp's tools use to write model
-// files), so a tensor quantized here and there has the same bytes.
+// Quantizers round exactly as ggml's reference quantize_row_<type>_ref do
+// (the ones llama.cpp's tools use to write model files without an
+// importance matrix), so a tensor quantized here and there has the same
+// bytes.
 //
 // Thread-safety: plain structs and pure functions.
 #pragma once
@@ -89,13 +90,21 @@ inline int Q5_1Code(const BlockQ5_1& block, int j) {
 }
 inline int IQ4_NLCode(const BlockIQ4_NL& block, int j) { return kIq4NlValues[BlockNibble(block.qs, j)]; }
 
-// Quantizes `x` (x.size() == 32 * out.size()) into `out`. Q8_0: d = max|x|/127
-// (rounded to f16), qs = round-half-away(x / (max|x|/127)). Q4_0: with m the
-// element of largest magnitude (the first one on ties), d = m / -8, and each
-// element's code = min(15, trunc(x / d + 8.5)). An all-zero block gets d = 0.
+// Quantizes `x` (x.size() == 32 * out.size()) into `out` as ggml's
+// quantize_row_<type>_ref does. Q8_0: d = max|x|/127 (rounded to f16), qs =
+// round-half-away(x / (max|x|/127)). Q4_0 and Q5_0: with m the element of
+// largest magnitude (the first one on ties), d = m / -8 (-16), and each
+// element's code = min(15 (31), trunc(x / d + 8.5 (16.5))). Q4_1 and Q5_1:
+// m = min x, d = (max x - m) / 15 (31), code = trunc((x - m) / d + 0.5)
+// (at most 15 for Q4_1). The divisions use the f32 d, stored rounded to
+// f16. An all-zero block gets d = 0. IQ4_NL's quantizer searches for its
+// scale: see tensor/k_quantizer.h.
 // Preconditions (CHECKed): the sizes match; x holds finite values.
 void QuantizeRowQ8_0(std::span<const float> x, std::span<BlockQ8_0> out);
 void QuantizeRowQ4_0(std::span<const float> x, std::span<BlockQ4_0> out);
+void QuantizeRowQ4_1(std::span<const float> x, std::span<BlockQ4_1> out);
+void QuantizeRowQ5_0(std::span<const float> x, std::span<BlockQ5_0> out);
+void QuantizeRowQ5_1(std::span<const float> x, std::span<BlockQ5_1> out);
 
 // The values a block holds, in f32 (out.size() == 32 * blocks.size(), CHECKed).
 void DequantizeRowQ8_0(std::span<const BlockQ8_0> blocks, std::span<float> out);

@@ -10,7 +10,7 @@
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
 //                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2|qwen3]
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
-//   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0]
+//   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|...]
 //                  [--tokenizer tokenizer.bin] [shape flags]
 //
 // The same flags always give the same bytes.
@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
       "The same flags always give the same bytes.",
       {{"out", "DIR", "the folder to write (with --format gguf, the file)"},
        {"format", "safetensors|gguf", "the file format (default safetensors)"},
-       {"dtype", "f32|f16|bf16|q8_0|q4_0", "gguf: the type of the matrices (default f32; norms stay f32)"},
+       {"dtype", "T",
+        "gguf: every matrix's type, any of docs/dtypes.md: f32 (default), f16, bf16, q8_0, q4_0, ..., "
+        "q6_k (norms stay f32; rows that are not whole blocks fall back as in llama.cpp)"},
        {"tokenizer", "FILE",
         "gguf: a llama2.c tokenizer.bin of --vocab tokens to embed (default: byte fallback)"},
        {"dim", "N", "model width (default 64)"},
