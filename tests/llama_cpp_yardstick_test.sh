@@ -11,8 +11,7 @@ source tests/test_lib.sh
 INFER="$1" CONVERT="$2" GENERATE="$(readlink -f "$3")"
 PACKAGE="${INFERNO_CACHE:-$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/inferno}/yardsticks/node-llama-cpp-3.21.1"
 if ! command -v node >/dev/null 2>&1 || [ ! -d "$PACKAGE/node_modules/@node-llama-cpp/linux-x64" ]; then
-  echo "SKIP: node or $PACKAGE absent (run tools/yardsticks/fetch_llama_cpp.sh)"
-  exit 0
+  skip "node or $PACKAGE absent (run tools/yardsticks/fetch_llama_cpp.sh)"
 fi
 shared_model stories260K.bin
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/llama_cpp.XXXXXX")"
