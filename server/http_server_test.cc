@@ -39,7 +39,9 @@ class RunningServer {
     port = server.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port, 0);
     thread = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(milliseconds(1));
+    const Clock::time_point until = Clock::now() + std::chrono::seconds(10);
+    while (!server.is_running() && Clock::now() < until) std::this_thread::sleep_for(milliseconds(1));
+    ASSERT_TRUE(server.is_running()) << "the server did not start listening within 10 s";
   }
   ~RunningServer() {
     server.stop();
@@ -133,9 +135,12 @@ TEST(HttpServer, RequestLineThatNeverEndsIsClosedWithoutAnswer) {
 }
 
 TEST(HttpServer, HandlerSeesItsClientLeaveAndNotOneThatStays) {
-  RunningServer running(milliseconds(2000));
+  // Declared before the server, so that they outlive its handlers.
+  std::promise<void> reporting_handler_started;
   std::promise<bool> gone_seen;
-  running.server.Get("/wait", [&gone_seen](const httplib::Request& req, httplib::Response& res) {
+  RunningServer running(milliseconds(2000));
+  running.server.Get("/wait", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("report")) reporting_handler_started.set_value();
     // Waits up to `ms` for the client to leave.
     const Clock::time_point until = Clock::now() + milliseconds(std::stoi(req.get_param_value("ms")));
     bool gone = false;
@@ -156,7 +161,9 @@ TEST(HttpServer, HandlerSeesItsClientLeaveAndNotOneThatStays) {
 
   const int leaving = Connect(running.port);
   Send(leaving, "GET /wait?ms=10000&report=1 HTTP/1.1\r\nHost: x\r\n\r\n");
-  std::this_thread::sleep_for(milliseconds(100));
+  // The client leaves once its request is being handled.
+  ASSERT_EQ(reporting_handler_started.get_future().wait_for(std::chrono::seconds(9)),
+            std::future_status::ready);
   close(leaving);
   std::future<bool> seen = gone_seen.get_future();
   ASSERT_EQ(seen.wait_for(std::chrono::seconds(9)), std::future_status::ready);

@@ -13,8 +13,7 @@ home="$(getent passwd "$(id -u)" | cut -d: -f6)"
 TOKENIZERS="${INFERNO_TOKENIZERS_DIR:-${INFERNO_CACHE:-$home/.cache/inferno}/tokenizers}"
 TOKENIZER_JSON="$TOKENIZERS/llama3/models/tokenizer.json"
 if [ ! -f "$TOKENIZER_JSON" ]; then
-  echo "SKIP: $TOKENIZER_JSON not found (tools/fetch_tokenizers.sh fetches it)"
-  exit 0
+  skip "$TOKENIZER_JSON not found (tools/fetch_tokenizers.sh fetches it)"
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_hf_tokenizer.XXXXXX")"
 MODEL="$WORK/model"

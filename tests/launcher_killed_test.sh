@@ -11,16 +11,21 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/launcher_killed.XXXXXX")"
 
 # Each rank: a shell that records its pid, starts the rank in the background
 # (so the shell, not the rank, is launch's child) and records the rank's pid.
+# The ranks run 1000 small collectives, then all_reduces without end.
 # shellcheck disable=SC2016
-"$LAUNCH" -n 2 -- sh -c 'echo $$ > "$0/shell.$RANK"; "$1" --small-ops 1000000000 --large-ops 0 \
-  > /dev/null 2> "$0/err.$RANK" & echo $! > "$0/rank.$RANK"; wait' "$WORK" "$SOAK" &
+"$LAUNCH" -n 2 -- sh -c 'echo $$ > "$0/shell.$RANK"; "$1" --small-ops 1000 --large-ops 1000000000 \
+  --large-bytes 64 > "$0/out.$RANK" 2> "$0/err.$RANK" & echo $! > "$0/rank.$RANK"; wait' "$WORK" "$SOAK" &
 launch_pid=$!
-for _ in $(seq 100); do
-  [ "$(ls "$WORK"/rank.* 2>/dev/null | wc -l)" -ge 2 ] && break
-  sleep 0.1
-done
-[ "$(ls "$WORK"/rank.* 2>/dev/null | wc -l)" -ge 2 ] || fail "the ranks never started"
-sleep 1  # let the ranks join the group and run collectives
+# Launch is killed once both ranks have joined the group, run the small
+# collectives and started the endless phase (60 s at most).
+running() { grep -qs "^soak rank 0 large start" "$WORK/out.0" && grep -qs "^soak rank 1 large start" "$WORK/out.1"; }
+deadline=$(($(now_ms) + 60000))
+while ! running && [ "$(now_ms)" -lt "$deadline" ]; do sleep 0.05; done
+if ! running; then
+  fail "the ranks did not reach their collectives within 60 s: $(cat "$WORK"/out.* "$WORK"/err.* 2>/dev/null)"
+  kill -KILL "$launch_pid" $(cat "$WORK"/rank.* "$WORK"/shell.* 2>/dev/null) 2>/dev/null
+  exit 1
+fi
 
 killed_ms=$(now_ms)
 kill -KILL "$launch_pid"

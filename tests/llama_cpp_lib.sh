@@ -4,12 +4,11 @@
 # and WORK set.
 
 # llama_cpp_package: sets PACKAGE to the fetched node-llama-cpp folder; when it
-# (or node) is absent, prints SKIP and ends the test, passing.
+# (or node) is absent, the test skips (test_lib.sh's skip).
 llama_cpp_package() {
   PACKAGE="${INFERNO_CACHE:-$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/inferno}/yardsticks/node-llama-cpp-3.21.1"
   if ! command -v node >/dev/null 2>&1 || [ ! -d "$PACKAGE/node_modules/@node-llama-cpp/linux-x64" ]; then
-    echo "SKIP: node or $PACKAGE absent (run tools/yardsticks/fetch_llama_cpp.sh)"
-    exit 0
+    skip "node or $PACKAGE absent (run tools/yardsticks/fetch_llama_cpp.sh)"
   fi
 }
 

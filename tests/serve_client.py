@@ -16,6 +16,11 @@
       10 ms) until the server stops answering or SECONDS pass; prints each
       new answer on a line as it comes: [200, "ok"], [503, "unhealthy"],
       ..., "refused"
+  serve_client.py drain URL KEY RANK0_PID BODY  the streamed completion
+      BODY; once its first chunk has come, SIGTERM to RANK0_PID; once /health
+      says "draining", /metrics's count of running requests; then the rest of
+      the stream; prints {"running_after_signal", "chunks_before_signal",
+      "stream" (folded as by request)}
   serve_client.py concurrent URL KEY N        N streaming completions with
       seeds 1..N run one at a time, then all at once: every concurrent stream
       must equal its solo run (text, finish, usage); prints PASS or FAIL lines
@@ -23,7 +28,10 @@
 """
 import http.client
 import json
+import os
+import re
 import select
+import signal
 import socket
 import sys
 import threading
@@ -51,8 +59,21 @@ def request(url, key, path, body, timeout=120):
         except ValueError:
             parsed_body = raw.decode("utf-8", "replace")
         return {"status": response.status, "body": parsed_body}
-    folded = {"status": 200, "text": "", "finish": None, "usage": None, "done": False, "chunks": 0,
-              "objects": [], "error": None}
+    folded = new_folded()
+    fold(response, folded)
+    conn.close()
+    return folded
+
+
+def new_folded():
+    return {"status": 200, "text": "", "finish": None, "usage": None, "done": False, "chunks": 0,
+            "objects": [], "error": None}
+
+
+def fold(response, folded, chunks=None):
+    """Folds the server-sent events of a streamed answer into `folded`, to the
+    end of the stream or, if `chunks` is given, until that many chunks have
+    been folded."""
     for line in response:
         line = line.decode("utf-8").rstrip("\n")
         if not line.startswith("data: "):
@@ -75,8 +96,48 @@ def request(url, key, path, body, timeout=120):
             folded["text"] += delta.get("content", "") if delta is not None else choice.get("text", "")
             if choice.get("finish_reason"):
                 folded["finish"] = choice["finish_reason"]
+        if chunks is not None and folded["chunks"] >= chunks:
+            return
+
+
+def drain(url, key, rank0_pid, body):
+    """Proves a drain: starts the streamed completion BODY and, once its first
+    chunk has come, sends rank 0 SIGTERM; waits (30 s at most) until /health
+    answers 503 "draining" (the signal has landed) and then reads, from
+    /metrics, how many requests run; then reads the stream to its end.
+    Prints {"running_after_signal", "chunks_before_signal", "stream"}."""
+    parsed = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    conn.request("POST", "/v1/completions", body=body, headers=headers)
+    response = conn.getresponse()
+    folded = new_folded()
+    folded["status"] = response.status
+    running, chunks_before_signal = None, 0
+    if response.status == 200:
+        fold(response, folded, chunks=1)
+        chunks_before_signal = folded["chunks"]
+        os.kill(rank0_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while running is None and time.monotonic() < deadline:
+            try:
+                health = request(url, "", "/health", None, timeout=5)
+                if health["status"] == 503 and isinstance(health["body"], dict) and \
+                        health["body"].get("status") == "draining":
+                    metrics = request(url, "", "/metrics", None, timeout=5)
+                    if metrics["status"] == 200:
+                        running = int(re.search(r"^inferno_running_requests (\d+)$", metrics["body"],
+                                                re.MULTILINE).group(1))
+            except (OSError, http.client.HTTPException):
+                pass  # refused over --max-connections, or a reset: ask again
+            if running is None:
+                time.sleep(0.01)
+        fold(response, folded)
     conn.close()
-    return folded
+    print(json.dumps({"running_after_signal": running, "chunks_before_signal": chunks_before_signal,
+                      "stream": folded}))
 
 
 def concurrent(url, key, n):
@@ -115,6 +176,7 @@ def slow(url, key, n, deadline_ms):
             (b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b"") +
             b"Content-Length: %d\r\n\r\n" % len(body) + body)
     outcomes = [None] * n  # (seconds from the first byte to the close, the answer)
+    started = [threading.Event() for _ in range(n)]  # connected, and the first bytes sent
 
     def trickle(i):
         sock = socket.create_connection((parsed.hostname, parsed.port), timeout=30)
@@ -126,6 +188,7 @@ def slow(url, key, n, deadline_ms):
                 sock.sendall(at_once)
             for byte in dribble:
                 sock.sendall(bytes([byte]))
+                started[i].set()
                 # A second until the next byte, unless the server answers or closes.
                 readable, _, _ = select.select([sock], [], [], 1.0)
                 if readable:
@@ -143,8 +206,13 @@ def slow(url, key, n, deadline_ms):
     threads = [threading.Thread(target=trickle, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
-    time.sleep(0.5)
     failures = 0
+    # The normal requests go once every slow client is connected and sending.
+    deadline = time.monotonic() + 30
+    for i, event in enumerate(started):
+        if not event.wait(max(0.0, deadline - time.monotonic())):
+            print("FAIL: slow client %d had not connected and sent a byte within 30 s" % i)
+            failures += 1
     fast = '{"model": "toy", "prompt": "fast", "max_tokens": 8}'
     for _ in range(3):
         begin = time.monotonic()
@@ -201,6 +269,8 @@ def main():
         sys.exit(1 if slow(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])) else 0)
     elif command == "health":
         health(sys.argv[2], float(sys.argv[3]))
+    elif command == "drain":
+        drain(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
     elif command == "concurrent":
         url, key, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
         sys.exit(1 if concurrent(url, key, n) else 0)

@@ -11,8 +11,7 @@ source tests/serve_lib.sh
 home="$(getent passwd "$(id -u)" | cut -d: -f6)"
 PACKAGE="${INFERNO_CACHE:-$home/.cache/inferno}/openai-client/node_modules/openai"
 if ! command -v node >/dev/null || [ ! -f "$PACKAGE/package.json" ]; then
-  echo "SKIP: node or $PACKAGE not found (tools/fetch_openai_client.sh fetches it)"
-  exit 0
+  skip "node or $PACKAGE not found (tools/fetch_openai_client.sh fetches it)"
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_openai.XXXXXX")"
 KEY="key-$RANDOM"

@@ -17,8 +17,9 @@
 #   streaming client that disconnects frees the slot (its sequence is
 #   cancelled, not run to max_tokens); with --max-connections 3 taken, one
 #   more connection gets 503 at once, and /metrics counts it;
-# - SIGTERM to rank 0 drains: a stream in flight ends with [DONE], the job
-#   exits 0.
+# - SIGTERM to rank 0 drains: a stream in flight when the signal lands
+#   (seen running in /metrics once /health says "draining") runs to its
+#   end and [DONE], and the job exits 0.
 #
 # Usage: serve_test.sh LAUNCH SERVE INFER MAKE_TOY_MODEL CLIENT_PY
 set -u
@@ -141,16 +142,8 @@ for _ in $(seq 200); do ranks_reported && break; sleep 0.05; done
 ranks_reported || fail "/metrics lacks ranks 0 and 1 with compute > 0: $(curl -s "$URL/metrics" | grep '^inferno_rank')"
 curl -s --max-time 10 "$URL/metrics" | grep '^inferno_rank'
 
-# --- SIGTERM drains: the stream in flight ends with [DONE], the job exits 0
-curl -sN --max-time 60 -H "Authorization: Bearer $KEY" "$URL/v1/completions" \
-  -d '{"model": "toy", "prompt": "Drain", "max_tokens": 200, "temperature": 0.8, "seed": 5, "stream": true}' \
-  >"$WORK/drain.stream" &
-curl_pid=$!
-sleep 0.2
 stop_server
-wait "$curl_pid"
-[ "$SERVER_STATUS" -eq 0 ] || fail "drain: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
-[ "$(grep '^data: ' "$WORK/drain.stream" | tail -1)" = "data: [DONE]" ] || fail "drain: the stream in flight did not end with [DONE]"
+[ "$SERVER_STATUS" -eq 0 ] || fail "main server: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
 # --- one slot, a queue of one: 429, and a disconnect frees the slot
 # A vocabulary of 4000 (the byte-level tokenizer's 259 and ids that print
@@ -206,8 +199,19 @@ refused_count=$(curl -s --max-time 5 "$URL/metrics" | sed -n 's/^inferno_refused
 kill "$first_pid" "$second_pid" || fail "a stream ended before its client left"
 wait "$first_pid" "$second_pid" 2>/dev/null
 expect_cancelled 2000
-stop_server
-[ "$SERVER_STATUS" -eq 0 ] || fail "small server: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
+
+# --- SIGTERM drains: a stream provably in flight when the signal lands (its
+# first token came before the signal, and once /health says "draining",
+# /metrics still counts it running) runs to its end: all 300 tokens (the
+# first 300 of seed 9's 1000 above), then [DONE]; the job exits 0.
+drained=$(python3 "$CLIENT" drain "$URL" "$KEY" "$(rank_pid "$SERVER_PID" 0)" "${long_request/1000/300}")
+wait_server 30
+echo "drain: $(json 'j["running_after_signal"], j["chunks_before_signal"], j["stream"]["chunks"]' <<<"$drained")"
+[ "$(json 'j["running_after_signal"], j["chunks_before_signal"] >= 1' <<<"$drained")" = "1 True" ] ||
+  fail "drain: the stream was not seen running after the signal landed: $drained"
+[ "$(json 'j["stream"]["done"], j["stream"]["finish"], j["stream"]["error"]' <<<"$drained")" = "True length None" ] ||
+  fail "drain: the stream in flight did not run to its end and [DONE]: $drained"
+[ "$SERVER_STATUS" -eq 0 ] || fail "drain: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1

@@ -90,7 +90,7 @@ TEST(BpeTokenizer, TruncatedFileFailsNamingTheOffset) {
 
 // The Llama 2 vocabulary: ids as SentencePiece (and llama2.c) give them.
 TEST(BpeTokenizer, MatchesLlama2EncodingsOnSharedTokenizer) {
-  const std::optional<std::string> path = FindSharedModel("tokenizer.bin", "engine/BUILD");
+  const std::optional<std::string> path = FindSharedModel("tokenizer.bin", "text/BUILD");
   if (!path) GTEST_SKIP() << "../shared/models/tokenizer.bin not found; skipping";
   auto tokenizer = BpeTokenizer::Load(*path);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;

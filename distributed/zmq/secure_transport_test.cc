@@ -1,10 +1,11 @@
 // ZmqTransport with a job secret: CURVE-encrypted, and closed to processes
 // that do not hold the secret.
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -46,35 +47,71 @@ std::string Text(const Message& message) {
 // How a stranger's socket is set up before it connects.
 enum class StrangerKind { kPlain, kCurveWithItsOwnKey };
 
-// Sends rank 1 a well-formed frame of this job claiming to come from rank 2,
-// over a connection whose routing id is rank 2's; returns after the message
-// had time to arrive.
-void InjectFrame(const std::string& endpoint, StrangerKind kind) {
-  zmq::context_t context(1);
-  zmq::socket_t stranger(context, zmq::socket_type::dealer);
-  stranger.set(zmq::sockopt::linger, 0);
-  stranger.set(zmq::sockopt::routing_id, "inferno-rank-" + std::to_string(kImpersonatedRank));
-  if (kind == StrangerKind::kCurveWithItsOwnKey) {
-    // The job's public key is no secret; the stranger's own pair differs.
-    const CurveKeys job_keys = DeriveCurveKeys(SecretFilledWith(1));
-    const CurveKeys own_keys = DeriveCurveKeys(SecretFilledWith(2));
-    stranger.set(zmq::sockopt::curve_serverkey, job_keys.public_key);
-    stranger.set(zmq::sockopt::curve_publickey, own_keys.public_key);
-    stranger.set(zmq::sockopt::curve_secretkey, own_keys.secret_key);
+enum class Handshake { kSucceeded, kFailed, kNone };
+
+// Watches the handshakes of a socket through a ZeroMQ socket monitor; make
+// it before the socket connects, and destroy it before the socket's context.
+class HandshakeWatch {
+ public:
+  HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket) : monitor_(context, zmq::socket_type::pair) {
+    static std::atomic<int> next{0};
+    const std::string address = "inproc://handshake-watch-" + std::to_string(next++);
+    EXPECT_EQ(zmq_socket_monitor(socket.handle(), address.c_str(),
+                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH),
+              0);
+    monitor_.set(zmq::sockopt::linger, 0);
+    monitor_.connect(address);
   }
-  stranger.connect(endpoint);
-  FrameHeader header;
-  header.job_id = kJob;
-  header.source_rank = kImpersonatedRank;
-  header.tag = kTag;
-  header.message_length = 4;
-  header.payload_length = 4;
-  const EncodedFrameHeader encoded = EncodeFrameHeader(header);
-  (void)stranger.send(zmq::buffer(encoded), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-  (void)stranger.send(zmq::str_buffer("evil"), zmq::send_flags::dontwait);
-  zmq::pollitem_t item{stranger.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, milliseconds(500));
-}
+
+  // The outcome of the next handshake, waiting for it up to `timeout`.
+  Handshake Next(milliseconds timeout) {
+    zmq::pollitem_t item{monitor_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, timeout) != 1) return Handshake::kNone;
+    zmq::message_t event, endpoint;
+    if (!monitor_.recv(event) || !monitor_.recv(endpoint) || event.size() < sizeof(uint16_t)) {
+      return Handshake::kNone;
+    }
+    uint16_t kind = 0;
+    std::memcpy(&kind, event.data(), sizeof(kind));
+    return kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED ? Handshake::kSucceeded : Handshake::kFailed;
+  }
+
+ private:
+  zmq::socket_t monitor_;
+};
+
+// A stranger that sent rank 1 a well-formed frame of this job claiming to
+// come from rank 2, over a connection whose routing id is rank 2's; it stays
+// connected (retrying refused handshakes) while it lives.
+struct Stranger {
+  Stranger(const std::string& endpoint, StrangerKind kind) {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.set(zmq::sockopt::routing_id, "inferno-rank-" + std::to_string(kImpersonatedRank));
+    if (kind == StrangerKind::kCurveWithItsOwnKey) {
+      // The job's public key is no secret; the stranger's own pair differs.
+      const CurveKeys job_keys = DeriveCurveKeys(SecretFilledWith(1));
+      const CurveKeys own_keys = DeriveCurveKeys(SecretFilledWith(2));
+      socket.set(zmq::sockopt::curve_serverkey, job_keys.public_key);
+      socket.set(zmq::sockopt::curve_publickey, own_keys.public_key);
+      socket.set(zmq::sockopt::curve_secretkey, own_keys.secret_key);
+    }
+    socket.connect(endpoint);
+    FrameHeader header;
+    header.job_id = kJob;
+    header.source_rank = kImpersonatedRank;
+    header.tag = kTag;
+    header.message_length = 4;
+    header.payload_length = 4;
+    const EncodedFrameHeader encoded = EncodeFrameHeader(header);
+    (void)socket.send(zmq::buffer(encoded), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    (void)socket.send(zmq::str_buffer("evil"), zmq::send_flags::dontwait);
+  }
+
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::dealer};
+  HandshakeWatch handshakes{context, socket};
+};
 
 TEST(SecureZmqTransport, RanksHoldingTheSecretExchangeMessages) {
   auto transports = World(SecretFilledWith(1));
@@ -104,16 +141,21 @@ TEST(SecureZmqTransport, StrangersClaimingTheRanksRoutingIdsFirstChangeNothing) 
   std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(2, options);
   zmq::context_t context(1);
   std::vector<zmq::socket_t> squatters;
+  std::vector<std::unique_ptr<HandshakeWatch>> watches;
   for (const std::shared_ptr<ZmqTransport>& transport : transports) {
     for (int rank : {0, 1}) {
       squatters.emplace_back(context, zmq::socket_type::dealer);
       squatters.back().set(zmq::sockopt::linger, 0);
       squatters.back().set(zmq::sockopt::routing_id, "inferno-rank-" + std::to_string(rank));
+      watches.push_back(std::make_unique<HandshakeWatch>(context, squatters.back()));
       squatters.back().connect(transport->endpoints().front());
     }
   }
-  // Give the squatters' connections time to be first (not an assertion).
-  std::this_thread::sleep_for(milliseconds(300));
+  // The squatters are first: each has tried its handshake, and been refused,
+  // before the ranks connect.
+  for (size_t i = 0; i < watches.size(); ++i) {
+    ASSERT_EQ(watches[i]->Next(milliseconds(10000)), Handshake::kFailed) << "squatter " << i;
+  }
   ConnectZmqWorld(transports, kJob);
   const std::string hello = "hello";
   for (int from : {0, 1}) {
@@ -130,7 +172,8 @@ TEST(SecureZmqTransport, StrangersClaimingTheRanksRoutingIdsFirstChangeNothing) 
 // one the transport accepts.
 TEST(SecureZmqTransport, WithoutASecretAStrangersFrameIsDelivered) {
   auto transports = World(std::nullopt);
-  InjectFrame(transports[1]->endpoints().front(), StrangerKind::kPlain);
+  Stranger stranger(transports[1]->endpoints().front(), StrangerKind::kPlain);
+  ASSERT_EQ(stranger.handshakes.Next(milliseconds(10000)), Handshake::kSucceeded);
   Result<Message> got = transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(5000));
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(Text(*got), "evil");
@@ -140,7 +183,9 @@ class SecureZmqTransportStranger : public testing::TestWithParam<StrangerKind> {
 
 TEST_P(SecureZmqTransportStranger, CannotDeliverAFrame) {
   auto transports = World(SecretFilledWith(1));
-  InjectFrame(transports[1]->endpoints().front(), GetParam());
+  Stranger stranger(transports[1]->endpoints().front(), GetParam());
+  // Refused: the frame has nowhere to go (nor on the retries during the Recv).
+  ASSERT_EQ(stranger.handshakes.Next(milliseconds(10000)), Handshake::kFailed);
   Result<Message> injected = transports[1]->Recv(kImpersonatedRank, kTag, Clock::now() + milliseconds(1000));
   ASSERT_FALSE(injected) << "the stranger's frame arrived: '" << Text(*injected) << "'";
   EXPECT_EQ(injected.error().kind, ErrorKind::kTimeout) << injected.error().ToString();

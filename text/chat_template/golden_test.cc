@@ -3,6 +3,7 @@
 // the public templates in testdata/*.jinja (with tools for Llama 3.1 and 3.2), and the chat templates of the
 // real Llama 3 and Qwen 3 tokenizer_config.json files that tools/fetch_tokenizers.sh caches (those cases skip
 // when the files are absent).
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,11 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
 }
 
 std::optional<std::string> OptionalString(const nlohmann::ordered_json& value) {
@@ -75,6 +81,10 @@ class GoldenTest : public testing::TestWithParam<std::string> {
     Result<TokenizerChatConfig> config = ReadTokenizerChatConfig(path);
     EXPECT_TRUE(config) << config.error().ToString();
     if (!config) return std::nullopt;
+    // The golden was written from the package tools/fetch_tokenizers.sh fetched.
+    EXPECT_EQ(golden_.at("provenance").at("tokenizer").at("sha256").get<std::string>(),
+              Trimmed(ReadFile(hf::RealTokenizersDir() + "/" + GetParam() + "/.sha256")))
+        << "the golden's tokenizer package is not the fetched one: rerun make_golden.mjs";
     EXPECT_EQ(config->bos_token, OptionalString(golden_.at("bos_token")));
     EXPECT_EQ(config->eos_token, OptionalString(golden_.at("eos_token")));
     EXPECT_TRUE(config->chat_template.has_value());

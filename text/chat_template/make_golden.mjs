@@ -15,9 +15,13 @@
 // writes <out>/<name>_golden.json:
 //   {"template": name, "bos_token", "eos_token",
 //    "cases": [{"name", "messages", "add_generation_prompt", "extra",
-//               "rendered" | "error"}]}
+//               "rendered" | "error"}],
+//    "provenance": {"library", and for a real tokenizer's template "tokenizer"}}
 // where "extra" holds further variables (enable_thinking, tools, date_string ...)
-// where "error" means the reference raised (raise_exception).
+// where "error" means the reference raised (raise_exception), and
+// "provenance" names the library and the tokenizer package, checked first
+// against their pins (kLibrary here, tools/fetch_tokenizers.sh;
+// ../golden_provenance.mjs).
 //
 // Variables are those transformers passes: messages, add_generation_prompt,
 // bos_token and eos_token when set, tools and documents as none, and the
@@ -36,7 +40,12 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 
+import { checkedLibrary, checkedTokenizerPackage } from "../golden_provenance.mjs";
+
 const require = createRequire(import.meta.url);
+const kLibrary = ["@huggingface/jinja", "0.5.11",
+  "sha512-YzEzwM5oQf4r0vs7ifWQ+yuVR1YkAHrjERQ+a8WRsStHHp4NRBg+NesjiFc+X2AFUpRvvrIeHDS1xFy9jY/IjQ=="];
+const library = checkedLibrary(...kLibrary);
 const { Template } = require("@huggingface/jinja");
 
 const [tokenizersDir, outDir] = process.argv.slice(2);
@@ -117,7 +126,7 @@ function render(template, variables) {
   }
 }
 
-function writeGolden(name, source, bos_token, eos_token) {
+function writeGolden(name, source, bos_token, eos_token, provenance) {
   const template = new Template(source);
   const cases = [];
   for (const [conversation, messages] of Object.entries(conversations)) {
@@ -131,21 +140,31 @@ function writeGolden(name, source, bos_token, eos_token) {
       }
     }
   }
-  const out = { template: name, bos_token, eos_token, cases };
+  const out = { template: name, bos_token, eos_token, cases, provenance };
   fs.writeFileSync(path.join(outDir, `${name}_golden.json`), JSON.stringify(out, null, 1) + "\n");
   console.log(`${name}: ${cases.length} cases, ${cases.filter((c) => c.error !== undefined).length} raise`);
 }
 
 const tokenContent = (token) => (token === null || token === undefined ? null : token.content ?? token);
 
+// Every package checked before anything is written.
+const kRealTokenizers = ["llama3", "qwen3", "mistral"];
+const tokenizerPackages = Object.fromEntries(
+  kRealTokenizers.map((name) => [name, checkedTokenizerPackage(tokenizersDir, name)]),
+);
 for (const file of fs.readdirSync(outDir).filter((f) => f.endsWith(".jinja")).sort()) {
-  writeGolden(path.basename(file, ".jinja"), fs.readFileSync(path.join(outDir, file), "utf8"), "<s>", "</s>");
+  writeGolden(path.basename(file, ".jinja"), fs.readFileSync(path.join(outDir, file), "utf8"), "<s>", "</s>", {
+    library,
+  });
 }
-for (const name of ["llama3", "qwen3", "mistral"]) {
+for (const name of kRealTokenizers) {
   const config = JSON.parse(fs.readFileSync(path.join(tokenizersDir, name, "models", "tokenizer_config.json"), "utf8"));
   if (typeof config.chat_template !== "string") {
     console.log(`${name}: no chat_template`);
     continue;
   }
-  writeGolden(name, config.chat_template, tokenContent(config.bos_token), tokenContent(config.eos_token));
+  writeGolden(name, config.chat_template, tokenContent(config.bos_token), tokenContent(config.eos_token), {
+    library,
+    tokenizer: tokenizerPackages[name],
+  });
 }

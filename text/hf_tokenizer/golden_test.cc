@@ -1,6 +1,7 @@
 // HfTokenizer on the real Llama 3, Qwen 3 and Mistral tokenizer.json files
 // against golden encodings and decodings from an independent implementation
-// (testdata/*_golden.json, written by make_golden.mjs with @lenml/tokenizers).
+// (testdata/*_golden.json, written by make_golden.mjs with @lenml/tokenizers,
+// recording which tokenizer package they came from).
 #include <fstream>
 #include <map>
 #include <memory>
@@ -49,6 +50,16 @@ class GoldenTest : public testing::TestWithParam<std::string> {
   const HfTokenizer* tokenizer_ = nullptr;
   nlohmann::json golden_;
 };
+
+// The golden was written from the tokenizer package tools/fetch_tokenizers.sh
+// fetched (its sha256, recorded beside the files), not another version.
+TEST_P(GoldenTest, WasWrittenFromTheFetchedPackage) {
+  std::ifstream stamp(hf::RealTokenizersDir() + "/" + GetParam() + "/.sha256");
+  std::string fetched;
+  ASSERT_TRUE(stamp >> fetched) << "no .sha256 beside " << GetParam() << "'s files";
+  EXPECT_EQ(golden_.at("provenance").at("tokenizer").at("sha256").get<std::string>(), fetched)
+      << "rerun make_golden.mjs, or tools/fetch_tokenizers.sh";
+}
 
 TEST_P(GoldenTest, EncodeMatchesReference) {
   int passed = 0;

@@ -7,9 +7,11 @@
 //       ~/.cache/inferno/tokenizers text/hf_tokenizer/testdata
 //
 // For each tokenizer folder <dir>/<name>/models/ (llama3, qwen3, mistral) it writes
-// <out>/<name>_golden.json: {"cases": [{"text", "ids", "decoded"}]}, where ids
-// are the encoding without special tokens added and decoded is the decoding
-// of ids with special tokens kept.
+// <out>/<name>_golden.json: {"cases": [{"text", "ids", "decoded"}],
+// "provenance"}, where ids are the encoding without special tokens added and
+// decoded is the decoding of ids with special tokens kept, and provenance
+// names the library and the tokenizer package, checked first against their
+// pins (kLibrary here, tools/fetch_tokenizers.sh; ../golden_provenance.mjs).
 //
 // Besides the hand-written cases, kRandomCases strings glued together from
 // fragments that stress the pre-tokenizer regexes and added-token matching
@@ -23,7 +25,12 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 
+import { checkedLibrary, checkedTokenizerPackage } from "../golden_provenance.mjs";
+
 const require = createRequire(import.meta.url);
+const kLibrary = ["@lenml/tokenizers", "3.7.2",
+  "sha512-tuap9T7Q80Czor8NHzxjlLNvxEX8MgFINzsBTV+lq1v7G+78YR3ZvBhmLsPHtgqExB4Q4kCJH6dhXOYWSLdHLw=="];
+const library = checkedLibrary(...kLibrary);
 const { TokenizerLoader } = require("@lenml/tokenizers");
 
 const [tokenizersDir, outDir] = process.argv.slice(2);
@@ -157,7 +164,12 @@ function randomCases() {
   return texts;
 }
 
+// Every package checked before anything is written.
+const tokenizerPackages = Object.fromEntries(
+  Object.keys(specials).map((name) => [name, checkedTokenizerPackage(tokenizersDir, name)]),
+);
 for (const name of Object.keys(specials)) {
+  const provenance = { library, tokenizer: tokenizerPackages[name] };
   const models = path.join(tokenizersDir, name, "models");
   const tokenizerJSON = JSON.parse(fs.readFileSync(path.join(models, "tokenizer.json"), "utf8"));
   const tokenizerConfig = JSON.parse(fs.readFileSync(path.join(models, "tokenizer_config.json"), "utf8"));
@@ -171,7 +183,7 @@ for (const name of Object.keys(specials)) {
     return { text, ids, decoded };
   });
   const withBos = tokenizer.encode("Hello", { add_special_tokens: true });
-  const out = { tokenizer: name, encode_hello_with_special_tokens: withBos, cases };
+  const out = { tokenizer: name, encode_hello_with_special_tokens: withBos, cases, provenance };
   fs.writeFileSync(path.join(outDir, `${name}_golden.json`), JSON.stringify(out, null, 1) + "\n");
   console.log(`${name}: ${cases.length} cases`);
 }

@@ -6,8 +6,12 @@
 # build llama.cpp) into a cache outside the source tree:
 #   ${INFERNO_CACHE:-$HOME/.cache/inferno}/yardsticks/node-llama-cpp-3.21.1/node_modules/...
 # Their own dependencies come from npm as the package pins them. Idempotent
-# and quick when present. Never fails the install: without npm or network, or
-# off linux-x64, it warns, and the tests and benchmarks that need it skip.
+# and quick when present.
+# Usage: fetch_llama_cpp.sh [--require]
+# Without --require, a failed fetch (no npm, no network, not linux-x64) is a
+# warning and the tests and benchmarks that need it skip; with --require (CI)
+# it is an error naming the package, and the script exits 1
+# (tools/npm_pack_verified.sh).
 set -uo pipefail
 
 version=3.21.1
@@ -22,26 +26,26 @@ stamp="$(printf '%s\n' "${packages[@]}" | sha256sum | cut -d' ' -f1)"
 # shellcheck source=tools/npm_pack_verified.sh
 source "$(dirname "$0")/../npm_pack_verified.sh"
 
-warn() { echo "fetch_llama_cpp: warning: $*; the llama.cpp yardstick will skip" >&2; }
+fetch_setup fetch_llama_cpp "the llama.cpp yardstick will skip" "$@"
 
 [ -f "$dir/.sha256" ] && [ "$(cat "$dir/.sha256")" = "$stamp" ] && exit 0
 if [ "$(uname -sm)" != "Linux x86_64" ]; then
-  warn "the pinned prebuilt build is for linux-x64, not $(uname -sm)"
-  exit 0
+  warn "node-llama-cpp@$version's pinned prebuilt build is for linux-x64, not $(uname -sm)"
+  exit "$FETCH_STATUS"
 fi
-work="$(mktemp -d)" || { warn "mktemp failed"; exit 0; }
+work="$(mktemp -d)" || { warn "mktemp failed, cannot fetch node-llama-cpp@$version"; exit "$FETCH_STATUS"; }
 trap 'rm -rf "$work"' EXIT
 tarballs=()
 for entry in "${packages[@]}"; do
   package="${entry%% *}" sha256="${entry#* }"
-  tarball="$(npm_pack_verified "$package" "$sha256" "$work")" || exit 0
-  tarballs+=("$tarball")
+  npm_pack_verified "$package" "$sha256" "$work" || exit "$FETCH_STATUS"
+  tarballs+=("$NPM_TARBALL")
 done
-rm -rf "$dir" && mkdir -p "$dir" && echo '{"private": true}' >"$dir/package.json" || { warn "cannot create $dir"; exit 0; }
+rm -rf "$dir" && mkdir -p "$dir" && echo '{"private": true}' >"$dir/package.json" || { warn "cannot create $dir for node-llama-cpp@$version"; exit "$FETCH_STATUS"; }
 if ! npm install --prefix "$dir" --ignore-scripts --omit=optional --no-audit --no-fund --silent "${tarballs[@]}" >&2; then
-  warn "npm install into $dir failed"
+  warn "npm install of node-llama-cpp@$version into $dir failed"
   rm -rf "$dir"
-  exit 0
+  exit "$FETCH_STATUS"
 fi
 echo "$stamp" >"$dir/.sha256"
 echo "fetch_llama_cpp: node-llama-cpp $version -> $dir" >&2
