@@ -1,8 +1,11 @@
-// The llama architecture in GGUF, as llama.cpp writes and reads it, in one
-// place: its metadata keys and the ModelConfig they give, and its tensor
-// names and layouts against Hugging Face's (loader/checkpoint.h).
+// The Llama-family architectures in GGUF, as llama.cpp writes and reads
+// them, in one place: their metadata keys and the ModelConfig they give, and
+// their tensor names and layouts against Hugging Face's (loader/checkpoint.h).
+// general.architecture names the family's entry of model/architecture.h
+// ("llama", "qwen2", "qwen3"; others are refused), and its keys carry that
+// prefix; below, "llama." stands for it.
 //
-//   general.architecture                   "llama" (nothing else is read)
+//   general.architecture                   "llama", "qwen2" or "qwen3"
 //   llama.context_length                   max_position_embeddings
 //   llama.embedding_length                 hidden_size
 //   llama.block_count                      num_hidden_layers
@@ -17,7 +20,7 @@
 //   llama.vocab_size                       must equal token_embd's rows
 //   llama.expert_count, .expert_used_count must be 0 (no mixture of experts)
 //   tokenizer.ggml.eos_token_id            eos_token_ids
-// Any other llama.* key is refused; general.* and tokenizer.* keys describe
+// Any other key of the family's prefix is refused; general.* and tokenizer.* keys describe
 // the file and its tokenizer (text/gguf_tokenizer.h) and do not change the
 // arithmetic.
 //
@@ -33,8 +36,11 @@
 //   blk.{i}.ffn_down.weight  ...mlp.down_proj.weight
 //   output_norm.weight       model.norm.weight
 //   output.weight            lm_head.weight (absent: tied to token_embd)
-// A (rows, columns) tensor is stored with ne = {columns, rows}. llama.cpp's
-// converter stores attn_q and attn_k rows in Meta's interleaved RoPE order
+//   blk.{i}.attn_{q,k,v,output}.bias  the biases (Qwen2's q, k, v)
+//   blk.{i}.attn_{q,k}_norm.weight    ...self_attn.{q,k}_norm.weight (Qwen3)
+// A (rows, columns) tensor is stored with ne = {columns, rows}. For "llama"
+// (only: Architecture::gguf_interleaved_rope), llama.cpp's converter stores
+// attn_q and attn_k rows in Meta's interleaved RoPE order
 // (each head's rotating pairs adjacent, as llama2.c): Hugging Face row
 // h*hd + j*hd/2 + i is GGUF row h*hd + 2i + j.
 //

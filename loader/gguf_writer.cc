@@ -28,11 +28,13 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
                       const std::vector<TensorInfo>& tensors, const ReadTensorF32& read,
                       const GgufFileType& file_type, const GgufVocabulary& vocabulary,
                       const std::string& name) {
-  if (config.architecture != "LlamaForCausalLM" || config.qkv_bias || config.o_proj_bias ||
+  const Architecture& family = config.family();
+  if (family.gguf_name.empty() || config.qkv_bias != family.fixed_qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
     return Error::InvalidArgument(path +
-                                  ": GGUF llama holds Llama models without biases, RoPE scaling or a "
-                                  "sliding window");
+                                  ": GGUF holds Llama, Qwen2 and Qwen3 models without RoPE scaling, "
+                                  "a sliding window or biases beyond Qwen2's (" +
+                                  config.architecture + " here)");
   }
   if (Status s = CheckTensorsMatchConfig(tensors, config, path); !s) return s;
 
@@ -64,9 +66,10 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
     values.resize(static_cast<size_t>(t.num_elements()));
     if (Status s = read(i, values); !s) return s;
     const std::string_view suffix = LayerTensorSuffix(t.name);
-    const int64_t heads = suffix == kQProjSuffix   ? config.num_attention_heads
-                          : suffix == kKProjSuffix ? config.num_key_value_heads
-                                                   : 0;
+    const int64_t heads = !family.gguf_interleaved_rope ? 0
+                          : suffix == kQProjSuffix      ? config.num_attention_heads
+                          : suffix == kKProjSuffix      ? config.num_key_value_heads
+                                                        : 0;
     std::span<const float> source = values;
     if (heads > 0) {
       const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;

@@ -1,7 +1,8 @@
-// Writes a Llama model as a GGUF file the way llama.cpp's converter
-// (gguf-py) does: general.architecture "llama" and the llama.* keys
-// (gguf_llama.h), the embedded tokenizer (gguf_vocabulary.h), alignment 32,
-// GGUF tensor names, q and k rows in Meta's interleaved RoPE order, matrices
+// Writes a Llama, Qwen2 or Qwen3 model as a GGUF file the way llama.cpp's
+// converter (gguf-py) does: general.architecture "llama", "qwen2" or "qwen3"
+// and its keys (gguf_llama.h), the embedded tokenizer (gguf_vocabulary.h),
+// alignment 32, GGUF tensor names, q and k rows in Meta's interleaved RoPE
+// order for llama (Hugging Face's order for the Qwen families), matrices
 // in the types llama.cpp's quantizer would choose for the file type and
 // norms in F32 (as llama.cpp keeps 1-D tensors), general.file_type and
 // general.quantization_version as llama.cpp sets them.
@@ -37,7 +38,7 @@ using ReadTensorF32 = std::function<Status(size_t index, std::span<float> values
 // block types quantized as llama.cpp's quantizers do). Values come from
 // `read`, asked once per tensor in order, so one tensor at a time is held
 // in f32. Fails on I/O errors naming the file, on a config GGUF cannot
-// express (another architecture, biases, RoPE scaling), on tensors that do
+// express (another architecture, biases beyond Qwen2's, RoPE scaling), on tensors that do
 // not match the config, on `read`'s errors, and on values a block type
 // cannot represent (NaN, infinity), naming the tensor.
 Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
