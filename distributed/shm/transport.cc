@@ -12,6 +12,7 @@
 
 #include <glog/logging.h>
 
+#include "base/progress.h"
 #include "distributed/mailbox.h"
 #include "distributed/shm/peer_watch.h"
 #include "distributed/shm/ring.h"
@@ -360,6 +361,7 @@ Result<Message> ShmTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   }
   if (peer == impl.options.rank) return impl.mailbox.Take(peer, tag, deadline);
   if (!impl.peers[peer]->reader) return impl.NotConnected("recv on " + RankText(impl.options.rank), peer);
+  const WaitingOutside waiting;
   const Deadline started = Clock::now();
   Result<Message> got = impl.RecvUntil(peer, tag, started, deadline);
   if (got || got.error().kind != ErrorKind::kTimeout) return got;

@@ -64,6 +64,25 @@ struct ZmqTransportOptions {
   // this rank makes (its DEALERs); the ROUTER only answers them.
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{5000};
+  // Liveness, the job's one watch for stopped and hung peers on every
+  // transport (RoutedTransport's waits on shared memory read it through
+  // CheckAbortNotices). From Connect to Close a thread of this transport
+  // sends every peer, every `beat_interval`, a heartbeat carrying how long
+  // this process has been stalled (base/progress.h: busy in a step, without
+  // progress, outside any wait), and reads what arrived when no other
+  // thread does; it never waits for the main thread. A peer is watched from
+  // its first heartbeat until it says goodbye or its connection drops; a
+  // watched peer from which nothing arrived for `silent_limit` (stopped,
+  // frozen, unreachable), or whose heartbeat reports a stall of
+  // `stall_limit` (hung), is unresponsive: every pending and later wait of
+  // this rank, on any peer, fails with PeerLost naming it and saying which
+  // (Mailbox::MarkPeerUnresponsive). So every rank names a stopped or hung
+  // rank within about the limit plus one beat, whatever `timeout` is, and a
+  // rank that computes a long step, or waits on a peer, is never named.
+  // A zero beat_interval turns the watch off.
+  std::chrono::milliseconds beat_interval{100};
+  std::chrono::milliseconds silent_limit{1500};
+  std::chrono::milliseconds stall_limit{1500};
   // ZMQ_LINGER: how long Close lets unsent messages drain.
   std::chrono::milliseconds linger{2000};
   // After a peer disconnects, how long a Recv still waits for its messages
