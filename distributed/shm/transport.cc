@@ -103,6 +103,16 @@ struct ShmTransport::Impl {
     return any;
   }
 
+  // A send's `error`, or when the peer was lost because the job was aborted
+  // (a rank that gives up posts its notice before it closes its rings), the
+  // abort: the rank that gave up and its reason, as a receive reports it.
+  Error WhyLost(const Error& error) {
+    if (error.kind != ErrorKind::kPeerLost) return error;
+    TakeAbortNotices();
+    if (Status aborted = mailbox.JobAborted(); !aborted) return aborted.error();
+    return error;
+  }
+
   // What a wait on `peer`'s ring checks between sleeps.
   WaitPolicy WaitOn(int peer) {
     WaitPolicy wait = options.wait;
@@ -341,13 +351,15 @@ Status ShmTransport::Send(int peer, const FrameKey& key, std::span<const std::by
   Impl::Peer& target = *impl.peers[peer];
   if (!target.writer) return impl.NotConnected("send from " + RankText(me), peer);
   std::lock_guard<std::mutex> lock(target.out_mutex);
-  if (target.drain_error) return *target.drain_error;
+  if (target.drain_error) return impl.WhyLost(*target.drain_error);
   // Write at once when nothing is queued and the message fits (the write
   // cannot wait); else queue a copy for the drainer, so that a send never
   // waits for the peer to read (two ranks sending to each other would
   // otherwise deadlock).
   if (target.outbox.empty() && target.writer->Fits(head.size() + tail.size())) {
-    return target.writer->Write(key, head, tail, deadline);
+    Status written = target.writer->Write(key, head, tail, deadline);
+    if (!written) return impl.WhyLost(written.error());
+    return written;
   }
   target.outbox.push_back({key, ConcatenatedPayload(head, tail)});
   target.out_changed.notify_all();
