@@ -103,13 +103,16 @@ struct ShmTransport::Impl {
     return any;
   }
 
-  // A send's `error`, or when the peer was lost because the job was aborted
-  // (a rank that gives up posts its notice before it closes its rings), the
-  // abort: the rank that gave up and its reason, as a receive reports it.
+  // A send's `error`, or when the peer was lost because the job ended (a
+  // rank that gives up posts its notice before it closes its rings; notices
+  // from other hosts and the liveness watch's verdicts come through
+  // also_check), `error` followed by what ended it, as a receive reports it.
   Error WhyLost(const Error& error) {
     if (error.kind != ErrorKind::kPeerLost) return error;
     TakeAbortNotices();
-    if (Status aborted = mailbox.JobAborted(); !aborted) return aborted.error();
+    Status ended = mailbox.JobAborted();
+    if (ended && options.also_check) ended = options.also_check();
+    if (!ended) return ended.error().Prefixed(error.message + "; ");
     return error;
   }
 
