@@ -16,13 +16,12 @@
 #   and the first to notice the loss also sends the others an abort notice
 #   quoting its error;
 # - launch exits non-zero, and no process of the job is left behind (launch
-#   SIGKILLs a stopped victim after --grace).
+#   SIGKILLs a stopped or hung victim after --grace), nor in /dev/shm.
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
 # they must notice the loss themselves.
 # With TP > 1 the grid is WORLD/TP stages of TP tensor-parallel ranks, whose
 # all_reduces are where most survivors wait when the victim goes.
 #
-# - nothing is left in /dev/shm.
 # The time of a fault is taken just before the signal (or, for a hang, the
 # time the hook prints as it blocks), and a survivor's time is when its
 # error line reached launch's output (polled every 20 ms), so the bound is
