@@ -139,7 +139,7 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
       const int64_t block = std::max<int64_t>(1, kMultiplyAddsPerProgress / std::max<int64_t>(1, n * cols));
       for (int64_t block_begin = begin; block_begin < end; block_begin += block) {
         const int64_t block_end = std::min(end, block_begin + block);
-        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (begin - first_row) * row_bytes,
+        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (block_begin - first_row) * row_bytes,
                                        row_bytes, n, rows, cols, block_begin, block_end);
         ProgressAdvanced();
       }
