@@ -53,6 +53,7 @@ void ThreadPool::RunChunks(int thread) {
     const int64_t begin = loop.n * static_cast<int64_t>(chunk) / loop.chunks;
     const int64_t end = loop.n * static_cast<int64_t>(chunk + 1) / loop.chunks;
     loop.chunk_fn(loop.context, begin, end, thread);
+    ProgressAdvanced();
     if (done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == loop.chunks) done_chunks_.notify_one();
     state = state_.load(std::memory_order_acquire);
   }

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/progress.h"
+
 namespace inferno {
 
 class ThreadPool {
@@ -36,12 +38,14 @@ class ThreadPool {
   // [n*c/C, n*(c+1)/C) for C = min(n, kChunksPerThread * num_threads());
   // thread_index in [0, num_threads()) names the thread running the chunk
   // (0: the caller), so per-thread scratch may be indexed by it. Loops with
-  // n < 2 or on a 1-thread pool run inline as one chunk.
+  // n < 2 or on a 1-thread pool run inline as one chunk. Every chunk done
+  // counts as progress (base/progress.h).
   template <typename Fn>
   void ParallelFor(int64_t n, Fn&& fn) {
     if (n <= 0) return;
     if (num_threads_ == 1 || n == 1) {
       fn(int64_t{0}, n, 0);
+      ProgressAdvanced();
       return;
     }
     Run(

@@ -69,14 +69,19 @@ enum class CollectiveOp : uint8_t {
   // A group's first collective on shared memory sets up its CollectiveArea
   // as a collective of its own (ProcessGroup).
   kSetUpArea = 14,
+  // A liveness heartbeat (ZmqTransport): the payload is how long the
+  // sender has been stalled, in milliseconds, as 8 little-endian bytes (see
+  // base/progress.h).
+  kHeartbeat = 15,
 };
 
 // The name of op value v at index v (index 0 is no op): the one list of the
 // ops a frame may carry.
 inline constexpr std::string_view kCollectiveOpNames[] = {
-    "",          "point_to_point", "barrier", "all_reduce", "all_gather",
-    "broadcast", "reduce_scatter", "gather",  "scatter",    "split",
-    "goodbye",   "abort",          "ping",    "pong",       "set_up_area",
+    "",           "point_to_point", "barrier",        "all_reduce",
+    "all_gather", "broadcast",      "reduce_scatter", "gather",
+    "scatter",    "split",          "goodbye",        "abort",
+    "ping",       "pong",           "set_up_area",    "heartbeat",
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

@@ -16,9 +16,8 @@ std::string RecvWhat(int source, uint32_t tag) {
 }
 
 Error AbortedError(const std::string& what, const std::pair<int, std::string>& aborted_by) {
-  const auto& [aborter, reason] = aborted_by;
-  return Error::PeerLost(what + " (rank " + std::to_string(aborter) + " gave up on the job: " + reason + ")",
-                         aborter);
+  const auto& [rank, did] = aborted_by;
+  return Error::PeerLost(what + " (rank " + std::to_string(rank) + " " + did + ")", rank);
 }
 
 }  // namespace
@@ -62,11 +61,19 @@ void Mailbox::MarkPeerDeparted(int source) {
 }
 
 void Mailbox::MarkJobAborted(int source, const std::string& reason) {
+  MarkJobEnded(source, "gave up on the job: " + reason);
+}
+
+void Mailbox::MarkPeerUnresponsive(int source, const std::string& why) {
+  MarkJobEnded(source, "is unresponsive: " + why);
+}
+
+void Mailbox::MarkJobEnded(int source, const std::string& what) {
   CHECK(source >= 0 && source < static_cast<int>(sources_.size())) << "source " << source;
   for (auto& queues : sources_) {
     {
       std::lock_guard<std::mutex> lock(queues->mutex);
-      if (!queues->aborted_by) queues->aborted_by.emplace(source, reason);
+      if (!queues->aborted_by) queues->aborted_by.emplace(source, what);
     }
     queues->arrived.notify_all();
   }

@@ -45,9 +45,15 @@ class Mailbox {
   // a neighbour that stopped answering because of it.
   void MarkJobAborted(int source, const std::string& reason);
 
-  // OK until an abort notice has been recorded (MarkJobAborted); then
-  // PeerLost naming the rank that gave up and quoting its reason, as a Take
-  // would fail. For waits outside the mailbox that must end on a notice too
+  // Records that `source` no longer takes part, as its peers' liveness watch
+  // judged (`why`: e.g. "sent no heartbeat for 1500 ms"): like
+  // MarkJobAborted, pending and later Take calls for any source fail at once
+  // with PeerLost naming `source` and saying `why`.
+  void MarkPeerUnresponsive(int source, const std::string& why);
+
+  // OK until an abort notice has been recorded (MarkJobAborted or
+  // MarkPeerUnresponsive); then PeerLost naming the rank, as a Take would
+  // fail. For waits outside the mailbox that must end on a notice too
   // (RoutedTransport's waits on its other transport).
   Status JobAborted();
 
@@ -75,12 +81,16 @@ class Mailbox {
     std::unordered_map<uint32_t, std::deque<Message>> by_tag;
     std::optional<Deadline> lost_at;
     bool departed = false;
-    std::optional<std::pair<int, std::string>> aborted_by;  // (source, reason)
+    // (source, what it did: "gave up on the job: <reason>", "is unresponsive: <why>")
+    std::optional<std::pair<int, std::string>> aborted_by;
     bool closed = false;
     uint64_t wakeups = 0;  // incremented by WakeAll
   };
 
   const std::chrono::milliseconds lost_grace_;
+  // Records the first job-ending fault, `what` said of rank `source`.
+  void MarkJobEnded(int source, const std::string& what);
+
   std::vector<std::unique_ptr<SourceQueues>> sources_;
 };
 

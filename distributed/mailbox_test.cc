@@ -109,6 +109,21 @@ TEST(Mailbox, AbortedJobFailsWaitersOnEverySourceAtOnceQuotingTheReason) {
   EXPECT_LT(Clock::now() - started, milliseconds(10000));
 }
 
+TEST(Mailbox, UnresponsivePeerFailsWaitersOnEverySourceNamingIt) {
+  Mailbox mailbox(3, milliseconds(60000));
+  mailbox.MarkPeerUnresponsive(2, "sent no heartbeat for 1500 ms");
+  Result<Message> waiting = mailbox.Take(1, 9, Clock::now() + milliseconds(30000));
+  ASSERT_FALSE(waiting.ok());
+  EXPECT_EQ(waiting.error().kind, ErrorKind::kPeerLost);
+  EXPECT_EQ(waiting.error().message,
+            "recv from rank 1 tag 0x00000009 (rank 2 is unresponsive: sent no heartbeat for 1500 ms): lost "
+            "connection to rank 2");
+  // The first fault recorded is the one every wait reports.
+  mailbox.MarkJobAborted(1, "late");
+  EXPECT_EQ(mailbox.JobAborted().error().message,
+            "wait (rank 2 is unresponsive: sent no heartbeat for 1500 ms): lost connection to rank 2");
+}
+
 TEST(Mailbox, CloseFailsWaitersWithClosed) {
   Mailbox mailbox(2, milliseconds(0));
   std::thread closer([&] {

@@ -287,7 +287,8 @@ Result<Json> FetchTable(const RendezvousConfig& config, const RendezvousOptions&
 Result<std::shared_ptr<ShmTransport>> CreateShmTransport(const RendezvousConfig& config,
                                                          TransportChoice choice,
                                                          const std::shared_ptr<ZmqTransport>& control) {
-  if (choice == TransportChoice::kZmq) return std::shared_ptr<ShmTransport>();
+  if (choice == TransportChoice::kZmq || choice == TransportChoice::kTcp)
+    return std::shared_ptr<ShmTransport>();
   ShmTransportOptions options;
   options.rank = config.rank;
   options.world_size = config.world_size;
@@ -397,7 +398,9 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   Result<std::string> local_address = LocalAddressToward(config.master_addr);
   if (!local_address) return std::move(local_address).error();
   transport_options.bind_endpoints.push_back("tcp://" + *local_address + ":0");
-  if (options.prefer_ipc_on_same_host) {
+  const TransportChoice choice = config.transport.value_or(options.transport);
+  const bool prefer_ipc = options.prefer_ipc_on_same_host && choice != TransportChoice::kTcp;
+  if (prefer_ipc) {
     // A file in a directory only this user can enter, never an abstract
     // name, which any process in the network namespace could connect to.
     Result<IpcDirectory> directory = IpcDirectory::Create();
@@ -415,8 +418,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   mine.host = IpcDomain();
   mine.fingerprint = options.fingerprint;
   mine.tcp = (*transport)->endpoints()[0];
-  if (options.prefer_ipc_on_same_host) mine.ipc = (*transport)->endpoints()[1];
-  const TransportChoice choice = config.transport.value_or(options.transport);
+  if (prefer_ipc) mine.ipc = (*transport)->endpoints()[1];
   Result<std::shared_ptr<ShmTransport>> shm_transport = CreateShmTransport(config, choice, *transport);
   if (!shm_transport) return std::move(shm_transport).error();
   if (*shm_transport) {
@@ -445,7 +447,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
         break;
       }
       const bool same_host = entry->host == mine.host && !entry->ipc.empty();
-      endpoints.push_back(options.prefer_ipc_on_same_host && same_host ? entry->ipc : entry->tcp);
+      endpoints.push_back(prefer_ipc && same_host ? entry->ipc : entry->tcp);
       Result<SegmentAddress> inbox = SegmentAddress::Parse(entry->shm);
       const bool local =
           *shm_transport && entry->rank != config.rank && inbox && entry->host_identity == mine.host_identity;

@@ -50,7 +50,8 @@ struct RendezvousOptions {
   bool prefer_ipc_on_same_host = true;
   // What carries the data between ranks; with kShm every rank must be on
   // this host, else Join fails with InvalidArgument. The environment
-  // variable INFERNO_TRANSPORT (auto, zmq or shm) overrides it.
+  // variable INFERNO_TRANSPORT (auto, zmq, shm or tcp) overrides it; tcp
+  // also turns prefer_ipc_on_same_host off.
   TransportChoice transport = TransportChoice::kAuto;
   // Called on rank 0 once it listens, with the bound port (useful when
   // MASTER_PORT is 0, as in tests that run ranks as threads).
@@ -88,7 +89,7 @@ struct RendezvousConfig {
 // with neither INFERNO_JOB_SECRET nor INFERNO_INSECURE=1 (the message says to
 // export the secret or ask for an insecure job), both set, INFERNO_INSECURE
 // other than 1, a malformed INFERNO_JOB_SECRET (set but empty included), an
-// INFERNO_TRANSPORT other than auto, zmq or shm.
+// INFERNO_TRANSPORT other than auto, zmq, shm or tcp.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 

@@ -98,7 +98,7 @@ TEST(ReadRendezvousConfig, ReadsTheTransport) {
   EXPECT_FALSE(unset->transport.has_value());
   Result<RendezvousConfig> other = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_TRANSPORT", "rdma"}}));
   ASSERT_FALSE(other.ok());
-  EXPECT_EQ(other.error().message, "INFERNO_TRANSPORT: expected auto, zmq or shm, got 'rdma'");
+  EXPECT_EQ(other.error().message, "INFERNO_TRANSPORT: expected auto, zmq, shm or tcp, got 'rdma'");
 }
 
 TEST(ReadRendezvousConfig, RankOutsideWorldNamesVariableAndValue) {

@@ -10,15 +10,18 @@ const char* TransportChoiceName(TransportChoice choice) {
       return "zmq";
     case TransportChoice::kShm:
       return "shm";
+    case TransportChoice::kTcp:
+      return "tcp";
   }
   return "unknown";
 }
 
 Result<TransportChoice> ParseTransportChoice(const std::string& what, const std::string& text) {
-  for (TransportChoice choice : {TransportChoice::kAuto, TransportChoice::kZmq, TransportChoice::kShm}) {
+  for (TransportChoice choice :
+       {TransportChoice::kAuto, TransportChoice::kZmq, TransportChoice::kShm, TransportChoice::kTcp}) {
     if (text == TransportChoiceName(choice)) return choice;
   }
-  return Error::InvalidArgument(what + ": expected auto, zmq or shm, got '" + text + "'");
+  return Error::InvalidArgument(what + ": expected auto, zmq, shm or tcp, got '" + text + "'");
 }
 
 }  // namespace inferno

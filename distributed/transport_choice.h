@@ -23,9 +23,13 @@ enum class TransportChoice {
   kZmq,
   // Shared memory between every pair: every rank must be on this host.
   kShm,
+  // ZeroMQ over tcp:// between every pair, even ranks on one host, which
+  // then talk as ranks on different hosts do (for tests and measurements of
+  // the multi-host path on one machine).
+  kTcp,
 };
 
-// "auto", "zmq", "shm".
+// "auto", "zmq", "shm", "tcp".
 const char* TransportChoiceName(TransportChoice choice);
 
 // Parses TransportChoiceName's form. Errors: InvalidArgument naming `what`

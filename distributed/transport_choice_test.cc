@@ -6,7 +6,8 @@ namespace inferno {
 namespace {
 
 TEST(TransportChoice, NamesParseBackToTheirChoice) {
-  for (TransportChoice choice : {TransportChoice::kAuto, TransportChoice::kZmq, TransportChoice::kShm}) {
+  for (TransportChoice choice :
+       {TransportChoice::kAuto, TransportChoice::kZmq, TransportChoice::kShm, TransportChoice::kTcp}) {
     Result<TransportChoice> parsed = ParseTransportChoice("--transport", TransportChoiceName(choice));
     ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
     EXPECT_EQ(*parsed, choice);
@@ -17,7 +18,7 @@ TEST(TransportChoice, UnknownNameIsInvalidArgumentQuotingIt) {
   Result<TransportChoice> parsed = ParseTransportChoice("--transport", "SHM");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.error().kind, ErrorKind::kInvalidArgument);
-  EXPECT_EQ(parsed.error().message, "--transport: expected auto, zmq or shm, got 'SHM'");
+  EXPECT_EQ(parsed.error().message, "--transport: expected auto, zmq, shm or tcp, got 'SHM'");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <glog/logging.h>
 
+#include "base/progress.h"
 #include "engine/rope.h"
 #include "kernels/kernels.h"
 
@@ -192,6 +193,7 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
                       std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
                       state_.key_cache.data() + offset, state_.value_cache.data() + offset, state_.row_pos[t],
                       kv_dim, kv_head, head_dim, scores);
+        ProgressAdvanced();  // a long prompt's chunk is many heads' work
       }
     });
     const WeightMatrix wo[] = {layer.wo.Matrix()};

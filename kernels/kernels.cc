@@ -12,12 +12,17 @@
 
 #include <glog/logging.h>
 
+#include "base/progress.h"
 #include "kernels/isa_kernels.h"
 #include "tensor/k_quant_blocks.h"
 #include "tensor/quant_blocks.h"
 
 namespace inferno {
 namespace {
+
+// How many multiply-adds of a MatMul count as one unit of progress (a few
+// milliseconds on one core).
+constexpr int64_t kMultiplyAddsPerProgress = int64_t{1} << 24;
 
 using isa_internal::IsaKernels;
 using matmul_internal::InputRows;
@@ -164,10 +169,15 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
       const int64_t end_row = first_row + matrix.rows;
       const int64_t begin = std::max(row_begin, first_row);
       const int64_t end = std::min(row_end, end_row);
-      if (begin < end) {
-        const int64_t row_bytes = DTypeBytes(matrix.dtype, cols).value();
-        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (begin - first_row) * row_bytes,
-                                       row_bytes, n, rows, cols, begin, end);
+      const int64_t row_bytes = DTypeBytes(matrix.dtype, cols).value();
+      // In blocks of about kMultiplyAddsPerProgress, each counted as
+      // progress, so a long prefill's matrix is never taken for a hang.
+      const int64_t block = std::max<int64_t>(1, kMultiplyAddsPerProgress / std::max<int64_t>(1, n * cols));
+      for (int64_t block_begin = begin; block_begin < end; block_begin += block) {
+        const int64_t block_end = std::min(end, block_begin + block);
+        RowsFor(kernels, matrix.dtype)(out_data, input, matrix.data + (block_begin - first_row) * row_bytes,
+                                       row_bytes, n, rows, cols, block_begin, block_end);
+        ProgressAdvanced();
       }
       first_row = end_row;
     }

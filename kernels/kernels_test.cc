@@ -54,6 +54,23 @@ TEST(MatMul, MatchesNaiveProduct) {
   }
 }
 
+// MatMul runs a thread's rows in blocks of about 2^24 multiply-adds, each
+// counted as progress (base/progress.h): rows past the first block must use
+// their own weights.
+TEST(MatMul, MatrixOfSeveralProgressBlocksMatchesNaiveProduct) {
+  const int64_t n = 4, rows = 2500, cols = 4096;  // 1024 rows a block
+  std::vector<float> x = RandomVector(n * cols, 5), w = RandomVector(rows * cols, 6), out(n * rows);
+  ThreadPool pool(1);
+  MatMul(out, x, w, n, rows, cols, pool);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r : {int64_t{0}, int64_t{1023}, int64_t{1024}, int64_t{2047}, int64_t{2048}, rows - 1}) {
+      double expected = 0;
+      for (int64_t c = 0; c < cols; ++c) expected += static_cast<double>(x[t * cols + c]) * w[r * cols + c];
+      EXPECT_NEAR(out[t * rows + r], expected, 1e-3) << "position " << t << ", row " << r;
+    }
+  }
+}
+
 TEST(MatMul, BitIdenticalAcrossThreadCountsAndBatching) {
   // Large enough for several cache blocks per thread.
   for (const int64_t cols : {288, 45}) {

@@ -57,7 +57,7 @@ const CommandSpec& LaunchCommandSpec() {
         "INFERNO_JOB_SECRET: launch's if set, else new)"},
        {"transport", "T",
         "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
-        "hosts), zmq or shm (sets INFERNO_TRANSPORT)"},
+        "hosts), zmq, shm, or tcp (ZeroMQ over tcp:// even within a host) (sets INFERNO_TRANSPORT)"},
        {"bind", "core|none",
         "core: local rank i runs on the i-th of as many equal runs of the allowed CPUs as ranks, when the "
         "ranks do not outnumber them (default, but none with --transport zmq); none: the kernel places "

@@ -1,7 +1,7 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
 //   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--insecure]
-//          [--transport auto|zmq|shm] [--bind core|none]
+//          [--transport auto|zmq|shm|tcp] [--bind core|none]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
 //

@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
                             "--master-port: required when --nnodes is 2 (every node must agree on it)"},
                     BadCase{{"-n", "2", "--master-addr=", "prog"}, "--master-addr: empty address"},
                     BadCase{{"-n", "2", "--transport", "rdma", "prog"},
-                            "--transport: expected auto, zmq or shm, got 'rdma'"},
+                            "--transport: expected auto, zmq, shm or tcp, got 'rdma'"},
                     BadCase{{"-n", "2", "--bind", "socket", "prog"},
                             "--bind: expected core or none, got 'socket'"}));
 

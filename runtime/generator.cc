@@ -2,16 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 
 #include <glog/logging.h>
 
+#include "base/progress.h"
 #include "runtime/one_stage_loop.h"
 #include "runtime/pipeline_ring.h"
 #include "runtime/pipelined_loop.h"
 #include "runtime/scheduler.h"
 #include "runtime/stage_worker.h"
 #include "runtime/tensor_parallel_agreement.h"
+#include "runtime/test_only_hang.h"
 
 namespace inferno {
 namespace {
@@ -33,12 +36,18 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   CHECK(!group.is_leader() || source != nullptr) << "the leader needs a sequence source";
   const std::chrono::milliseconds idle_tick =
       std::min<std::chrono::milliseconds>(kIdleTick, group.transport()->timeout() / 4);
-  StageWorker worker(stage, timeline);
+  Result<std::optional<int64_t>> test_only_hang_step =
+      TestOnlyHangStep([](const char* name) { return std::getenv(name); }, group.rank());
+  if (!test_only_hang_step) return test_only_hang_step.error();
+  StageWorker worker(stage, timeline, group.rank(), *test_only_hang_step);
   TensorParallelAgreement agreement(tensor_parallel, plan, stage.part().tp_index, stage.config().vocab_size,
                                     group.is_leader(), timeline);
   Scheduler scheduler(plan, settings, source, observer, group.is_leader(), idle_tick, worker, agreement,
                       timeline);
   scheduler.Begin();
+  // Every step must progress, or wait on a peer or a client (base/progress.h):
+  // the liveness watch calls a rank stalled in one hung.
+  const ProgressExpected generating;
   Status status;
   if (plan.pp == 1) {
     status = OneStageLoop(scheduler, worker, agreement).Run();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/progress.h"
 #include "runtime/pipeline_protocol.h"
 
 namespace inferno {
@@ -39,6 +40,7 @@ Result<StepDecisions> Scheduler::Decide() {
   if (leader_) {
     const auto free = std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
     for (int64_t i = 0; i < free; ++i) {
+      const WaitingOutside waiting;  // for a client's request, when idle
       std::optional<SequenceSpec> spec = source_->Next(i == 0 ? deadline : Clock::time_point::min());
       if (!spec) break;
       mine.admitted.push_back(std::move(*spec));

@@ -1,18 +1,24 @@
 #include "runtime/stage_worker.h"
 
+#include "runtime/test_only_hang.h"
+
 namespace inferno {
 
-StageWorker::StageWorker(TransformerStage& stage, Timeline& timeline)
+StageWorker::StageWorker(TransformerStage& stage, Timeline& timeline, int rank,
+                         std::optional<int64_t> test_only_hang_step)
     : stage_(stage),
       timeline_(timeline),
       dim_(stage.config().hidden_size),
       max_group_(std::min<int64_t>(stage.max_positions_per_call(), stage.num_slots())),
+      rank_(rank),
+      test_only_hang_step_(test_only_hang_step),
       positions_(static_cast<size_t>(stage.num_slots())),
       hidden_(stage.max_positions_per_call() * dim_),
       normed_(max_group_ * dim_),
       own_logits_(max_group_ * stage.classifier_rows().size()) {}
 
 Status StageWorker::Forward(std::span<const SlotPositions> batch, std::span<float> x) {
+  if (++forward_passes_ == test_only_hang_step_) TestOnlyHangForever(rank_, forward_passes_);
   if (Status done = stage_.Forward(batch, x, &timeline_, StepLabel(batch.size(), batch[0].slot)); !done) {
     return done;
   }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,7 +31,10 @@ inline int StepLabel(size_t sequences, int first) { return sequences == 1 ? firs
 class StageWorker {
  public:
   // `stage` and `timeline` (which records the compute) must outlive this.
-  StageWorker(TransformerStage& stage, Timeline& timeline);
+  // TEST ONLY: with `test_only_hang_step`, the S-th Forward hangs forever
+  // (see test_only_hang.h); `rank` is for its message.
+  StageWorker(TransformerStage& stage, Timeline& timeline, int rank = 0,
+              std::optional<int64_t> test_only_hang_step = std::nullopt);
 
   TransformerStage& stage() { return stage_; }
   int64_t dim() const { return dim_; }
@@ -87,6 +91,9 @@ class StageWorker {
   Timeline& timeline_;
   const int64_t dim_;
   const int64_t max_group_;
+  const int rank_;
+  const std::optional<int64_t> test_only_hang_step_;
+  int64_t forward_passes_ = 0;
   std::vector<int64_t> positions_;  // (num_slots)
   std::vector<float> hidden_;       // (max_positions_per_call, dim)
   std::vector<float> normed_;       // (max_group, dim) the classifier's input

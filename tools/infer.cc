@@ -48,6 +48,7 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
@@ -293,6 +294,9 @@ class ConsoleOutput : public GenerationObserver {
     text_[0].erase(0, complete);
   }
   static void Print(const std::string& text) {
+    // A reader that stops reading (a paused terminal, a full pipe) blocks
+    // this thread without it being hung (base/progress.h).
+    const WaitingOutside waiting;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }

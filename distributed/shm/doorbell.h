@@ -28,6 +28,7 @@
 #include <functional>
 
 #include "base/error.h"
+#include "base/progress.h"
 #include "distributed/transport.h"
 
 namespace inferno {
@@ -86,6 +87,7 @@ void CpuRelax();
 template <typename Ready>
 Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy) {
   if (ready()) return true;
+  const WaitingOutside waiting;  // on a peer process (base/progress.h)
   const Deadline busy_until = std::min(Clock::now() + policy.busy_spin, deadline);
   while (Clock::now() < busy_until) {
     for (int i = 0; i < 16; ++i) CpuRelax();

@@ -4,9 +4,12 @@
 // its number: once the peer has ended, a new process that reuses the pid is
 // never mistaken for it.
 //
-// What it cannot see: a stopped (SIGSTOP) or hung peer still runs; waits on
-// it end at their deadline with Timeout. Stopped() tells a stopped peer from
-// one that runs (and may be waiting itself), for that Timeout's message.
+// What it cannot see: a stopped (SIGSTOP) or hung peer still runs. In a job
+// the liveness watch of the ZeroMQ control plane finds those within seconds
+// (see ZmqTransportOptions::beat_interval), ending waits here through
+// ShmTransportOptions::also_check; without it waits on such a peer end at
+// their deadline with Timeout. Stopped() tells a stopped peer from one that
+// runs (and may be waiting itself), for that Timeout's message.
 //
 // Thread-safety: Check may be called from several threads at once; Open and
 // the destructor from one.

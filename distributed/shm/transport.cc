@@ -12,6 +12,7 @@
 
 #include <glog/logging.h>
 
+#include "base/progress.h"
 #include "distributed/mailbox.h"
 #include "distributed/shm/peer_watch.h"
 #include "distributed/shm/ring.h"
@@ -100,6 +101,19 @@ struct ShmTransport::Impl {
       any = true;
     }
     return any;
+  }
+
+  // A send's `error`, or when the peer was lost because the job ended (a
+  // rank that gives up posts its notice before it closes its rings; notices
+  // from other hosts and the liveness watch's verdicts come through
+  // also_check), `error` followed by what ended it, as a receive reports it.
+  Error WhyLost(const Error& error) {
+    if (error.kind != ErrorKind::kPeerLost) return error;
+    TakeAbortNotices();
+    Status ended = mailbox.JobAborted();
+    if (ended && options.also_check) ended = options.also_check();
+    if (!ended) return ended.error().Prefixed(error.message + "; ");
+    return error;
   }
 
   // What a wait on `peer`'s ring checks between sleeps.
@@ -340,13 +354,15 @@ Status ShmTransport::Send(int peer, const FrameKey& key, std::span<const std::by
   Impl::Peer& target = *impl.peers[peer];
   if (!target.writer) return impl.NotConnected("send from " + RankText(me), peer);
   std::lock_guard<std::mutex> lock(target.out_mutex);
-  if (target.drain_error) return *target.drain_error;
+  if (target.drain_error) return impl.WhyLost(*target.drain_error);
   // Write at once when nothing is queued and the message fits (the write
   // cannot wait); else queue a copy for the drainer, so that a send never
   // waits for the peer to read (two ranks sending to each other would
   // otherwise deadlock).
   if (target.outbox.empty() && target.writer->Fits(head.size() + tail.size())) {
-    return target.writer->Write(key, head, tail, deadline);
+    Status written = target.writer->Write(key, head, tail, deadline);
+    if (!written) return impl.WhyLost(written.error());
+    return written;
   }
   target.outbox.push_back({key, ConcatenatedPayload(head, tail)});
   target.out_changed.notify_all();
@@ -360,6 +376,7 @@ Result<Message> ShmTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   }
   if (peer == impl.options.rank) return impl.mailbox.Take(peer, tag, deadline);
   if (!impl.peers[peer]->reader) return impl.NotConnected("recv on " + RankText(impl.options.rank), peer);
+  const WaitingOutside waiting;
   const Deadline started = Clock::now();
   Result<Message> got = impl.RecvUntil(peer, tag, started, deadline);
   if (got || got.error().kind != ErrorKind::kTimeout) return got;

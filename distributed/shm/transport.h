@@ -51,8 +51,9 @@ struct ShmTransportOptions {
   // Spin and sleep slices of every wait (its `check` is the transport's own).
   WaitPolicy wait;
   // Unset, or run between the sleeps of every wait, after this transport's
-  // own checks: an error ends the wait with it. RoutedTransport passes in
-  // the abort notices of its ZeroMQ control plane this way.
+  // own checks: an error ends the wait with it. The rendezvous passes in the
+  // abort notices and the liveness verdicts (stopped or hung peers) of the
+  // job's ZeroMQ control plane this way.
   std::function<Status()> also_check;
 };
 

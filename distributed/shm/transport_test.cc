@@ -19,6 +19,7 @@
 
 #include "distributed/process_group.h"
 #include "distributed/testing/dev_shm_entries.h"
+#include "distributed/testing/rank_threads.h"
 
 namespace inferno {
 namespace {
@@ -46,6 +47,22 @@ std::string ReadLine(int fd, Deadline deadline) {
 
 void WriteAll(int fd, const std::string& text) {
   CHECK_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+}
+
+// The send path of the flake in rank_fault_4_ranks_test: a rank sending to
+// a peer that gave up on the job reported that the peer closed its end of
+// the ring, not why the job ended, and so did not name the victim.
+TEST(ShmTransport, SendToARankThatGaveUpQuotesItsReason) {
+  std::vector<std::shared_ptr<Transport>> transports = MakeTransports(TransportKind::kShm, 2, seconds(10));
+  transports[1]->Abort("rank 1: Timeout: recv from rank 5");
+  const std::string bytes = "x";
+  const Status sent =
+      transports[0]->Send(1, FrameKey{7}, std::as_bytes(std::span(bytes)), Clock::now() + seconds(10));
+  ASSERT_FALSE(sent);
+  EXPECT_EQ(sent.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(sent.error().message.find("(rank 1 gave up on the job: rank 1: Timeout: recv from rank 5)"),
+            std::string::npos)
+      << sent.error().message;
 }
 
 // A rank's body: runs on its ProcessGroup and returns its exit code.

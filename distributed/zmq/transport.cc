@@ -1,6 +1,7 @@
 #include "distributed/zmq/transport.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <malloc.h>
@@ -16,6 +18,8 @@
 #include <glog/logging.h>
 #include <zmq.hpp>
 
+#include "base/byte_codec.h"
+#include "base/progress.h"
 #include "distributed/frame_header.h"
 #include "distributed/mailbox.h"
 #include "distributed/zmq/curve_auth.h"
@@ -211,6 +215,13 @@ struct ZmqTransport::Impl {
     // The peer said goodbye (closed in order); set by the ROUTER reader.
     std::atomic<bool> departed{false};
     std::atomic<uint64_t> pongs{0};  // kPong frames received from the peer
+    // Liveness, written by the ROUTER reader, judged by the beat thread:
+    // when a frame of the peer last arrived (Clock ticks; 0: no heartbeat
+    // yet, so the peer is not watched), the stall its last heartbeat
+    // reported (ms), and whether it was found unresponsive.
+    std::atomic<int64_t> last_heard{0};
+    std::atomic<int64_t> stalled_ms{0};
+    std::atomic<bool> unresponsive{false};
   };
   std::vector<std::unique_ptr<Peer>> peers;
 
@@ -228,6 +239,13 @@ struct ZmqTransport::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> connected{false};
   std::once_flag close_once;
+
+  // The liveness thread (see ZmqTransportOptions::beat_interval), started by
+  // Connect and stopped first by Shutdown.
+  std::thread beat_thread;
+  std::mutex beat_mutex;
+  std::condition_variable beat_wake;
+  bool beat_stop = false;  // guarded by beat_mutex
 
   std::string SendWhere(int peer) const {
     return "send from rank " + std::to_string(options.rank) + " to rank " + std::to_string(peer);
@@ -260,6 +278,9 @@ struct ZmqTransport::Impl {
   Status SendChunks(Peer& peer_state, const FrameKey& key, const GatheredBytes& payload, Deadline deadline,
                     int peer);
   void Shutdown();
+  void Beat();
+  void JudgePeer(int peer, Deadline now);
+  void RecordHeard(int source, const zmq::message_t* heartbeat);
 };
 
 Result<std::shared_ptr<ZmqTransport>> ZmqTransport::Bind(const ZmqTransportOptions& options) {
@@ -357,6 +378,9 @@ Status ZmqTransport::Connect(const std::vector<std::string>& peer_endpoints, uin
   } catch (const zmq::error_t& error) {
     return ZmqError("rank " + std::to_string(impl.options.rank) + " cannot connect to " + endpoint, error);
   }
+  if (impl.options.beat_interval.count() > 0 && world > 1) {
+    impl.beat_thread = std::thread([&impl] { impl.Beat(); });
+  }
   return {};
 }
 
@@ -376,7 +400,7 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
   }
   Impl::Peer& peer_state = *impl.peers[peer];
   if (peer_state.lost.load()) return Error::PeerLost(impl.SendWhere(peer), peer);
-
+  const WaitingOutside waiting;  // for room in the peer's queue
   return impl.SendChunks(peer_state, key, GatheredBytes{head, tail}, deadline, peer);
 }
 
@@ -441,6 +465,7 @@ Result<Message> ZmqTransport::Recv(int peer, uint32_t tag, Deadline deadline) {
   if (!impl.connected.load()) {
     return Error::InvalidArgument(impl.RecvWhere(peer) + ": Recv before Connect");
   }
+  const WaitingOutside waiting;
   const Deadline started = Clock::now();
   Result<Message> got = impl.Await(peer, tag, started, deadline);
   if (got || got.error().kind != ErrorKind::kTimeout || peer == impl.options.rank) return got;
@@ -529,6 +554,12 @@ Status ZmqTransport::CheckAbortNotices() {
 
 void ZmqTransport::Impl::Shutdown() {
   stopping.store(true);
+  {
+    std::lock_guard<std::mutex> lock(beat_mutex);
+    beat_stop = true;
+  }
+  beat_wake.notify_all();
+  if (beat_thread.joinable()) beat_thread.join();
   mailbox->Close();
   std::lock_guard<std::mutex> reading(router_mutex);
   try {
@@ -671,6 +702,11 @@ void ZmqTransport::Impl::HandleFrame(const zmq::message_t& routing_id, const zmq
                                             std::to_string(payload.size()));
     return;
   }
+  if (header.op == CollectiveOp::kHeartbeat) {
+    RecordHeard(source, &payload);
+    return;
+  }
+  RecordHeard(source, nullptr);
   if (header.op == CollectiveOp::kGoodbye || header.op == CollectiveOp::kAbort) {
     peers[source]->departed.store(true);
     peers[source]->lost.store(true);
@@ -746,6 +782,77 @@ void ZmqTransport::Impl::HandleMonitorEvent(int monitor_index) {
   LOG(WARNING) << "rank " << options.rank << " lost its connection to rank " << peer;
   peers[peer]->lost.store(true);
   mailbox->MarkPeerLost(peer);
+}
+
+// Every beat_interval: tells every peer how long this process has been
+// stalled, reads what arrived (unless another thread does), and judges the
+// peers. Never blocks on a peer: a DEALER or the ROUTER held by another
+// thread is skipped for this beat.
+void ZmqTransport::Impl::Beat() {
+  StallClock stall;
+  std::unique_lock<std::mutex> lock(beat_mutex);
+  while (!beat_stop) {
+    const Deadline now = Clock::now();
+    std::array<std::byte, sizeof(int64_t)> stalled;
+    StoreLittleEndian<int64_t>(stalled, stall.Sample(now).count());
+    const std::string_view payload(reinterpret_cast<const char*>(stalled.data()), stalled.size());
+    for (int peer = 0; peer < options.world_size; ++peer) {
+      if (peer == options.rank) continue;
+      std::unique_lock<std::mutex> sending(peers[peer]->mutex, std::try_to_lock);
+      if (sending.owns_lock()) SendControlFrame(*peers[peer], CollectiveOp::kHeartbeat, payload);
+    }
+    if (std::unique_lock<std::mutex> reading(router_mutex, std::try_to_lock); reading.owns_lock()) {
+      PollSockets(now);
+    }
+    for (int peer = 0; peer < options.world_size; ++peer) JudgePeer(peer, Clock::now());
+    beat_wake.wait_until(lock, now + options.beat_interval, [this] { return beat_stop; });
+  }
+}
+
+// Records that a frame of `source` arrived: its heartbeat (with the stall it
+// reports, judged at once) or any other frame, which shows it alive as
+// well. The caller reads the ROUTER.
+void ZmqTransport::Impl::RecordHeard(int source, const zmq::message_t* heartbeat) {
+  Peer& peer_state = *peers[source];
+  if (heartbeat != nullptr) {
+    if (heartbeat->size() != sizeof(int64_t)) {
+      drops.Dropped("rank " + std::to_string(source),
+                    "a heartbeat of " + std::to_string(heartbeat->size()) + " bytes (expected 8)");
+      return;
+    }
+    peer_state.stalled_ms.store(LoadLittleEndian<int64_t>(
+        std::span<const std::byte>(static_cast<const std::byte*>(heartbeat->data()), heartbeat->size())));
+  } else if (peer_state.last_heard.load() == 0) {
+    return;  // watched from its first heartbeat on
+  }
+  const Deadline now = Clock::now();
+  peer_state.last_heard.store(now.time_since_epoch().count());
+  if (heartbeat != nullptr) JudgePeer(source, now);
+}
+
+// Ends every wait of this rank, naming `peer`, once it is watched and has
+// been silent for silent_limit or reports a stall of stall_limit. Called by
+// the beat thread and the ROUTER reader; reports a peer once.
+void ZmqTransport::Impl::JudgePeer(int peer, Deadline now) {
+  Peer& peer_state = *peers[peer];
+  const int64_t heard = peer_state.last_heard.load();
+  if (peer == options.rank || heard == 0 || peer_state.lost.load()) return;
+  const auto silent =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - Deadline(Clock::duration(heard)));
+  const std::chrono::milliseconds stalled(peer_state.stalled_ms.load());
+  std::string why;
+  if (silent >= options.silent_limit) {
+    why = "nothing arrived from it for " + std::to_string(silent.count()) +
+          " ms, not even a heartbeat (stopped, frozen or unreachable)";
+  } else if (stalled >= options.stall_limit) {
+    why = "hung: it made no progress for " + std::to_string(stalled.count()) +
+          " ms in the middle of a step, outside any wait on a peer";
+  } else {
+    return;
+  }
+  if (peer_state.unresponsive.exchange(true)) return;
+  LOG(WARNING) << "rank " << options.rank << ": rank " << peer << " is unresponsive: " << why;
+  mailbox->MarkPeerUnresponsive(peer, why);
 }
 
 }  // namespace inferno

@@ -3,8 +3,9 @@
 //
 // Each rank binds one ROUTER socket that receives from every peer, and
 // connects one DEALER per peer to send (so DEALER's round-robin never picks
-// the wrong peer). There is no extra I/O thread: one Recv caller at a time
-// holds the ROUTER's mutex and reads it (saving a thread hop per message);
+// the wrong peer). There is no I/O thread in the data path: one Recv caller
+// at a time holds the ROUTER's mutex and reads it (saving a thread hop per
+// message), and only while none does, the liveness thread (below) reads it;
 // it validates each frame's header (malformed or foreign frames are dropped
 // with a LOG(WARNING) line), reassembles chunked messages and queues them in
 // a Mailbox, where concurrent Recv callers find theirs; when it has its own
@@ -12,8 +13,10 @@
 // under that peer's mutex. Payloads travel in chunks of at most
 // kMaxChunkBytes, each copied into a ZeroMQ message (see Send). Close sends
 // every peer a goodbye frame, so an orderly departure is recorded quietly and
-// a later Recv from that rank fails with PeerLost at once; heartbeats detect
-// dead or frozen peers (logged, and seen as PeerLost by the next Recv). A Recv
+// a later Recv from that rank fails with PeerLost at once; ZeroMQ's own
+// heartbeats and the connection monitors find closed connections, and the
+// liveness thread stopped and hung peers (see
+// ZmqTransportOptions::beat_interval), both seen as PeerLost. A Recv
 // that times out pings the peer and says in its Timeout whether the peer
 // answered (alive, and waiting too) or not (stopped, hung or unreachable);
 // for a peer that answers it waits up to a second longer, so that the abort
@@ -35,7 +38,7 @@
 //
 // Thread-safety: Send, Recv and Close may be called from several threads at
 // once once Connect has returned; Bind and Connect are called once, by one
-// thread.
+// thread. Connect starts the liveness thread; Close joins it.
 #pragma once
 
 #include <chrono>
@@ -64,6 +67,25 @@ struct ZmqTransportOptions {
   // this rank makes (its DEALERs); the ROUTER only answers them.
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{5000};
+  // Liveness, the job's one watch for stopped and hung peers on every
+  // transport (RoutedTransport's waits on shared memory read it through
+  // CheckAbortNotices). From Connect to Close a thread of this transport
+  // sends every peer, every `beat_interval`, a heartbeat carrying how long
+  // this process has been stalled (base/progress.h: busy in a step, without
+  // progress, outside any wait), and reads what arrived when no other
+  // thread does; it never waits for the main thread. A peer is watched from
+  // its first heartbeat until it says goodbye or its connection drops; a
+  // watched peer from which nothing arrived for `silent_limit` (stopped,
+  // frozen, unreachable), or whose heartbeat reports a stall of
+  // `stall_limit` (hung), is unresponsive: every pending and later wait of
+  // this rank, on any peer, fails with PeerLost naming it and saying which
+  // (Mailbox::MarkPeerUnresponsive). So every rank names a stopped or hung
+  // rank within about the limit plus one beat, whatever `timeout` is, and a
+  // rank that computes a long step, or waits on a peer, is never named.
+  // A zero beat_interval turns the watch off.
+  std::chrono::milliseconds beat_interval{100};
+  std::chrono::milliseconds silent_limit{1500};
+  std::chrono::milliseconds stall_limit{1500};
   // ZMQ_LINGER: how long Close lets unsent messages drain.
   std::chrono::milliseconds linger{2000};
   // After a peer disconnects, how long a Recv still waits for its messages

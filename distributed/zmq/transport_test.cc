@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -17,6 +18,8 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include "base/byte_codec.h"
+#include "base/progress.h"
 #include "distributed/frame_header.h"
 #include "distributed/process_group.h"
 #include "distributed/testing/rank_threads.h"
@@ -276,6 +279,105 @@ TEST(ZmqTransport, SenderBlockedOnAFullQueueEndsOnAnAbortNoticeFromAnotherRank) 
       sent.error().message.find("rank 2 gave up on the job: recv at rank 2 from rank 5: rank 5 was lost"),
       std::string::npos)
       << sent.error().message;
+}
+
+// Sends rank 0 of a 2-rank world `beats` heartbeats of rank 1 reporting a
+// stall of `stalled_ms`, through a DEALER that holds rank 1's routing id (as
+// the real rank 1 would, had it connected), then falls silent.
+void HeartbeatsAsRank1(const std::string& endpoint, int beats, int64_t stalled_ms) {
+  zmq::context_t context(1);
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 1000);
+  dealer.set(zmq::sockopt::routing_id, "inferno-rank-1");
+  dealer.connect(endpoint);
+  std::array<std::byte, 8> payload;
+  StoreLittleEndian<int64_t>(payload, stalled_ms);
+  FrameHeader header;
+  header.op = CollectiveOp::kHeartbeat;
+  header.job_id = kJob;
+  header.source_rank = 1;
+  header.message_length = header.payload_length = payload.size();
+  const EncodedFrameHeader encoded = EncodeFrameHeader(header);
+  for (int beat = 0; beat < beats; ++beat) {
+    dealer.send(zmq::const_buffer(encoded.data(), encoded.size()), zmq::send_flags::sndmore);
+    dealer.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
+  }
+}
+
+// Rank 0 of a 2-rank world whose rank 1 is bound but never connects (its
+// heartbeats are sent by the test), with a timeout far above the liveness
+// limits.
+std::vector<std::shared_ptr<ZmqTransport>> WorldWithAnImpersonatedRank1() {
+  ZmqTransportOptions options;
+  options.timeout = milliseconds(60000);
+  std::vector<std::shared_ptr<ZmqTransport>> transports = BindZmqWorld(2, options);
+  ConnectZmqWorld(transports, kJob, /*connected_ranks=*/1);
+  return transports;
+}
+
+TEST(ZmqTransportLiveness, PeerSilentAfterItsHeartbeatsIsNamedLongBeforeTheTimeout) {
+  auto transports = WorldWithAnImpersonatedRank1();
+  const Deadline started = Clock::now();
+  HeartbeatsAsRank1(transports[0]->endpoints().front(), 1, 0);
+  Result<Message> got = transports[0]->Recv(1, 5, started + milliseconds(60000));
+  const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().kind, ErrorKind::kPeerLost) << got.error().ToString();
+  EXPECT_NE(got.error().message.find("(rank 1 is unresponsive: nothing arrived from it for "),
+            std::string::npos)
+      << got.error().message;
+  // Named at the silent limit (1.5 s) plus a beat, not at the 60 s timeout;
+  // the bound leaves room for a loaded machine.
+  EXPECT_GE(took, milliseconds(1500));
+  EXPECT_LT(took, milliseconds(20000));
+}
+
+TEST(ZmqTransportLiveness, PeerReportingAStallIsNamedHung) {
+  auto transports = WorldWithAnImpersonatedRank1();
+  HeartbeatsAsRank1(transports[0]->endpoints().front(), 1, 1600);
+  Result<Message> got = transports[0]->Recv(1, 5, Clock::now() + milliseconds(60000));
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().kind, ErrorKind::kPeerLost) << got.error().ToString();
+  EXPECT_NE(got.error().message.find("(rank 1 is unresponsive: hung: it made no progress for 1600 ms in the "
+                                     "middle of a step, outside any wait on a peer)"),
+            std::string::npos)
+      << got.error().message;
+}
+
+// The ranks of these two tests share this process's progress counters
+// (base/progress.h), so rank 1's step below is also rank 0's: what rank 0
+// judges is the stall rank 1's heartbeats report.
+TEST(ZmqTransportLiveness, LongStepThatProgressesIsNotAHang) {
+  auto transports = ConnectedPair(milliseconds(60000));
+  const std::string done = "done";
+  std::thread rank1([&] {
+    const ProgressExpected step;
+    const Deadline until = Clock::now() + milliseconds(3000);  // twice the stall limit
+    while (Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(5));  // a few milliseconds of compute
+      ProgressAdvanced();
+    }
+    ASSERT_TRUE(transports[1]->Send(0, FrameKey{5}, std::as_bytes(std::span(done)),
+                                    Clock::now() + milliseconds(5000)));
+  });
+  // Rank 0 waits only once rank 1's step is over: no wait covers the step.
+  rank1.join();
+  Result<Message> got = transports[0]->Recv(1, 5, Clock::now() + milliseconds(60000));
+  ASSERT_TRUE(got) << got.error().ToString();
+}
+
+TEST(ZmqTransportLiveness, StepWithoutProgressOutsideAnyWaitIsNamedHung) {
+  auto transports = ConnectedPair(milliseconds(60000));
+  std::thread rank1([] {
+    const ProgressExpected step;
+    std::this_thread::sleep_for(milliseconds(3000));  // stuck, as if deadlocked
+  });
+  rank1.join();
+  Result<Message> got = transports[0]->Recv(1, 5, Clock::now() + milliseconds(60000));
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().message.find("(rank 1 is unresponsive: hung: it made no progress for "),
+            std::string::npos)
+      << got.error().message;
 }
 
 TEST(ZmqTransport, SendToSelfIsDelivered) {
