@@ -24,9 +24,15 @@ DropLog::~DropLog() {
   EndPeriod();
 }
 
+DropLog::Clock::time_point DropLog::LastDropped() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_dropped_;
+}
+
 void DropLog::Dropped(const std::string& source, const std::string& what) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Clock::time_point now = now_();
+  last_dropped_ = now;
   if (now - period_start_ >= kSummaryPeriod) {
     EndPeriod();
     period_start_ = now;

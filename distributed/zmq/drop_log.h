@@ -43,6 +43,9 @@ class DropLog {
   // this second.
   void Dropped(const std::string& source, const std::string& what);
 
+  // When the last event was counted (the epoch before any).
+  Clock::time_point LastDropped();
+
  private:
   struct SourceCounts {
     int64_t dropped = 0;     // this period
@@ -65,6 +68,7 @@ class DropLog {
   Clock::time_point second_start_;  // of the total budget
   int lines_this_second_ = 0;       // in all
   std::map<std::string, SourceCounts> sources_;
+  Clock::time_point last_dropped_{};
 };
 
 }  // namespace inferno

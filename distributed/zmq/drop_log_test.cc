@@ -35,6 +35,17 @@ TEST(DropLog, AFloodFromOneSourceWritesAFewLinesASecondThenASummary) {
   EXPECT_EQ(t.lines.back(), "rank 0 dropped one more");
 }
 
+TEST(DropLog, LastDroppedIsTheTimeOfTheLatestEventWrittenOrNot) {
+  LogUnderTest t;
+  EXPECT_EQ(t.log.LastDropped(), DropLog::Clock::time_point{});
+  for (int i = 0; i < 100; ++i) {  // past the line budget: counted, not written
+    t.now += milliseconds(3);
+    t.log.Dropped("127.0.0.1:5000", "a malformed frame");
+  }
+  EXPECT_EQ(t.log.LastDropped(), t.now);
+  EXPECT_EQ(t.lines.size(), static_cast<size_t>(DropLog::kLinesPerSecond));
+}
+
 TEST(DropLog, EachSourceHasItsOwnBudget) {
   LogUnderTest t;
   for (int i = 0; i < 50; ++i) {

@@ -840,8 +840,13 @@ void ZmqTransport::Impl::JudgePeer(int peer, Deadline now) {
   const auto silent =
       std::chrono::duration_cast<std::chrono::milliseconds>(now - Deadline(Clock::duration(heard)));
   const std::chrono::milliseconds stalled(peer_state.stalled_ms.load());
+  // Under a flood of dropped input our reader lags: silence is not evidence
+  // until the longer limit.
+  const bool flooded = now - drops.LastDropped() < options.silent_limit;
+  const std::chrono::milliseconds silent_limit =
+      flooded ? options.flooded_silent_limit : options.silent_limit;
   std::string why;
-  if (silent >= options.silent_limit) {
+  if (silent >= silent_limit) {
     why = "nothing arrived from it for " + std::to_string(silent.count()) +
           " ms, not even a heartbeat (stopped, frozen or unreachable)";
   } else if (stalled >= options.stall_limit) {

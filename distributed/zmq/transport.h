@@ -82,9 +82,14 @@ struct ZmqTransportOptions {
   // (Mailbox::MarkPeerUnresponsive). So every rank names a stopped or hung
   // rank within about the limit plus one beat, whatever `timeout` is, and a
   // rank that computes a long step, or waits on a peer, is never named.
+  // While this rank is dropping a stranger's input (within the last
+  // silent_limit), its own reading lags behind the junk, so silence is not
+  // the peer's: a peer is called silent only after `flooded_silent_limit`
+  // then (a reported stall still counts at once).
   // A zero beat_interval turns the watch off.
   std::chrono::milliseconds beat_interval{100};
   std::chrono::milliseconds silent_limit{1500};
+  std::chrono::milliseconds flooded_silent_limit{10000};
   std::chrono::milliseconds stall_limit{1500};
   // ZMQ_LINGER: how long Close lets unsent messages drain.
   std::chrono::milliseconds linger{2000};
