@@ -99,8 +99,10 @@ RowsFunction RowsFor(const MatMulKernels& kernels, DType dtype) {
   LOG(FATAL) << "unknown DType " << static_cast<int>(dtype);
 }
 
-// x quantized to 8-bit blocks of one size, per calling thread: grows to the
-// largest x seen, then is reused (no allocation per token).
+// x quantized to 8-bit blocks of one size (32 or 256), per calling thread
+// and size: grows to the largest x seen, then is reused (no allocation per
+// token). The sums of 32 codes only for blocks of 32 (the Q8_0/Q4_0 AVX-512
+// lanes read them).
 struct QuantizedInput {
   std::vector<float> scales;
   std::vector<int8_t> codes;
@@ -108,13 +110,15 @@ struct QuantizedInput {
   std::vector<int16_t> half_sums;
 
   void Quantize(const MatMulKernels& kernels, const float* x, int64_t count, int64_t block) {
+    const bool of_32 = block == kQuantBlockElements;
     if (static_cast<int64_t>(codes.size()) < count) {
       codes.resize(count);
       scales.resize(count / block);
-      sums.resize(count / kQuantBlockElements);
+      if (of_32) sums.resize(count / kQuantBlockElements);
       half_sums.resize(count / 16);
     }
-    kernels.quantize_input(x, count, block, scales.data(), codes.data(), sums.data(), half_sums.data());
+    kernels.quantize_input(x, count, block, scales.data(), codes.data(), of_32 ? sums.data() : nullptr,
+                           half_sums.data());
   }
 };
 
@@ -145,22 +149,26 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
   }
   DCHECK_GE(stacked_rows, rows);
   InputRows input{.values = x.data()};
+  // x quantized for each block size in the product, kept per thread.
+  const auto quantized = [&](int64_t block) -> const QuantizedInput& {
+    CHECK_EQ(cols % block, 0) << "a matrix of blocks of " << block << " with " << cols << " columns";
+    thread_local QuantizedInput of_32, of_256;
+    QuantizedInput& input = block == kQuantBlockElements ? of_32 : of_256;
+    input.Quantize(kernels, x.data(), n * cols, block);
+    return input;
+  };
   if (blocks) {
-    CHECK_EQ(cols % kQuantBlockElements, 0) << "a block-typed matrix of " << cols << " columns";
-    thread_local QuantizedInput quantized;
-    quantized.Quantize(kernels, x.data(), n * cols, kQuantBlockElements);
-    input.scales = quantized.scales.data();
-    input.codes = quantized.codes.data();
-    input.sums = quantized.sums.data();
-    input.half_sums = quantized.half_sums.data();
+    const QuantizedInput& q = quantized(kQuantBlockElements);
+    input.scales = q.scales.data();
+    input.codes = q.codes.data();
+    input.sums = q.sums.data();
+    input.half_sums = q.half_sums.data();
   }
   if (super_blocks) {
-    CHECK_EQ(cols % kSuperBlockElements, 0) << "a super-block-typed matrix of " << cols << " columns";
-    thread_local QuantizedInput quantized;
-    quantized.Quantize(kernels, x.data(), n * cols, kSuperBlockElements);
-    input.super_scales = quantized.scales.data();
-    input.super_codes = quantized.codes.data();
-    input.super_half_sums = quantized.half_sums.data();
+    const QuantizedInput& q = quantized(kSuperBlockElements);
+    input.super_scales = q.scales.data();
+    input.super_codes = q.codes.data();
+    input.super_half_sums = q.half_sums.data();
   }
   float* out_data = out.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {

@@ -34,23 +34,15 @@ void DequantizeQ3_K(const BlockQ3_K& block, float* y) {
   }
 }
 
-void DequantizeQ4_K(const BlockQ4_K& block, float* y) {
+// Q4_K and Q5_K: the same scales and mins, codes of 4 or 5 bits.
+template <typename Block, int (*Code)(const Block&, int)>
+void DequantizeScaleMinK4(const Block& block, float* y) {
   const float d = HalfToFloat(block.d), dmin = HalfToFloat(block.dmin);
   for (int i = 0; i < kSuperBlockElements; ++i) {
     uint8_t sc, m;
     UnpackScaleMinK4(block.scales, i / 32, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
-    y[i] = d1 * Q4KCode(block, i) - m1;
-  }
-}
-
-void DequantizeQ5_K(const BlockQ5_K& block, float* y) {
-  const float d = HalfToFloat(block.d), dmin = HalfToFloat(block.dmin);
-  for (int i = 0; i < kSuperBlockElements; ++i) {
-    uint8_t sc, m;
-    UnpackScaleMinK4(block.scales, i / 32, sc, m);
-    const float d1 = d * sc, m1 = dmin * m;
-    y[i] = d1 * Q5KCode(block, i) - m1;
+    y[i] = d1 * Code(block, i) - m1;
   }
 }
 
@@ -76,10 +68,10 @@ void DequantizeRowQ3_K(std::span<const BlockQ3_K> blocks, std::span<float> out) 
   DequantizeRow<BlockQ3_K, DequantizeQ3_K>(blocks, out);
 }
 void DequantizeRowQ4_K(std::span<const BlockQ4_K> blocks, std::span<float> out) {
-  DequantizeRow<BlockQ4_K, DequantizeQ4_K>(blocks, out);
+  DequantizeRow<BlockQ4_K, DequantizeScaleMinK4<BlockQ4_K, Q4KCode>>(blocks, out);
 }
 void DequantizeRowQ5_K(std::span<const BlockQ5_K> blocks, std::span<float> out) {
-  DequantizeRow<BlockQ5_K, DequantizeQ5_K>(blocks, out);
+  DequantizeRow<BlockQ5_K, DequantizeScaleMinK4<BlockQ5_K, Q5KCode>>(blocks, out);
 }
 void DequantizeRowQ6_K(std::span<const BlockQ6_K> blocks, std::span<float> out) {
   DequantizeRow<BlockQ6_K, DequantizeQ6_K>(blocks, out);

@@ -31,20 +31,6 @@ void CheckFinite(std::span<const float> x, const char* type) {
   for (float v : x) CHECK(std::isfinite(v)) << type << " quantization of a non-finite value";
 }
 
-// The element of largest magnitude (the first on ties) and its magnitude.
-float SignedAbsMax(const float* x, int n, float& amax) {
-  float extreme = 0.0f;
-  amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      extreme = x[i];
-    }
-  }
-  return extreme;
-}
-
 // Q6_K's sub-block fit (ggml's make_qx_quants with x² weights): codes l in
 // [-nmax, nmax - 1] for a scale s, x ≈ s * l, choosing among 19 candidate
 // inverse scales -(nmax + 0.1 k) / max, k in [-9, 9], the one with the
@@ -53,7 +39,7 @@ float SignedAbsMax(const float* x, int n, float& amax) {
 // returns s (0 for an all-zero group).
 float FitSymmetricScale(const float* x, int n, int nmax, int8_t* codes) {
   float amax;
-  const float max = SignedAbsMax(x, n, amax);
+  const float max = LargestMagnitudeElement(x, n, amax);
   if (amax < kZeroGroup) {
     std::fill(codes, codes + n, 0);
     return 0.0f;
@@ -97,7 +83,7 @@ float FitSymmetricScale(const float* x, int n, int nmax, int8_t* codes) {
 // Stores l + nmax in `codes`, returns the least-squares scale.
 float FitQ3Scale(const float* x, int n, int nmax, int8_t* codes) {
   float amax;
-  const float max = SignedAbsMax(x, n, amax);
+  const float max = LargestMagnitudeElement(x, n, amax);
   if (amax < kZeroGroup) {
     std::fill(codes, codes + n, 0);
     return 0.0f;
@@ -465,7 +451,7 @@ int NearestIq4Index(float v) {
 float FitIq4Scale(const float* x, uint8_t codes[32]) {
   constexpr int kTries = 7;
   float amax;
-  const float max = SignedAbsMax(x, 32, amax);
+  const float max = LargestMagnitudeElement(x, 32, amax);
   if (amax < kZeroGroup) return 0.0f;
   float d = -max / kIq4NlValues[0];
   float inverse = 1 / d;

@@ -13,18 +13,14 @@ namespace inferno {
 
 namespace {
 
-// The element of largest magnitude in a block of 32 (the first on ties), as
-// Q4_0 and Q5_0 scale by it.
+// The element of largest magnitude in a block of 32, as Q4_0 and Q5_0 scale
+// by it. Precondition (CHECKed): the block is finite.
 float SignedAbsMax(const float* v, const char* type) {
-  float amax = 0.0f, extreme = 0.0f;
   for (int j = 0; j < kQuantBlockElements; ++j) {
     CHECK(std::isfinite(v[j])) << type << " quantization of a non-finite value";
-    if (std::fabs(v[j]) > amax) {
-      amax = std::fabs(v[j]);
-      extreme = v[j];
-    }
   }
-  return extreme;
+  float amax;
+  return LargestMagnitudeElement(v, kQuantBlockElements, amax);
 }
 
 // The smallest and largest element of a block of 32, as Q4_1 and Q5_1
@@ -54,6 +50,19 @@ void PackFiveBitCodes(const int codes[kQuantBlockElements], Block& block) {
 }
 
 }  // namespace
+
+float LargestMagnitudeElement(const float* x, int n, float& amax) {
+  float extreme = 0.0f;
+  amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      extreme = x[i];
+    }
+  }
+  return extreme;
+}
 
 void QuantizeRowQ8_0(std::span<const float> x, std::span<BlockQ8_0> out) {
   CHECK_EQ(x.size(), out.size() * kQuantBlockElements);

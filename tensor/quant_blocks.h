@@ -73,6 +73,10 @@ static_assert(sizeof(BlockIQ4_NL) == 18 && alignof(BlockIQ4_NL) == 2, "must matc
 inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// The element of largest magnitude among x[0, n) (the first on ties; 0 when
+// all are 0), its magnitude in `amax`: what ggml's quantizers scale by.
+float LargestMagnitudeElement(const float* x, int n, float& amax);
+
 // Element j's 4-bit code in a block of 32 (j < 16: the low nibble of qs[j],
 // else the high nibble of qs[j - 16]), and its fifth bit from qh.
 inline int BlockNibble(const uint8_t qs[kQuantBlockElements / 2], int j) {
