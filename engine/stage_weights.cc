@@ -129,7 +129,7 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
       {&weights.wk, kKProjSuffix, kv_dim * dim},
       {&weights.wv, kVProjSuffix, kv_dim * dim},
       {&weights.wo, kOProjSuffix, dim * q_dim},
-      {&weights.ffn_norm, kFfnNormSuffix, dim},
+      {&weights.ffn_norm, FeedForwardNormSuffix(config), dim},
       {&weights.w_gate, kGateProjSuffix, hidden * dim},
       {&weights.w_up, kUpProjSuffix, hidden * dim},
       {&weights.w_down, kDownProjSuffix, dim * hidden},
@@ -143,6 +143,10 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
   if (config.qk_norm()) {
     tensors.insert(tensors.end(),
                    {{&weights.q_norm, kQNormSuffix, head_dim}, {&weights.k_norm, kKNormSuffix, head_dim}});
+  }
+  if (config.post_norms()) {
+    tensors.insert(tensors.end(), {{&weights.post_attention_norm, kPostAttentionNormSuffix, dim},
+                                   {&weights.post_ffn_norm, kPostFeedForwardNormSuffix, dim}});
   }
   for (const auto& [out, suffix, count] : tensors) {
     Result<WeightTensor> loaded =
@@ -205,8 +209,8 @@ StageWeights::Bytes StageWeights::ByteSize() const {
   for (const LayerWeights& layer : layers) {
     for (const WeightTensor* tensor :
          {&layer.attention_norm, &layer.wq, &layer.wk, &layer.wv, &layer.bq, &layer.bk, &layer.bv,
-          &layer.q_norm, &layer.k_norm, &layer.wo, &layer.bo, &layer.ffn_norm, &layer.w_gate, &layer.w_up,
-          &layer.w_down}) {
+          &layer.q_norm, &layer.k_norm, &layer.wo, &layer.bo, &layer.post_attention_norm, &layer.ffn_norm,
+          &layer.w_gate, &layer.w_up, &layer.w_down, &layer.post_ffn_norm}) {
       add(*tensor);
     }
   }

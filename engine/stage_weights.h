@@ -80,18 +80,20 @@ class WeightTensor {
 // whole model's q_dim, kv_dim and intermediate_size without tensor
 // parallelism).
 struct LayerWeights {
-  WeightTensor attention_norm;  // (dim)
-  WeightTensor wq;              // (q_dim, dim)
-  WeightTensor wk;              // (kv_dim, dim)
-  WeightTensor wv;              // (kv_dim, dim)
-  WeightTensor bq, bk, bv;      // (q_dim), (kv_dim), (kv_dim) when config.qkv_bias, else empty
-  WeightTensor q_norm, k_norm;  // (head_dim) each when config.qk_norm(), else empty; whole on every rank
-  WeightTensor wo;              // (dim, q_dim): the part's columns of o_proj
-  WeightTensor bo;              // (dim) when config.o_proj_bias, else empty; whole on every rank
-  WeightTensor ffn_norm;        // (dim)
-  WeightTensor w_gate;          // (hidden, dim)
-  WeightTensor w_up;            // (hidden, dim)
-  WeightTensor w_down;          // (dim, hidden): the part's columns of down_proj
+  WeightTensor attention_norm;       // (dim)
+  WeightTensor wq;                   // (q_dim, dim)
+  WeightTensor wk;                   // (kv_dim, dim)
+  WeightTensor wv;                   // (kv_dim, dim)
+  WeightTensor bq, bk, bv;           // (q_dim), (kv_dim), (kv_dim) when config.qkv_bias, else empty
+  WeightTensor q_norm, k_norm;       // (head_dim) each when config.qk_norm(), else empty; whole on every rank
+  WeightTensor wo;                   // (dim, q_dim): the part's columns of o_proj
+  WeightTensor bo;                   // (dim) when config.o_proj_bias, else empty; whole on every rank
+  WeightTensor post_attention_norm;  // (dim) when config.post_norms() (Gemma), else empty
+  WeightTensor ffn_norm;             // (dim)
+  WeightTensor w_gate;               // (hidden, dim)
+  WeightTensor w_up;                 // (hidden, dim)
+  WeightTensor w_down;               // (dim, hidden): the part's columns of down_proj
+  WeightTensor post_ffn_norm;        // (dim) when config.post_norms() (Gemma), else empty
 };
 
 struct StageWeights {

@@ -42,6 +42,27 @@ ToyTensor MakeTensor(const std::string& name, std::vector<int64_t> shape, uint64
   return tensor;
 }
 
+// `tensors` (MakeToyModelTensors) as a Hugging Face file stores them: the
+// parts of each FusedTensor concatenated by rows into the whole.
+std::vector<ToyTensor> FuseAsStored(const ModelConfig& config, std::vector<ToyTensor> tensors) {
+  std::map<std::string, ToyTensor> by_name;
+  for (ToyTensor& tensor : tensors) by_name.emplace(tensor.name, std::move(tensor));
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    for (const FusedTensor& fused : FusedLayerTensors(config, layer)) {
+      ToyTensor whole{fused.stored.name, fused.stored.shape, {}};
+      for (const TensorSpec& part : fused.parts) {
+        ToyTensor& rows = by_name.at(part.name);
+        whole.data.insert(whole.data.end(), rows.data.begin(), rows.data.end());
+        by_name.erase(part.name);
+      }
+      by_name.emplace(whole.name, std::move(whole));
+    }
+  }
+  std::vector<ToyTensor> stored;
+  for (const TensorSpec& spec : StoredTensorSpecs(config)) stored.push_back(std::move(by_name.at(spec.name)));
+  return stored;
+}
+
 }  // namespace
 
 ModelConfig ToyModelConfig(const ToyModelShape& shape) {
@@ -59,6 +80,25 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   config.rope_scaling = shape.rope_scaling;
   config.qkv_bias = config.family().fixed_qkv_bias || shape.attention_bias;
   config.o_proj_bias = shape.attention_bias;
+  const Architecture& family = config.family();
+  if (family.gemma_layout) {
+    config.rms_norm_eps = 1e-6f;
+    config.rope_theta = 1e6f;
+    config.local_rope_theta = 1e4f;
+    config.activation = Activation::kGeluTanh;
+    config.norm_weight_offset = 1.0f;
+    config.query_pre_attn_scalar = shape.query_pre_attn_scalar > 0.0f ? shape.query_pre_attn_scalar
+                                                                      : static_cast<float>(config.head_dim());
+    config.final_logit_softcapping = shape.final_logit_softcapping;
+  }
+  if (shape.sliding_window > 0) {
+    config.sliding_window = shape.sliding_window;
+    for (int64_t layer = 0; layer < shape.layers; ++layer) {
+      config.layer_slides.push_back(family.gemma_layout          ? layer % 2 == 0
+                                    : family.slides_without_flag ? true
+                                                                 : layer >= 1);
+    }
+  }
   return config;
 }
 
@@ -69,7 +109,7 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
     if (spec.name == kEmbedTokensName) {
       tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 0.0f, 1.0f));
     } else if (vector && spec.name.ends_with("norm.weight")) {
-      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 1.0f, 0.1f));
+      tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 1.0f - config.norm_weight_offset, 0.1f));
     } else if (vector) {  // a bias
       tensors.push_back(MakeTensor(spec.name, spec.shape, seed, 0.0f, 0.1f));
     } else {  // a projection (rows, cols): values of scale 1 / sqrt(cols)
@@ -92,7 +132,7 @@ Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint6
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) return Error::Io("cannot create folder '" + folder + "': " + error.message());
-  const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
+  const std::vector<ToyTensor> tensors = FuseAsStored(config, MakeToyModelTensors(config, seed));
   std::vector<NamedTensorF32> named;
   for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
   const std::map<std::string, std::string> metadata = {{"format", "pt"},

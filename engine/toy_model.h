@@ -39,10 +39,19 @@ struct ToyModelShape {
   int64_t hidden = 0;                             // MLP hidden size; 0: see ToyModelConfig
   bool attention_bias = false;                    // Llama: q, k, v and o_proj biases
   RopeScaling rope_scaling;
+  // Positions a sliding layer attends to; 0: none slides. Which layers
+  // slide: every one (Mistral, Phi-3), from layer 1 on (the Qwen families'
+  // max_window_layers = 1), every other one from layer 0 (Gemma's
+  // sliding_window_pattern = 2). Llama has no window.
+  int64_t sliding_window = 0;
+  float query_pre_attn_scalar = 0.0f;    // Gemma; 0: head_dim
+  float final_logit_softcapping = 0.0f;  // Gemma; 0: none
 };
 
 // Hidden size of the MLP: shape.hidden, or by default 2/3 of 4 * dim,
-// rounded up to a multiple of 32 (as Llama does).
+// rounded up to a multiple of 32 (as Llama does). Gemma's settings are those
+// of Gemma3TextConfig (GeGLU, RoPE bases 1e6 global and 1e4 local, norms
+// scaling by 1 + weight) but for the shape's.
 ModelConfig ToyModelConfig(const ToyModelShape& shape);
 
 struct ToyTensor {
@@ -55,14 +64,15 @@ struct ToyTensor {
 inline constexpr int64_t kToyModelSpecialIds = 3;
 
 // Every tensor of the model of `config` (LlamaTensorSpecs), in checkpoint
-// order: norms around 1, biases around 0, projections of scale
+// order: norms around 1 (around 0 where norms scale by 1 + weight), biases around 0, projections of scale
 // 1 / sqrt(columns), the embedding of scale 1. The classifier
 // rows of the special ids are zero (the embedding's, when tied).
 // Precondition: config.Validate(...) succeeds.
 std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed);
 
 // Writes `folder`/config.json and `folder`/model.safetensors (f32) of the toy
-// model, creating `folder` if needed. Fails naming the file on I/O errors.
+// model, creating `folder` if needed, fused tensors (Phi-3's) stored whole
+// as Hugging Face stores them. Fails naming the file on I/O errors.
 Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
 
 // Writes the toy model as the GGUF file `path` (loader/gguf_writer.h), its

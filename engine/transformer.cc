@@ -1,6 +1,7 @@
 #include "engine/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <glog/logging.h>
@@ -37,9 +38,15 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   const int64_t hidden = part.hidden_units.size();
   const int64_t seq_len = context_length_;
   const int64_t positions = max_positions_per_call();
-  const int64_t cache = num_slots * part.layers.size() * seq_len * kv_dim;
-  state_.key_cache.assign(cache, 0.0f);
-  state_.value_cache.assign(cache, 0.0f);
+  state_.cache_layer_begin.push_back(0);
+  for (int64_t l = 0; l < part.layers.size(); ++l) {
+    const bool slides = config_.LayerSlides(part.layers.begin + l);
+    const int64_t capacity = slides ? std::min(seq_len, config_.sliding_window + positions - 1) : seq_len;
+    state_.cache_capacity.push_back(capacity);
+    state_.cache_layer_begin.push_back(state_.cache_layer_begin.back() + capacity * kv_dim);
+  }
+  state_.key_cache.assign(num_slots * state_.cache_layer_begin.back(), 0.0f);
+  state_.value_cache.assign(num_slots * state_.cache_layer_begin.back(), 0.0f);
   state_.normed.resize(positions * dim);
   state_.qkv.resize(positions * (q_dim + 2 * kv_dim));
   state_.attention.resize(positions * q_dim);
@@ -52,6 +59,14 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.row_slot.resize(positions);
   state_.row_pos.resize(positions);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
+  if (config_.local_rope_theta > 0.0f) {
+    ModelConfig local = config_;
+    local.rope_theta = config_.local_rope_theta;
+    local.rope_scaling = {};
+    state_.rope_local_cos.resize(seq_len * head_dim / 2);
+    state_.rope_local_sin.resize(seq_len * head_dim / 2);
+    FillRopeTables(state_.rope_local_cos, state_.rope_local_sin, seq_len, RopeInverseFrequencies(local));
+  }
   const WeightMatrix classifier = weights_.ClassifierMatrix();
   CHECK_EQ(classifier.rows, part.classifier_rows.size());
   CHECK(classifier.rows == 0 || weights_.classifier.empty() || weights_.classifier.cols() == dim);
@@ -74,6 +89,10 @@ Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float>
     } else {
       std::fill_n(row, dim, -0.0f);
     }
+    if (config_.scales_embedding()) {  // Gemma: times sqrt(hidden_size), as a float
+      const float scale = std::sqrt(static_cast<float>(dim));
+      for (int64_t i = 0; i < dim; ++i) row[i] *= scale;
+    }
   }
   if (!tensor_parallel_) return {};
   Status shared = tensor_parallel_->Sum(x);
@@ -87,19 +106,92 @@ Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Time
   return Forward(std::span<const SlotPositions>(&part, 1), x, timeline, sequence);
 }
 
+void TransformerStage::Attend(int64_t l, std::span<const float> x, int64_t n) {
+  const RankShard& part = weights_.part;
+  const LayerWeights& layer = weights_.layers[l];
+  const int64_t dim = config_.hidden_size;
+  const int64_t head_dim = config_.head_dim();
+  const int64_t q_dim = part.heads.size() * head_dim;
+  const int64_t kv_dim = part.kv_heads.size() * head_dim;
+  const int64_t seq_len = context_length_;
+  const int64_t n_heads = part.heads.size();
+  const int64_t heads_per_kv = config_.num_attention_heads / config_.num_key_value_heads;
+  const int64_t qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t half = head_dim / 2;
+  const float eps = config_.rms_norm_eps;
+  const float norm_offset = config_.norm_weight_offset;
+  const float score_divisor = std::sqrt(config_.query_pre_attn_scalar > 0.0f ? config_.query_pre_attn_scalar
+                                                                             : static_cast<float>(head_dim));
+  const bool slides = config_.LayerSlides(part.layers.begin + l);
+  const int64_t capacity = state_.cache_capacity[l];
+  // The keys (capacity, kv_dim) of layer l of the sequence in `slot`; its
+  // values at the same offset of the value cache.
+  const auto cache_offset = [&](int slot) {
+    return static_cast<int64_t>(slot) * state_.cache_layer_begin.back() + state_.cache_layer_begin[l];
+  };
+  const bool local_rope = slides && !state_.rope_local_cos.empty();
+  const std::vector<float>& rope_cos = local_rope ? state_.rope_local_cos : state_.rope_cos;
+  const std::vector<float>& rope_sin = local_rope ? state_.rope_local_sin : state_.rope_sin;
+
+  // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); each
+  // head of q and k RMS-normed (qk_norm); RoPE on q and k; k and v go to the
+  // cache of their slot at their positions.
+  for (int64_t t = 0; t < n; ++t) {
+    RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x.subspan(t * dim, dim),
+            layer.attention_norm, eps, norm_offset);
+  }
+  const WeightMatrix wqkv[] = {layer.wq.Matrix(), layer.wk.Matrix(), layer.wv.Matrix()};
+  MatMul(state_.qkv, state_.normed, wqkv, n, qkv_dim, dim, pool_);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t p = state_.row_pos[t];
+    const int64_t offset = cache_offset(state_.row_slot[t]);
+    std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
+    if (!layer.bq.empty()) {
+      for (int64_t i = 0; i < q_dim; ++i) row[i] += layer.bq[i];
+      for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + i] += layer.bk[i];
+      for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + kv_dim + i] += layer.bv[i];
+    }
+    if (!layer.q_norm.empty()) {  // Qwen3, Gemma: each head of q and k RMS-normed before RoPE
+      for (int64_t h = 0; h < q_dim; h += head_dim)
+        RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.q_norm, eps, norm_offset);
+      for (int64_t h = q_dim; h < q_dim + kv_dim; h += head_dim)
+        RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.k_norm, eps, norm_offset);
+    }
+    const std::span<const float> cos = std::span<const float>(rope_cos).subspan(p * half, half);
+    const std::span<const float> sin = std::span<const float>(rope_sin).subspan(p * half, half);
+    ApplyRope(row.first(q_dim), head_dim, cos, sin);
+    ApplyRope(row.subspan(q_dim, kv_dim), head_dim, cos, sin);
+    const int64_t cached = offset + (p % capacity) * kv_dim;
+    std::copy_n(row.data() + q_dim, kv_dim, state_.key_cache.data() + cached);
+    std::copy_n(row.data() + q_dim + kv_dim, kv_dim, state_.value_cache.data() + cached);
+  }
+  pool_.ParallelFor(n * n_heads, [&](int64_t begin, int64_t end, int thread) {
+    std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / n_heads;
+      const int64_t head = i % n_heads;  // of the part's heads
+      const int64_t kv_head = (part.heads.begin + head) / heads_per_kv - part.kv_heads.begin;
+      const int64_t offset = cache_offset(state_.row_slot[t]);
+      const int64_t last = state_.row_pos[t];
+      const AttentionSpan span{slides ? std::max<int64_t>(0, last - config_.sliding_window + 1) : 0, last,
+                               capacity};
+      AttendOneHead(std::span<float>(state_.attention).subspan(t * q_dim + head * head_dim, head_dim),
+                    std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
+                    state_.key_cache.data() + offset, state_.value_cache.data() + offset, span, kv_dim,
+                    kv_head, head_dim, score_divisor, scores);
+      ProgressAdvanced();  // a long prompt's chunk is many heads' work
+    }
+  });
+}
+
 Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span<float> x, Timeline* timeline,
                                  int sequence) {
   const RankShard& part = weights_.part;
   const int64_t dim = config_.hidden_size;
   const int64_t head_dim = config_.head_dim();
   const int64_t q_dim = part.heads.size() * head_dim;
-  const int64_t kv_dim = part.kv_heads.size() * head_dim;
   const int64_t hidden = part.hidden_units.size();
   const int64_t seq_len = context_length_;
-  const int64_t n_heads = part.heads.size();
-  const int64_t heads_per_kv = config_.num_attention_heads / config_.num_key_value_heads;
-  const int64_t qkv_dim = q_dim + 2 * kv_dim;
-  const int64_t half = head_dim / 2;
   const int64_t n = static_cast<int64_t>(x.size()) / dim;
   CHECK_EQ(n * dim, static_cast<int64_t>(x.size()));
   CHECK(n >= 1 && n <= max_positions_per_call()) << n << " positions";
@@ -120,6 +212,7 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
   }
   CHECK_EQ(rows, n) << "positions of the batch and rows of x";
   const float eps = config_.rms_norm_eps;
+  const float norm_offset = config_.norm_weight_offset;
   const std::span<const float> x_const(x);
 
   const std::span<float> projected = std::span<float>(state_.projected).first(n * dim);
@@ -143,82 +236,48 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
     }
     return {};
   };
+  // x += projected, each row RMS-normed first by `post_norm` (Gemma's norms
+  // after attention and after the feed-forward) unless it is empty.
+  const auto add_to_residual = [&](const WeightTensor& post_norm) {
+    for (int64_t t = 0; !post_norm.empty() && t < n; ++t) {
+      const std::span<float> row = projected.subspan(t * dim, dim);
+      RmsNorm(row, row, post_norm, eps, norm_offset);
+    }
+    for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
+  };
   for (int64_t l = 0; l < part.layers.size(); ++l) {
     const LayerWeights& layer = weights_.layers[l];
-    // The keys (seq_len, kv_dim) of layer l of the sequence in `slot`; its
-    // values at the same offset of the value cache.
-    const auto cache_offset = [&](int slot) {
-      return (static_cast<int64_t>(slot) * part.layers.size() + l) * seq_len * kv_dim;
-    };
-
-    // Attention: normed = rmsnorm(x); qkv = normed · [wq; wk; wv]ᵀ (+ biases); each
-    // head of q and k RMS-normed (qk_norm); RoPE on q and k; k and v go to the
-    // cache of their slot at their positions.
-    for (int64_t t = 0; t < n; ++t) {
-      RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
-              layer.attention_norm, eps);
-    }
-    const WeightMatrix wqkv[] = {layer.wq.Matrix(), layer.wk.Matrix(), layer.wv.Matrix()};
-    MatMul(state_.qkv, state_.normed, wqkv, n, qkv_dim, dim, pool_);
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t p = state_.row_pos[t];
-      const int64_t offset = cache_offset(state_.row_slot[t]);
-      std::span<float> row = std::span<float>(state_.qkv).subspan(t * qkv_dim, qkv_dim);
-      if (!layer.bq.empty()) {
-        for (int64_t i = 0; i < q_dim; ++i) row[i] += layer.bq[i];
-        for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + i] += layer.bk[i];
-        for (int64_t i = 0; i < kv_dim; ++i) row[q_dim + kv_dim + i] += layer.bv[i];
-      }
-      if (!layer.q_norm.empty()) {  // Qwen3: each head of q and k RMS-normed before RoPE
-        for (int64_t h = 0; h < q_dim; h += head_dim)
-          RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.q_norm, eps);
-        for (int64_t h = q_dim; h < q_dim + kv_dim; h += head_dim)
-          RmsNorm(row.subspan(h, head_dim), row.subspan(h, head_dim), layer.k_norm, eps);
-      }
-      const std::span<const float> cos = std::span<const float>(state_.rope_cos).subspan(p * half, half);
-      const std::span<const float> sin = std::span<const float>(state_.rope_sin).subspan(p * half, half);
-      ApplyRope(row.first(q_dim), head_dim, cos, sin);
-      ApplyRope(row.subspan(q_dim, kv_dim), head_dim, cos, sin);
-      std::copy_n(row.data() + q_dim, kv_dim, state_.key_cache.data() + offset + p * kv_dim);
-      std::copy_n(row.data() + q_dim + kv_dim, kv_dim, state_.value_cache.data() + offset + p * kv_dim);
-    }
-    pool_.ParallelFor(n * n_heads, [&](int64_t begin, int64_t end, int thread) {
-      std::span<float> scores = std::span<float>(state_.scores).subspan(thread * seq_len, seq_len);
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t t = i / n_heads;
-        const int64_t head = i % n_heads;  // of the part's heads
-        const int64_t kv_head = (part.heads.begin + head) / heads_per_kv - part.kv_heads.begin;
-        const int64_t offset = cache_offset(state_.row_slot[t]);
-        AttendOneHead(std::span<float>(state_.attention).subspan(t * q_dim + head * head_dim, head_dim),
-                      std::span<const float>(state_.qkv).subspan(t * qkv_dim + head * head_dim, head_dim),
-                      state_.key_cache.data() + offset, state_.value_cache.data() + offset, state_.row_pos[t],
-                      kv_dim, kv_head, head_dim, scores);
-        ProgressAdvanced();  // a long prompt's chunk is many heads' work
-      }
-    });
+    Attend(l, x_const, n);
     const WeightMatrix wo[] = {layer.wo.Matrix()};
     MatMul(projected, state_.attention, wo, n, dim, q_dim, pool_);
     if (Status s = sum_over_group(l, "attention output"); !s) return s;
     if (!layer.bo.empty()) {
       for (int64_t i = 0; i < n * dim; ++i) projected[i] += layer.bo[i % dim];
     }
-    for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
+    add_to_residual(layer.post_attention_norm);
 
-    // Feed-forward: x += w_down · (silu(w_gate · normed) * (w_up · normed)).
+    // Feed-forward: x += w_down · (act(w_gate · normed) * (w_up · normed)),
+    // act silu (SwiGLU) or GELU (GeGLU).
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
-              layer.ffn_norm, eps);
+              layer.ffn_norm, eps, norm_offset);
     }
     const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
     MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
     for (int64_t t = 0; t < n; ++t) {
-      SwiGlu(std::span<float>(state_.activated).subspan(t * hidden, hidden),
-             std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden));
+      const std::span<float> activated = std::span<float>(state_.activated).subspan(t * hidden, hidden);
+      const std::span<const float> gate_up =
+          std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden);
+      if (config_.activation == Activation::kGeluTanh) {
+        GeGlu(activated, gate_up);
+      } else {
+        SwiGlu(activated, gate_up);
+      }
     }
     const WeightMatrix w_down[] = {layer.w_down.Matrix()};
     MatMul(projected, state_.activated, w_down, n, dim, hidden, pool_);
     if (Status s = sum_over_group(l, "MLP output"); !s) return s;
-    for (int64_t i = 0; i < n * dim; ++i) x[i] += projected[i];
+    add_to_residual(layer.post_ffn_norm);
   }
   end_compute();
   return {};
@@ -228,7 +287,7 @@ void TransformerStage::FinalNorm(std::span<const float> hidden, std::span<float>
   CHECK(is_last());
   const int64_t dim = config_.hidden_size;
   CHECK_EQ(static_cast<int64_t>(hidden.size()), dim);
-  RmsNorm(normed, hidden, weights_.final_norm, config_.rms_norm_eps);
+  RmsNorm(normed, hidden, weights_.final_norm, config_.rms_norm_eps, config_.norm_weight_offset);
 }
 
 void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<float> logits) {
@@ -239,6 +298,9 @@ void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<
   CHECK_EQ(static_cast<int64_t>(logits.size()), n * rows);
   const WeightMatrix classifier[] = {weights_.ClassifierMatrix()};
   if (rows > 0 && n > 0) MatMul(logits, normed, classifier, n, rows, dim, pool_);
+  if (const float cap = config_.final_logit_softcapping; cap > 0.0f) {
+    for (float& logit : logits) logit = std::tanh(logit / cap) * cap;
+  }
 }
 
 }  // namespace inferno

@@ -45,20 +45,28 @@ namespace inferno {
 // kv_dim = its KV heads * head_dim, hidden = its MLP hidden units (the
 // model's without tensor parallelism); L = its layer count, seq_len = the
 // stage's context_length.
+// A layer's cache holds seq_len positions, or on a layer that slides
+// (config.LayerSlides) the last sliding_window + max_positions - 1 of them
+// (what one Forward call's rows can still attend to), position p in row
+// p % capacity.
 struct StageState {
-  std::vector<float> key_cache;    // (num_slots, L, seq_len, kv_dim)
-  std::vector<float> value_cache;  // (num_slots, L, seq_len, kv_dim)
-  std::vector<float> normed;       // (max_positions, dim) RMSNorm output
-  std::vector<float> qkv;          // (max_positions, q_dim + 2 * kv_dim)
-  std::vector<float> attention;    // (max_positions, q_dim) attention output, the part's heads
-  std::vector<float> projected;    // (max_positions, dim) output of wo or w_down (summed over the group)
-  std::vector<float> gate_up;      // (max_positions, 2 * hidden)
-  std::vector<float> activated;    // (max_positions, hidden) SwiGLU output
-  std::vector<float> scores;       // (threads, seq_len) attention scratch per thread
-  std::vector<float> rope_cos;     // (seq_len, head_dim / 2)
-  std::vector<float> rope_sin;     // (seq_len, head_dim / 2)
-  std::vector<int> row_slot;       // (max_positions) the slot of each row of a Forward call
-  std::vector<int64_t> row_pos;    // (max_positions) the position of each row
+  std::vector<float> key_cache;            // (num_slots, sum over the L layers of capacity[l] * kv_dim)
+  std::vector<float> value_cache;          // (num_slots, the same)
+  std::vector<int64_t> cache_capacity;     // (L) positions the cache of each layer holds
+  std::vector<int64_t> cache_layer_begin;  // (L + 1) each layer's first float in a slot's part
+  std::vector<float> rope_local_cos;       // (seq_len, head_dim / 2) of the sliding layers, when
+  std::vector<float> rope_local_sin;       //   config.local_rope_theta sets their own base; else empty
+  std::vector<float> normed;               // (max_positions, dim) RMSNorm output
+  std::vector<float> qkv;                  // (max_positions, q_dim + 2 * kv_dim)
+  std::vector<float> attention;            // (max_positions, q_dim) attention output, the part's heads
+  std::vector<float> projected;  // (max_positions, dim) output of wo or w_down (summed over the group)
+  std::vector<float> gate_up;    // (max_positions, 2 * hidden)
+  std::vector<float> activated;  // (max_positions, hidden) SwiGLU or GeGLU output
+  std::vector<float> scores;     // (threads, seq_len) attention scratch per thread
+  std::vector<float> rope_cos;   // (seq_len, head_dim / 2)
+  std::vector<float> rope_sin;   // (seq_len, head_dim / 2)
+  std::vector<int> row_slot;     // (max_positions) the slot of each row of a Forward call
+  std::vector<int64_t> row_pos;  // (max_positions) the position of each row
 };
 
 // Positions [pos, pos + n) of the sequence in `slot`: one part of a Forward
@@ -131,10 +139,22 @@ class TransformerStage {
   // classifier gives for its row and hidden state alone.
   void ClassifierSlice(std::span<const float> normed, std::span<float> logits);
 
+  // The bytes of the keys and values the stage keeps, every slot and layer
+  // (a sliding layer's bounded by its window, see StageState).
+  int64_t KvCacheBytes() const {
+    return static_cast<int64_t>((state_.key_cache.size() + state_.value_cache.size()) * sizeof(float));
+  }
+
   // The vocabulary ids whose logits ClassifierSlice computes.
   RowRange classifier_rows() const { return weights_.part.classifier_rows; }
 
  private:
+  // The attention of the stage's layer l (of its part) for the n rows of x
+  // (n, dim) that Forward's batch placed (state_.row_slot, row_pos): their
+  // keys and values enter the caches, their heads' outputs
+  // state_.attention (n, q_dim).
+  void Attend(int64_t l, std::span<const float> x, int64_t n);
+
   ModelConfig config_;
   StageWeights weights_;
   int num_slots_;

@@ -405,6 +405,34 @@ TEST_P(TransformerTest, BatchOfSeveralSlotsGivesEachRowItsBitsAlone) {
 
 INSTANTIATE_TEST_SUITE_P(TiedAndSeparateHead, TransformerTest, ::testing::Bool());
 
+// Gemma's local layers keep only their window's positions (plus one call's
+// rows) in a ring, and prompts run token by token or in chunks that wrap the
+// ring give the same bits.
+TEST(SlidingWindow, LocalLayersKeepTheirWindowAndChunksWrapTheRingExactly) {
+  ToyModelShape shape;
+  shape.architecture = "Gemma3ForCausalLM";
+  shape.dim = 32;
+  shape.head_dim = 16;
+  shape.seq_len = 200;
+  shape.sliding_window = 4;
+  const ModelConfig config = ToyModelConfig(shape);  // 4 layers, 0 and 2 local
+  auto checkpoint = OpenToyModel(config, "sliding");
+  ThreadPool pool(2);
+  TransformerStage by_token = MakeStage(*checkpoint, Whole(config), pool);
+  TransformerStage in_chunks = MakeStage(*checkpoint, Whole(config), pool);
+  const int64_t kv_bytes = config.kv_dim() * static_cast<int64_t>(sizeof(float)) * 2;
+  const int64_t ring = shape.sliding_window + TransformerStage::kMaxPositionsPerCall - 1;
+  EXPECT_EQ(by_token.KvCacheBytes(), kv_bytes * (2 * shape.seq_len + 2 * ring));
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 150; ++i) tokens.push_back(3 + (i * 37) % 250);
+  const std::vector<std::vector<float>> expected = RunStages({&by_token}, tokens, 1);
+  const std::vector<std::vector<float>> chunked = RunStages({&in_chunks}, tokens, 50);
+  ASSERT_EQ(chunked.size(), 3u);
+  EXPECT_EQ(chunked[0], expected[49]);
+  EXPECT_EQ(chunked[1], expected[99]);
+  EXPECT_EQ(chunked[2], expected[149]);
+}
+
 TEST(ToyModel, SameSeedSameWeightsOtherSeedOtherWeights) {
   const ModelConfig config = ToyModelConfig({});
   const std::vector<ToyTensor> a = MakeToyModelTensors(config, 1);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -192,13 +193,14 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
   });
 }
 
-void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps) {
+void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps,
+             float weight_offset) {
   const int64_t dim = static_cast<int64_t>(x.size());
   DCHECK_EQ(out.size(), x.size());
   DCHECK_EQ(weight.size(), x.size());
   float mean_square = Dot(x.data(), x.data(), dim) / static_cast<float>(dim);
   const float scale = 1.0f / std::sqrt(mean_square + eps);
-  for (int64_t i = 0; i < dim; ++i) out[i] = weight[i] * (scale * x[i]);
+  for (int64_t i = 0; i < dim; ++i) out[i] = (weight_offset + weight[i]) * (scale * x[i]);
 }
 
 void Softmax(std::span<float> x) { Kernels().vector.softmax(x.data(), static_cast<int64_t>(x.size())); }
@@ -243,14 +245,31 @@ void SwiGlu(std::span<float> out, std::span<const float> gate_up) {
   }
 }
 
+void GeGlu(std::span<float> out, std::span<const float> gate_up) {
+  const size_t hidden = out.size();
+  DCHECK_EQ(gate_up.size(), 2 * hidden);
+  const float* gate = gate_up.data();
+  const float* up = gate_up.data() + hidden;
+  const float sqrt_2_over_pi = std::sqrt(2.0f / std::numbers::pi_v<float>);
+  for (size_t i = 0; i < hidden; ++i) {
+    const float x = gate[i];
+    const float gelu = 0.5f * x * (1.0f + std::tanh(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
+    out[i] = gelu * up[i];
+  }
+}
+
 void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
-                   int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores) {
+                   AttentionSpan span, int64_t kv_dim, int64_t kv_head, int64_t head_dim, float score_divisor,
+                   std::span<float> scores) {
+  const int64_t positions = span.last - span.first + 1;
   DCHECK_GE(static_cast<int64_t>(out.size()), head_dim);
   DCHECK_GE(static_cast<int64_t>(q.size()), head_dim);
-  DCHECK_GE(static_cast<int64_t>(scores.size()), pos + 1);
+  DCHECK(span.first >= 0 && positions >= 1 && positions <= span.capacity);
+  DCHECK_GE(static_cast<int64_t>(scores.size()), positions);
   const int64_t offset = kv_head * head_dim;
-  Kernels().vector.attend_one_head(out.data(), q.data(), keys + offset, values + offset, pos + 1, kv_dim,
-                                   head_dim, scores.data());
+  Kernels().vector.attend_one_head(out.data(), q.data(), keys + offset, values + offset,
+                                   span.first % span.capacity, positions, span.capacity, kv_dim, head_dim,
+                                   score_divisor, scores.data());
 }
 
 }  // namespace inferno

@@ -65,8 +65,10 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const floa
 // "avx512vnni", "avx2" or "baseline": the kernels this process runs.
 const char* KernelInstructionSet();
 
-// out (dim) = weight (dim) * x (dim) / sqrt(mean(x²) + eps). `out` may alias `x`.
-void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps);
+// out (dim) = (weight_offset + weight (dim)) * x (dim) / sqrt(mean(x²) + eps)
+// (weight_offset 1: Gemma's norms). `out` may alias `x`.
+void RmsNorm(std::span<float> out, std::span<const float> x, std::span<const float> weight, float eps,
+             float weight_offset = 0.0f);
 
 // In place: x = exp(x - max(x)) / sum, each exponential within 2 ulp of
 // std::exp; the same bits under every instruction set. A NaN makes every
@@ -87,15 +89,30 @@ void ApplyRope(std::span<float> x, int64_t head_dim, std::span<const float> cos,
 
 // out (hidden) = silu(gate) * up, where gate_up (2 * hidden) holds gate then up.
 void SwiGlu(std::span<float> out, std::span<const float> gate_up);
+// out (hidden) = gelu(gate) * up, GELU by its tanh approximation
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) (PyTorch's "tanh" GELU).
+void GeGlu(std::span<float> out, std::span<const float> gate_up);
 
-// Causal grouped-query attention of one query position for one head:
-// out = softmax(q · keysᵀ / sqrt(head_dim)) · values over positions
-// [0, pos], the scores as Dot computes them and the softmax as Softmax.
+// The cached positions one query attends to: positions [first, last] of its
+// sequence (causal attention: first = 0; a sliding window of w positions:
+// first = max(0, last - w + 1)), position p in row p % capacity of the layer's
+// cache. Precondition: 0 <= first <= last, last - first < capacity.
+struct AttentionSpan {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t capacity = 0;
+};
+
+// Grouped-query attention of one query position for one head:
+// out = softmax(q · keysᵀ / score_divisor) · values over the positions of
+// `span`, the scores as Dot computes them and the softmax as Softmax
+// (score_divisor: sqrt(head_dim), or Gemma's sqrt(query_pre_attn_scalar)).
 // q: (head_dim) the head's query; keys, values: the KV cache of one layer,
-// (seq_len, kv_dim), of which positions [0, pos] are read at column offset
-// kv_head * head_dim; scores: scratch of at least pos + 1 floats;
+// (span.capacity, kv_dim), read at column offset kv_head * head_dim;
+// scores: scratch of at least span.last - span.first + 1 floats;
 // out: (head_dim), not aliasing the others.
 void AttendOneHead(std::span<float> out, std::span<const float> q, const float* keys, const float* values,
-                   int64_t pos, int64_t kv_dim, int64_t kv_head, int64_t head_dim, std::span<float> scores);
+                   AttentionSpan span, int64_t kv_dim, int64_t kv_head, int64_t head_dim, float score_divisor,
+                   std::span<float> scores);
 
 }  // namespace inferno

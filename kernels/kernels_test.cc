@@ -421,9 +421,10 @@ TEST(AttendOneHead, FirstPositionReturnsItsValueAndEqualKeysAverageValues) {
   const int64_t head_dim = 4, kv_dim = 8, kv_head = 1;
   std::vector<float> keys(3 * kv_dim, 0.5f), values(3 * kv_dim), q = {1, 2, 3, 4}, out(head_dim), scores(3);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
-  AttendOneHead(out, q, keys.data(), values.data(), 0, kv_dim, kv_head, head_dim, scores);
+  const float divisor = std::sqrt(static_cast<float>(head_dim));
+  AttendOneHead(out, q, keys.data(), values.data(), {0, 0, 3}, kv_dim, kv_head, head_dim, divisor, scores);
   for (int64_t i = 0; i < head_dim; ++i) EXPECT_FLOAT_EQ(out[i], values[kv_head * head_dim + i]);
-  AttendOneHead(out, q, keys.data(), values.data(), 2, kv_dim, kv_head, head_dim, scores);
+  AttendOneHead(out, q, keys.data(), values.data(), {0, 2, 3}, kv_dim, kv_head, head_dim, divisor, scores);
   for (int64_t i = 0; i < head_dim; ++i) {
     const float mean = (values[4 + i] + values[12 + i] + values[20 + i]) / 3.0f;
     EXPECT_NEAR(out[i], mean, 1e-5);
@@ -439,7 +440,8 @@ TEST(AttendOneHead, MatchesDoublePrecisionForWholeAndPartialVectors) {
     std::vector<float> q = RandomVector(head_dim, 23), out(head_dim), scores(seq_len);
     for (float& v : q) v *= 8.0f;  // scores spread over a few units, so the softmax is not flat
     for (const int64_t pos : {0, 1, 9, 40}) {
-      AttendOneHead(out, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+      AttendOneHead(out, q, keys.data(), values.data(), {0, pos, seq_len}, kv_dim, kv_head, head_dim,
+                    std::sqrt(static_cast<float>(head_dim)), scores);
       std::vector<double> weights(pos + 1);
       double max_score = -INFINITY, sum = 0;
       for (int64_t s = 0; s <= pos; ++s) {
@@ -460,16 +462,63 @@ TEST(AttendOneHead, MatchesDoublePrecisionForWholeAndPartialVectors) {
   }
 }
 
+TEST(AttendOneHead, WindowInARingEqualsTheSamePositionsStoredInOrder) {
+  // Positions [first, last] of a sequence kept in a ring of `capacity` rows
+  // (position p in row p % capacity) give the bits of the same positions
+  // stored in order, with a divisor other than sqrt(head_dim).
+  const int64_t head_dim = 16, kv_dim = 2 * head_dim, kv_head = 1, capacity = 7, first = 12, last = 17;
+  const int64_t positions = last - first + 1;
+  const std::vector<float> ordered_keys = RandomVector(positions * kv_dim, 31),
+                           ordered_values = RandomVector(positions * kv_dim, 32);
+  std::vector<float> ring_keys(capacity * kv_dim, NAN), ring_values(capacity * kv_dim, NAN);
+  for (int64_t p = first; p <= last; ++p) {
+    std::copy_n(ordered_keys.begin() + (p - first) * kv_dim, kv_dim,
+                ring_keys.begin() + (p % capacity) * kv_dim);
+    std::copy_n(ordered_values.begin() + (p - first) * kv_dim, kv_dim,
+                ring_values.begin() + (p % capacity) * kv_dim);
+  }
+  std::vector<float> q = RandomVector(head_dim, 33), scores(capacity), in_ring(head_dim), in_order(head_dim);
+  AttendOneHead(in_ring, q, ring_keys.data(), ring_values.data(), {first, last, capacity}, kv_dim, kv_head,
+                head_dim, 3.0f, scores);
+  AttendOneHead(in_order, q, ordered_keys.data(), ordered_values.data(), {0, positions - 1, positions},
+                kv_dim, kv_head, head_dim, 3.0f, scores);
+  for (int64_t i = 0; i < head_dim; ++i) {
+    ASSERT_FALSE(std::isnan(in_ring[i])) << "read a row outside the window";
+    EXPECT_EQ(in_ring[i], in_order[i]) << i;
+  }
+}
+
+TEST(GeGlu, MatchesTheTanhGeluTimesUp) {
+  const std::vector<float> gate_up = {0.0f, 1.0f, -2.0f, 3.0f, 5.0f, 7.0f};
+  std::vector<float> out(3);
+  GeGlu(out, gate_up);
+  const auto gelu = [](double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], gelu(gate_up[i]) * gate_up[3 + i], 1e-5) << i;
+}
+
+TEST(RmsNorm, WeightOffsetOneScalesByOnePlusWeight) {
+  const std::vector<float> x = {1.0f, -2.0f, 3.0f}, weight = {0.5f, -0.25f, 0.0f};
+  std::vector<float> plain(3), offset(3);
+  RmsNorm(plain, x, std::vector<float>{1.5f, 0.75f, 1.0f}, 1e-6f);
+  RmsNorm(offset, x, weight, 1e-6f, 1.0f);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(offset[i], plain[i]) << i;
+}
+
 TEST(AttendOneHead, ReadsNeitherLaterPositionsNorOtherHeads) {
   const int64_t head_dim = 64, kv_dim = 2 * head_dim, kv_head = 1, seq_len = 12, pos = 6;
   std::vector<float> keys = RandomVector(seq_len * kv_dim, 24), values = RandomVector(seq_len * kv_dim, 25);
   const std::vector<float> q = RandomVector(head_dim, 26);
   std::vector<float> first(head_dim), second(head_dim), scores(seq_len);
-  AttendOneHead(first, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+  const float divisor = std::sqrt(static_cast<float>(head_dim));
+  AttendOneHead(first, q, keys.data(), values.data(), {0, pos, seq_len}, kv_dim, kv_head, head_dim, divisor,
+                scores);
   for (int64_t i = 0; i < seq_len * kv_dim; ++i) {
     if (i / kv_dim > pos || i % kv_dim < kv_head * head_dim) keys[i] = values[i] = NAN;
   }
-  AttendOneHead(second, q, keys.data(), values.data(), pos, kv_dim, kv_head, head_dim, scores);
+  AttendOneHead(second, q, keys.data(), values.data(), {0, pos, seq_len}, kv_dim, kv_head, head_dim, divisor,
+                scores);
   EXPECT_EQ(second, first);
 }
 

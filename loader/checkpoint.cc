@@ -143,6 +143,12 @@ Result<std::unique_ptr<MappedCheckpoint>> OpenAnyFormat(const std::string& path)
 Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::string& path) {
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = OpenAnyFormat(path);
   if (!checkpoint) return checkpoint;
+  const ModelConfig& config = (*checkpoint)->config();
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    for (const FusedTensor& fused : FusedLayerTensors(config, layer)) {
+      if (Status s = (*checkpoint)->ExposeFusedParts(fused, path); !s) return s.error();
+    }
+  }
   if (Status s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
     return s.error();
   }

@@ -39,6 +39,25 @@ constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
     {"attn_k_norm.weight", kKNormSuffix},
 };
 
+// The layer names of `c`'s family: kLayerNames, with Gemma's norms (its
+// "ffn_norm" is pre_feedforward_layernorm, and it adds "post_attention_norm"
+// and "post_ffw_norm") and Phi-3's fused projections ("attn_qkv"; its
+// "ffn_up" holds gate_up_proj).
+std::vector<std::pair<std::string_view, std::string_view>> FamilyLayerNames(const ModelConfig& c) {
+  std::vector<std::pair<std::string_view, std::string_view>> names(std::begin(kLayerNames),
+                                                                   std::end(kLayerNames));
+  for (auto& [gguf, hf] : names) {
+    if (hf == kFfnNormSuffix) hf = FeedForwardNormSuffix(c);
+    if (hf == kUpProjSuffix && c.family().fused_projections) hf = kGateUpProjSuffix;
+  }
+  if (c.post_norms()) {
+    names.push_back({"post_attention_norm.weight", kPostAttentionNormSuffix});
+    names.push_back({"post_ffw_norm.weight", kPostFeedForwardNormSuffix});
+  }
+  if (c.family().fused_projections) names.push_back({"attn_qkv.weight", kQkvProjSuffix});
+  return names;
+}
+
 GgufValue Uint32(int64_t value) {
   return {GgufValueType::kUint32, GgufValueType::kUint32, {static_cast<uint64_t>(value)}};
 }
@@ -83,6 +102,7 @@ class FamilyKeys {
   }
 
   const GgufValue* Find(std::string_view key) const { return file_.Find(Key(key)); }
+  const std::string& source() const { return source_; }
 
  private:
   const GgufFile& file_;
@@ -108,6 +128,10 @@ constexpr std::string_view kKnownFamilyKeys[] = {
     "vocab_size",
     "expert_count",
     "expert_used_count",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "rope.freq_base_swa",
+    "final_logit_softcapping",
 };
 
 // "llama, qwen2, qwen3": the GGUF architectures read.
@@ -118,6 +142,46 @@ std::string GgufArchitectureNames() {
       names += (names.empty() ? "" : ", ") + std::string(architecture.gguf_name);
   }
   return names;
+}
+
+// The sliding window and Gemma's settings, as llama.cpp reads them: a window
+// on every layer (phi3) or on all but each pattern-th (gemma3, pattern 6 by
+// default), the local layers' RoPE base (10000 by default), Gemma's score
+// scale (1 / sqrt(head_dim), or sqrt(hidden / heads) for the 62-layer 27B
+// model), final soft-capping, and its norms stored as 1 + weight.
+Status ReadAttentionWindow(const FamilyKeys& keys, ModelConfig& c) {
+  const bool gemma = c.family().gemma_layout;
+  // llama.cpp reads a window for gemma3 and phi3 only.
+  for (const std::string_view key : {"attention.sliding_window", "attention.sliding_window_pattern",
+                                     "rope.freq_base_swa", "final_logit_softcapping"}) {
+    const bool family_key = gemma || (c.family().fused_projections && key == "attention.sliding_window");
+    if (!family_key && keys.Find(key) != nullptr) {
+      return Error::Unimplemented(keys.source() + ": GGUF key '" + keys.Key(key) +
+                                  "' is not implemented for this architecture, and inferno would ignore it");
+    }
+  }
+  Result<int64_t> window = keys.Int("attention.sliding_window", 0);
+  Result<int64_t> pattern = keys.Int("attention.sliding_window_pattern", 6);
+  Result<float> local_theta = keys.Float("rope.freq_base_swa", 10000.0f);
+  Result<float> softcapping = keys.Float("final_logit_softcapping", 0.0f);
+  if (!window) return window.error();
+  if (!pattern) return pattern.error();
+  if (!local_theta) return local_theta.error();
+  if (!softcapping) return softcapping.error();
+  if (*window > 0) {
+    c.sliding_window = *window;
+    for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer)
+      c.layer_slides.push_back(!gemma || *pattern == 0 || layer % *pattern < *pattern - 1);
+  }
+  if (!gemma) return {};
+  if (!(*local_theta > 0.0f)) return keys.Fail("rope.freq_base_swa", "is not positive");
+  if (*softcapping < 0.0f) return keys.Fail("final_logit_softcapping", "is negative");
+  c.local_rope_theta = *local_theta;
+  c.final_logit_softcapping = *softcapping;
+  c.activation = Activation::kGeluTanh;
+  c.query_pre_attn_scalar = static_cast<float>(GgufGemmaQueryScalar(c));
+  c.norm_weight_offset = 0.0f;
+  return {};
 }
 
 // The config of a file whose token_embd.weight has `vocab_size` rows.
@@ -214,6 +278,7 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
                                   PrintableInMessage(*type) + "' is not implemented (none and linear are)");
     }
   }
+  if (Status s = ReadAttentionWindow(keys, c); !s) return s.error();
   if (const GgufValue* eos = file.Find(kGgufEosTokenIdKey)) {
     const std::optional<int64_t> id = eos->AsInt();
     if (!id || *id < 0) {
@@ -229,8 +294,8 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   return c;
 }
 
-// The Hugging Face name of a GGUF llama tensor name, or nullopt.
-std::optional<std::string> HfName(std::string_view name) {
+// The Hugging Face name of a GGUF tensor name of `c`'s family, or nullopt.
+std::optional<std::string> HfName(std::string_view name, const ModelConfig& c) {
   for (const auto& [gguf, hf] : kGlobalNames) {
     if (name == gguf) return std::string(hf);
   }
@@ -242,13 +307,28 @@ std::optional<std::string> HfName(std::string_view name) {
     return std::nullopt;
   }
   const std::string_view suffix = name.substr(static_cast<size_t>(end - name.data()) + 1);
-  for (const auto& [gguf, hf] : kLayerNames) {
+  for (const auto& [gguf, hf] : FamilyLayerNames(c)) {
     if (suffix == gguf) return LayerTensorName(layer, hf);
   }
   return std::nullopt;
 }
 
 }  // namespace
+
+int64_t GgufGemmaQueryScalar(const ModelConfig& c) {
+  return c.num_hidden_layers == 62 ? c.hidden_size / c.num_attention_heads : c.head_dim();
+}
+
+int64_t GgufSlidingPattern(const ModelConfig& c) {
+  CHECK_GT(c.sliding_window, 0);
+  for (int64_t n = 0; n <= c.num_hidden_layers; ++n) {
+    bool matches = true;
+    for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer)
+      matches = matches && c.LayerSlides(layer) == (n == 0 || layer % n < n - 1);
+    if (matches) return n;
+  }
+  return -1;
+}
 
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source) {
   int64_t vocab_size = 0;
@@ -267,7 +347,7 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
   model.config = std::move(*config);
   model.config.tie_word_embeddings = true;
   for (const GgufTensor& tensor : file.tensors) {
-    std::optional<std::string> name = HfName(tensor.info.name);
+    std::optional<std::string> name = HfName(tensor.info.name, model.config);
     if (!name) {
       return Error::Unimplemented(source + ": tensor '" + PrintableInMessage(tensor.info.name) +
                                   "' is not part of a GGUF llama model, and inferno would ignore it");
@@ -288,14 +368,14 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
   return model;
 }
 
-std::string GgufTensorName(std::string_view hf_name) {
+std::string GgufTensorName(std::string_view hf_name, const ModelConfig& config) {
   for (const auto& [gguf, hf] : kGlobalNames) {
     if (hf_name == hf) return std::string(gguf);
   }
   const std::optional<int64_t> layer = LayerIndexOf(hf_name);
   CHECK(layer) << hf_name;
   const std::string_view suffix = LayerTensorSuffix(hf_name);
-  for (const auto& [gguf, hf] : kLayerNames) {
+  for (const auto& [gguf, hf] : FamilyLayerNames(config)) {
     if (suffix == hf) return std::string(kBlockPrefix) + std::to_string(*layer) + "." + std::string(gguf);
   }
   LOG(FATAL) << "no GGUF name for " << hf_name;
@@ -322,6 +402,16 @@ std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
   if (c.explicit_head_dim > 0) {
     metadata.push_back({key("attention.key_length"), Uint32(c.head_dim())});
     metadata.push_back({key("attention.value_length"), Uint32(c.head_dim())});
+  }
+  if (c.sliding_window > 0) {
+    metadata.push_back({key("attention.sliding_window"), Uint32(c.sliding_window)});
+    if (c.family().gemma_layout && GgufSlidingPattern(c) != 6)
+      metadata.push_back({key("attention.sliding_window_pattern"), Uint32(GgufSlidingPattern(c))});
+  }
+  if (c.family().gemma_layout) {
+    metadata.push_back({key("rope.freq_base_swa"), Float32(c.local_rope_theta)});
+    if (c.final_logit_softcapping > 0.0f)
+      metadata.push_back({key("final_logit_softcapping"), Float32(c.final_logit_softcapping)});
   }
   return metadata;
 }

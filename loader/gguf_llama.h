@@ -81,9 +81,19 @@ struct GgufLlamaModel {
 // checked against the config by the caller (CheckTensorsMatchConfig).
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source);
 
-// The GGUF name of a Hugging Face Llama tensor name (the list above).
-// Precondition: `hf_name` is one of LlamaTensorSpecs' names.
-std::string GgufTensorName(std::string_view hf_name);
+// The GGUF name of a Hugging Face tensor name of `config`'s family (the list
+// above; Gemma's and Phi-3's own names). Precondition: `hf_name` is one of
+// StoredTensorSpecs(config)'s names.
+std::string GgufTensorName(std::string_view hf_name, const ModelConfig& config);
+
+// Gemma's query_pre_attn_scalar as llama.cpp derives it, GGUF having no key
+// for it: head_dim, but hidden_size / heads for the 62-layer (27B) model.
+int64_t GgufGemmaQueryScalar(const ModelConfig& config);
+
+// The n of llama.cpp's attention.sliding_window_pattern that gives
+// config.layer_slides (layer i slides when n == 0 or i % n < n - 1; Gemma's
+// default n is 6); -1 when no n does. Precondition: config.sliding_window > 0.
+int64_t GgufSlidingPattern(const ModelConfig& config);
 
 // general.architecture and the llama.* keys of `config`, in the order
 // llama.cpp's converter writes them.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include <glog/logging.h>
 
@@ -22,6 +23,66 @@ constexpr uint64_t kGgmlQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 
 GgufValue Uint32(uint64_t value) { return {GgufValueType::kUint32, GgufValueType::kUint32, {value}}; }
 
+// A tensor of the file: one of the given tensors, or (Phi-3) a fused one
+// whose rows are those of several, in order.
+struct StoredTensor {
+  TensorInfo info;
+  std::vector<size_t> parts;  // indexes into the given tensors
+};
+
+// `tensors` as the file stores them: each FusedTensor where its first part
+// was.
+std::vector<StoredTensor> StoredTensors(const ModelConfig& config, const std::vector<TensorInfo>& tensors) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tensors.size(); ++i) index[tensors[i].name] = i;
+  std::map<std::string, const FusedTensor*> fused_by_part;
+  std::vector<FusedTensor> fused;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    for (FusedTensor& f : FusedLayerTensors(config, layer)) fused.push_back(std::move(f));
+  }
+  for (const FusedTensor& f : fused) {
+    for (const TensorSpec& part : f.parts) fused_by_part[part.name] = &f;
+  }
+  std::vector<StoredTensor> stored;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto whole = fused_by_part.find(tensors[i].name);
+    if (whole == fused_by_part.end()) {
+      stored.push_back({tensors[i], {i}});
+    } else if (whole->second->parts.front().name == tensors[i].name) {
+      StoredTensor t{{whole->second->stored.name, tensors[i].dtype, whole->second->stored.shape}, {}};
+      for (const TensorSpec& part : whole->second->parts) t.parts.push_back(index.at(part.name));
+      stored.push_back(std::move(t));
+    }
+  }
+  return stored;
+}
+
+// Fails unless llama.cpp reads the config's sliding window and Gemma scale
+// as inferno computes them: Phi-3 sliding on every layer, Gemma on all but
+// each n-th (attention.sliding_window_pattern), Gemma's
+// query_pre_attn_scalar the one llama.cpp derives, no window elsewhere.
+Status CheckWindowExpressible(const ModelConfig& config, const std::string& path) {
+  const Architecture& family = config.family();
+  const auto fail = [&](const std::string& what) {
+    return Error::InvalidArgument(path + ": GGUF cannot hold this " + config.architecture +
+                                  " model: " + what);
+  };
+  if (family.gemma_layout &&
+      config.query_pre_attn_scalar != static_cast<float>(GgufGemmaQueryScalar(config))) {
+    return fail("llama.cpp derives query_pre_attn_scalar " + std::to_string(GgufGemmaQueryScalar(config)) +
+                ", the config has " + std::to_string(config.query_pre_attn_scalar));
+  }
+  if (config.sliding_window == 0) return {};
+  if (!family.gemma_layout && !family.fused_projections) {
+    return fail("llama.cpp reads no sliding window for " + std::string(family.gguf_name));
+  }
+  const int64_t pattern = GgufSlidingPattern(config);
+  if (pattern < 0 || (!family.gemma_layout && pattern != 0)) {
+    return fail("its sliding layers are not every layer but each n-th (a pattern llama.cpp can express)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
@@ -30,12 +91,13 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
                       const std::string& name) {
   const Architecture& family = config.family();
   if (family.gguf_name.empty() || config.qkv_bias != family.fixed_qkv_bias || config.o_proj_bias ||
-      config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
+      config.rope_scaling.type != RopeScaling::Type::kNone) {
     return Error::InvalidArgument(path +
-                                  ": GGUF holds Llama, Qwen2 and Qwen3 models without RoPE scaling, "
-                                  "a sliding window or biases beyond Qwen2's (" +
+                                  ": GGUF holds Llama, Qwen2, Qwen3, Gemma 3 and Phi-3 models without RoPE "
+                                  "scaling or biases beyond Qwen2's (" +
                                   config.architecture + " here)");
   }
+  if (Status s = CheckWindowExpressible(config, path); !s) return s;
   if (Status s = CheckTensorsMatchConfig(tensors, config, path); !s) return s;
 
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);
@@ -48,23 +110,35 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   for (GgufKeyValue& kv : GgufVocabularyMetadata(vocabulary)) metadata.push_back(std::move(kv));
   const bool has_output =
       std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo& t) { return t.name == kLmHeadName; });
+  const std::vector<StoredTensor> stored_tensors = StoredTensors(config, tensors);
   std::vector<GgufTensorInfo> gguf_tensors;
-  for (const TensorInfo& t : tensors) {
-    const std::string gguf_name = GgufTensorName(t.name);
-    const DType dtype = GgufTensorType(file_type, gguf_name, t.shape, config.num_hidden_layers, has_output);
-    gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.shape.rbegin(), t.shape.rend()}});
+  for (const StoredTensor& t : stored_tensors) {
+    const std::string gguf_name = GgufTensorName(t.info.name, config);
+    const DType dtype =
+        GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers, has_output);
+    gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.info.shape.rbegin(), t.info.shape.rend()}});
   }
 
   Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   if (Status s = file->Write(EncodeGgufHeader(metadata, gguf_tensors, kGgufDefaultAlignment)); !s) return s;
-  // One tensor at a time: its f32 values, their RoPE permutation, its bytes.
+  // One tensor at a time: its f32 values (a fused tensor's parts one after
+  // the other), their RoPE permutation, its bytes.
   std::vector<float> values, permuted;
   std::vector<std::byte> stored;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const TensorInfo& t = tensors[i];
+  for (size_t i = 0; i < stored_tensors.size(); ++i) {
+    const TensorInfo& t = stored_tensors[i].info;
     values.resize(static_cast<size_t>(t.num_elements()));
-    if (Status s = read(i, values); !s) return s;
+    size_t filled = 0;
+    for (const size_t part : stored_tensors[i].parts) {
+      const size_t count = static_cast<size_t>(tensors[part].num_elements());
+      if (Status s = read(part, std::span<float>(values).subspan(filled, count)); !s) return s;
+      filled += count;
+    }
+    // llama.cpp's Gemma files store each norm as 1 + the Hugging Face weight.
+    if (config.norm_weight_offset != 0.0f && t.name.ends_with("norm.weight")) {
+      for (float& v : values) v += config.norm_weight_offset;
+    }
     const std::string_view suffix = LayerTensorSuffix(t.name);
     const int64_t heads = !family.gguf_interleaved_rope ? 0
                           : suffix == kQProjSuffix      ? config.num_attention_heads

@@ -119,6 +119,41 @@ const std::string& MappedCheckpoint::FilePathOf(size_t index) const {
   return files_[storage_[index].file]->path();
 }
 
+Status MappedCheckpoint::ExposeFusedParts(const FusedTensor& fused, const std::string& source) {
+  const std::optional<size_t> index = IndexOf(fused.stored.name);
+  if (!index) return {};
+  const Storage whole = storage_[*index];
+  if (whole.info.shape != fused.stored.shape || whole.interleaved_rope_heads != 0) {
+    return Error::Corruption(source + ": tensor '" + whole.info.name + "' has shape " +
+                             ShapeToString(whole.info.shape) + " where the config needs " +
+                             ShapeToString(fused.stored.shape));
+  }
+  const uint64_t row_bytes = static_cast<uint64_t>(RowBytes(*index));
+  std::vector<Storage> storage;
+  for (size_t i = 0; i < storage_.size(); ++i) {
+    if (i != *index) {
+      storage.push_back(storage_[i]);
+      continue;
+    }
+    uint64_t begin = whole.begin;
+    for (const TensorSpec& part : fused.parts) {
+      storage.push_back({{part.name, whole.info.dtype, part.shape}, whole.file, begin, 0});
+      begin += static_cast<uint64_t>(part.shape[0]) * row_bytes;
+    }
+  }
+  storage_ = std::move(storage);
+  infos_.clear();
+  index_.clear();
+  for (size_t i = 0; i < storage_.size(); ++i) {
+    if (!index_.emplace(storage_[i].info.name, i).second) {
+      return Error::Corruption(source + ": tensor '" + storage_[i].info.name +
+                               "' is stored both alone and in '" + whole.info.name + "'");
+    }
+    infos_.push_back(storage_[i].info);
+  }
+  return {};
+}
+
 int64_t MappedCheckpoint::NumRows(size_t index) const {
   const std::vector<int64_t>& shape = storage_[index].info.shape;
   return shape.empty() ? 1 : shape[0];

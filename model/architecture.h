@@ -34,6 +34,18 @@ struct Architecture {
   // rotate-half RoPE of Hugging Face and keep its rows).
   std::string_view gguf_name;
   bool gguf_interleaved_rope = false;
+  // Gemma: RMSNorm scales by (1 + weight), its config.json names the
+  // activation "hidden_activation", the embedding is multiplied by
+  // sqrt(hidden_size), every layer adds a norm after attention and one after
+  // the feed-forward ("post_attention_layernorm" is the former; the
+  // feed-forward's own norm is "pre_feedforward_layernorm"), and its config
+  // has local/global attention fields (sliding_window_pattern,
+  // rope_local_base_freq, query_pre_attn_scalar, the soft-capping fields).
+  bool gemma_layout = false;
+  // Phi-3: q, k, v stored as one "self_attn.qkv_proj" (rows q then k then v)
+  // and gate, up as one "mlp.gate_up_proj" (rows gate then up); readers
+  // present the parts under the Llama names.
+  bool fused_projections = false;
 };
 
 // Every supported family, Llama first.
@@ -43,23 +55,42 @@ inline constexpr Architecture kArchitectures[] = {
      .attention_bias_field = true,
      .slides_without_flag = true,
      .gguf_name = "llama",
-     .gguf_interleaved_rope = true},
+     .gguf_interleaved_rope = true,
+     .fused_projections = false},
     {.name = "MistralForCausalLM",
      .model_type = "mistral",
      .slides_without_flag = true,
      .gguf_name = "",
-     .gguf_interleaved_rope = false},
+     .gguf_interleaved_rope = false,
+     .fused_projections = false},
     {.name = "Qwen2ForCausalLM",
      .model_type = "qwen2",
      .fixed_qkv_bias = true,
      .gguf_name = "qwen2",
-     .gguf_interleaved_rope = false},
+     .gguf_interleaved_rope = false,
+     .fused_projections = false},
     {.name = "Qwen3ForCausalLM",
      .model_type = "qwen3",
      .attention_bias_field = true,
      .qk_norm = true,
      .gguf_name = "qwen3",
-     .gguf_interleaved_rope = false},
+     .gguf_interleaved_rope = false,
+     .fused_projections = false},
+    {.name = "Gemma3ForCausalLM",
+     .model_type = "gemma3_text",
+     .attention_bias_field = true,
+     .qk_norm = true,
+     .slides_without_flag = true,
+     .gguf_name = "gemma3",
+     .gguf_interleaved_rope = false,
+     .gemma_layout = true,
+     .fused_projections = false},
+    {.name = "Phi3ForCausalLM",
+     .model_type = "phi3",
+     .slides_without_flag = true,
+     .gguf_name = "phi3",
+     .gguf_interleaved_rope = false,
+     .fused_projections = true},
 };
 
 // The entry named `name`; nullptr for an unsupported family.

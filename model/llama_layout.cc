@@ -47,7 +47,9 @@ std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
   };
   std::vector<TensorSpec> specs;
   for (size_t i = 0; i < std::size(kLayerTensorSuffixes); ++i) {
-    specs.push_back({LayerTensorName(layer, kLayerTensorSuffixes[i]), shapes[i]});
+    const std::string_view suffix =
+        kLayerTensorSuffixes[i] == kFfnNormSuffix ? FeedForwardNormSuffix(c) : kLayerTensorSuffixes[i];
+    specs.push_back({LayerTensorName(layer, suffix), shapes[i]});
   }
   if (c.qkv_bias) {
     specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[0]), {q_dim}});
@@ -59,7 +61,27 @@ std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
     specs.push_back({LayerTensorName(layer, kQNormSuffix), {c.head_dim()}});
     specs.push_back({LayerTensorName(layer, kKNormSuffix), {c.head_dim()}});
   }
+  if (c.post_norms()) {
+    specs.push_back({LayerTensorName(layer, kPostAttentionNormSuffix), {c.hidden_size}});
+    specs.push_back({LayerTensorName(layer, kPostFeedForwardNormSuffix), {c.hidden_size}});
+  }
   return specs;
+}
+
+std::string_view FeedForwardNormSuffix(const ModelConfig& c) {
+  return c.post_norms() ? kPreFeedForwardNormSuffix : kFfnNormSuffix;
+}
+
+std::vector<FusedTensor> FusedLayerTensors(const ModelConfig& c, int64_t layer) {
+  if (!c.family().fused_projections) return {};
+  const int64_t dim = c.hidden_size;
+  const auto part = [&](std::string_view suffix, int64_t rows) {
+    return TensorSpec{LayerTensorName(layer, suffix), {rows, dim}};
+  };
+  return {{part(kQkvProjSuffix, c.q_dim() + 2 * c.kv_dim()),
+           {part(kQProjSuffix, c.q_dim()), part(kKProjSuffix, c.kv_dim()), part(kVProjSuffix, c.kv_dim())}},
+          {part(kGateUpProjSuffix, 2 * c.intermediate_size),
+           {part(kGateProjSuffix, c.intermediate_size), part(kUpProjSuffix, c.intermediate_size)}}};
 }
 
 TensorSpec EmbeddingSpec(const ModelConfig& c) { return {kEmbedTokensName, {c.vocab_size, c.hidden_size}}; }
@@ -69,6 +91,20 @@ TensorSpec LmHeadSpec(const ModelConfig& c) { return {kLmHeadName, {c.vocab_size
 int64_t InterleavedRopeRow(int64_t hf_row, int64_t head_dim) {
   const int64_t head = hf_row / head_dim, within = hf_row % head_dim, half = head_dim / 2;
   return head * head_dim + 2 * (within % half) + within / half;
+}
+
+std::vector<TensorSpec> StoredTensorSpecs(const ModelConfig& config) {
+  std::vector<TensorSpec> specs;
+  for (TensorSpec& spec : LlamaTensorSpecs(config)) {
+    const std::optional<int64_t> layer = LayerIndexOf(spec.name);
+    bool fused_part = false;
+    for (FusedTensor& fused : layer ? FusedLayerTensors(config, *layer) : std::vector<FusedTensor>{}) {
+      if (fused.parts.front().name == spec.name) specs.push_back(std::move(fused.stored));
+      for (const TensorSpec& part : fused.parts) fused_part = fused_part || part.name == spec.name;
+    }
+    if (!fused_part) specs.push_back(std::move(spec));
+  }
+  return specs;
 }
 
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config) {

@@ -39,6 +39,16 @@ inline constexpr std::string_view kOBiasSuffix = "self_attn.o_proj.bias";
 inline constexpr std::string_view kQNormSuffix = "self_attn.q_norm.weight";
 inline constexpr std::string_view kKNormSuffix = "self_attn.k_norm.weight";
 
+// Gemma's norms: before the feed-forward (where Llama's is
+// "post_attention_layernorm"), and after attention and after the
+// feed-forward (Architecture::gemma_layout).
+inline constexpr std::string_view kPreFeedForwardNormSuffix = "pre_feedforward_layernorm.weight";
+inline constexpr std::string_view kPostAttentionNormSuffix = "post_attention_layernorm.weight";
+inline constexpr std::string_view kPostFeedForwardNormSuffix = "post_feedforward_layernorm.weight";
+// Phi-3's fused projections (Architecture::fused_projections).
+inline constexpr std::string_view kQkvProjSuffix = "self_attn.qkv_proj.weight";
+inline constexpr std::string_view kGateUpProjSuffix = "mlp.gate_up_proj.weight";
+
 // The weights of every layer, in this order, followed by the biases the
 // config asks for (kLayerBiasSuffixes).
 inline constexpr std::string_view kLayerTensorSuffixes[] = {
@@ -63,10 +73,24 @@ std::optional<int64_t> LayerIndexOf(std::string_view name);
 // other names.
 std::string_view LayerTensorSuffix(std::string_view name);
 
-// The tensors of layer `layer`: kLayerTensorSuffixes order, then the
-// biases of the config, then q_norm and k_norm where the architecture has
-// them.
+// The tensors of layer `layer`, as the engine uses them: kLayerTensorSuffixes
+// order (the feed-forward norm named FeedForwardNormSuffix), then the biases
+// of the config, then q_norm and k_norm where the architecture has them,
+// then Gemma's post-attention and post-feed-forward norms.
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& config, int64_t layer);
+// The norm before the feed-forward: kFfnNormSuffix, or Gemma's
+// kPreFeedForwardNormSuffix.
+std::string_view FeedForwardNormSuffix(const ModelConfig& config);
+
+// A tensor stored as the rows of several of LayerTensorSpecs' back to back
+// (Phi-3's qkv_proj: q_proj, k_proj, v_proj rows; gate_up_proj: gate_proj,
+// up_proj rows). Readers present the parts; writers store the whole.
+struct FusedTensor {
+  TensorSpec stored;
+  std::vector<TensorSpec> parts;
+};
+// The fused tensors of layer `layer`; empty unless the family fuses.
+std::vector<FusedTensor> FusedLayerTensors(const ModelConfig& config, int64_t layer);
 TensorSpec EmbeddingSpec(const ModelConfig& config);  // (vocab_size, hidden_size)
 TensorSpec FinalNormSpec(const ModelConfig& config);  // (hidden_size)
 TensorSpec LmHeadSpec(const ModelConfig& config);     // (vocab_size, hidden_size)
@@ -81,6 +105,9 @@ int64_t InterleavedRopeRow(int64_t hf_row, int64_t head_dim);
 // Every tensor the model needs: the embedding, each layer's, the final norm
 // and, unless tie_word_embeddings, lm_head.
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
+// The same tensors as a Hugging Face file stores them: each FusedTensor's
+// parts replaced by the whole, where the first part was.
+std::vector<TensorSpec> StoredTensorSpecs(const ModelConfig& config);
 
 // Checks that `tensors` holds every tensor of LlamaTensorSpecs(config) with
 // its shape, and nothing else but RoPE tables some exporters add

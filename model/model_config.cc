@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -19,10 +20,12 @@ using nlohmann::json;
 // versions, training-only settings (dropout, initializer, pretraining_tp,
 // which splits the same matrix products) and ids the generator does not use.
 const std::set<std::string_view> kFieldsWithoutEffect = {
-    "_name_or_path",   "torch_dtype",         "transformers_version", "initializer_range",
-    "use_cache",       "attention_dropout",   "pretraining_tp",       "bos_token_id",
-    "pad_token_id",    "output_attentions",   "output_hidden_states", "return_dict",
-    "tokenizer_class", "_attn_implementation"};
+    "_name_or_path", "torch_dtype", "transformers_version", "initializer_range", "use_cache",
+    "attention_dropout", "pretraining_tp", "bos_token_id", "pad_token_id", "output_attentions",
+    "output_hidden_states", "return_dict", "tokenizer_class", "_attn_implementation", "embd_pdrop",
+    "resid_pdrop", "auto_map", "cache_implementation",
+    // Phi-3's context before longrope scaling, which is refused (rope_scaling).
+    "original_max_position_embeddings"};
 
 // The fields ParseModelConfigJson reads.
 const std::set<std::string_view> kFieldsHonoured = {"architectures",
@@ -46,7 +49,21 @@ const std::set<std::string_view> kFieldsHonoured = {"architectures",
                                                     "use_sliding_window",
                                                     "max_window_layers",
                                                     "layer_types",
-                                                    "eos_token_id"};
+                                                    "eos_token_id",
+                                                    "hidden_activation",
+                                                    "sliding_window_pattern",
+                                                    "rope_local_base_freq",
+                                                    "query_pre_attn_scalar",
+                                                    "final_logit_softcapping",
+                                                    "attn_logit_softcapping",
+                                                    "partial_rotary_factor",
+                                                    "inferno_norm_weight_offset"};
+
+// Fields only the Gemma families have (Architecture::gemma_layout): any other
+// family's Hugging Face class ignores them, so inferno refuses them there.
+const std::set<std::string_view> kGemmaFields = {"sliding_window_pattern", "rope_local_base_freq",
+                                                 "query_pre_attn_scalar", "final_logit_softcapping",
+                                                 "attn_logit_softcapping"};
 
 bool Present(const json& object, const char* key) {
   auto it = object.find(key);
@@ -168,6 +185,115 @@ Status ReadRopeScaling(const json& object, RopeScaling& scaling, const std::stri
   return {};
 }
 
+// The defaults of the family's Hugging Face config class where they differ
+// from Llama's (those of ModelConfig's fields): Gemma3TextConfig's.
+void SetFamilyDefaults(ModelConfig& config) {
+  if (!config.family().gemma_layout) return;
+  config.explicit_head_dim = 256;
+  config.rms_norm_eps = 1e-6f;
+  config.rope_theta = 1e6f;
+  config.local_rope_theta = 1e4f;
+  config.query_pre_attn_scalar = 256.0f;
+  config.tie_word_embeddings = true;
+  config.activation = Activation::kGeluTanh;
+  config.norm_weight_offset = 1.0f;
+}
+
+// "hidden_act" or (Gemma) "hidden_activation": silu or gelu_pytorch_tanh.
+Status ReadActivation(const json& object, ModelConfig& config, const std::string& source) {
+  std::optional<Activation> stated;
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    if (!Present(object, key)) continue;
+    const json& value = object.at(key);
+    Activation activation;
+    if (value == "silu") {
+      activation = Activation::kSilu;
+    } else if (value == "gelu_pytorch_tanh") {
+      activation = Activation::kGeluTanh;
+    } else {
+      return Error::Unimplemented(source + ": " + key + " " + value.dump() +
+                                  " is not supported (silu, gelu_pytorch_tanh)");
+    }
+    if (stated && *stated != activation) {
+      return Error::Corruption(source + ": hidden_act and hidden_activation disagree");
+    }
+    stated = activation;
+  }
+  if (stated) config.activation = *stated;
+  return {};
+}
+
+// Gemma's query_pre_attn_scalar, rope_local_base_freq and soft-capping
+// fields (sliding_window_pattern: ReadSlidingLayers); refused elsewhere.
+Status ReadGemmaFields(const json& object, ModelConfig& config, const std::string& source) {
+  for (const std::string_view field : kGemmaFields) {
+    if (!config.family().gemma_layout && object.contains(field)) {
+      return Error::Unimplemented(source + ": field '" + std::string(field) + "' is not a " +
+                                  config.architecture + " field");
+    }
+  }
+  if (Present(object, "attn_logit_softcapping")) {
+    return Error::Unimplemented(source + ": attn_logit_softcapping = " +
+                                object.at("attn_logit_softcapping").dump() + " is not supported");
+  }
+  const std::pair<const char*, float*> positive[] = {
+      {"query_pre_attn_scalar", &config.query_pre_attn_scalar},
+      {"rope_local_base_freq", &config.local_rope_theta},
+      {"final_logit_softcapping", &config.final_logit_softcapping}};
+  for (const auto& [key, out] : positive) {
+    if (Status s = ReadScalar(object, key, out, source); !s) return s;
+    if (Present(object, key) && !(*out > 0.0f)) {
+      return Error::Corruption(source + ": " + key + " = " + object.at(key).dump() + " is not positive");
+    }
+  }
+  return {};
+}
+
+// Which layers slide, as the family's Hugging Face class decides: Mistral,
+// Phi-3 and Gemma whenever sliding_window is set, the Qwen families only with
+// use_sliding_window, and then the layers from max_window_layers on; Gemma's
+// every layer but each sliding_window_pattern-th; "layer_types" (newer
+// files) overrides these rules.
+Status ReadSlidingLayers(const json& object, ModelConfig& config, const std::string& source) {
+  const Architecture& family = config.family();
+  bool use_sliding_window = family.slides_without_flag;
+  if (Status s = ReadScalar(object, "use_sliding_window", &use_sliding_window, source); !s) return s;
+  int64_t sliding_window = family.gemma_layout ? 4096 : 0;
+  if (Status s = ReadInt(object, "sliding_window", false, &sliding_window, source); !s) return s;
+  int64_t max_window_layers = family.slides_without_flag ? 0 : 28;
+  if (Status s = ReadInt(object, "max_window_layers", false, &max_window_layers, source); !s) return s;
+  int64_t pattern = 6;
+  if (Status s = ReadInt(object, "sliding_window_pattern", false, &pattern, source); !s) return s;
+  if (sliding_window < 0 || pattern < 1) {
+    return Error::Corruption(source + ": sliding_window and sliding_window_pattern must be positive");
+  }
+  if (!use_sliding_window || sliding_window == 0) sliding_window = 0;
+  std::vector<bool> slides(static_cast<size_t>(std::max<int64_t>(config.num_hidden_layers, 0)));
+  for (size_t i = 0; i < slides.size(); ++i) {
+    slides[i] = family.gemma_layout ? (static_cast<int64_t>(i) + 1) % pattern != 0
+                                    : static_cast<int64_t>(i) >= max_window_layers;
+  }
+  if (Present(object, "layer_types")) {
+    const json& types = object.at("layer_types");
+    const bool well_formed =
+        types.is_array() && types.size() == slides.size() &&
+        std::all_of(types.begin(), types.end(), [&](const json& type) {
+          return type == "full_attention" || (type == "sliding_attention" && sliding_window > 0);
+        });
+    if (!well_formed) {
+      return Error::Unimplemented(source + ": layer_types " + types.dump() +
+                                  " is not one \"full_attention\" per "
+                                  "layer (or \"sliding_attention\" with a sliding_window in use)");
+    }
+    for (size_t i = 0; i < slides.size(); ++i) slides[i] = types[i] == "sliding_attention";
+  }
+  if (sliding_window > 0 && std::find(slides.begin(), slides.end(), true) != slides.end()) {
+    config.sliding_window = sliding_window;
+    config.layer_slides = std::move(slides);
+  }
+  return {};
+}
+
 }  // namespace
 
 Status ModelConfig::Validate(const std::string& source) const {
@@ -201,6 +327,10 @@ Status ModelConfig::Validate(const std::string& source) const {
     return fail("rms_norm_eps = " + std::to_string(rms_norm_eps) + " is not positive");
   if (!(rope_theta > 0.0f)) return fail("rope_theta = " + std::to_string(rope_theta) + " is not positive");
   if (sliding_window < 0) return fail("sliding_window = " + std::to_string(sliding_window) + " is negative");
+  if (sliding_window > 0 && static_cast<int64_t>(layer_slides.size()) != num_hidden_layers)
+    return fail("a sliding window needs one layer type per layer");
+  if (local_rope_theta < 0.0f || query_pre_attn_scalar < 0.0f || final_logit_softcapping < 0.0f)
+    return fail("rope_local_base_freq, query_pre_attn_scalar and final_logit_softcapping must be positive");
   if (FindArchitecture(architecture) == nullptr)
     return fail("architecture '" + architecture + "' is not supported");
   return {};
@@ -218,14 +348,6 @@ Status ModelConfig::CheckContextFits(int64_t context_length) const {
                                   " positions exceeds the model's max_position_embeddings " +
                                   std::to_string(max_position_embeddings));
   }
-  if (sliding_window > 0 && context_length > sliding_window) {
-    return Error::Unimplemented("the model's attention slides over " + std::to_string(sliding_window) +
-                                " positions (sliding_window), which inferno does not implement, and a "
-                                "sequence here may reach " +
-                                std::to_string(context_length) +
-                                " positions: lower --max-new-tokens or --context to at most " +
-                                std::to_string(sliding_window) + " positions in all");
-  }
   return {};
 }
 
@@ -241,6 +363,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   }
   ModelConfig config;
   if (Status s = ReadArchitecture(object, config, source); !s) return s.error();
+  SetFamilyDefaults(config);
   config.num_key_value_heads = -1;
   const std::tuple<const char*, bool, int64_t*> ints[] = {
       {"hidden_size", true, &config.hidden_size},
@@ -263,10 +386,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (Status s = ReadRopeScaling(object, config.rope_scaling, source); !s) return s.error();
   if (Status s = ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source); !s) return s.error();
 
-  if (Present(object, "hidden_act") && object.at("hidden_act") != "silu") {
-    return Error::Unimplemented(source + ": hidden_act " + object.at("hidden_act").dump() +
-                                " is not supported (silu)");
-  }
+  if (Status s = ReadActivation(object, config, source); !s) return s.error();
   bool mlp_bias = false;
   if (Status s = ReadScalar(object, "mlp_bias", &mlp_bias, source); !s) return s.error();
   if (mlp_bias) return Error::Unimplemented(source + ": mlp_bias = true is not supported");
@@ -286,31 +406,20 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
     }
     config.qkv_bias = config.o_proj_bias = true;
   }
-  // Mistral slides whenever sliding_window is set; the Qwen families only
-  // with use_sliding_window (then on layers from max_window_layers on, which
-  // the refusal in CheckContextFits covers by treating every layer alike).
-  bool use_sliding_window = family.slides_without_flag;
-  if (Status s = ReadScalar(object, "use_sliding_window", &use_sliding_window, source); !s) return s.error();
-  int64_t sliding_window = 0;
-  if (Status s = ReadInt(object, "sliding_window", false, &sliding_window, source); !s) return s.error();
-  int64_t max_window_layers = 0;
-  if (Status s = ReadInt(object, "max_window_layers", false, &max_window_layers, source); !s)
+  float partial_rotary_factor = 1.0f;
+  if (Status s = ReadScalar(object, "partial_rotary_factor", &partial_rotary_factor, source); !s)
     return s.error();
-  if (use_sliding_window) config.sliding_window = sliding_window;
-  // layer_types (newer files): which layers slide; without a window every
-  // layer must attend fully.
-  if (Present(object, "layer_types")) {
-    const json& types = object.at("layer_types");
-    const bool well_formed =
-        types.is_array() && static_cast<int64_t>(types.size()) == config.num_hidden_layers &&
-        std::all_of(types.begin(), types.end(), [&](const json& type) {
-          return type == "full_attention" || (type == "sliding_attention" && config.sliding_window > 0);
-        });
-    if (!well_formed) {
-      return Error::Unimplemented(source + ": layer_types " + types.dump() +
-                                  " is not one \"full_attention\" per "
-                                  "layer (or \"sliding_attention\" with a sliding_window in use)");
-    }
+  if (partial_rotary_factor != 1.0f) {
+    return Error::Unimplemented(source +
+                                ": partial_rotary_factor = " + object.at("partial_rotary_factor").dump() +
+                                " is not supported (RoPE on whole heads only)");
+  }
+  if (Status s = ReadGemmaFields(object, config, source); !s) return s.error();
+  if (Status s = ReadSlidingLayers(object, config, source); !s) return s.error();
+  if (Status s = ReadScalar(object, "inferno_norm_weight_offset", &config.norm_weight_offset, source); !s)
+    return s.error();
+  if (config.norm_weight_offset != 0.0f && config.norm_weight_offset != 1.0f) {
+    return Error::Corruption(source + ": inferno_norm_weight_offset must be 0 or 1");
   }
   if (Status s = config.Validate(source); !s) return s.error();
   return config;
@@ -338,7 +447,8 @@ std::string ModelConfigToJson(const ModelConfig& config) {
       {"rms_norm_eps", config.rms_norm_eps},
       {"rope_theta", config.rope_theta},
       {"tie_word_embeddings", config.tie_word_embeddings},
-      {"hidden_act", "silu"},
+      {config.family().gemma_layout ? "hidden_activation" : "hidden_act",
+       config.activation == Activation::kSilu ? "silu" : "gelu_pytorch_tanh"},
       {"torch_dtype", "float32"},
   };
   if (config.explicit_head_dim > 0) object["head_dim"] = config.explicit_head_dim;
@@ -346,6 +456,23 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   if (config.sliding_window > 0) {
     object["sliding_window"] = config.sliding_window;
     if (!config.family().slides_without_flag) object["use_sliding_window"] = true;
+    json types = json::array();
+    for (bool slides : config.layer_slides) types.push_back(slides ? "sliding_attention" : "full_attention");
+    object["layer_types"] = types;
+  }
+  if (config.family().gemma_layout) {
+    object["rope_local_base_freq"] = config.local_rope_theta;
+    object["query_pre_attn_scalar"] = config.query_pre_attn_scalar;
+    object["final_logit_softcapping"] = nullptr;
+    if (config.final_logit_softcapping > 0.0f)
+      object["final_logit_softcapping"] = config.final_logit_softcapping;
+    if (config.sliding_window == 0) object["sliding_window"] = 0;
+  }
+  ModelConfig family_defaults;
+  family_defaults.architecture = config.architecture;
+  SetFamilyDefaults(family_defaults);
+  if (config.norm_weight_offset != family_defaults.norm_weight_offset) {
+    object["inferno_norm_weight_offset"] = config.norm_weight_offset;
   }
   const RopeScaling& scaling = config.rope_scaling;
   if (scaling.type == RopeScaling::Type::kLinear) {

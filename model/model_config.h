@@ -36,6 +36,10 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
+// The feed-forward's gate activation: silu(gate) * up (SwiGLU), or GELU with
+// the tanh approximation (Gemma's "gelu_pytorch_tanh", GeGLU).
+enum class Activation { kSilu, kGeluTanh };
+
 struct ModelConfig {
   std::string architecture = "LlamaForCausalLM";  // the name of an entry of kArchitectures
   int64_t hidden_size = 0;                        // dim
@@ -56,10 +60,28 @@ struct ModelConfig {
   // "attention_bias" also gives o_proj one).
   bool qkv_bias = false;
   bool o_proj_bias = false;
-  // Attention sees only the last `sliding_window` positions (Mistral);
-  // 0 = full attention. Not implemented: runs whose sequences could exceed
-  // it are refused (see CheckContextFits).
+  // On the layers that slide (layer_slides), a position attends to the last
+  // `sliding_window` positions, itself included; 0 = every layer attends to
+  // every earlier position.
   int64_t sliding_window = 0;
+  // (num_hidden_layers) when sliding_window > 0: which layers slide (all of
+  // Mistral's; Qwen2's from max_window_layers on; Gemma's local layers, by
+  // sliding_window_pattern or layer_types); empty otherwise.
+  std::vector<bool> layer_slides;
+  // RoPE base of the sliding layers (Gemma's rope_local_base_freq, without
+  // rope_scaling); 0 = rope_theta, scaled, on every layer.
+  float local_rope_theta = 0.0f;
+  // Attention scores are q·k / sqrt(query_pre_attn_scalar) (Gemma); 0 =
+  // head_dim.
+  float query_pre_attn_scalar = 0.0f;
+  // Logits become cap * tanh(logits / cap) (final_logit_softcapping); 0 = none.
+  float final_logit_softcapping = 0.0f;
+  Activation activation = Activation::kSilu;
+  // RMSNorm multiplies by (norm_weight_offset + weight): 1 for Gemma's
+  // Hugging Face files, whose norms store weight - 1, and 0 otherwise
+  // (llama.cpp's Gemma GGUF files store the sum). Config files spell a value
+  // other than the family's as "inferno_norm_weight_offset".
+  float norm_weight_offset = 0.0f;
   // eos_token_id of config.json and generation_config.json (an int or a
   // list in either); empty when neither names one.
   std::vector<int64_t> eos_token_ids;
@@ -69,6 +91,15 @@ struct ModelConfig {
   const Architecture& family() const;
   // Each head of q and k is RMS-normed before RoPE (Qwen3).
   bool qk_norm() const { return family().qk_norm; }
+
+  // Whether layer `layer` attends through the sliding window.
+  bool LayerSlides(int64_t layer) const {
+    return sliding_window > 0 && layer_slides[static_cast<size_t>(layer)];
+  }
+  // Embeddings are multiplied by sqrt(hidden_size) (Gemma).
+  bool scales_embedding() const { return family().gemma_layout; }
+  // Each layer adds RMSNorms after attention and after the feed-forward (Gemma).
+  bool post_norms() const { return family().gemma_layout; }
 
   int64_t head_dim() const {
     return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads;
@@ -81,9 +112,8 @@ struct ModelConfig {
   // even for RoPE, a known architecture). `source` names the file.
   Status Validate(const std::string& source) const;
 
-  // Fails, naming the setting, when a sequence of `context_length` positions
-  // needs something the engine does not implement (a sliding window it
-  // could exceed), or exceeds max_position_embeddings.
+  // Fails when a sequence of `context_length` positions exceeds
+  // max_position_embeddings.
   Status CheckContextFits(int64_t context_length) const;
 };
 

@@ -121,6 +121,7 @@ TEST(ModelConfigJson, NewFieldsRoundTrip) {
   c.explicit_head_dim = 16;
   c.qkv_bias = true;
   c.sliding_window = 64;
+  c.layer_slides = {false, false, true, true, true};
   c.rope_scaling = {.type = RopeScaling::Type::kLlama3,
                     .factor = 8.0f,
                     .low_freq_factor = 1.0f,
@@ -135,6 +136,7 @@ TEST(ModelConfigJson, NewFieldsRoundTrip) {
   EXPECT_TRUE(parsed->qkv_bias);
   EXPECT_FALSE(parsed->o_proj_bias);
   EXPECT_EQ(parsed->sliding_window, 64);
+  EXPECT_EQ(parsed->layer_slides, c.layer_slides);
   EXPECT_EQ(parsed->rope_scaling, c.rope_scaling);
   EXPECT_EQ(parsed->eos_token_ids, c.eos_token_ids);
 }
@@ -190,15 +192,121 @@ TEST(ModelConfigJson, SettingsThatChangeTheArithmeticAreImplementedOrRefused) {
   EXPECT_EQ(qwen->sliding_window, 0) << "Qwen2 slides only with use_sliding_window";
 }
 
-TEST(ModelConfigContext, ASlidingWindowRefusesContextsBeyondIt) {
+TEST(ModelConfigJson, EachFamilySlidesTheLayersItsConfigClassDoes) {
   Result<ModelConfig> mistral =
       ParseModelConfigJson(ConfigJson("MistralForCausalLM", R"(, "sliding_window": 16)"), "config.json");
   ASSERT_TRUE(mistral) << mistral.error().message;
-  EXPECT_TRUE(mistral->CheckContextFits(16).ok());
-  Status beyond = mistral->CheckContextFits(17);
-  ASSERT_FALSE(beyond);
-  EXPECT_EQ(beyond.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_EQ(mistral->sliding_window, 16);
+  EXPECT_EQ(mistral->layer_slides, (std::vector<bool>{true, true}));
+  EXPECT_TRUE(mistral->CheckContextFits(64).ok()) << "a window bounds attention, not the context";
   EXPECT_FALSE(mistral->CheckContextFits(65).ok()) << "beyond max_position_embeddings";
+  Result<ModelConfig> qwen = ParseModelConfigJson(
+      ConfigJson("Qwen2ForCausalLM",
+                 R"(, "sliding_window": 16, "use_sliding_window": true, "max_window_layers": 1)"),
+      "config.json");
+  ASSERT_TRUE(qwen) << qwen.error().message;
+  EXPECT_EQ(qwen->layer_slides, (std::vector<bool>{false, true})) << "from max_window_layers on";
+  Result<ModelConfig> none = ParseModelConfigJson(
+      ConfigJson("Qwen2ForCausalLM", R"(, "sliding_window": 16, "use_sliding_window": true)"), "config.json");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->sliding_window, 0) << "max_window_layers defaults to 28: no layer of 2 slides";
+  Result<ModelConfig> gemma = ParseModelConfigJson(
+      ConfigJson("Gemma3ForCausalLM", R"(, "sliding_window": 8, "sliding_window_pattern": 2)"),
+      "config.json");
+  ASSERT_TRUE(gemma) << gemma.error().message;
+  EXPECT_EQ(gemma->layer_slides, (std::vector<bool>{true, false})) << "every pattern-th layer is global";
+  Result<ModelConfig> typed = ParseModelConfigJson(
+      ConfigJson("Gemma3ForCausalLM",
+                 R"(, "sliding_window": 8, "layer_types": ["full_attention", "sliding_attention"])"),
+      "config.json");
+  ASSERT_TRUE(typed) << typed.error().message;
+  EXPECT_EQ(typed->layer_slides, (std::vector<bool>{false, true})) << "layer_types overrides the pattern";
+}
+
+// gemma-3-1b-it's config.json as published (Hugging Face, google/gemma-3-1b-it).
+constexpr char kGemma3Config[] = R"({
+  "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": [1, 106], "final_logit_softcapping": null, "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+  "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+  "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true,
+  "vocab_size": 262144})";
+
+TEST(ModelConfigJson, Gemma3AsPublishedHasLocalAndGlobalLayersAndItsOwnNorms) {
+  Result<ModelConfig> gemma = ParseModelConfigJson(kGemma3Config, "config.json");
+  ASSERT_TRUE(gemma) << gemma.error().message;
+  EXPECT_EQ(gemma->activation, Activation::kGeluTanh);
+  EXPECT_EQ(gemma->norm_weight_offset, 1.0f);
+  EXPECT_TRUE(gemma->scales_embedding());
+  EXPECT_TRUE(gemma->post_norms());
+  EXPECT_TRUE(gemma->qk_norm());
+  EXPECT_TRUE(gemma->tie_word_embeddings) << "Gemma3TextConfig's default";
+  EXPECT_EQ(gemma->sliding_window, 512);
+  EXPECT_EQ(gemma->local_rope_theta, 10000.0f);
+  EXPECT_EQ(gemma->rope_theta, 1e6f);
+  EXPECT_EQ(gemma->query_pre_attn_scalar, 256.0f);
+  EXPECT_EQ(gemma->final_logit_softcapping, 0.0f);
+  for (int64_t layer = 0; layer < 26; ++layer)
+    EXPECT_EQ(gemma->LayerSlides(layer), (layer + 1) % 6 != 0) << layer;
+  Result<ModelConfig> again = ParseModelConfigJson(ModelConfigToJson(*gemma), "again");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->layer_slides, gemma->layer_slides);
+  EXPECT_EQ(again->norm_weight_offset, 1.0f);
+  EXPECT_EQ(ModelConfigToJson(*again), ModelConfigToJson(*gemma));
+}
+
+TEST(ModelConfigJson, GemmaFieldsAreRefusedElsewhereAndUnsupportedOnesNamed) {
+  Result<ModelConfig> llama =
+      ParseModelConfigJson(ConfigJson("LlamaForCausalLM", R"(, "query_pre_attn_scalar": 8)"), "config.json");
+  ASSERT_FALSE(llama);
+  EXPECT_NE(llama.error().message.find("query_pre_attn_scalar"), std::string::npos) << llama.error().message;
+  Result<ModelConfig> capped = ParseModelConfigJson(
+      ConfigJson("Gemma3ForCausalLM", R"(, "attn_logit_softcapping": 50.0)"), "config.json");
+  ASSERT_FALSE(capped);
+  EXPECT_NE(capped.error().message.find("attn_logit_softcapping"), std::string::npos);
+  Result<ModelConfig> partial = ParseModelConfigJson(
+      ConfigJson("Phi3ForCausalLM", R"(, "partial_rotary_factor": 0.75)"), "config.json");
+  ASSERT_FALSE(partial);
+  EXPECT_NE(partial.error().message.find("partial_rotary_factor"), std::string::npos);
+  Result<ModelConfig> longrope = ParseModelConfigJson(
+      ConfigJson("Phi3ForCausalLM",
+                 R"(, "rope_scaling": {"type": "longrope", "short_factor": [1], "long_factor": [2]})"),
+      "config.json");
+  ASSERT_FALSE(longrope);
+  EXPECT_EQ(longrope.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(longrope.error().message.find("longrope"), std::string::npos) << longrope.error().message;
+  Result<ModelConfig> offset = ParseModelConfigJson(
+      ConfigJson("Gemma3ForCausalLM", R"(, "inferno_norm_weight_offset": 0)"), "config.json");
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->norm_weight_offset, 0.0f) << "a Gemma GGUF's norms, sharded";
+  EXPECT_NE(ModelConfigToJson(*offset).find("inferno_norm_weight_offset"), std::string::npos);
+}
+
+// Phi-3-mini-4k-instruct's config.json as published (auto_map shortened).
+constexpr char kPhi3Config[] = R"({
+  "_name_or_path": "Phi-3-mini-4k-instruct", "architectures": ["Phi3ForCausalLM"],
+  "attention_dropout": 0.0, "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config"},
+  "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+  "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+  "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null,
+  "rope_theta": 10000.0, "sliding_window": 2047, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": true,
+  "attention_bias": false, "vocab_size": 32064})";
+
+TEST(ModelConfigJson, Phi3AsPublishedSlidesEveryLayerAndFusesItsProjections) {
+  Result<ModelConfig> phi3 = ParseModelConfigJson(kPhi3Config, "config.json");
+  ASSERT_TRUE(phi3) << phi3.error().message;
+  EXPECT_TRUE(phi3->family().fused_projections);
+  EXPECT_EQ(phi3->sliding_window, 2047);
+  EXPECT_EQ(phi3->layer_slides, std::vector<bool>(32, true));
+  EXPECT_EQ(phi3->activation, Activation::kSilu);
+  EXPECT_EQ(phi3->norm_weight_offset, 0.0f);
 }
 
 // Qwen3-0.6B's config.json as published (Hugging Face, Qwen/Qwen3-0.6B).

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """An independent, plain-Python forward pass of a Hugging Face checkpoint in
-the Llama family's layout (Llama, Mistral, Qwen2, Qwen3): model.safetensors (f32)
-plus config.json, written from the transformers modelling conventions rather
-than from inferno's code: RoPE as rotate_half (pairs i and i + head_dim/2 of
-each head), with rope_scaling "linear" or "llama3"; q/k/v biases (Qwen2, or
-attention_bias), an o_proj bias (attention_bias); Qwen3's q_norm and k_norm
-(each head of q and k RMS-normed, before RoPE); grouped-query attention;
-head_dim from config.json when given; RMSNorm; SwiGLU; tied or separate
-lm_head. Greedy-decodes from the given prompt ids and prints, per generated
-token, "argmax <id>" and the logits, for comparison with //tools:infer.
+the Llama family's layout (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3):
+model.safetensors (f32) plus config.json, written from the transformers
+modelling conventions rather than from inferno's code: RoPE as rotate_half
+(pairs i and i + head_dim/2 of each head), with rope_scaling "linear" or
+"llama3"; q/k/v biases (Qwen2, or attention_bias), an o_proj bias
+(attention_bias); Qwen3's and Gemma's q_norm and k_norm (each head of q and
+k RMS-normed, before RoPE); grouped-query attention; head_dim from
+config.json when given; RMSNorm; SwiGLU; tied or separate lm_head; sliding
+windows on the layers each family's config class makes slide (layer_types
+when given). Gemma 3: norms scaling by (1 + weight), the embedding times
+sqrt(hidden_size), norms after attention and after the MLP, GELU (tanh) for
+the gate, scores scaled by query_pre_attn_scalar ** -0.5, local layers with
+RoPE base rope_local_base_freq unscaled, final logit soft-capping. Phi-3:
+qkv_proj and gate_up_proj split as Phi3Attention and Phi3MLP split them.
+Greedy-decodes from the given prompt ids and prints, per generated token,
+"argmax <id>" and the logits, for comparison with //tools:infer.
 Pure Python, double precision: use on toy-sized models only.
 
 Usage: hf_reference.py MODEL_DIR STEPS PROMPT_ID...
@@ -34,21 +41,61 @@ for name, info in header.items():
     values.frombytes(raw[8 + header_size + begin:8 + header_size + end])
     tensors[name] = (info["shape"], list(values))
 
+architecture = config["architectures"][0]
+gemma = architecture == "Gemma3ForCausalLM"
 dim = config["hidden_size"]
 heads = config["num_attention_heads"]
 kv_heads = config.get("num_key_value_heads", heads)
-head_dim = config.get("head_dim") or dim // heads
+head_dim = config.get("head_dim") or (256 if gemma else dim // heads)
 layers = config["num_hidden_layers"]
 eps = config.get("rms_norm_eps", 1e-6)
-theta = config.get("rope_theta", 10000.0)
+theta = config.get("rope_theta", 1e6 if gemma else 10000.0)
 group = heads // kv_heads
-qk_norm = config["architectures"][0] == "Qwen3ForCausalLM"
+qk_norm = architecture in ("Qwen3ForCausalLM", "Gemma3ForCausalLM")
+norm_offset = 1.0 if gemma else 0.0
+gelu_gate = (config.get("hidden_activation") or config.get("hidden_act")
+             or ("gelu_pytorch_tanh" if gemma else "silu")) == "gelu_pytorch_tanh"
+scaling_divisor = math.sqrt(config.get("query_pre_attn_scalar", 256) if gemma else head_dim)
+softcap = config.get("final_logit_softcapping") if gemma else None
+
+if architecture == "Phi3ForCausalLM":  # Phi3Attention / Phi3MLP split the fused rows
+    for l in range(layers):
+        p = "model.layers.%d." % l
+        (rows, cols), qkv = tensors.pop(p + "self_attn.qkv_proj.weight")
+        q_rows, kv_rows = heads * head_dim, kv_heads * head_dim
+        for name, begin, count in (("q_proj", 0, q_rows), ("k_proj", q_rows, kv_rows),
+                                   ("v_proj", q_rows + kv_rows, kv_rows)):
+            tensors[p + "self_attn." + name + ".weight"] = ([count, cols], qkv[begin * cols:(begin + count) * cols])
+        (rows, cols), gate_up = tensors.pop(p + "mlp.gate_up_proj.weight")
+        half = rows // 2
+        tensors[p + "mlp.gate_proj.weight"] = ([half, cols], gate_up[:half * cols])
+        tensors[p + "mlp.up_proj.weight"] = ([half, cols], gate_up[half * cols:])
 
 
-def inverse_frequencies():
+def sliding_layers():
+    """The window and which layers slide, as each config class decides."""
+    window = config.get("sliding_window", 4096 if gemma else None)
+    if architecture in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and not config.get("use_sliding_window"):
+        window = None
+    if not window:
+        return 0, [False] * layers
+    if "layer_types" in config:
+        return window, [t == "sliding_attention" for t in config["layer_types"]]
+    if gemma:
+        pattern = config.get("sliding_window_pattern", 6)
+        return window, [(l + 1) % pattern != 0 for l in range(layers)]
+    if architecture in ("Qwen2ForCausalLM", "Qwen3ForCausalLM"):
+        return window, [l >= config.get("max_window_layers", 28) for l in range(layers)]
+    return window, [True] * layers
+
+
+window, slides = sliding_layers()
+
+
+def inverse_frequencies(theta, scaled):
     base = [1.0 / theta ** (2 * i / head_dim) for i in range(head_dim // 2)]
     scaling = config.get("rope_scaling")
-    if not scaling:
+    if not scaling or not scaled:
         return base
     kind = scaling.get("rope_type", scaling.get("type"))
     factor = scaling["factor"]
@@ -70,7 +117,9 @@ def inverse_frequencies():
     return result
 
 
-inverse = inverse_frequencies()
+global_inverse = inverse_frequencies(theta, True)
+local_inverse = (inverse_frequencies(config.get("rope_local_base_freq", 10000.0), False)
+                 if gemma else global_inverse)
 
 
 def weight(name):
@@ -94,7 +143,7 @@ def linear(name, x, bias=None):
 def rms_norm(x, name):
     w = weight(name)
     scale = 1.0 / math.sqrt(sum(v * v for v in x) / len(x) + eps)
-    return [w[i] * x[i] * scale for i in range(len(x))]
+    return [x[i] * scale * (norm_offset + w[i]) for i in range(len(x))]
 
 
 def head_norm(vector, count, name):
@@ -105,7 +154,7 @@ def head_norm(vector, count, name):
     return out
 
 
-def rotate(vector, count, pos):
+def rotate(vector, count, pos, inverse):
     half = head_dim // 2
     for h in range(count):
         base = h * head_dim
@@ -122,6 +171,8 @@ values = [[] for _ in range(layers)]
 
 def step(token, pos):
     x = list(weight("model.embed_tokens.weight")[token * dim:(token + 1) * dim])
+    if gemma:
+        x = [v * math.sqrt(dim) for v in x]
     for l in range(layers):
         p = "model.layers.%d." % l
         h = rms_norm(x, p + "input_layernorm.weight")
@@ -131,33 +182,45 @@ def step(token, pos):
         if qk_norm:
             q = head_norm(q, heads, p + "self_attn.q_norm.weight")
             k = head_norm(k, kv_heads, p + "self_attn.k_norm.weight")
-        rotate(q, heads, pos)
-        rotate(k, kv_heads, pos)
+        inverse = local_inverse if slides[l] else global_inverse
+        rotate(q, heads, pos, inverse)
+        rotate(k, kv_heads, pos, inverse)
         keys[l].append(k)
         values[l].append(v)
         attention = [0.0] * (heads * head_dim)
         for head in range(heads):
             kv = (head // group) * head_dim
             qh = q[head * head_dim:(head + 1) * head_dim]
-            scores = [sum(qh[i] * keys[l][t][kv + i] for i in range(head_dim)) / math.sqrt(head_dim)
-                      for t in range(pos + 1)]
+            seen = [t for t in range(pos + 1) if not slides[l] or pos - t < window]
+            scores = [sum(qh[i] * keys[l][t][kv + i] for i in range(head_dim)) / scaling_divisor for t in seen]
             top = max(scores)
             e = [math.exp(s - top) for s in scores]
             z = sum(e)
-            for t in range(pos + 1):
+            for j, t in enumerate(seen):
                 for i in range(head_dim):
-                    attention[head * head_dim + i] += e[t] / z * values[l][t][kv + i]
+                    attention[head * head_dim + i] += e[j] / z * values[l][t][kv + i]
         o = linear(p + "self_attn.o_proj.weight", attention, p + "self_attn.o_proj.bias")
+        if gemma:
+            o = rms_norm(o, p + "post_attention_layernorm.weight")
         x = [a + b for a, b in zip(x, o)]
-        h = rms_norm(x, p + "post_attention_layernorm.weight")
+        h = rms_norm(x, p + ("pre_feedforward_layernorm.weight" if gemma else "post_attention_layernorm.weight"))
         gate = linear(p + "mlp.gate_proj.weight", h)
         up = linear(p + "mlp.up_proj.weight", h)
-        act = [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)]
+        if gelu_gate:
+            act = [0.5 * g * (1 + math.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3))) * u
+                   for g, u in zip(gate, up)]
+        else:
+            act = [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)]
         down = linear(p + "mlp.down_proj.weight", act)
+        if gemma:
+            down = rms_norm(down, p + "post_feedforward_layernorm.weight")
         x = [a + b for a, b in zip(x, down)]
     x = rms_norm(x, "model.norm.weight")
     head = "lm_head.weight" if has("lm_head.weight") else "model.embed_tokens.weight"
-    return linear(head, x)
+    logits = linear(head, x)
+    if softcap:
+        logits = [math.tanh(v / softcap) * softcap for v in logits]
+    return logits
 
 
 token = prompt[0]

@@ -13,12 +13,13 @@ LAUNCH="$1" INFER="$2" MAKE_TOY="$3" REFERENCE="$4" COMPARE="$5"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_vs_hf_reference.XXXXXX")"
 STEPS=14
 PROMPT="1 72 101 108 108 111 44 32 119"
+SEQ_LEN=64
 FAILURES=0
 
 check_family() {
   local name="$1"
   shift
-  if ! "$MAKE_TOY" --out "$WORK/$name" --dim 32 --layers 3 --heads 4 --seq-len 64 "$@" >/dev/null; then
+  if ! "$MAKE_TOY" --out "$WORK/$name" --dim 32 --layers 3 --heads 4 --seq-len "$SEQ_LEN" "$@" >/dev/null; then
     echo "FAIL: $name: make_toy_model $*" >&2
     FAILURES=$((FAILURES + 1))
     return
@@ -51,6 +52,17 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
+
+# The sliding families over 320 positions: a 100-token prompt (two prefill
+# chunks) and 220 generated tokens, so a window of 5-7 positions wraps its
+# layers' caches (window + 63 positions) several times, in prefill and decode.
+STEPS=220
+PROMPT="$(seq -s ' ' 3 102)"
+SEQ_LEN=320
+check_family mistral_window --kv-heads 1 --architecture mistral --sliding-window 6
+check_family gemma3 --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
+  --query-pre-attn-scalar 24 --final-logit-softcapping 3
+check_family phi3 --kv-heads 2 --architecture phi3 --sliding-window 7
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failures" >&2; exit 1; }
 rm -rf "$WORK"

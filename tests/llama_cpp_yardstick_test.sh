@@ -4,7 +4,9 @@
 # (node-llama-cpp 3.21.1's prebuilt CPU build, tools/yardsticks; its KV cache
 # in F32 as ours, not its default F16) as under //tools:infer, for two prompts;
 # and toy GGUF files of each family we write (make_toy_model --format gguf:
-# llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim)
+# llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim,
+# gemma3 with its norms, GeGLU and local/global layers, phi3 with fused
+# projections)
 # give llama.cpp's 16 greedy ids (or first differ at a near-tie in our
 # logits, tests/near_tie.py). Skips, passing, when node or the fetched package
 # (tools/yardsticks/fetch_llama_cpp.sh) is absent; the stories260K part
@@ -19,7 +21,9 @@ llama_cpp_package
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/llama_cpp.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-for family in "llama" "qwen2" "qwen3 --head-dim 32"; do
+# gemma3's local layers (every other one) see 8 positions of the 19; llama.cpp
+# reads no window for phi3 (it disables Phi-3's), so that toy has none.
+for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --sliding-window 8" "phi3"; do
   name="${family%% *}"
   # shellcheck disable=SC2086  # family holds the flags
   if ! "$MAKE_TOY" --format gguf --architecture $family --dim 64 --heads 4 --kv-heads 2 \

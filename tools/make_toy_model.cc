@@ -25,6 +25,54 @@
 #include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
+namespace inferno {
+namespace {
+
+// --sliding-window and Gemma's --query-pre-attn-scalar and
+// --final-logit-softcapping into `shape`; fails naming the flag.
+Status ReadWindowFlags(const CommandLine& flags, const std::string& architecture, ToyModelShape& shape) {
+  Result<int64_t> sliding_window = flags.Int("sliding-window", 0, 1, 1 << 20);
+  Result<double> query_pre_attn_scalar = flags.Double("query-pre-attn-scalar", 0.0, 1.0, 1 << 20);
+  Result<double> softcapping = flags.Double("final-logit-softcapping", 0.0, 0.01, 1e6);
+  if (!sliding_window) return sliding_window.error();
+  if (!query_pre_attn_scalar) return query_pre_attn_scalar.error();
+  if (!softcapping) return softcapping.error();
+  if (architecture != "gemma3" &&
+      (flags.Has("query-pre-attn-scalar") || flags.Has("final-logit-softcapping"))) {
+    return Error::InvalidArgument(
+        "--query-pre-attn-scalar and --final-logit-softcapping are gemma3 settings");
+  }
+  if (architecture == "llama" && flags.Has("sliding-window")) {
+    return Error::InvalidArgument(
+        "--sliding-window: llama has no sliding window (mistral, qwen2, qwen3, gemma3, phi3 do)");
+  }
+  shape.sliding_window = flags.Has("sliding-window") ? *sliding_window : 0;
+  shape.query_pre_attn_scalar =
+      flags.Has("query-pre-attn-scalar") ? static_cast<float>(*query_pre_attn_scalar) : 0.0f;
+  shape.final_logit_softcapping =
+      flags.Has("final-logit-softcapping") ? static_cast<float>(*softcapping) : 0.0f;
+  return {};
+}
+
+// --rope-scaling (by `factor`) into `shape`; fails naming an unknown kind.
+Status ReadRopeScalingFlags(const CommandLine& flags, double factor, ToyModelShape& shape) {
+  const std::optional<std::string> scaling = flags.Last("rope-scaling");
+  if (!scaling) return {};
+  shape.rope_scaling.factor = static_cast<float>(factor);
+  if (*scaling == "linear") {
+    shape.rope_scaling.type = RopeScaling::Type::kLinear;
+  } else if (*scaling == "llama3") {
+    shape.rope_scaling.type = RopeScaling::Type::kLlama3;
+    shape.rope_scaling.original_max_position_embeddings = std::max<int64_t>(shape.seq_len / 4, 1);
+  } else {
+    return Error::InvalidArgument("--rope-scaling: '" + *scaling + "' is not linear or llama3");
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace inferno
+
 int main(int argc, char** argv) {
   using namespace inferno;
   const CommandSpec spec{
@@ -47,8 +95,14 @@ int main(int argc, char** argv) {
        {"vocab", "N", "vocabulary size (default 259, the byte tokenizer's)"},
        {"seq-len", "N", "context length (default 256)"},
        {"seed", "S", "weight seed (default 1)"},
-       {"architecture", "llama|mistral|qwen2|qwen3",
-        "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms)"},
+       {"architecture", "llama|mistral|qwen2|qwen3|gemma3|phi3",
+        "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms, gemma3 "
+        "Gemma 3's norms, GeGLU and local/global layers, phi3 fused qkv and gate_up projections)"},
+       {"sliding-window", "N",
+        "sliding layers attend to N positions (mistral, phi3: all layers; qwen2, qwen3: from layer 1; "
+        "gemma3: every other layer from 0)"},
+       {"query-pre-attn-scalar", "X", "gemma3: attention scores divided by sqrt(X) (default head size)"},
+       {"final-logit-softcapping", "X", "gemma3: logits capped to X * tanh(logits / X)"},
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
@@ -84,12 +138,12 @@ int main(int argc, char** argv) {
   shape.seq_len = *values[5];
   shape.hidden = *values[7];
   const std::string architecture = flags.Last("architecture").value_or("llama");
-  const std::map<std::string, std::string> architectures = {{"llama", "LlamaForCausalLM"},
-                                                            {"mistral", "MistralForCausalLM"},
-                                                            {"qwen2", "Qwen2ForCausalLM"},
-                                                            {"qwen3", "Qwen3ForCausalLM"}};
+  const std::map<std::string, std::string> architectures = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"}};
   if (!architectures.contains(architecture)) {
-    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2 or qwen3\n",
+    std::fprintf(stderr,
+                 "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2, qwen3, gemma3 or phi3\n",
                  architecture.c_str());
     return 2;
   }
@@ -105,18 +159,13 @@ int main(int argc, char** argv) {
     }
   }
   shape.head_dim = flags.Has("head-dim") ? *head_dim : 0;
-  if (const std::optional<std::string> scaling = flags.Last("rope-scaling")) {
-    shape.rope_scaling.factor = static_cast<float>(*rope_factor);
-    if (*scaling == "linear") {
-      shape.rope_scaling.type = RopeScaling::Type::kLinear;
-    } else if (*scaling == "llama3") {
-      shape.rope_scaling.type = RopeScaling::Type::kLlama3;
-      shape.rope_scaling.original_max_position_embeddings = std::max<int64_t>(shape.seq_len / 4, 1);
-    } else {
-      std::fprintf(stderr, "make_toy_model: --rope-scaling: '%s' is not linear or llama3\n",
-                   scaling->c_str());
-      return 2;
-    }
+  if (Status window = ReadWindowFlags(flags, architecture, shape); !window) {
+    std::fprintf(stderr, "make_toy_model: %s\n", window.error().message.c_str());
+    return 2;
+  }
+  if (Status scaling = ReadRopeScalingFlags(flags, *rope_factor, shape); !scaling) {
+    std::fprintf(stderr, "make_toy_model: %s\n", scaling.error().message.c_str());
+    return 2;
   }
   const ModelConfig config = ToyModelConfig(shape);
   if (Status valid = config.Validate("make_toy_model flags"); !valid) {
