@@ -451,7 +451,8 @@ std::string ModelConfigToJson(const ModelConfig& config) {
        config.activation == Activation::kSilu ? "silu" : "gelu_pytorch_tanh"},
       {"torch_dtype", "float32"},
   };
-  if (config.explicit_head_dim > 0) object["head_dim"] = config.explicit_head_dim;
+  // Gemma's head_dim defaults to 256, not hidden_size / heads.
+  if (config.explicit_head_dim > 0 || config.family().gemma_layout) object["head_dim"] = config.head_dim();
   if (config.family().attention_bias_field) object["attention_bias"] = config.o_proj_bias;
   if (config.sliding_window > 0) {
     object["sliding_window"] = config.sliding_window;

@@ -9,6 +9,7 @@
 #   products in another order: logits agree within rounding, which
 #   infer_tensor_parallel_test bounds), used in place (--weights mapped) the
 #   ids and logits of 1 rank, and the Q8_0 file's shards the same;
+# - Gemma 3 and Phi-3 toys the same way (see below);
 # - stories260K.bin converted to GGUF (convert_to_gguf, F32) gives the same
 #   greedy token ids as the .bin, on 1 and 2 ranks (skipped without
 #   ../shared/models).
@@ -62,6 +63,34 @@ else
   cat "$WORK/shard_q8_0.err" >&2
   fail "shard --model toy_q8_0.gguf"
 fi
+
+# Gemma 3 and Phi-3: the toy model as GGUF (Gemma's norms stored as
+# 1 + weight, Phi-3's projections fused as llama.cpp stores them) gives the
+# safetensors folder's ids and logits bit for bit, on 1 rank and --tp 2, and
+# so do its tensor-parallel shards and the folder's pipeline shards (Phi-3's
+# fused tensors cut into their parts).
+for family in "gemma3 --head-dim 16 --sliding-window 6" "phi3 --sliding-window 7"; do
+  name="${family%% *}"
+  # shellcheck disable=SC2086  # family holds the flags
+  "$MAKE_TOY" --architecture $family --out "$WORK/$name" >/dev/null || fail "$name: make_toy_model"
+  # shellcheck disable=SC2086
+  "$MAKE_TOY" --architecture $family --format gguf --out "$WORK/$name.gguf" >/dev/null ||
+    fail "$name: make_toy_model --format gguf"
+  MODEL="$WORK/$name"; run "$name-st-1" 1 "${ARGS[@]}" --tokenizer byte-level
+  MODEL="$WORK/$name.gguf"; run "$name-gguf-1" 1 "${ARGS[@]}" && same "$name-st-1" "$name-gguf-1"
+  MODEL="$WORK/$name"; run "$name-st-tp2" 2 --tp 2 "${ARGS[@]}" --tokenizer byte-level
+  MODEL="$WORK/$name.gguf"; run "$name-gguf-tp2" 2 --tp 2 "${ARGS[@]}" && same "$name-st-tp2" "$name-gguf-tp2"
+  if "$SHARD" --model "$WORK/$name.gguf" --pp 1 --tp 2 --out "$WORK/$name-tp-shards" 2>"$WORK/$name.shard.err" &&
+    "$SHARD" --model "$WORK/$name" --pp 2 --out "$WORK/$name-pp-shards" 2>>"$WORK/$name.shard.err"; then
+    run "$name-gguf-shards" 2 --shards "$WORK/$name-tp-shards" --tokenizer "$WORK/$name.gguf" "${ARGS[@]}" &&
+      same "$name-st-tp2" "$name-gguf-shards"
+    run "$name-st-shards" 2 --shards "$WORK/$name-pp-shards" --tokenizer byte-level "${ARGS[@]}" &&
+      same "$name-st-1" "$name-st-shards"
+  else
+    cat "$WORK/$name.shard.err" >&2
+    fail "$name: shard"
+  fi
+done
 
 if [ -f "${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")/shared/models}/stories260K.bin" ]; then
   shared_model stories260K.bin
