@@ -118,7 +118,17 @@ Result<std::optional<LoadedTokenizer>> LoadJobTokenizer(const std::optional<std:
     loaded = LoadTokenizer(std::string(kByteLevelTokenizer), "");
     if (!loaded) return loaded.error();
   }
-  if (loaded->has_value() && (**loaded).tokenizer->vocab_size() > config.vocab_size) {
+  // A tokenizer may know more ids than the model only as special tokens
+  // (Gemma 3's tokenizer.json has <image_soft_token> = 262144 beside its
+  // models' 262144 ids): a prompt that holds one is refused where prompts
+  // are checked (runtime/generation.h).
+  const auto beyond_model_only_special = [&](const Tokenizer& tokenizer) {
+    for (int32_t id = static_cast<int32_t>(config.vocab_size); id < tokenizer.vocab_size(); ++id) {
+      if (!tokenizer.IsSpecial(id)) return false;
+    }
+    return true;
+  };
+  if (loaded->has_value() && !beyond_model_only_special(*(**loaded).tokenizer)) {
     return Error::InvalidArgument("the tokenizer " + (**loaded).source + " has " +
                                   std::to_string((**loaded).tokenizer->vocab_size()) +
                                   " tokens, more than the model's vocabulary of " +

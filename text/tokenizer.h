@@ -43,6 +43,14 @@ class Tokenizer {
   virtual std::string Decode(int32_t previous, int32_t token) const = 0;
 
   virtual int32_t vocab_size() const = 0;
+
+  // Whether `id` is a special token (an added token marked special: a
+  // control token such as Gemma 3's <image_soft_token>, which ordinary text
+  // does not encode to); false unless the file says so.
+  virtual bool IsSpecial(int32_t id) const {
+    (void)id;
+    return false;
+  }
 };
 
 class ByteTokenizer final : public Tokenizer {

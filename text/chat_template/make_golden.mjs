@@ -10,7 +10,7 @@
 // [INST], Llama 3.1 and 3.2 Instruct, ChatML, Mistral Instruct v0.1 and
 // v0.2, Zephyr/TinyLlama), rendered
 // with bos_token "<s>" and eos_token "</s>"; and the chat_template of each
-// real tokenizer_config.json in <dir>/<name>/models/ (llama3, qwen3; the
+// real tokenizer_config.json in <dir>/<name>/models/ (llama3, qwen3, gemma3; the
 // Mistral file has none), with its own bos_token and eos_token. For each it
 // writes <out>/<name>_golden.json:
 //   {"template": name, "bos_token", "eos_token",
@@ -148,7 +148,7 @@ function writeGolden(name, source, bos_token, eos_token, provenance) {
 const tokenContent = (token) => (token === null || token === undefined ? null : token.content ?? token);
 
 // Every package checked before anything is written.
-const kRealTokenizers = ["llama3", "qwen3", "mistral"];
+const kRealTokenizers = ["llama3", "qwen3", "mistral", "gemma3"];
 const tokenizerPackages = Object.fromEntries(
   kRealTokenizers.map((name) => [name, checkedTokenizerPackage(tokenizersDir, name)]),
 );

@@ -103,7 +103,7 @@ TEST_P(GoldenTest, SpecialTokensAddedLikeTheReference) {
             golden_.at("encode_hello_with_special_tokens").get<std::vector<int32_t>>());
 }
 
-INSTANTIATE_TEST_SUITE_P(RealTokenizers, GoldenTest, testing::Values("llama3", "qwen3", "mistral"),
+INSTANTIATE_TEST_SUITE_P(RealTokenizers, GoldenTest, testing::Values("llama3", "qwen3", "mistral", "gemma3"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -89,7 +89,7 @@ class HfTokenizer final : public Tokenizer {
   // The piece of `id` as written in the file; empty when there is none.
   std::string_view TokenPiece(int32_t id) const;
   // Whether `id` is an added token marked "special".
-  bool IsSpecial(int32_t id) const { return special_ids_.contains(id); }
+  bool IsSpecial(int32_t id) const override { return special_ids_.contains(id); }
 
  private:
   HfTokenizer() = default;

@@ -6,7 +6,7 @@
 //   NODE_PATH=/tmp/hf-ref/node_modules node text/hf_tokenizer/make_golden.mjs \
 //       ~/.cache/inferno/tokenizers text/hf_tokenizer/testdata
 //
-// For each tokenizer folder <dir>/<name>/models/ (llama3, qwen3, mistral) it writes
+// For each tokenizer folder <dir>/<name>/models/ (llama3, qwen3, mistral, gemma3) it writes
 // <out>/<name>_golden.json: {"cases": [{"text", "ids", "decoded"}],
 // "provenance"}, where ids are the encoding without special tokens added and
 // decoded is the decoding of ids with special tokens kept, and provenance
@@ -136,6 +136,16 @@ const specials = {
     " </s> ",
     "<<s>>",
     "[INST] <<SYS>>\nsys\n<</SYS>>\n\nhi [/INST]",
+  ],
+  gemma3: [
+    "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+    "text <end_of_turn> text",
+    "<eos><pad>",
+    "not special: <start_of_turn and <|im_end|>",
+    " <end_of_turn> ",
+    "<<end_of_turn>>",
+    "<start_of_image> image <end_of_image>",
+    "tabs\t\tand    runs of spaces   ",
   ],
 };
 
