@@ -19,6 +19,11 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
       case RopeScaling::Type::kLinear:
         inverse[i] = frequency / scaling.factor;
         break;
+      case RopeScaling::Type::kLongRope:
+        inverse[i] =
+            1.0f / (scaling.short_factor[static_cast<size_t>(i)] *
+                    std::pow(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(head_dim)));
+        break;
       case RopeScaling::Type::kLlama3: {
         const float original = static_cast<float>(scaling.original_max_position_embeddings);
         const float wavelength = 2.0f * std::numbers::pi_v<float> / frequency;
@@ -36,6 +41,11 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
     }
   }
   return inverse;
+}
+
+float RopeAttentionFactor(const ModelConfig& config) {
+  return config.rope_scaling.type == RopeScaling::Type::kLongRope ? config.rope_scaling.attention_factor
+                                                                  : 1.0f;
 }
 
 }  // namespace inferno

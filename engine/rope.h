@@ -1,6 +1,6 @@
 // RoPE frequencies: the inverse frequency of each rotated pair of a head,
 // as Hugging Face computes them, with the scalings of config.json's
-// rope_scaling (linear; Llama 3.1's "llama3").
+// rope_scaling (linear; Llama 3.1's "llama3"; Phi-3's "longrope").
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -16,7 +16,12 @@ namespace inferno {
 // frequency by the factor. Llama 3 keeps the high frequencies (wavelength
 // below original_max_position_embeddings / high_freq_factor), divides the
 // low ones (wavelength above original_max_position_embeddings /
-// low_freq_factor) by the factor, and blends the ones between.
+// low_freq_factor) by the factor, and blends the ones between. Longrope
+// divides frequency i by short_factor[i] (contexts past the original length,
+// where Hugging Face takes long_factor, are refused by CheckContextFits).
 std::vector<float> RopeInverseFrequencies(const ModelConfig& config);
+
+// What cos and sin are multiplied by: longrope's attention_factor, else 1.
+float RopeAttentionFactor(const ModelConfig& config);
 
 }  // namespace inferno

@@ -59,6 +59,10 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.row_slot.resize(positions);
   state_.row_pos.resize(positions);
   FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
+  if (const float factor = RopeAttentionFactor(config_); factor != 1.0f) {  // longrope
+    for (float& c : state_.rope_cos) c *= factor;
+    for (float& v : state_.rope_sin) v *= factor;
+  }
   if (config_.local_rope_theta > 0.0f) {
     ModelConfig local = config_;
     local.rope_theta = config_.local_rope_theta;

@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -57,6 +58,7 @@ const std::set<std::string_view> kFieldsHonoured = {"architectures",
                                                     "final_logit_softcapping",
                                                     "attn_logit_softcapping",
                                                     "partial_rotary_factor",
+                                                    "original_max_position_embeddings",
                                                     "inferno_norm_weight_offset"};
 
 // Fields only the Gemma families have (Architecture::gemma_layout): any other
@@ -141,6 +143,60 @@ Status ReadArchitecture(const json& object, ModelConfig& config, const std::stri
   return {};
 }
 
+// Phi-3's original context (the top-level original_max_position_embeddings,
+// else rope_scaling's, else Phi3Config's default 4096) and, unless
+// rope_scaling gives it, the attention factor sqrt(1 + ln(s) /
+// ln(original)) for s = max_position_embeddings / original (1 when s <= 1),
+// as transformers' longrope computes them.
+Status FinishLongRope(const json& object, ModelConfig& config, const std::string& source) {
+  RopeScaling& scaling = config.rope_scaling;
+  if (scaling.type != RopeScaling::Type::kLongRope) return {};
+  if (!object.at("rope_scaling").contains("original_max_position_embeddings"))
+    scaling.original_max_position_embeddings = 4096;
+  if (Status s = ReadInt(object, "original_max_position_embeddings", false,
+                         &scaling.original_max_position_embeddings, source);
+      !s) {
+    return s;
+  }
+  if (scaling.original_max_position_embeddings <= 0) {
+    return Error::Corruption(source + ": original_max_position_embeddings is not positive");
+  }
+  const int64_t half = config.head_dim() / 2;
+  if (static_cast<int64_t>(scaling.short_factor.size()) != half ||
+      static_cast<int64_t>(scaling.long_factor.size()) != half) {
+    return Error::Corruption(source + ": rope_scaling's short_factor and long_factor need head_dim / 2 = " +
+                             std::to_string(half) + " entries each");
+  }
+  if (!Present(object.at("rope_scaling"), "attention_factor")) {
+    const double s = static_cast<double>(config.max_position_embeddings) /
+                     static_cast<double>(scaling.original_max_position_embeddings);
+    const double original = static_cast<double>(scaling.original_max_position_embeddings);
+    scaling.attention_factor =
+        s <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(s) / std::log(original)));
+  } else if (!(scaling.attention_factor > 0.0f)) {
+    return Error::Corruption(source + ": rope_scaling's attention_factor is not positive");
+  }
+  return {};
+}
+
+// longrope's factor lists and attention_factor (original context and
+// default attention factor: ParseModelConfigJson, from the top-level fields).
+Status ReadLongRope(const json& value, RopeScaling& scaling, const std::string& where) {
+  for (const auto& [key, out] :
+       {std::pair{"short_factor", &scaling.short_factor}, std::pair{"long_factor", &scaling.long_factor}}) {
+    const json& list = value.contains(key) ? value.at(key) : json();
+    if (!list.is_array() || list.empty() || !std::all_of(list.begin(), list.end(), [](const json& f) {
+          return f.is_number() && f.get<float>() > 0;
+        })) {
+      return Error::Unimplemented(where + ": '" + std::string(key) + "' is not a list of positive numbers");
+    }
+    for (const json& f : list) out->push_back(f.get<float>());
+  }
+  if (Status s = ReadScalar(value, "attention_factor", &scaling.attention_factor, where); !s) return s;
+  return ReadInt(value, "original_max_position_embeddings", false, &scaling.original_max_position_embeddings,
+                 where);
+}
+
 Status ReadRopeScaling(const json& object, RopeScaling& scaling, const std::string& source) {
   if (!Present(object, "rope_scaling")) return {};
   const json& value = object.at("rope_scaling");
@@ -161,13 +217,17 @@ Status ReadRopeScaling(const json& object, RopeScaling& scaling, const std::stri
   } else if (type == "llama3") {
     scaling.type = RopeScaling::Type::kLlama3;
     allowed.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else if (type == "longrope" || type == "su") {  // "su": older Phi-3 files
+    scaling.type = RopeScaling::Type::kLongRope;
+    allowed.insert({"short_factor", "long_factor", "attention_factor", "original_max_position_embeddings"});
   } else {
-    return fail("type '" + type + "' is not supported (linear, llama3)");
+    return fail("type '" + type + "' is not supported (linear, llama3, longrope)");
   }
   for (const auto& [key, unused] : value.items()) {
     if (!allowed.contains(key)) return fail("field '" + key + "' is not supported for type '" + type + "'");
   }
   const std::string where = source + ": rope_scaling";
+  if (scaling.type == RopeScaling::Type::kLongRope) return ReadLongRope(value, scaling, where);
   if (!value.contains("factor")) return fail("no factor");
   if (Status s = ReadScalar(value, "factor", &scaling.factor, where); !s) return s;
   if (Status s = ReadScalar(value, "low_freq_factor", &scaling.low_freq_factor, where); !s) return s;
@@ -348,6 +408,15 @@ Status ModelConfig::CheckContextFits(int64_t context_length) const {
                                   " positions exceeds the model's max_position_embeddings " +
                                   std::to_string(max_position_embeddings));
   }
+  if (rope_scaling.type == RopeScaling::Type::kLongRope &&
+      context_length > rope_scaling.original_max_position_embeddings) {
+    return Error::Unimplemented(
+        "a context of " + std::to_string(context_length) + " positions passes the model's original " +
+        std::to_string(rope_scaling.original_max_position_embeddings) +
+        " (original_max_position_embeddings), past which longrope switches to its long factors mid-sequence, "
+        "which inferno does not implement: lower --context or --max-new-tokens to at most " +
+        std::to_string(rope_scaling.original_max_position_embeddings) + " positions in all");
+  }
   return {};
 }
 
@@ -384,6 +453,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (Status s = ReadScalar(object, "tie_word_embeddings", &config.tie_word_embeddings, source); !s)
     return s.error();
   if (Status s = ReadRopeScaling(object, config.rope_scaling, source); !s) return s.error();
+  if (Status s = FinishLongRope(object, config, source); !s) return s.error();
   if (Status s = ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source); !s) return s.error();
 
   if (Status s = ReadActivation(object, config, source); !s) return s.error();
@@ -478,6 +548,13 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   const RopeScaling& scaling = config.rope_scaling;
   if (scaling.type == RopeScaling::Type::kLinear) {
     object["rope_scaling"] = {{"rope_type", "linear"}, {"factor", scaling.factor}};
+  } else if (scaling.type == RopeScaling::Type::kLongRope) {
+    object["rope_scaling"] = {{"rope_type", "longrope"},
+                              {"short_factor", scaling.short_factor},
+                              {"long_factor", scaling.long_factor},
+                              {"attention_factor", scaling.attention_factor},
+                              {"original_max_position_embeddings", scaling.original_max_position_embeddings}};
+    object["original_max_position_embeddings"] = scaling.original_max_position_embeddings;  // Phi3Config's
   } else if (scaling.type == RopeScaling::Type::kLlama3) {
     object["rope_scaling"] = {{"rope_type", "llama3"},
                               {"factor", scaling.factor},

@@ -23,15 +23,24 @@ namespace inferno {
 struct RopeScaling {
   enum class Type {
     kNone,
-    kLinear,  // positions divided by `factor`
-    kLlama3,  // Llama 3.1's per-frequency scaling
+    kLinear,    // positions divided by `factor`
+    kLlama3,    // Llama 3.1's per-frequency scaling
+    kLongRope,  // Phi-3's: frequency i divided by short_factor[i], cos and sin times attention_factor
   };
   Type type = Type::kNone;
   float factor = 1.0f;
   // kLlama3 only.
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
+  // kLlama3, kLongRope (Phi-3's config.json has it beside rope_scaling).
   int64_t original_max_position_embeddings = 8192;
+  // kLongRope: (head_dim / 2) each. Hugging Face switches to long_factor
+  // for a sequence longer than original_max_position_embeddings; inferno
+  // computes the short factors only, and refuses contexts beyond that
+  // length (ModelConfig::CheckContextFits).
+  std::vector<float> short_factor;
+  std::vector<float> long_factor;
+  float attention_factor = 1.0f;
 
   bool operator==(const RopeScaling&) const = default;
 };
@@ -113,7 +122,8 @@ struct ModelConfig {
   Status Validate(const std::string& source) const;
 
   // Fails when a sequence of `context_length` positions exceeds
-  // max_position_embeddings.
+  // max_position_embeddings, or (longrope) the original context, past
+  // which Hugging Face switches factors mid-sequence.
   Status CheckContextFits(int64_t context_length) const;
 };
 

@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace inferno {
@@ -272,13 +274,11 @@ TEST(ModelConfigJson, GemmaFieldsAreRefusedElsewhereAndUnsupportedOnesNamed) {
       ConfigJson("Phi3ForCausalLM", R"(, "partial_rotary_factor": 0.75)"), "config.json");
   ASSERT_FALSE(partial);
   EXPECT_NE(partial.error().message.find("partial_rotary_factor"), std::string::npos);
-  Result<ModelConfig> longrope = ParseModelConfigJson(
-      ConfigJson("Phi3ForCausalLM",
-                 R"(, "rope_scaling": {"type": "longrope", "short_factor": [1], "long_factor": [2]})"),
-      "config.json");
-  ASSERT_FALSE(longrope);
-  EXPECT_EQ(longrope.error().kind, ErrorKind::kUnimplemented);
-  EXPECT_NE(longrope.error().message.find("longrope"), std::string::npos) << longrope.error().message;
+  Result<ModelConfig> yarn = ParseModelConfigJson(
+      ConfigJson("Phi3ForCausalLM", R"(, "rope_scaling": {"type": "yarn", "factor": 4.0})"), "config.json");
+  ASSERT_FALSE(yarn);
+  EXPECT_EQ(yarn.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(yarn.error().message.find("yarn"), std::string::npos) << yarn.error().message;
   Result<ModelConfig> offset = ParseModelConfigJson(
       ConfigJson("Gemma3ForCausalLM", R"(, "inferno_norm_weight_offset": 0)"), "config.json");
   ASSERT_TRUE(offset) << offset.error().message;
@@ -298,6 +298,38 @@ constexpr char kPhi3Config[] = R"({
   "rope_theta": 10000.0, "sliding_window": 2047, "tie_word_embeddings": false,
   "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": true,
   "attention_bias": false, "vocab_size": 32064})";
+
+TEST(ModelConfigJson, Phi3LongRopeTakesTransformersAttentionFactorAndRefusesLongContexts) {
+  std::string factors = "[";
+  for (int i = 0; i < 4; ++i) factors += std::string(i ? ", " : "") + "1.5";
+  factors += "]";
+  Result<ModelConfig> phi3 = ParseModelConfigJson(
+      ConfigJson("Phi3ForCausalLM", R"(, "original_max_position_embeddings": 16,
+                 "rope_scaling": {"type": "longrope", "short_factor": )" +
+                                        factors + R"(, "long_factor": )" + factors + "}"),
+      "config.json");
+  ASSERT_TRUE(phi3) << phi3.error().message;
+  const RopeScaling& longrope = phi3->rope_scaling;
+  EXPECT_EQ(longrope.type, RopeScaling::Type::kLongRope);
+  EXPECT_EQ(longrope.original_max_position_embeddings, 16);
+  // max_position_embeddings 64 over 16: sqrt(1 + ln 4 / ln 16) = sqrt(1.5).
+  EXPECT_FLOAT_EQ(longrope.attention_factor, std::sqrt(1.5f));
+  EXPECT_TRUE(phi3->CheckContextFits(16).ok());
+  Status beyond = phi3->CheckContextFits(17);
+  ASSERT_FALSE(beyond);
+  EXPECT_EQ(beyond.error().kind, ErrorKind::kUnimplemented);
+  EXPECT_NE(beyond.error().message.find("original_max_position_embeddings"), std::string::npos);
+  Result<ModelConfig> again = ParseModelConfigJson(ModelConfigToJson(*phi3), "again");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->rope_scaling, phi3->rope_scaling);
+  Result<ModelConfig> short_list = ParseModelConfigJson(
+      ConfigJson("Phi3ForCausalLM",
+                 R"(, "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]})"),
+      "config.json");
+  ASSERT_FALSE(short_list);
+  EXPECT_NE(short_list.error().message.find("head_dim / 2 = 4"), std::string::npos)
+      << short_list.error().message;
+}
 
 TEST(ModelConfigJson, Phi3AsPublishedSlidesEveryLayerAndFusesItsProjections) {
   Result<ModelConfig> phi3 = ParseModelConfigJson(kPhi3Config, "config.json");

@@ -3,8 +3,9 @@
 the Llama family's layout (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3):
 model.safetensors (f32) plus config.json, written from the transformers
 modelling conventions rather than from inferno's code: RoPE as rotate_half
-(pairs i and i + head_dim/2 of each head), with rope_scaling "linear" or
-"llama3"; q/k/v biases (Qwen2, or attention_bias), an o_proj bias
+(pairs i and i + head_dim/2 of each head), with rope_scaling "linear",
+"llama3" or "longrope" (its short factors: the positions here stay within
+the original context, and cos and sin times its attention factor); q/k/v biases (Qwen2, or attention_bias), an o_proj bias
 (attention_bias); Qwen3's and Gemma's q_norm and k_norm (each head of q and
 k RMS-normed, before RoPE); grouped-query attention; head_dim from
 config.json when given; RMSNorm; SwiGLU; tied or separate lm_head; sliding
@@ -98,6 +99,8 @@ def inverse_frequencies(theta, scaled):
     if not scaling or not scaled:
         return base
     kind = scaling.get("rope_type", scaling.get("type"))
+    if kind in ("longrope", "su"):  # the short factors: every position here is within the original context
+        return [1.0 / (scaling["short_factor"][i] * theta ** (2 * i / head_dim)) for i in range(head_dim // 2)]
     factor = scaling["factor"]
     if kind == "linear":
         return [f / factor for f in base]
@@ -117,7 +120,21 @@ def inverse_frequencies(theta, scaled):
     return result
 
 
+def longrope_attention_factor():
+    """cos and sin are multiplied by this (transformers' longrope); 1 otherwise."""
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("rope_type", scaling.get("type")) not in ("longrope", "su"):
+        return 1.0
+    if scaling.get("attention_factor") is not None:
+        return scaling["attention_factor"]
+    original = config.get("original_max_position_embeddings",
+                          scaling.get("original_max_position_embeddings", 4096))
+    factor = config["max_position_embeddings"] / original
+    return 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+
+
 global_inverse = inverse_frequencies(theta, True)
+rope_attention = longrope_attention_factor()
 local_inverse = (inverse_frequencies(config.get("rope_local_base_freq", 10000.0), False)
                  if gemma else global_inverse)
 
@@ -154,12 +171,12 @@ def head_norm(vector, count, name):
     return out
 
 
-def rotate(vector, count, pos, inverse):
+def rotate(vector, count, pos, inverse, scale=1.0):
     half = head_dim // 2
     for h in range(count):
         base = h * head_dim
         for i in range(half):
-            c, s = math.cos(pos * inverse[i]), math.sin(pos * inverse[i])
+            c, s = scale * math.cos(pos * inverse[i]), scale * math.sin(pos * inverse[i])
             a, b = vector[base + i], vector[base + i + half]
             vector[base + i] = a * c - b * s
             vector[base + i + half] = b * c + a * s
@@ -183,8 +200,9 @@ def step(token, pos):
             q = head_norm(q, heads, p + "self_attn.q_norm.weight")
             k = head_norm(k, kv_heads, p + "self_attn.k_norm.weight")
         inverse = local_inverse if slides[l] else global_inverse
-        rotate(q, heads, pos, inverse)
-        rotate(k, kv_heads, pos, inverse)
+        scale = 1.0 if slides[l] and gemma else rope_attention
+        rotate(q, heads, pos, inverse, scale)
+        rotate(k, kv_heads, pos, inverse, scale)
         keys[l].append(k)
         values[l].append(v)
         attention = [0.0] * (heads * head_dim)

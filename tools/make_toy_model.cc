@@ -15,6 +15,7 @@
 //
 // The same flags always give the same bytes.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -64,8 +65,23 @@ Status ReadRopeScalingFlags(const CommandLine& flags, double factor, ToyModelSha
   } else if (*scaling == "llama3") {
     shape.rope_scaling.type = RopeScaling::Type::kLlama3;
     shape.rope_scaling.original_max_position_embeddings = std::max<int64_t>(shape.seq_len / 4, 1);
+  } else if (*scaling == "longrope") {
+    // Phi-3's: factors rising from 1 to --rope-factor over the pairs, the
+    // original context half of seq-len, the attention factor transformers
+    // derives from their ratio (2).
+    RopeScaling& longrope = shape.rope_scaling;
+    longrope.type = RopeScaling::Type::kLongRope;
+    longrope.original_max_position_embeddings = std::max<int64_t>(shape.seq_len / 2, 2);
+    const int64_t half = (shape.head_dim > 0 ? shape.head_dim : shape.dim / shape.heads) / 2;
+    for (int64_t i = 0; i < half; ++i) {
+      const float rising = static_cast<float>(i) / static_cast<float>(std::max<int64_t>(half - 1, 1));
+      longrope.short_factor.push_back(1.0f + (static_cast<float>(factor) - 1.0f) * rising);
+      longrope.long_factor.push_back(2.0f * longrope.short_factor.back());
+    }
+    longrope.attention_factor = static_cast<float>(std::sqrt(
+        1.0 + std::log(2.0) / std::log(static_cast<double>(longrope.original_max_position_embeddings))));
   } else {
-    return Error::InvalidArgument("--rope-scaling: '" + *scaling + "' is not linear or llama3");
+    return Error::InvalidArgument("--rope-scaling: '" + *scaling + "' is not linear, llama3 or longrope");
   }
   return {};
 }
@@ -106,8 +122,9 @@ int main(int argc, char** argv) {
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
-       {"rope-scaling", "linear|llama3",
-        "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
+       {"rope-scaling", "linear|llama3|longrope",
+        "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4; longrope: "
+        "factors 1 to --rope-factor, original context seq-len / 2)"},
        {"rope-factor", "F", "the RoPE scaling factor (default 8)"}},
       false,
       {"out"}};
