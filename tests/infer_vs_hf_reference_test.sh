@@ -6,8 +6,8 @@
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
 # hidden / heads), Qwen3 (q and k norms, head_dim != hidden / heads), Llama
 # with attention_bias and linear RoPE scaling, Mistral, Phi-3 with longrope
-# (within its original context); and over 320 positions windowed Mistral,
-# Gemma 3 and Phi-3. Prompt plus generation
+# (within its original context); and over 320 positions Qwen3, windowed
+# Mistral, Gemma 3 and Phi-3. Prompt plus generation
 # run past the scaled RoPE's original context, so scaling matters.
 # Usage: infer_vs_hf_reference_test.sh LAUNCH INFER MAKE_TOY_MODEL REFERENCE_PY COMPARE_PY
 set -u
@@ -51,17 +51,17 @@ check_family() {
 
 check_family llama3 --kv-heads 2 --rope-scaling llama3
 check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
-check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
 check_family phi3_longrope --kv-heads 2 --architecture phi3 --rope-scaling longrope --rope-factor 3
 
-# The sliding families over 320 positions: a 100-token prompt (two prefill
+# Qwen3 and the sliding families over 320 positions: a 100-token prompt (two prefill
 # chunks) and 220 generated tokens, so a window of 5-7 positions wraps its
 # layers' caches (window + 63 positions) several times, in prefill and decode.
 STEPS=220
 PROMPT="$(seq -s ' ' 3 102)"
 SEQ_LEN=320
+check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family mistral_window --kv-heads 1 --architecture mistral --sliding-window 6
 check_family gemma3 --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
   --query-pre-attn-scalar 24 --final-logit-softcapping 3
