@@ -1,0 +1,72 @@
+#!/bin/bash
+# //tools:infer under Open MPI's own mpirun, as a user runs it: no
+# MASTER_ADDR, MASTER_PORT or rank variable of ours, only the job secret's
+# file (INFERNO_JOB_SECRET_FILE). On 2 and 3 ranks the greedy tokens equal the
+# 1-rank run's, printed once. A world without a secret, and a secret file
+# others may read, each fail at once with a one-line error saying what to do.
+# Skips when mpirun is absent (tools/install_deps.sh installs openmpi-bin).
+#
+# Usage: infer_mpirun_test.sh LAUNCH INFER MAKE_TOY_MODEL JOB_KEY
+set -u
+source tests/test_lib.sh
+INFER="$2" MAKE_TOY="$3" JOB_KEY="$4"
+command -v mpirun >/dev/null 2>&1 || skip "mpirun not found (tools/install_deps.sh installs openmpi-bin)"
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_mpirun.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+"$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+ARGS=(--model "$WORK/toy" --output ids --max-new-tokens 40 --prompt-ids "1 79 111 99 101 32 117 112 111 110")
+timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/one.ids" 2>"$WORK/one.err" || {
+  cat "$WORK/one.err" >&2
+  echo "FAIL: infer on one rank" >&2
+  exit 1
+}
+[ -s "$WORK/one.ids" ] || { echo "FAIL: the 1-rank run printed nothing" >&2; exit 1; }
+(umask 077 && "$JOB_KEY" >"$WORK/secret")
+
+# Root needs --allow-run-as-root; 3 ranks on a 2-core machine need
+# --oversubscribe. Open MPI keeps its session files (with Unix sockets,
+# whose paths must be short) under TMPDIR: /tmp, not Bazel's deep test dir.
+MPIRUN=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+
+# mpi_infer NAME WORLD [VAR=VALUE...]: $INFER on WORLD ranks of mpirun with
+# only the given variables of ours; leaves $WORK/NAME.ids and .err, returns
+# mpirun's status. Every wait is bounded: the rendezvous by 20 s, the run by
+# 120 s.
+mpi_infer() {
+  local name="$1" world="$2"
+  shift 2
+  env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE -u INFERNO_JOB_SECRET -u INFERNO_JOB_SECRET_FILE \
+    -u INFERNO_INSECURE TMPDIR=/tmp INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 "$@" \
+    timeout -k 5 120 "${MPIRUN[@]}" -np "$world" "$INFER" "${ARGS[@]}" >"$WORK/$name.ids" 2>"$WORK/$name.err"
+}
+
+for world in 2 3; do
+  if ! mpi_infer "mpi$world" "$world" INFERNO_JOB_SECRET_FILE="$WORK/secret"; then
+    cat "$WORK/mpi$world.err" >&2
+    fail "mpirun -np $world failed"
+  elif ! cmp -s "$WORK/one.ids" "$WORK/mpi$world.ids"; then
+    fail "mpirun -np $world printed '$(head -c 300 "$WORK/mpi$world.ids")', one rank '$(head -c 300 "$WORK/one.ids")'"
+  else
+    echo "mpirun -np $world: the 1-rank tokens ($(wc -w <"$WORK/one.ids") ids)"
+  fi
+done
+
+# expect_refusal NAME PATTERN: the run failed, and its error says PATTERN.
+expect_refusal() {
+  if grep -q "$2" "$WORK/$1.err"; then
+    echo "$1: refused, saying '$2'"
+  else
+    cat "$WORK/$1.err" >&2
+    fail "$1: expected an error saying '$2'"
+  fi
+}
+if mpi_infer no_secret 2; then fail "mpirun -np 2 without a secret ran"; fi
+expect_refusal no_secret "needs a secret: export INFERNO_JOB_SECRET"
+chmod 644 "$WORK/secret"
+if mpi_infer open_secret 2 INFERNO_JOB_SECRET_FILE="$WORK/secret"; then fail "a secret file others may read was used"; fi
+expect_refusal open_secret "has mode 0644, which lets others read or change it: chmod 600 it"
+
+[ "$FAILURES" -eq 0 ] || exit 1
+echo "PASS"
