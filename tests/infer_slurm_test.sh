@@ -1,0 +1,130 @@
+#!/bin/bash
+# //tools:infer under a real Slurm: the test starts a one-host cluster of its
+# own (slurmctld and slurmd from Debian's slurm-wlm packages, in the
+# foreground, on free ports, AuthType=auth/none, no cgroups), then
+#   srun -n 2 infer ...              with INFERNO_JOB_SECRET only, and
+#   sbatch --wait docs/inferno.sbatch (the script users copy), 2 tasks,
+# and both print the 1-rank tokens: the ranks find rank 0 from Slurm's own
+# variables (SLURM_STEP_NODELIST, SLURM_JOB_ID, SLURM_STEP_ID). Skips when
+# the packages are absent (tools/install_deps.sh installs them) or when not
+# root (slurmd launches tasks as their user, which needs root).
+#
+# Usage: infer_slurm_test.sh LAUNCH INFER MAKE_TOY_MODEL JOB_KEY SBATCH_SCRIPT
+set -u
+source tests/test_lib.sh
+INFER="$2" MAKE_TOY="$3" JOB_KEY="$4" SBATCH_SCRIPT="$5"
+for tool in slurmctld slurmd srun sbatch sinfo; do
+  command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$tool" >/dev/null 2>&1 ||
+    skip "$tool not found (tools/install_deps.sh installs slurmctld, slurmd and slurm-client)"
+done
+PATH="$PATH:/usr/sbin"
+[ "$(id -u)" -eq 0 ] || skip "slurmd must run as root to start tasks"
+HOST="$(hostname -s)"
+getent hosts "$HOST" >/dev/null || skip "this host's name '$HOST' does not resolve"
+
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_slurm.XXXXXX")"
+# slurmd's step sockets live in its spool directory; Unix socket paths must
+# be short, so not under Bazel's deep test directory.
+SPOOL="$(mktemp -d /tmp/slurm_test.XXXXXX)"
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${PIDS[@]}"; do
+    timeout 10 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null
+  done
+  rm -rf "$WORK" "$SPOOL"
+}
+trap cleanup EXIT
+
+"$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+ARGS=(--model "$WORK/toy" --output ids --max-new-tokens 40 --prompt-ids "1 79 111 99 101 32 117 112 111 110")
+timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/one.ids" 2>"$WORK/one.err" || {
+  cat "$WORK/one.err" >&2
+  echo "FAIL: infer on one rank" >&2
+  exit 1
+}
+[ -s "$WORK/one.ids" ] || { echo "FAIL: the 1-rank run printed nothing" >&2; exit 1; }
+
+# Two free ports for the daemons, and a random first job id, so that jobs
+# of concurrent runs of this test get different ports for their rank 0.
+read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+FIRST_JOB=$((1000 + RANDOM * 30 + RANDOM % 30))
+CPUS="$(nproc)"
+cat >"$SPOOL/slurm.conf" <<CONF
+ClusterName=inferno-test
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$SPOOL/state
+SlurmdSpoolDir=$SPOOL/spool
+SlurmctldPidFile=$SPOOL/slurmctld.pid
+SlurmdPidFile=$SPOOL/slurmd.pid
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+FirstJobId=$FIRST_JOB
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS State=UNKNOWN
+PartitionName=test Nodes=$HOST Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+CONF
+mkdir -p "$SPOOL/state" "$SPOOL/spool"
+export SLURM_CONF="$SPOOL/slurm.conf"
+timeout 300 slurmctld -D -i -f "$SLURM_CONF" >"$WORK/slurmctld.log" 2>&1 &
+PIDS+=($!)
+timeout 300 slurmd -D -f "$SLURM_CONF" -N "$HOST" >"$WORK/slurmd.log" 2>&1 &
+PIDS+=($!)
+ready=0
+for _ in $(seq 100); do
+  if timeout 5 sinfo -h -N -o %t 2>/dev/null | grep -q '^idle'; then
+    ready=1
+    break
+  fi
+  sleep 0.2
+done
+if [ "$ready" -ne 1 ]; then
+  tail -20 "$WORK/slurmctld.log" "$WORK/slurmd.log" >&2
+  echo "FAIL: the test's Slurm cluster did not come up within 20 s" >&2
+  exit 1
+fi
+
+# same_tokens NAME: NAME.ids holds the 1-rank tokens.
+same_tokens() {
+  if cmp -s "$WORK/one.ids" "$WORK/$1.ids"; then
+    echo "$1: the 1-rank tokens ($(wc -w <"$WORK/one.ids") ids)"
+  else
+    cat "$WORK/$1.err" >&2 2>/dev/null
+    fail "$1 printed '$(head -c 300 "$WORK/$1.ids")', one rank '$(head -c 300 "$WORK/one.ids")'"
+  fi
+}
+for name in MASTER_ADDR MASTER_PORT RANK WORLD_SIZE INFERNO_JOB_SECRET INFERNO_JOB_SECRET_FILE INFERNO_INSECURE; do
+  unset "$name"
+done
+export INFERNO_RENDEZVOUS_TIMEOUT_MS=20000
+
+INFERNO_JOB_SECRET="$("$JOB_KEY")" timeout -k 5 120 srun -n 2 --kill-on-bad-exit=1 -t 2 \
+  "$INFER" "${ARGS[@]}" >"$WORK/srun.ids" 2>"$WORK/srun.err" || fail "srun -n 2 failed: $(cat "$WORK/srun.err")"
+same_tokens srun
+
+BIN="$(cd "$(dirname "$INFER")" && pwd)"
+[ "$BIN" = "$(cd "$(dirname "$JOB_KEY")" && pwd)" ] || { echo "FAIL: infer and job_key are not side by side" >&2; exit 1; }
+# -t overrides the script's 30 minutes, over this partition's limit.
+if ! INFERNO_BIN="$BIN" timeout -k 5 120 sbatch --wait -n 2 -t 2 -o "$WORK/sbatch.ids" -e "$WORK/sbatch.err" \
+  "$SBATCH_SCRIPT" "${ARGS[@]}" >"$WORK/sbatch.submit" 2>&1; then
+  fail "sbatch --wait failed: $(cat "$WORK/sbatch.submit" "$WORK/sbatch.err" 2>&1; squeue -h -o '%i %T %r')"
+fi
+same_tokens sbatch
+
+[ "$FAILURES" -eq 0 ] || exit 1
+echo "PASS"
