@@ -2,7 +2,8 @@
 # //tools:infer under Open MPI's own mpirun, as a user runs it: no
 # MASTER_ADDR, MASTER_PORT or rank variable of ours, only the job secret's
 # file (INFERNO_JOB_SECRET_FILE). On 2 and 3 ranks the greedy tokens equal the
-# 1-rank run's, printed once. A world without a secret, and a secret file
+# 1-rank run's, printed once, on the toy model and on stories260K (when
+# ../shared/models has it). A world without a secret, and a secret file
 # others may read, each fail at once with a one-line error saying what to do.
 # Skips when mpirun is absent (tools/install_deps.sh installs openmpi-bin).
 #
@@ -15,13 +16,29 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_mpirun.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-ARGS=(--model "$WORK/toy" --output ids --max-new-tokens 40 --prompt-ids "1 79 111 99 101 32 117 112 111 110")
-timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/one.ids" 2>"$WORK/one.err" || {
-  cat "$WORK/one.err" >&2
-  echo "FAIL: infer on one rank" >&2
-  exit 1
+# The models: the toy one, and stories260K when ../shared/models has it.
+MODELS=(toy)
+checkout="$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")"
+STORIES="${INFERNO_SHARED_MODELS:-$checkout/shared/models}/stories260K.bin"
+if [ -f "$STORIES" ]; then MODELS+=(stories260K); else echo "SKIP: $STORIES not found: the toy model only"; fi
+# use_model NAME: ARGS are infer's flags for NAME; $WORK/NAME.one.ids holds
+# its 1-rank tokens.
+use_model() {
+  case "$1" in
+    toy) ARGS=(--model "$WORK/toy" --prompt-ids "1 79 111 99 101 32 117 112 111 110") ;;
+    stories260K) ARGS=(--model "$STORIES" --prompt-ids "1 403 407 261 378 431") ;;
+  esac
+  ARGS+=(--output ids --max-new-tokens 40)
 }
-[ -s "$WORK/one.ids" ] || { echo "FAIL: the 1-rank run printed nothing" >&2; exit 1; }
+for model in "${MODELS[@]}"; do
+  use_model "$model"
+  timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/$model.one.ids" 2>"$WORK/one.err" || {
+    cat "$WORK/one.err" >&2
+    echo "FAIL: infer on one rank ($model)" >&2
+    exit 1
+  }
+  [ -s "$WORK/$model.one.ids" ] || { echo "FAIL: the 1-rank run printed nothing ($model)" >&2; exit 1; }
+done
 (umask 077 && "$JOB_KEY" >"$WORK/secret")
 
 # Root needs --allow-run-as-root; 3 ranks on a 2-core machine need
@@ -42,15 +59,20 @@ mpi_infer() {
     timeout -k 5 120 "${MPIRUN[@]}" -np "$world" "$INFER" "${ARGS[@]}" >"$WORK/$name.ids" 2>"$WORK/$name.err"
 }
 
-for world in 2 3; do
-  if ! mpi_infer "mpi$world" "$world" INFERNO_JOB_SECRET_FILE="$WORK/secret"; then
-    cat "$WORK/mpi$world.err" >&2
-    fail "mpirun -np $world failed"
-  elif ! cmp -s "$WORK/one.ids" "$WORK/mpi$world.ids"; then
-    fail "mpirun -np $world printed '$(head -c 300 "$WORK/mpi$world.ids")', one rank '$(head -c 300 "$WORK/one.ids")'"
-  else
-    echo "mpirun -np $world: the 1-rank tokens ($(wc -w <"$WORK/one.ids") ids)"
-  fi
+for model in "${MODELS[@]}"; do
+  use_model "$model"
+  for world in 2 3; do
+    name="$model.mpi$world"
+    if ! mpi_infer "$name" "$world" INFERNO_JOB_SECRET_FILE="$WORK/secret"; then
+      cat "$WORK/$name.err" >&2
+      fail "$model: mpirun -np $world failed"
+    elif ! cmp -s "$WORK/$model.one.ids" "$WORK/$name.ids"; then
+      fail "$model: mpirun -np $world printed '$(head -c 300 "$WORK/$name.ids")'," \
+        "one rank '$(head -c 300 "$WORK/$model.one.ids")'"
+    else
+      echo "$model: mpirun -np $world printed the 1-rank tokens ($(wc -w <"$WORK/$name.ids") ids)"
+    fi
+  done
 done
 
 # expect_refusal NAME PATTERN: the run failed, and its error says PATTERN.
@@ -62,6 +84,7 @@ expect_refusal() {
     fail "$1: expected an error saying '$2'"
   fi
 }
+use_model toy
 if mpi_infer no_secret 2; then fail "mpirun -np 2 without a secret ran"; fi
 expect_refusal no_secret "needs a secret: export INFERNO_JOB_SECRET"
 chmod 644 "$WORK/secret"

@@ -4,7 +4,8 @@
 # foreground, on free ports, AuthType=auth/none, no cgroups), then
 #   srun -n 2 infer ...              with INFERNO_JOB_SECRET only, and
 #   sbatch --wait docs/inferno.sbatch (the script users copy), 2 tasks,
-# and both print the 1-rank tokens: the ranks find rank 0 from Slurm's own
+# and both print the 1-rank tokens (the toy model's, and stories260K's when
+# ../shared/models has it): the ranks find rank 0 from Slurm's own
 # variables (SLURM_STEP_NODELIST, SLURM_JOB_ID, SLURM_STEP_ID). Skips when
 # the packages are absent (tools/install_deps.sh installs them) or when not
 # root (slurmd launches tasks as their user, which needs root).
@@ -38,13 +39,29 @@ cleanup() {
 trap cleanup EXIT
 
 "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-ARGS=(--model "$WORK/toy" --output ids --max-new-tokens 40 --prompt-ids "1 79 111 99 101 32 117 112 111 110")
-timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/one.ids" 2>"$WORK/one.err" || {
-  cat "$WORK/one.err" >&2
-  echo "FAIL: infer on one rank" >&2
-  exit 1
+# The models: the toy one, and stories260K when ../shared/models has it.
+MODELS=(toy)
+checkout="$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")"
+STORIES="${INFERNO_SHARED_MODELS:-$checkout/shared/models}/stories260K.bin"
+if [ -f "$STORIES" ]; then MODELS+=(stories260K); else echo "SKIP: $STORIES not found: the toy model only"; fi
+# use_model NAME: ARGS are infer's flags for NAME; $WORK/NAME.one.ids holds
+# its 1-rank tokens.
+use_model() {
+  case "$1" in
+    toy) ARGS=(--model "$WORK/toy" --prompt-ids "1 79 111 99 101 32 117 112 111 110") ;;
+    stories260K) ARGS=(--model "$STORIES" --prompt-ids "1 403 407 261 378 431") ;;
+  esac
+  ARGS+=(--output ids --max-new-tokens 40)
 }
-[ -s "$WORK/one.ids" ] || { echo "FAIL: the 1-rank run printed nothing" >&2; exit 1; }
+for model in "${MODELS[@]}"; do
+  use_model "$model"
+  timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/$model.one.ids" 2>"$WORK/one.err" || {
+    cat "$WORK/one.err" >&2
+    echo "FAIL: infer on one rank ($model)" >&2
+    exit 1
+  }
+  [ -s "$WORK/$model.one.ids" ] || { echo "FAIL: the 1-rank run printed nothing ($model)" >&2; exit 1; }
+done
 
 # Two free ports for the daemons, and a random first job id, so that jobs
 # of concurrent runs of this test get different ports for their rank 0.
@@ -99,32 +116,38 @@ if [ "$ready" -ne 1 ]; then
   exit 1
 fi
 
-# same_tokens NAME: NAME.ids holds the 1-rank tokens.
+# same_tokens MODEL NAME: NAME.ids holds MODEL's 1-rank tokens.
 same_tokens() {
-  if cmp -s "$WORK/one.ids" "$WORK/$1.ids"; then
-    echo "$1: the 1-rank tokens ($(wc -w <"$WORK/one.ids") ids)"
+  if cmp -s "$WORK/$1.one.ids" "$WORK/$2.ids"; then
+    echo "$2: the 1-rank tokens ($(wc -w <"$WORK/$2.ids") ids)"
   else
-    cat "$WORK/$1.err" >&2 2>/dev/null
-    fail "$1 printed '$(head -c 300 "$WORK/$1.ids")', one rank '$(head -c 300 "$WORK/one.ids")'"
+    fail "$2 printed '$(head -c 300 "$WORK/$2.ids")', one rank '$(head -c 300 "$WORK/$1.one.ids")'"
   fi
 }
 for name in MASTER_ADDR MASTER_PORT RANK WORLD_SIZE INFERNO_JOB_SECRET INFERNO_JOB_SECRET_FILE INFERNO_INSECURE; do
   unset "$name"
 done
 export INFERNO_RENDEZVOUS_TIMEOUT_MS=20000
-
-INFERNO_JOB_SECRET="$("$JOB_KEY")" timeout -k 5 120 srun -n 2 --kill-on-bad-exit=1 -t 2 \
-  "$INFER" "${ARGS[@]}" >"$WORK/srun.ids" 2>"$WORK/srun.err" || fail "srun -n 2 failed: $(cat "$WORK/srun.err")"
-same_tokens srun
-
 BIN="$(cd "$(dirname "$INFER")" && pwd)"
 [ "$BIN" = "$(cd "$(dirname "$JOB_KEY")" && pwd)" ] || { echo "FAIL: infer and job_key are not side by side" >&2; exit 1; }
-# -t overrides the script's 30 minutes, over this partition's limit.
-if ! INFERNO_BIN="$BIN" timeout -k 5 120 sbatch --wait -n 2 -t 2 -o "$WORK/sbatch.ids" -e "$WORK/sbatch.err" \
-  "$SBATCH_SCRIPT" "${ARGS[@]}" >"$WORK/sbatch.submit" 2>&1; then
-  fail "sbatch --wait failed: $(cat "$WORK/sbatch.submit" "$WORK/sbatch.err" 2>&1; squeue -h -o '%i %T %r')"
-fi
-same_tokens sbatch
+
+for model in "${MODELS[@]}"; do
+  use_model "$model"
+  if INFERNO_JOB_SECRET="$("$JOB_KEY")" timeout -k 5 120 srun -n 2 --kill-on-bad-exit=1 -t 2 \
+    "$INFER" "${ARGS[@]}" >"$WORK/$model.srun.ids" 2>"$WORK/$model.srun.err"; then
+    same_tokens "$model" "$model.srun"
+  else
+    fail "$model: srun -n 2 failed: $(cat "$WORK/$model.srun.err")"
+  fi
+  # -t overrides the script's 30 minutes, over this partition's limit.
+  if INFERNO_BIN="$BIN" timeout -k 5 120 sbatch --wait -n 2 -t 2 -o "$WORK/$model.sbatch.ids" \
+    -e "$WORK/$model.sbatch.err" "$SBATCH_SCRIPT" "${ARGS[@]}" >"$WORK/$model.submit" 2>&1; then
+    same_tokens "$model" "$model.sbatch"
+  else
+    fail "$model: sbatch --wait failed: $(cat "$WORK/$model.submit" "$WORK/$model.sbatch.err" 2>&1)" \
+      "$(squeue -h -o '%i %T %r')"
+  fi
+done
 
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"
