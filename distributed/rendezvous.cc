@@ -314,16 +314,21 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     const char* rank;
     const char* size;
     std::optional<ClusterLauncher> launcher;  // which finds rank 0 without MASTER_*
+    // Unless null, the pair counts only where this variable is set: a batch
+    // script's own shell has SLURM_PROCID=0 and SLURM_NTASKS, but is no task
+    // of a step (srun's tasks have SLURM_STEP_ID).
+    const char* only_with;
   };
   const RankVariables kRankNames[] = {
-      {"RANK", "WORLD_SIZE", std::nullopt},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ClusterLauncher::kOpenMpi},
-      {"SLURM_PROCID", "SLURM_NTASKS", ClusterLauncher::kSlurm}};
+      {"RANK", "WORLD_SIZE", std::nullopt, nullptr},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ClusterLauncher::kOpenMpi, nullptr},
+      {"SLURM_PROCID", "SLURM_NTASKS", ClusterLauncher::kSlurm, "SLURM_STEP_ID"}};
   std::optional<ClusterLauncher> launcher;
-  for (const auto& [rank_name, size_name, names_launcher] : kRankNames) {
+  for (const auto& [rank_name, size_name, names_launcher, only_with] : kRankNames) {
     const char* rank = getenv(rank_name);
     const char* size = getenv(size_name);
     if (rank == nullptr && size == nullptr) continue;
+    if (only_with != nullptr && getenv(only_with) == nullptr) continue;
     if (rank == nullptr || size == nullptr) {
       return Error::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) + " is set but " +
                                     (rank == nullptr ? rank_name : size_name) + " is not");

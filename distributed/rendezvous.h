@@ -85,7 +85,9 @@ struct RendezvousConfig {
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
-// SLURM_PROCID/SLURM_NTASKS, the first pair set), MASTER_ADDR, MASTER_PORT,
+// SLURM_PROCID/SLURM_NTASKS, the first pair set; Slurm's only in a task of a
+// job step, where SLURM_STEP_ID is set, not in a batch script's own shell,
+// which is then one rank), MASTER_ADDR, MASTER_PORT,
 // INFERNO_TIMEOUT_MS, INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET,
 // INFERNO_JOB_SECRET_FILE, INFERNO_INSECURE and INFERNO_TRANSPORT through
 // `getenv` (nullptr: unset). With no rank variables set: rank 0 of a 1-rank

@@ -68,11 +68,24 @@ TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
   EXPECT_EQ(ompi->rank, 1);
   EXPECT_EQ(ompi->world_size, 3);
-  Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment(
-      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, kInsecure}));
+  Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment({{"SLURM_PROCID", "4"},
+                                                                         {"SLURM_NTASKS", "5"},
+                                                                         {"SLURM_STEP_ID", "0"},
+                                                                         {"MASTER_ADDR", "h"},
+                                                                         {"MASTER_PORT", "1"},
+                                                                         kInsecure}));
   ASSERT_TRUE(slurm.ok()) << slurm.error().ToString();
   EXPECT_EQ(slurm->rank, 4);
   EXPECT_EQ(slurm->world_size, 5);
+}
+
+TEST(ReadRendezvousConfig, SlurmBatchScriptsOwnShellIsOneRank) {
+  // As sbatch -n 2 sets them for the script itself: no SLURM_STEP_ID.
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n1"}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->rank, 0);
+  EXPECT_EQ(config->world_size, 1);
 }
 
 TEST(ReadRendezvousConfig, OpenMpiAndSlurmFindRankZeroWithoutMasterVariables) {
@@ -112,8 +125,11 @@ TEST(ReadRendezvousConfig, OpenMpiAndSlurmFindRankZeroWithoutMasterVariables) {
 }
 
 TEST(ReadRendezvousConfig, SlurmWithoutItsNodeListNamesIt) {
-  Result<RendezvousConfig> config = ReadRendezvousConfig(
-      FakeEnvironment({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "42"}, kInsecure}));
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"SLURM_PROCID", "1"},
+                                                                          {"SLURM_NTASKS", "2"},
+                                                                          {"SLURM_STEP_ID", "0"},
+                                                                          {"SLURM_JOB_ID", "42"},
+                                                                          kInsecure}));
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.error().message.find("SLURM_JOB_NODELIST"), std::string::npos) << config.error().message;
 }
