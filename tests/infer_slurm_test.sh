@@ -149,5 +149,28 @@ for model in "${MODELS[@]}"; do
   fi
 done
 
+# The port of the next job's rank 0, held by another process: rank 0 fails
+# at once naming it and where it came from; --kill-on-bad-exit ends rank 1.
+# Slurm numbers jobs one after another: the next is the last sbatch's + 1.
+last_job="$(grep -o 'Submitted batch job [0-9]*' "$WORK/${MODELS[-1]}.submit" | grep -o '[0-9]*$')"
+[ -n "$last_job" ] || { echo "FAIL: no job id in '$(cat "$WORK/${MODELS[-1]}.submit")'" >&2; exit 1; }
+taken_port=$((20000 + (last_job + 1) % 10000))
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen()
+time.sleep(60)' "$taken_port" &
+holder=$!
+PIDS+=("$holder")
+sleep 0.5
+use_model toy
+INFERNO_JOB_SECRET="$("$JOB_KEY")" timeout -k 5 60 srun -n 2 --kill-on-bad-exit=1 -t 2 \
+  "$INFER" "${ARGS[@]}" >"$WORK/taken.ids" 2>"$WORK/taken.err" && fail "srun ran with rank 0's port $taken_port taken"
+if grep -q "cannot listen on $HOST:$taken_port.*is the first host of SLURM_STEP_NODELIST and a port from SLURM_JOB_ID and SLURM_STEP_ID; export MASTER_ADDR and MASTER_PORT" "$WORK/taken.err"; then
+  echo "port $taken_port taken: $(grep -m1 'cannot listen' "$WORK/taken.err")"
+else
+  fail "port $taken_port taken: expected rank 0 to name it: $(cat "$WORK/taken.err")"
+fi
+kill "$holder" 2>/dev/null
+
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"
