@@ -13,7 +13,18 @@ source tests/test_lib.sh
 INFER="$2" MAKE_TOY="$3" JOB_KEY="$4"
 command -v mpirun >/dev/null 2>&1 || skip "mpirun not found (tools/install_deps.sh installs openmpi-bin)"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_mpirun.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+# The namespaces of the two-host part (and host1's TMPDIR, /tmp/NAME).
+NAMESPACES=()
+cleanup() {
+  local ns pid
+  for ns in "${NAMESPACES[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+    rm -rf "/tmp/$ns"
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 # The models: the toy one, and stories260K when ../shared/models has it.
@@ -90,6 +101,62 @@ expect_refusal no_secret "needs a secret: export INFERNO_JOB_SECRET"
 chmod 644 "$WORK/secret"
 if mpi_infer open_secret 2 INFERNO_JOB_SECRET_FILE="$WORK/secret"; then fail "a secret file others may read was used"; fi
 expect_refusal open_secret "has mode 0644, which lets others read or change it: chmod 600 it"
+
+# Two "hosts": network namespaces joined by a bridge on a subnet that exists
+# only inside them. mpirun runs in host0's, and starts host1's daemon through
+# an rsh agent that enters host1's namespace with a clean environment, as
+# ssh would: the secret's file reaches host1 only through -x. Rank 1 then
+# reaches rank 0 at mpirun's address on that subnet. Needs root.
+two_hosts() {
+  local id="mpi$$" subnet="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))" r
+  NAMESPACES=("${id}br" "${id}h0" "${id}h1")
+  if ! ip netns add "${id}br" 2>"$WORK/netns.err"; then
+    echo "SKIP: two hosts: cannot create network namespaces ($(head -1 "$WORK/netns.err"))"
+    return
+  fi
+  ip -n "${id}br" link add br0 type bridge && ip -n "${id}br" link set br0 up
+  for r in 0 1; do
+    ip netns add "${id}h$r"
+    ip -n "${id}h$r" link set lo up
+    ip link add "${id}a$r" netns "${id}h$r" type veth peer name "${id}b$r" netns "${id}br"
+    ip -n "${id}h$r" addr add "$subnet.$((r + 1))/24" dev "${id}a$r"
+    ip -n "${id}h$r" link set "${id}a$r" up
+    ip -n "${id}br" link set "${id}b$r" master br0
+    ip -n "${id}br" link set "${id}b$r" up
+  done
+  mkdir -p "/tmp/${id}h1"
+  cat >"$WORK/agent.sh" <<AGENT
+#!/bin/bash
+# mpirun's rsh agent: AGENT HOST COMMAND... runs COMMAND in HOST's namespace.
+[ "\$1" = "$subnet.2" ] || { echo "agent: unknown host \$1" >&2; exit 1; }
+shift
+exec ip netns exec "${id}h1" env -i PATH="\$PATH" HOME="\$HOME" TMPDIR="/tmp/${id}h1" /bin/sh -c "\$*"
+AGENT
+  chmod +x "$WORK/agent.sh"
+  local hosts=(--host "$subnet.1:1,$subnet.2:1" --mca plm_rsh_agent "$WORK/agent.sh")
+  for model in "${MODELS[@]}"; do
+    use_model "$model"
+    if ! ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 \
+      TMPDIR=/tmp timeout -k 5 120 "${MPIRUN[@]}" "${hosts[@]}" -np 2 -x INFERNO_JOB_SECRET_FILE \
+      -x INFERNO_RENDEZVOUS_TIMEOUT_MS "$INFER" "${ARGS[@]}" >"$WORK/$model.hosts.ids" 2>"$WORK/$model.hosts.err"; then
+      cat "$WORK/$model.hosts.err" >&2
+      fail "$model: mpirun across two namespace hosts failed"
+    elif ! cmp -s "$WORK/$model.one.ids" "$WORK/$model.hosts.ids"; then
+      fail "$model: two hosts printed '$(head -c 300 "$WORK/$model.hosts.ids")'"
+    else
+      echo "$model: mpirun across two namespace hosts printed the 1-rank tokens"
+    fi
+  done
+  # Without -x, host1's rank has no secret and says so.
+  use_model toy
+  ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 TMPDIR=/tmp \
+    timeout -k 5 120 "${MPIRUN[@]}" "${hosts[@]}" -np 2 "$INFER" "${ARGS[@]}" >"$WORK/hosts_no_x.ids" \
+    2>"$WORK/hosts_no_x.err" && fail "two hosts without -x INFERNO_JOB_SECRET_FILE ran"
+  expect_refusal hosts_no_x "needs a secret: export INFERNO_JOB_SECRET"
+  rm -rf "/tmp/${id}h1"
+}
+chmod 600 "$WORK/secret"
+two_hosts
 
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"
