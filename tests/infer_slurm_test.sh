@@ -5,7 +5,8 @@
 #   srun -n 2 infer ...              with INFERNO_JOB_SECRET only, and
 #   sbatch --wait docs/inferno.sbatch (the script users copy), 2 tasks,
 # and both print the 1-rank tokens (the toy model's, and stories260K's when
-# ../shared/models has it): the ranks find rank 0 from Slurm's own
+# ../shared/models has it); then a cluster of two "hosts" (network
+# namespaces, a slurmd in each) runs srun -N 2 -n 2 with the same tokens: the ranks find rank 0 from Slurm's own
 # variables (SLURM_STEP_NODELIST, SLURM_JOB_ID, SLURM_STEP_ID). Skips when
 # the packages are absent (tools/install_deps.sh installs them) or when not
 # root (slurmd launches tasks as their user, which needs root).
@@ -28,11 +29,13 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_slurm.XXXXXX")"
 # be short, so not under Bazel's deep test directory.
 SPOOL="$(mktemp -d /tmp/slurm_test.XXXXXX)"
 PIDS=()
+NAMESPACES=()
 cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do
-    timeout 10 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null
+  local ns pid
+  stop_cluster
+  for ns in "${NAMESPACES[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
   done
   rm -rf "$WORK" "$SPOOL"
 }
@@ -71,20 +74,38 @@ s = [socket.socket() for _ in range(2)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 FIRST_JOB=$((1000 + RANDOM * 30 + RANDOM % 30))
-CPUS="$(nproc)"
-cat >"$SPOOL/slurm.conf" <<CONF
+
+# in_ns NS COMMAND...: COMMAND in network namespace NS ("": this one). Not
+# `ip netns exec`, which remounts /sys, where slurmd needs /sys/fs/cgroup.
+in_ns() {
+  local ns="$1"
+  shift
+  if [ -n "$ns" ]; then nsenter --net="/var/run/netns/$ns" "$@"; else "$@"; fi
+}
+
+# start_cluster NAME CONTROLLER_ADDRESS CPUS NODE=ADDRESS@NAMESPACE...: a
+# cluster of its own config ($SPOOL/NAME/slurm.conf, exported as SLURM_CONF),
+# slurmctld in the first node's namespace, one slurmd per node in its own,
+# all in the foreground; CLIENT_NS is where srun and sbatch then run. Waits
+# until every node is idle (20 s at most), else the test fails.
+start_cluster() {
+  local name="$1" controller="$2" cpus="$3" dir="$SPOOL/$1" node ns entry
+  shift 3
+  mkdir -p "$dir/state"
+  export SLURM_CONF="$dir/slurm.conf"
+  cat >"$SLURM_CONF" <<CONF
 ClusterName=inferno-test
-SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldHost=$HOST($controller)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 AuthType=auth/none
 CredType=cred/none
 SlurmUser=root
 SlurmdUser=root
-StateSaveLocation=$SPOOL/state
-SlurmdSpoolDir=$SPOOL/spool
-SlurmctldPidFile=$SPOOL/slurmctld.pid
-SlurmdPidFile=$SPOOL/slurmd.pid
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool_%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd_%n.pid
 ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -93,28 +114,40 @@ MpiDefault=none
 FirstJobId=$FIRST_JOB
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS State=UNKNOWN
-PartitionName=test Nodes=$HOST Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
 CONF
-mkdir -p "$SPOOL/state" "$SPOOL/spool"
-export SLURM_CONF="$SPOOL/slurm.conf"
-timeout 300 slurmctld -D -i -f "$SLURM_CONF" >"$WORK/slurmctld.log" 2>&1 &
-PIDS+=($!)
-timeout 300 slurmd -D -f "$SLURM_CONF" -N "$HOST" >"$WORK/slurmd.log" 2>&1 &
-PIDS+=($!)
-ready=0
-for _ in $(seq 100); do
-  if timeout 5 sinfo -h -N -o %t 2>/dev/null | grep -q '^idle'; then
-    ready=1
-    break
-  fi
-  sleep 0.2
-done
-if [ "$ready" -ne 1 ]; then
-  tail -20 "$WORK/slurmctld.log" "$WORK/slurmd.log" >&2
-  echo "FAIL: the test's Slurm cluster did not come up within 20 s" >&2
+  CLIENT_NS="${1#*@}"
+  for entry in "$@"; do
+    node="${entry%%=*}" ns="${entry#*@}"
+    echo "NodeName=$node NodeAddr=$(echo "${entry#*=}" | cut -d@ -f1) CPUs=$cpus State=UNKNOWN" >>"$SLURM_CONF"
+  done
+  echo "PartitionName=test Nodes=ALL Default=YES MaxTime=10 State=UP OverSubscribe=FORCE" >>"$SLURM_CONF"
+  in_ns "$CLIENT_NS" timeout 300 slurmctld -D -i -f "$SLURM_CONF" >"$WORK/$name.slurmctld.log" 2>&1 &
+  PIDS+=($!)
+  for entry in "$@"; do
+    node="${entry%%=*}" ns="${entry#*@}"
+    in_ns "$ns" timeout 300 slurmd -D -f "$SLURM_CONF" -N "$node" >"$WORK/$name.slurmd.$node.log" 2>&1 &
+    PIDS+=($!)
+  done
+  for _ in $(seq 100); do
+    [ "$(in_ns "$CLIENT_NS" timeout 5 sinfo -h -N -o %t 2>/dev/null | grep -c '^idle')" -eq $# ] && return
+    sleep 0.2
+  done
+  tail -n 20 "$WORK/$name".*.log >&2
+  echo "FAIL: the test's Slurm cluster '$name' did not come up within 20 s" >&2
   exit 1
-fi
+}
+
+# stop_cluster: ends the daemons started so far.
+stop_cluster() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${PIDS[@]}"; do
+    timeout 10 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null
+  done
+  PIDS=()
+}
+
+start_cluster one 127.0.0.1 "$(nproc)" "$HOST=127.0.0.1@"
 
 # same_tokens MODEL NAME: NAME.ids holds MODEL's 1-rank tokens.
 same_tokens() {
@@ -171,6 +204,42 @@ else
   fail "port $taken_port taken: expected rank 0 to name it: $(cat "$WORK/taken.err")"
 fi
 kill "$holder" 2>/dev/null
+stop_cluster
+
+# Two hosts: network namespaces joined by a bridge on a subnet that exists
+# only inside them, a slurmd in each, named by its address (no name of
+# theirs resolves); srun -N 2 -n 2 from the first. The step's node list is
+# then "10.A.B.[1-2]", and rank 1 reaches rank 0 across the bridge.
+two_hosts() {
+  local id="slm$$" subnet="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))" r
+  NAMESPACES=("${id}br" "${id}h0" "${id}h1")
+  if ! ip netns add "${id}br" 2>"$WORK/netns.err"; then
+    echo "SKIP: two hosts: cannot create network namespaces ($(head -1 "$WORK/netns.err"))"
+    return
+  fi
+  ip -n "${id}br" link add br0 type bridge && ip -n "${id}br" link set br0 up
+  for r in 0 1; do
+    ip netns add "${id}h$r"
+    ip -n "${id}h$r" link set lo up
+    ip link add "${id}a$r" netns "${id}h$r" type veth peer name "${id}b$r" netns "${id}br"
+    ip -n "${id}h$r" addr add "$subnet.$((r + 1))/24" dev "${id}a$r"
+    ip -n "${id}h$r" link set "${id}a$r" up
+    ip -n "${id}br" link set "${id}b$r" master br0
+    ip -n "${id}br" link set "${id}b$r" up
+  done
+  start_cluster two "$subnet.1" 1 "$subnet.1=$subnet.1@${id}h0" "$subnet.2=$subnet.2@${id}h1"
+  for model in "${MODELS[@]}"; do
+    use_model "$model"
+    if INFERNO_JOB_SECRET="$("$JOB_KEY")" in_ns "$CLIENT_NS" timeout -k 5 120 srun -N 2 -n 2 --kill-on-bad-exit=1 \
+      -t 2 "$INFER" "${ARGS[@]}" >"$WORK/$model.hosts.ids" 2>"$WORK/$model.hosts.err"; then
+      same_tokens "$model" "$model.hosts"
+    else
+      fail "$model: srun -N 2 -n 2 across two namespace hosts failed: $(cat "$WORK/$model.hosts.err")"
+    fi
+  done
+  stop_cluster
+}
+two_hosts
 
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"
