@@ -6,9 +6,9 @@
 //   Open MPI's mpirun (OMPI_COMM_WORLD_RANK set): the address is the first
 //     tcp:// address of mpirun itself, from OMPI_MCA_orte_hnp_uri (e.g.
 //     "1734148096.0;tcp://192.0.2.2,10.0.0.1:36717" -> 192.0.2.2). Rank 0
-//     must then run on mpirun's host, which is Open MPI's default mapping
-//     when that host comes first in the host file; elsewhere rank 0 cannot
-//     listen there and says so. The port is
+//     must then run on mpirun's host, where Open MPI 4.1 maps it whenever
+//     that host is one of the job's; elsewhere rank 0 cannot listen there
+//     and says so. The port is
 //     kLauncherPortFirst + OMPI_MCA_ess_base_jobid mod kLauncherPortCount.
 //   Slurm's srun (SLURM_PROCID set): the address is the first host of
 //     SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST), where srun's block

@@ -70,18 +70,22 @@ mpi_infer() {
     timeout -k 5 120 "${MPIRUN[@]}" -np "$world" "$INFER" "${ARGS[@]}" >"$WORK/$name.ids" 2>"$WORK/$name.err"
 }
 
+# same_tokens MODEL NAME: NAME.ids holds MODEL's 1-rank tokens.
+same_tokens() {
+  if cmp -s "$WORK/$1.one.ids" "$WORK/$2.ids"; then
+    echo "$2: the 1-rank tokens ($(wc -w <"$WORK/$2.ids") ids)"
+  else
+    fail "$2 printed '$(head -c 300 "$WORK/$2.ids")', one rank '$(head -c 300 "$WORK/$1.one.ids")'"
+  fi
+}
+
 for model in "${MODELS[@]}"; do
   use_model "$model"
   for world in 2 3; do
-    name="$model.mpi$world"
-    if ! mpi_infer "$name" "$world" INFERNO_JOB_SECRET_FILE="$WORK/secret"; then
-      cat "$WORK/$name.err" >&2
-      fail "$model: mpirun -np $world failed"
-    elif ! cmp -s "$WORK/$model.one.ids" "$WORK/$name.ids"; then
-      fail "$model: mpirun -np $world printed '$(head -c 300 "$WORK/$name.ids")'," \
-        "one rank '$(head -c 300 "$WORK/$model.one.ids")'"
+    if mpi_infer "$model.mpi$world" "$world" INFERNO_JOB_SECRET_FILE="$WORK/secret"; then
+      same_tokens "$model" "$model.mpi$world"
     else
-      echo "$model: mpirun -np $world printed the 1-rank tokens ($(wc -w <"$WORK/$name.ids") ids)"
+      fail "$model: mpirun -np $world failed: $(cat "$WORK/$model.mpi$world.err")"
     fi
   done
 done
@@ -136,15 +140,12 @@ AGENT
   local hosts=(--host "$subnet.1:1,$subnet.2:1" --mca plm_rsh_agent "$WORK/agent.sh")
   for model in "${MODELS[@]}"; do
     use_model "$model"
-    if ! ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 \
+    if ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 \
       TMPDIR=/tmp timeout -k 5 120 "${MPIRUN[@]}" "${hosts[@]}" -np 2 -x INFERNO_JOB_SECRET_FILE \
       -x INFERNO_RENDEZVOUS_TIMEOUT_MS "$INFER" "${ARGS[@]}" >"$WORK/$model.hosts.ids" 2>"$WORK/$model.hosts.err"; then
-      cat "$WORK/$model.hosts.err" >&2
-      fail "$model: mpirun across two namespace hosts failed"
-    elif ! cmp -s "$WORK/$model.one.ids" "$WORK/$model.hosts.ids"; then
-      fail "$model: two hosts printed '$(head -c 300 "$WORK/$model.hosts.ids")'"
+      same_tokens "$model" "$model.hosts"
     else
-      echo "$model: mpirun across two namespace hosts printed the 1-rank tokens"
+      fail "$model: mpirun across two namespace hosts failed: $(cat "$WORK/$model.hosts.err")"
     fi
   done
   # Without -x, host1's rank has no secret and says so.
@@ -153,6 +154,20 @@ AGENT
     timeout -k 5 120 "${MPIRUN[@]}" "${hosts[@]}" -np 2 "$INFER" "${ARGS[@]}" >"$WORK/hosts_no_x.ids" \
     2>"$WORK/hosts_no_x.err" && fail "two hosts without -x INFERNO_JOB_SECRET_FILE ran"
   expect_refusal hosts_no_x "needs a secret: export INFERNO_JOB_SECRET"
+  # Host0 listed second: Open MPI 4.1 still puts rank 0 on mpirun's host.
+  use_model toy
+  ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 TMPDIR=/tmp \
+    timeout -k 5 120 "${MPIRUN[@]}" --host "$subnet.2:1,$subnet.1:1" --mca plm_rsh_agent "$WORK/agent.sh" -np 2 \
+    -x INFERNO_JOB_SECRET_FILE "$INFER" "${ARGS[@]}" >"$WORK/hosts_order.ids" 2>"$WORK/hosts_order.err" ||
+    fail "host0 listed second: $(cat "$WORK/hosts_order.err")"
+  same_tokens toy hosts_order
+  # Only host1 in --host (mpirun on a login node): rank 0 runs away from
+  # mpirun's address, and says where that address came from.
+  ip netns exec "${id}h0" env INFERNO_JOB_SECRET_FILE="$WORK/secret" INFERNO_RENDEZVOUS_TIMEOUT_MS=20000 TMPDIR=/tmp \
+    timeout -k 5 120 "${MPIRUN[@]}" --host "$subnet.2:2" --mca plm_rsh_agent "$WORK/agent.sh" -np 2 \
+    -x INFERNO_JOB_SECRET_FILE "$INFER" "${ARGS[@]}" >"$WORK/hosts_swapped.ids" 2>"$WORK/hosts_swapped.err" &&
+    fail "rank 0 away from mpirun's host ran"
+  expect_refusal hosts_swapped "cannot listen on $subnet.1:[0-9]*: .*is mpirun's host (OMPI_MCA_orte_hnp_uri)"
   rm -rf "/tmp/${id}h1"
 }
 chmod 600 "$WORK/secret"
