@@ -21,6 +21,13 @@ namespace inferno {
 // The environment variable that carries a job's secret to its ranks.
 inline constexpr char kJobSecretVariable[] = "INFERNO_JOB_SECRET";
 
+// The environment variable that names a file holding a job's secret (its
+// text form, a trailing newline allowed), for launchers that start ranks
+// with the user's environment but no per-job variable of ours (mpirun,
+// srun): the file lives where every host sees it (a shared home), and only
+// its owner may read it.
+inline constexpr char kJobSecretFileVariable[] = "INFERNO_JOB_SECRET_FILE";
+
 // Set to 1, the environment variable that asks for a job without a secret
 // (`launch --insecure` sets it): its ranks admit anyone who reaches them.
 // Without it, a rank of a multi-rank job refuses to start without a secret.
@@ -35,6 +42,14 @@ struct JobSecret {
 // naming INFERNO_JOB_SECRET and what is wrong (its length, or the position of
 // the first character that is not a hex digit).
 Result<JobSecret> ParseJobSecret(std::string_view text);
+
+// The secret in the file at `path` (see kJobSecretFileVariable). Errors,
+// naming INFERNO_JOB_SECRET_FILE and the path but never the contents: Io when
+// it cannot be opened; InvalidArgument when it is not a regular file,
+// belongs to another user, may be read or written by its group or others
+// (the message gives the mode and says to chmod 600 it), or does not hold
+// 64 hex digits.
+Result<JobSecret> ReadJobSecretFile(const std::string& path);
 
 // A fresh secret from /dev/urandom, in text form. Errors: Transport when
 // /dev/urandom cannot be read.

@@ -22,6 +22,7 @@
 
 #include "distributed/ipc_directory.h"
 #include "distributed/launcher_lifeline.h"
+#include "distributed/launcher_master.h"
 #include "distributed/routed/transport.h"
 #include "distributed/shm/host_identity.h"
 #include "distributed/shm/transport.h"
@@ -309,13 +310,25 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
                                               const RendezvousOptions& options) {
   RendezvousConfig config;
   config.op_timeout = options.op_timeout;
-  const char* const kRankNames[][2] = {{"RANK", "WORLD_SIZE"},
-                                       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                       {"SLURM_PROCID", "SLURM_NTASKS"}};
-  for (const auto& [rank_name, size_name] : kRankNames) {
+  struct RankVariables {
+    const char* rank;
+    const char* size;
+    std::optional<ClusterLauncher> launcher;  // which finds rank 0 without MASTER_*
+    // Unless null, the pair counts only where this variable is set: a batch
+    // script's own shell has SLURM_PROCID=0 and SLURM_NTASKS, but is no task
+    // of a step (srun's tasks have SLURM_STEP_ID).
+    const char* only_with;
+  };
+  const RankVariables kRankNames[] = {
+      {"RANK", "WORLD_SIZE", std::nullopt, nullptr},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ClusterLauncher::kOpenMpi, nullptr},
+      {"SLURM_PROCID", "SLURM_NTASKS", ClusterLauncher::kSlurm, "SLURM_STEP_ID"}};
+  std::optional<ClusterLauncher> launcher;
+  for (const auto& [rank_name, size_name, names_launcher, only_with] : kRankNames) {
     const char* rank = getenv(rank_name);
     const char* size = getenv(size_name);
     if (rank == nullptr && size == nullptr) continue;
+    if (only_with != nullptr && getenv(only_with) == nullptr) continue;
     if (rank == nullptr || size == nullptr) {
       return Error::InvalidArgument(std::string(rank == nullptr ? size_name : rank_name) + " is set but " +
                                     (rank == nullptr ? rank_name : size_name) + " is not");
@@ -326,18 +339,27 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!parsed_rank) return std::move(parsed_rank).error();
     config.rank = *parsed_rank;
     config.world_size = *world_size;
+    launcher = names_launcher;
     break;
   }
-  if (const char* addr = getenv("MASTER_ADDR")) config.master_addr = addr;
+  const char* addr = getenv("MASTER_ADDR");
   const char* port = getenv("MASTER_PORT");
+  if (addr != nullptr) config.master_addr = addr;
   if (port != nullptr) {
     Result<int> parsed = ParseInt("MASTER_PORT", port, 0, 65535);
     if (!parsed) return std::move(parsed).error();
     config.master_port = *parsed;
   }
-  if (config.world_size > 1 && (getenv("MASTER_ADDR") == nullptr || port == nullptr)) {
-    return Error::InvalidArgument("a world of " + std::to_string(config.world_size) +
-                                  " ranks needs MASTER_ADDR and MASTER_PORT");
+  if (config.world_size > 1 && (addr == nullptr || port == nullptr)) {
+    if (!launcher) {
+      return Error::InvalidArgument("a world of " + std::to_string(config.world_size) +
+                                    " ranks needs MASTER_ADDR and MASTER_PORT");
+    }
+    Result<LauncherMaster> master = FindLauncherMaster(*launcher, getenv);
+    if (!master) return std::move(master).error();
+    if (addr == nullptr) config.master_addr = master->addr;
+    if (port == nullptr) config.master_port = master->port;
+    config.master_source = master->source;
   }
   if (const char* timeout = getenv("INFERNO_TIMEOUT_MS")) {
     Result<int> parsed = ParseInt("INFERNO_TIMEOUT_MS", timeout, 1, 1 << 30);
@@ -354,8 +376,14 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!choice) return std::move(choice).error();
     config.transport = *choice;
   }
-  if (const char* secret = getenv(kJobSecretVariable)) {
-    Result<JobSecret> parsed = ParseJobSecret(secret);
+  const char* secret = getenv(kJobSecretVariable);
+  const char* secret_file = getenv(kJobSecretFileVariable);
+  if (secret != nullptr && secret_file != nullptr) {
+    return Error::InvalidArgument(std::string("both ") + kJobSecretVariable + " and " +
+                                  kJobSecretFileVariable + " are set: unset one");
+  }
+  if (secret != nullptr || secret_file != nullptr) {
+    Result<JobSecret> parsed = secret != nullptr ? ParseJobSecret(secret) : ReadJobSecretFile(secret_file);
     if (!parsed) return std::move(parsed).error();
     config.job_secret = *parsed;
   }
@@ -365,14 +393,17 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
                                   "': set it to 1 to run a job without a secret, or unset it");
   }
   if (insecure != nullptr && config.job_secret) {
-    return Error::InvalidArgument(std::string("both ") + kJobSecretVariable + " and " + kInsecureJobVariable +
-                                  "=1 are set: unset one");
+    return Error::InvalidArgument(std::string("both ") +
+                                  (secret != nullptr ? kJobSecretVariable : kJobSecretFileVariable) +
+                                  " and " + kInsecureJobVariable + "=1 are set: unset one");
   }
   if (config.world_size > 1 && !config.job_secret && insecure == nullptr) {
-    return Error::InvalidArgument(std::string("a job of ") + std::to_string(config.world_size) +
-                                  " ranks needs a secret: export " + kJobSecretVariable +
-                                  "=$(job_key) on every rank (launch does it for you), or set " +
-                                  kInsecureJobVariable + "=1 to let anyone who reaches a rank join");
+    return Error::InvalidArgument(
+        std::string("a job of ") + std::to_string(config.world_size) + " ranks needs a secret: export " +
+        kJobSecretVariable +
+        "=$(job_key) on every rank (launch does it for you) or a file only you can read that holds it in " +
+        kJobSecretFileVariable + ", or set " + kInsecureJobVariable +
+        "=1 to let anyone who reaches a rank join");
   }
   return config;
 }
@@ -395,8 +426,16 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
     return ProcessGroup(*alone);
   }
 
+  // Reaching rank 0 failed: say where its address came from, if not from the user.
+  const auto explained = [&config](Error error) {
+    if (!config.master_source.empty()) {
+      error.message += " (" + config.master_addr + ":" + std::to_string(config.master_port) + " is " +
+                       config.master_source + "; export MASTER_ADDR and MASTER_PORT to choose another)";
+    }
+    return error;
+  };
   Result<std::string> local_address = LocalAddressToward(config.master_addr);
-  if (!local_address) return std::move(local_address).error();
+  if (!local_address) return explained(std::move(local_address).error());
   transport_options.bind_endpoints.push_back("tcp://" + *local_address + ":0");
   const TransportChoice choice = config.transport.value_or(options.transport);
   const bool prefer_ipc = options.prefer_ipc_on_same_host && choice != TransportChoice::kTcp;
@@ -429,7 +468,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   RendezvousOptions waits = options;
   waits.timeout = config.rendezvous_timeout.value_or(options.timeout);
   Result<Json> table = config.rank == 0 ? ServeTable(config, waits, mine) : FetchTable(config, waits, mine);
-  if (!table) return std::move(table).error();
+  if (!table) return explained(std::move(table).error());
 
   std::vector<std::string> endpoints;
   // Rank i's inbox when it is reached over shared memory.

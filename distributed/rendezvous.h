@@ -72,24 +72,37 @@ struct RendezvousConfig {
   std::chrono::milliseconds op_timeout{0};
   // INFERNO_RENDEZVOUS_TIMEOUT_MS if set: replaces RendezvousOptions::timeout.
   std::optional<std::chrono::milliseconds> rendezvous_timeout;
-  // INFERNO_JOB_SECRET if set: the job is secured with it. Unset only in a
-  // 1-rank world or with INFERNO_INSECURE=1.
+  // Where master_addr and master_port came from when a cluster launcher's
+  // variables gave them (see LauncherMaster::source); empty otherwise. Join's
+  // errors quote it.
+  std::string master_source;
+  // INFERNO_JOB_SECRET, or the contents of INFERNO_JOB_SECRET_FILE, if set:
+  // the job is secured with it. Unset only in a 1-rank world or with
+  // INFERNO_INSECURE=1.
   std::optional<JobSecret> job_secret;
   // INFERNO_TRANSPORT if set: replaces RendezvousOptions::transport.
   std::optional<TransportChoice> transport;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
-// SLURM_PROCID/SLURM_NTASKS), MASTER_ADDR, MASTER_PORT, INFERNO_TIMEOUT_MS,
-// INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET, INFERNO_INSECURE and
-// INFERNO_TRANSPORT through `getenv` (nullptr: unset). With no rank
-// variables set: rank 0 of a 1-rank world. Errors (InvalidArgument naming the
-// variable and value, but never the secret's): a non-numeric or out-of-range
-// value, a world size > 1 without MASTER_ADDR or MASTER_PORT, a world size > 1
-// with neither INFERNO_JOB_SECRET nor INFERNO_INSECURE=1 (the message says to
-// export the secret or ask for an insecure job), both set, INFERNO_INSECURE
-// other than 1, a malformed INFERNO_JOB_SECRET (set but empty included), an
-// INFERNO_TRANSPORT other than auto, zmq, shm or tcp.
+// SLURM_PROCID/SLURM_NTASKS, the first pair set; Slurm's only in a task of a
+// job step, where SLURM_STEP_ID is set, not in a batch script's own shell,
+// which is then one rank), MASTER_ADDR, MASTER_PORT,
+// INFERNO_TIMEOUT_MS, INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET,
+// INFERNO_JOB_SECRET_FILE, INFERNO_INSECURE and INFERNO_TRANSPORT through
+// `getenv` (nullptr: unset). With no rank variables set: rank 0 of a 1-rank
+// world. When Open MPI's or Slurm's rank variables give a world size > 1,
+// MASTER_ADDR and MASTER_PORT, each where unset, come from the launcher's
+// variables (see distributed/launcher_master.h). Errors (InvalidArgument
+// naming the variable and value, but never the secret's): a non-numeric or
+// out-of-range value, a world size > 1 from RANK/WORLD_SIZE without
+// MASTER_ADDR or MASTER_PORT, a launcher's variables that do not give them
+// (FindLauncherMaster's errors), a world size > 1 with neither a secret nor
+// INFERNO_INSECURE=1 (the message names the ways out), INFERNO_JOB_SECRET and
+// INFERNO_JOB_SECRET_FILE both set, a secret beside INFERNO_INSECURE,
+// INFERNO_INSECURE other than 1, a malformed INFERNO_JOB_SECRET (set but
+// empty included), ReadJobSecretFile's errors, an INFERNO_TRANSPORT other
+// than auto, zmq, shm or tcp.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 
@@ -101,7 +114,9 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
 // ranks that never arrived (rank 0) or naming the master (other ranks);
 // InvalidArgument when ranks disagree on the world size or the fingerprint
 // (on every rank, naming the two ranks and the entry that differs) or a rank
-// arrives twice.
+// arrives twice. When config.master_source is set, the errors of reaching
+// rank 0 end by saying where its address came from and that MASTER_ADDR and
+// MASTER_PORT choose another.
 Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options = {});
 
 // WatchLauncherLifeline(std::getenv) (a rank started by launch ends when

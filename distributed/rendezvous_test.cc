@@ -2,8 +2,10 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -66,11 +68,89 @@ TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
   EXPECT_EQ(ompi->rank, 1);
   EXPECT_EQ(ompi->world_size, 3);
-  Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment(
-      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, kInsecure}));
+  Result<RendezvousConfig> slurm = ReadRendezvousConfig(FakeEnvironment({{"SLURM_PROCID", "4"},
+                                                                         {"SLURM_NTASKS", "5"},
+                                                                         {"SLURM_STEP_ID", "0"},
+                                                                         {"MASTER_ADDR", "h"},
+                                                                         {"MASTER_PORT", "1"},
+                                                                         kInsecure}));
   ASSERT_TRUE(slurm.ok()) << slurm.error().ToString();
   EXPECT_EQ(slurm->rank, 4);
   EXPECT_EQ(slurm->world_size, 5);
+}
+
+TEST(ReadRendezvousConfig, SlurmBatchScriptsOwnShellIsOneRank) {
+  // As sbatch -n 2 sets them for the script itself: no SLURM_STEP_ID.
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n1"}}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->rank, 0);
+  EXPECT_EQ(config->world_size, 1);
+}
+
+TEST(ReadRendezvousConfig, OpenMpiAndSlurmFindRankZeroWithoutMasterVariables) {
+  Result<RendezvousConfig> ompi =
+      ReadRendezvousConfig(FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"},
+                                            {"OMPI_COMM_WORLD_SIZE", "2"},
+                                            {"OMPI_MCA_orte_hnp_uri", "1734148096.0;tcp://192.0.2.2:36717"},
+                                            {"OMPI_MCA_ess_base_jobid", "1734148097"},
+                                            kInsecure}));
+  ASSERT_TRUE(ompi.ok()) << ompi.error().ToString();
+  EXPECT_EQ(ompi->master_addr, "192.0.2.2");
+  EXPECT_EQ(ompi->master_port, 28097);
+  EXPECT_FALSE(ompi->master_source.empty());
+  std::map<std::string, std::string> slurm = {
+      {"SLURM_PROCID", "0"},  {"SLURM_NTASKS", "2"},  {"SLURM_JOB_NODELIST", "n[7-8]"},
+      {"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}, kInsecure};
+  Result<RendezvousConfig> from_slurm = ReadRendezvousConfig(FakeEnvironment(slurm));
+  ASSERT_TRUE(from_slurm.ok()) << from_slurm.error().ToString();
+  EXPECT_EQ(from_slurm->master_addr, "n7");
+  EXPECT_EQ(from_slurm->master_port, 20042);
+  // Each of MASTER_ADDR and MASTER_PORT the user sets wins.
+  slurm["MASTER_PORT"] = "29500";
+  from_slurm = ReadRendezvousConfig(FakeEnvironment(slurm));
+  ASSERT_TRUE(from_slurm.ok()) << from_slurm.error().ToString();
+  EXPECT_EQ(from_slurm->master_addr, "n7");
+  EXPECT_EQ(from_slurm->master_port, 29500);
+  slurm["MASTER_ADDR"] = "head";
+  from_slurm = ReadRendezvousConfig(FakeEnvironment(slurm));
+  ASSERT_TRUE(from_slurm.ok()) << from_slurm.error().ToString();
+  EXPECT_EQ(from_slurm->master_addr, "head");
+  EXPECT_TRUE(from_slurm->master_source.empty());
+  // Torchrun's names carry no launcher to ask.
+  Result<RendezvousConfig> torchrun = ReadRendezvousConfig(FakeEnvironment(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_JOB_NODELIST", "n1"}, {"SLURM_JOB_ID", "1"}, kInsecure}));
+  ASSERT_FALSE(torchrun.ok());
+  EXPECT_NE(torchrun.error().message.find("needs MASTER_ADDR and MASTER_PORT"), std::string::npos);
+}
+
+TEST(ReadRendezvousConfig, SlurmWithoutItsNodeListNamesIt) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"SLURM_PROCID", "1"},
+                                                                          {"SLURM_NTASKS", "2"},
+                                                                          {"SLURM_STEP_ID", "0"},
+                                                                          {"SLURM_JOB_ID", "42"},
+                                                                          kInsecure}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("SLURM_JOB_NODELIST"), std::string::npos) << config.error().message;
+}
+
+TEST(Join, RankZeroAwayFromTheLaunchersHostSaysWhereTheAddressCameFrom) {
+  RendezvousConfig config;
+  config.rank = 0;
+  config.world_size = 2;
+  config.master_addr = "192.0.2.254";  // TEST-NET-1: not an address of this host
+  config.master_port = 0;
+  config.master_source = "mpirun's host (OMPI_MCA_orte_hnp_uri)";
+  RendezvousOptions options;
+  options.timeout = milliseconds(2000);
+  Result<ProcessGroup> group = Join(config, options);
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.error().message.find("cannot listen on 192.0.2.254"), std::string::npos)
+      << group.error().message;
+  EXPECT_NE(group.error().message.find(
+                "is mpirun's host (OMPI_MCA_orte_hnp_uri); export MASTER_ADDR and MASTER_PORT"),
+            std::string::npos)
+      << group.error().message;
 }
 
 TEST(ReadRendezvousConfig, TimeoutVariablesOverrideOptions) {
@@ -407,7 +487,8 @@ TEST(ReadRendezvousConfig, SeveralRanksWithoutSecretRefuseNamingBothWaysOut) {
   EXPECT_EQ(
       config.error().message,
       "a job of 2 ranks needs a secret: export INFERNO_JOB_SECRET=$(job_key) on every rank (launch does "
-      "it for you), or set INFERNO_INSECURE=1 to let anyone who reaches a rank join");
+      "it for you) or a file only you can read that holds it in INFERNO_JOB_SECRET_FILE, or set "
+      "INFERNO_INSECURE=1 to let anyone who reaches a rank join");
   std::map<std::string, std::string> insecure = rank1;
   insecure.insert(kInsecure);
   config = ReadRendezvousConfig(FakeEnvironment(insecure));
@@ -418,6 +499,31 @@ TEST(ReadRendezvousConfig, SeveralRanksWithoutSecretRefuseNamingBothWaysOut) {
   config = ReadRendezvousConfig(FakeEnvironment(secured));
   ASSERT_TRUE(config.ok()) << config.error().ToString();
   EXPECT_TRUE(config->job_secret);
+}
+
+TEST(ReadRendezvousConfig, ReadsTheJobSecretFromAFileButNotBesideTheVariable) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
+                           "/rendezvous_test_secret_" + std::to_string(getpid());
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fprintf(file, "%s\n", std::string(64, 'b').c_str());
+  std::fclose(file);
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  std::map<std::string, std::string> rank1 = {{"RANK", "1"},
+                                              {"WORLD_SIZE", "2"},
+                                              {"MASTER_ADDR", "h"},
+                                              {"MASTER_PORT", "1"},
+                                              {"INFERNO_JOB_SECRET_FILE", path}};
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(rank1));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  ASSERT_TRUE(config->job_secret);
+  EXPECT_EQ(config->job_secret->bytes[0], 0xbb);
+  rank1["INFERNO_JOB_SECRET"] = std::string(64, 'b');
+  config = ReadRendezvousConfig(FakeEnvironment(rank1));
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("both INFERNO_JOB_SECRET and INFERNO_JOB_SECRET_FILE"),
+            std::string::npos);
+  std::remove(path.c_str());
 }
 
 TEST(ReadRendezvousConfig, InsecureIsOnlyOneAndNeverBesideASecret) {

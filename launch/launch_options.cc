@@ -54,7 +54,7 @@ const CommandSpec& LaunchCommandSpec() {
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
        {"insecure", "",
         "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
-        "INFERNO_JOB_SECRET: launch's if set, else new)"},
+        "INFERNO_JOB_SECRET: launch's if set, else new; or launch's INFERNO_JOB_SECRET_FILE)"},
        {"transport", "T",
         "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
         "hosts), zmq, shm, or tcp (ZeroMQ over tcp:// even within a host) (sets INFERNO_TRANSPORT)"},

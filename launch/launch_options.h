@@ -49,7 +49,8 @@ struct LaunchOptions {
   // Stop the whole job after this long; zero means no limit.
   std::chrono::milliseconds timeout{0};
   // false (the default): the ranks get a job secret (INFERNO_JOB_SECRET,
-  // taken from launch's environment if set there, else fresh), so only they
+  // taken from launch's environment if set there, else fresh; or the
+  // INFERNO_JOB_SECRET_FILE of launch's environment), so only they
   // can join the job or send to it (see distributed/job_secret.h).
   // true: they get INFERNO_INSECURE=1 and no secret, and admit anyone who
   // reaches them.

@@ -221,8 +221,19 @@ class Supervisor {
 
  private:
   // Unless --insecure, sets job_secret_: launch's own INFERNO_JOB_SECRET if
-  // set (checked), else a fresh one, which only a single-node job may use.
+  // set (checked), else a fresh one, which only a single-node job may use;
+  // or, when launch has INFERNO_JOB_SECRET_FILE (checked) instead, leaves it
+  // empty: the ranks inherit the file's name and read it.
   Status ChooseJobSecret() {
+    const char* file = std::getenv(kJobSecretFileVariable);
+    if (file != nullptr && std::getenv(kJobSecretVariable) != nullptr) {
+      return Error::InvalidArgument(std::string("both ") + kJobSecretVariable + " and " +
+                                    kJobSecretFileVariable + " are set: unset one");
+    }
+    if (file != nullptr) {
+      if (Result<JobSecret> read = ReadJobSecretFile(file); !read) return read.error();
+      return {};
+    }
     if (const char* inherited = std::getenv(kJobSecretVariable)) {
       if (Result<JobSecret> parsed = ParseJobSecret(inherited); !parsed) {
         return parsed.error();
@@ -231,9 +242,10 @@ class Supervisor {
       return {};
     }
     if (options_.nnodes > 1) {
-      return Error::InvalidArgument(std::string("a job of ") + std::to_string(options_.nnodes) +
-                                    " nodes needs the same " + kJobSecretVariable +
-                                    " exported on every node (make one with job_key), or --insecure");
+      return Error::InvalidArgument(
+          std::string("a job of ") + std::to_string(options_.nnodes) + " nodes needs the same " +
+          kJobSecretVariable + " exported on every node (make one with job_key), or " +
+          kJobSecretFileVariable + " naming a file every node reads, or --insecure");
     }
     Result<std::string> fresh = NewJobSecretText();
     if (!fresh) return fresh.error();
@@ -336,8 +348,9 @@ class Supervisor {
     if (options_.insecure) {
       set(kInsecureJobVariable, "1");
       unsetenv(kJobSecretVariable);
+      unsetenv(kJobSecretFileVariable);
     } else {
-      set(kJobSecretVariable, job_secret_);
+      if (!job_secret_.empty()) set(kJobSecretVariable, job_secret_);  // else INFERNO_JOB_SECRET_FILE's
       unsetenv(kInsecureJobVariable);
     }
     if (options_.transport) set(kTransportVariable, TransportChoiceName(*options_.transport));

