@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
+       {"tie-embeddings", "", "lm_head shares the token embedding (tie_word_embeddings)"},
        {"rope-scaling", "linear|llama3|longrope",
         "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4; longrope: "
         "factors 1 to --rope-factor, original context seq-len / 2)"},
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   }
   shape.architecture = architectures.at(architecture);
   shape.attention_bias = flags.Has("attention-bias");
+  shape.tie_embeddings = flags.Has("tie-embeddings");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
   Result<double> rope_factor = flags.Double("rope-factor", 8.0, 1.0, 1024.0);
   for (const Error* error :

@@ -5,7 +5,8 @@
 # two shapes (SHAPE): stories15m (dim 288, hidden 768, 6 layers, 6 heads,
 # vocab 32000, context 512; the default) or tinyllama4 (TinyLlama-1.1B's
 # layers cut to 4: dim 2048, hidden 5632, 32 heads, 4 KV heads, vocab 32000,
-# context 512). Measures decode tokens/s (DECODE_TOKENS tokens after a
+# context 512), or gemma3_1b4, qwen3_06b4, phi3mini4 (Gemma-3-1B's,
+# Qwen3-0.6B's and Phi-3-mini's layers cut to 4). Measures decode tokens/s (DECODE_TOKENS tokens after a
 # 1-token prompt; default 128) and prefill tokens/s of a 200-token prompt (the
 # prompt's tokens over the time to the first generated token), at each of
 # THREADS (default "1 2"). Runs alternate between the two engines, ROUNDS
@@ -15,7 +16,7 @@
 # (q4_k_m, q5_k_m, q6_k, ...: llama_quantize.py's list) is made by llama.cpp's
 # own quantizer from the F32 file, as the files users download are.
 #
-# Usage: [SHAPE=stories15m|tinyllama4] [THREADS="1 2"] [DECODE_TOKENS=128] \
+# Usage: [SHAPE=stories15m|tinyllama4|gemma3_1b4|qwen3_06b4|phi3mini4] [THREADS="1 2"] [DECODE_TOKENS=128] \
 #          llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
 #   e.g. bazel build --config=opt //tools:infer //tools:make_toy_model
 #        tools/yardsticks/llama_cpp_bench.sh 3 bazel-bin/tools/infer bazel-bin/tools/make_toy_model f32 f16
@@ -45,8 +46,21 @@ case "${SHAPE:-stories15m}" in
   tinyllama4)
     SHAPE_FLAGS=(--dim 2048 --layers 4 --heads 32 --kv-heads 4 --vocab 32000 --hidden 5632 --seq-len 512)
     ;;
+  # The other families' small models, their layers cut to 4 likewise.
+  gemma3_1b4)
+    SHAPE_FLAGS=(--architecture gemma3 --dim 1152 --layers 4 --heads 4 --kv-heads 1 --head-dim 256 --hidden 6912
+      --vocab 262144 --tie-embeddings --sliding-window 512 --seq-len 1024)
+    ;;
+  qwen3_06b4)
+    SHAPE_FLAGS=(--architecture qwen3 --dim 1024 --layers 4 --heads 16 --kv-heads 8 --head-dim 128 --hidden 3072
+      --vocab 151936 --tie-embeddings --seq-len 1024)
+    ;;
+  phi3mini4)
+    SHAPE_FLAGS=(--architecture phi3 --dim 3072 --layers 4 --heads 32 --kv-heads 32 --hidden 8192 --vocab 32064
+      --sliding-window 2047 --seq-len 1024)
+    ;;
   *)
-    echo "SHAPE=${SHAPE}: expected stories15m or tinyllama4" >&2
+    echo "SHAPE=${SHAPE}: expected stories15m, tinyllama4, gemma3_1b4, qwen3_06b4 or phi3mini4" >&2
     exit 2
     ;;
 esac
