@@ -10,7 +10,9 @@ TEST(Architecture, FindsEachEntryByItsClassNameOnly) {
     EXPECT_EQ(FindArchitecture(architecture.name), &architecture);
   EXPECT_EQ(FindArchitecture("Gemma3ForCausalLM"), nullptr);
   EXPECT_EQ(FindArchitecture("qwen3"), nullptr);  // a model_type, not a class
-  EXPECT_EQ(ArchitectureNames(), "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+  EXPECT_EQ(ArchitectureNames(),
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+            "MixtralForCausalLM, Qwen3MoeForCausalLM");
 }
 
 TEST(Architecture, GgufNamesAreLlamaCppsAndOnlyLlamaInterleavesRope) {
@@ -29,6 +31,26 @@ TEST(Architecture, Qwen3NormsQAndKAndTakesAttentionBiasAsLlamaDoes) {
   EXPECT_TRUE(qwen3->attention_bias_field);
   EXPECT_FALSE(qwen3->fixed_qkv_bias);
   EXPECT_FALSE(FindArchitecture("Qwen2ForCausalLM")->qk_norm);
+}
+
+TEST(Architecture, OnlyTheMixtureFamiliesHaveExpertsNamedAsHuggingFaceWritesThem) {
+  const Architecture* mixtral = FindArchitecture("MixtralForCausalLM");
+  const Architecture* qwen3_moe = FindArchitecture("Qwen3MoeForCausalLM");
+  ASSERT_NE(mixtral, nullptr);
+  ASSERT_NE(qwen3_moe, nullptr);
+  EXPECT_EQ(mixtral->experts.block, "block_sparse_moe");
+  EXPECT_EQ(mixtral->experts.gate, "w1");
+  EXPECT_EQ(mixtral->experts.up, "w3");
+  EXPECT_EQ(mixtral->experts.down, "w2");
+  EXPECT_FALSE(mixtral->experts.norm_topk_field);  // Mixtral always renormalises
+  EXPECT_EQ(qwen3_moe->experts.block, "mlp");
+  EXPECT_TRUE(qwen3_moe->experts.norm_topk_field);
+  EXPECT_TRUE(qwen3_moe->experts.dense_layer_fields);
+  EXPECT_TRUE(qwen3_moe->qk_norm);
+  for (const Architecture& architecture : kArchitectures) {
+    const bool mixture = &architecture == mixtral || &architecture == qwen3_moe;
+    EXPECT_EQ(architecture.experts.count_field.empty(), !mixture) << architecture.name;
+  }
 }
 
 }  // namespace

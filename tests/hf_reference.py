@@ -7,7 +7,10 @@ each head), with rope_scaling "linear" or "llama3"; q/k/v biases (Qwen2, or
 attention_bias), an o_proj bias (attention_bias); Qwen3's q_norm and k_norm
 (each head of q and k RMS-normed, before RoPE); grouped-query attention;
 head_dim from config.json when given; RMSNorm; SwiGLU; tied or separate
-lm_head. Greedy-decodes from the given prompt ids and prints, per generated
+lm_head; the mixture-of-experts MLP of Mixtral and Qwen3-MoE (router
+softmax, top num_experts_per_tok, renormalised always for Mixtral and per
+norm_topk_prob for Qwen3-MoE, whose decoder_sparse_step and mlp_only_layers
+give dense layers). Greedy-decodes from the given prompt ids and prints, per generated
 token, "argmax <id>" and the logits, for comparison with //tools:infer.
 Pure Python, double precision: use on toy-sized models only.
 
@@ -42,7 +45,11 @@ layers = config["num_hidden_layers"]
 eps = config.get("rms_norm_eps", 1e-6)
 theta = config.get("rope_theta", 10000.0)
 group = heads // kv_heads
-qk_norm = config["architectures"][0] == "Qwen3ForCausalLM"
+qk_norm = config["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+# Mixture of experts, as transformers' modelling_mixtral.py and
+# modelling_qwen3_moe.py name and compute it: (block, gate, up, down names).
+EXPERT_NAMES = {"MixtralForCausalLM": ("block_sparse_moe", "w1", "w3", "w2"),
+                "Qwen3MoeForCausalLM": ("mlp", "gate_proj", "up_proj", "down_proj")}.get(config["architectures"][0])
 
 
 def inverse_frequencies():
@@ -116,6 +123,42 @@ def rotate(vector, count, pos):
             vector[base + i + half] = b * c + a * s
 
 
+def sparse(layer):
+    if EXPERT_NAMES is None:
+        return False
+    if config["architectures"][0] == "MixtralForCausalLM":
+        return True
+    return (config["num_experts"] > 0 and (layer + 1) % config.get("decoder_sparse_step", 1) == 0
+            and layer not in config.get("mlp_only_layers", []))
+
+
+def swiglu_mlp(h, gate_name, up_name, down_name):
+    gate = linear(gate_name, h)
+    up = linear(up_name, h)
+    return linear(down_name, [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)])
+
+
+def experts_mlp(p, h):
+    """Router softmax over every expert, the top k kept, their outputs summed
+    weighted by their probabilities (renormalised to sum 1 when asked)."""
+    block, gate, up, down = EXPERT_NAMES
+    logits = linear(p + block + ".gate.weight", h)
+    top = max(logits)
+    exps = [math.exp(v - top) for v in logits]
+    probs = [v / sum(exps) for v in exps]
+    chosen = sorted(range(len(probs)), key=lambda e: -probs[e])[:config["num_experts_per_tok"]]
+    weights = {e: probs[e] for e in chosen}
+    if config["architectures"][0] == "MixtralForCausalLM" or config.get("norm_topk_prob", False):
+        total = sum(weights.values())
+        weights = {e: w / total for e, w in weights.items()}
+    out = [0.0] * dim
+    for e in sorted(chosen):
+        q = "%s%s.experts.%d." % (p, block, e)
+        y = swiglu_mlp(h, q + gate + ".weight", q + up + ".weight", q + down + ".weight")
+        out = [o + weights[e] * v for o, v in zip(out, y)]
+    return out
+
+
 keys = [[] for _ in range(layers)]
 values = [[] for _ in range(layers)]
 
@@ -150,10 +193,10 @@ def step(token, pos):
         o = linear(p + "self_attn.o_proj.weight", attention, p + "self_attn.o_proj.bias")
         x = [a + b for a, b in zip(x, o)]
         h = rms_norm(x, p + "post_attention_layernorm.weight")
-        gate = linear(p + "mlp.gate_proj.weight", h)
-        up = linear(p + "mlp.up_proj.weight", h)
-        act = [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)]
-        down = linear(p + "mlp.down_proj.weight", act)
+        if sparse(l):
+            down = experts_mlp(p, h)
+        else:
+            down = swiglu_mlp(h, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight")
         x = [a + b for a, b in zip(x, down)]
     x = rms_norm(x, "model.norm.weight")
     head = "lm_head.weight" if has("lm_head.weight") else "model.embed_tokens.weight"

@@ -5,8 +5,11 @@
 # same greedy ids, logits within 1e-4. Families: Llama 3.1 style (GQA,
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
 # hidden / heads), Qwen3 (q and k norms, head_dim != hidden / heads), Llama
-# with attention_bias and linear RoPE scaling, Mistral. Prompt plus generation
-# run past the scaled RoPE's original context, so scaling matters.
+# with attention_bias and linear RoPE scaling, Mistral; the mixtures of
+# experts Mixtral and Qwen3-MoE (top-k routing; Qwen3-MoE with a dense layer
+# from mlp_only_layers, and with decoder_sparse_step) over 200+ positions
+# (STEPS set per family). Prompt plus generation run past the scaled RoPE's
+# original context, so scaling matters.
 # Usage: infer_vs_hf_reference_test.sh LAUNCH INFER MAKE_TOY_MODEL REFERENCE_PY COMPARE_PY
 set -u
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" REFERENCE="$4" COMPARE="$5"
@@ -51,6 +54,12 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
+STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
+  --experts-per-token 2 --hidden 32
+STEPS=200 check_family qwen3_moe --seq-len 256 --kv-heads 2 --architecture qwen3_moe --head-dim 16 --hidden 48 \
+  --experts 6 --experts-per-token 2 --expert-hidden 16 --norm-topk-prob --mlp-only-layers 0
+check_family qwen3_moe_step --kv-heads 2 --architecture qwen3_moe --experts 3 --experts-per-token 2 \
+  --expert-hidden 24 --decoder-sparse-step 2
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failures" >&2; exit 1; }
 rm -rf "$WORK"

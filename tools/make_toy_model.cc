@@ -10,6 +10,9 @@
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
 //                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2|qwen3]
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
+//                  [--architecture mixtral|qwen3_moe [--experts 4] [--experts-per-token 2]
+//                   [--expert-hidden N] [--norm-topk-prob] [--decoder-sparse-step 1]
+//                   [--mlp-only-layers 0,3]]
 //   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|...]
 //                  [--tokenizer tokenizer.bin] [shape flags]
 //
@@ -19,9 +22,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/command_line.h"
 #include "engine/toy_model.h"
+#include "model/architecture.h"
 #include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
@@ -47,14 +52,21 @@ int main(int argc, char** argv) {
        {"vocab", "N", "vocabulary size (default 259, the byte tokenizer's)"},
        {"seq-len", "N", "context length (default 256)"},
        {"seed", "S", "weight seed (default 1)"},
-       {"architecture", "llama|mistral|qwen2|qwen3",
-        "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms)"},
+       {"architecture", "llama|mistral|qwen2|qwen3|mixtral|qwen3_moe",
+        "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms, mixtral and "
+        "qwen3_moe experts)"},
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
        {"rope-scaling", "linear|llama3",
         "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
-       {"rope-factor", "F", "the RoPE scaling factor (default 8)"}},
+       {"rope-factor", "F", "the RoPE scaling factor (default 8)"},
+       {"experts", "N", "mixtral, qwen3_moe: experts per sparse layer (default 4)"},
+       {"experts-per-token", "K", "mixtral, qwen3_moe: experts chosen per position (default 2)"},
+       {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
+       {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
+       {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
+       {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}},
       false,
       {"out"}};
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
@@ -68,6 +80,10 @@ int main(int argc, char** argv) {
       flags.Int("seq-len", defaults.seq_len, 1, 1 << 20),
       flags.Int("seed", 1, 0, INT64_MAX),
       flags.Int("hidden", 0, 0, 1 << 20),
+      flags.Int("experts", defaults.experts, 1, 1 << 16),
+      flags.Int("experts-per-token", 2, 1, 1 << 16),
+      flags.Int("expert-hidden", 0, 0, 1 << 20),
+      flags.Int("decoder-sparse-step", 1, 1, 1024),
   };
   for (const Result<int64_t>& value : values) {
     if (!value) {
@@ -83,17 +99,44 @@ int main(int argc, char** argv) {
   shape.vocab = *values[4];
   shape.seq_len = *values[5];
   shape.hidden = *values[7];
+  shape.experts = *values[8];
+  shape.experts_per_token = *values[9];
+  shape.expert_hidden = *values[10];
+  shape.decoder_sparse_step = *values[11];
+  shape.norm_topk_prob = flags.Has("norm-topk-prob");
+  if (const std::optional<std::string> layers = flags.Last("mlp-only-layers")) {
+    Result<std::vector<int64_t>> parsed = ParseIntList(*layers, "--mlp-only-layers");
+    if (!parsed) {
+      std::fprintf(stderr, "make_toy_model: %s\n", parsed.error().ToString().c_str());
+      return 2;
+    }
+    shape.mlp_only_layers = *parsed;
+  }
   const std::string architecture = flags.Last("architecture").value_or("llama");
-  const std::map<std::string, std::string> architectures = {{"llama", "LlamaForCausalLM"},
-                                                            {"mistral", "MistralForCausalLM"},
-                                                            {"qwen2", "Qwen2ForCausalLM"},
-                                                            {"qwen3", "Qwen3ForCausalLM"}};
+  const std::map<std::string, std::string> architectures = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"}, {"mixtral", "MixtralForCausalLM"}, {"qwen3_moe", "Qwen3MoeForCausalLM"}};
   if (!architectures.contains(architecture)) {
-    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2 or qwen3\n",
+    std::fprintf(stderr,
+                 "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2, qwen3, mixtral or "
+                 "qwen3_moe\n",
                  architecture.c_str());
     return 2;
   }
   shape.architecture = architectures.at(architecture);
+  const Architecture::ExpertLayout& experts = FindArchitecture(shape.architecture)->experts;
+  for (const char* expert_flag : {"experts", "experts-per-token", "expert-hidden", "norm-topk-prob",
+                                  "decoder-sparse-step", "mlp-only-layers"}) {
+    const bool qwen3_moe_only = std::string_view(expert_flag) == "norm-topk-prob" ||
+                                std::string_view(expert_flag) == "decoder-sparse-step" ||
+                                std::string_view(expert_flag) == "mlp-only-layers";
+    if (flags.Has(expert_flag) &&
+        (experts.count_field.empty() || (qwen3_moe_only && !experts.dense_layer_fields))) {
+      std::fprintf(stderr, "make_toy_model: --%s does not apply to --architecture %s\n", expert_flag,
+                   architecture.c_str());
+      return 2;
+    }
+  }
   shape.attention_bias = flags.Has("attention-bias");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
   Result<double> rope_factor = flags.Double("rope-factor", 8.0, 1.0, 1024.0);
