@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "base/command_line.h"
 #include "engine/toy_model.h"
@@ -30,9 +32,57 @@
 #include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
+namespace inferno {
+namespace {
+
+// The flags of the mixture-of-experts families.
+const FlagSpec kExpertFlags[] = {
+    {"experts", "N", "mixtral, qwen3_moe: experts per sparse layer (default 4)"},
+    {"experts-per-token", "K", "mixtral, qwen3_moe: experts chosen per position (default 2)"},
+    {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
+    {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
+    {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
+    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}};
+
+// The expert flags into `shape`, whose architecture is set (`architecture`
+// is the flag's value); fails on a flag the family does not have.
+Status ReadExpertFlags(const CommandLine& flags, const std::string& architecture, ToyModelShape& shape) {
+  const Architecture::ExpertLayout& experts = FindArchitecture(shape.architecture)->experts;
+  for (const FlagSpec& expert_flag : kExpertFlags) {
+    const std::string_view flag = expert_flag.name;
+    const bool qwen3_moe_only =
+        flag == "norm-topk-prob" || flag == "decoder-sparse-step" || flag == "mlp-only-layers";
+    if (flags.Has(std::string(flag)) &&
+        (experts.count_field.empty() || (qwen3_moe_only && !experts.dense_layer_fields))) {
+      return Error::InvalidArgument("--" + std::string(flag) + " does not apply to --architecture " +
+                                    architecture);
+    }
+  }
+  const std::tuple<const char*, int64_t, int64_t, int64_t*> ints[] = {
+      {"experts", 1, 1 << 16, &shape.experts},
+      {"experts-per-token", 1, 1 << 16, &shape.experts_per_token},
+      {"expert-hidden", 1, 1 << 20, &shape.expert_hidden},
+      {"decoder-sparse-step", 1, 1024, &shape.decoder_sparse_step}};
+  for (const auto& [name, min, max, out] : ints) {
+    Result<int64_t> value = flags.Int(name, *out, min, max);
+    if (!value) return value.error();
+    *out = *value;
+  }
+  shape.norm_topk_prob = flags.Has("norm-topk-prob");
+  if (const std::optional<std::string> layers = flags.Last("mlp-only-layers")) {
+    Result<std::vector<int64_t>> parsed = ParseIntList(*layers, "--mlp-only-layers");
+    if (!parsed) return parsed.error();
+    shape.mlp_only_layers = *parsed;
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace inferno
+
 int main(int argc, char** argv) {
   using namespace inferno;
-  const CommandSpec spec{
+  CommandSpec spec{
       "make_toy_model",
       "--out DIR [shape flags]",
       "Writes the embedded toy model (deterministic random weights, byte-level vocabulary)\n"
@@ -60,15 +110,10 @@ int main(int argc, char** argv) {
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
        {"rope-scaling", "linear|llama3",
         "RoPE scaling by --rope-factor (llama3: original context seq-len / 4, low 1, high 4)"},
-       {"rope-factor", "F", "the RoPE scaling factor (default 8)"},
-       {"experts", "N", "mixtral, qwen3_moe: experts per sparse layer (default 4)"},
-       {"experts-per-token", "K", "mixtral, qwen3_moe: experts chosen per position (default 2)"},
-       {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
-       {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
-       {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
-       {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}},
+       {"rope-factor", "F", "the RoPE scaling factor (default 8)"}},
       false,
       {"out"}};
+  spec.flags.insert(spec.flags.end(), std::begin(kExpertFlags), std::end(kExpertFlags));
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
   const ToyModelShape defaults;
   Result<int64_t> values[] = {
@@ -80,10 +125,6 @@ int main(int argc, char** argv) {
       flags.Int("seq-len", defaults.seq_len, 1, 1 << 20),
       flags.Int("seed", 1, 0, INT64_MAX),
       flags.Int("hidden", 0, 0, 1 << 20),
-      flags.Int("experts", defaults.experts, 1, 1 << 16),
-      flags.Int("experts-per-token", 2, 1, 1 << 16),
-      flags.Int("expert-hidden", 0, 0, 1 << 20),
-      flags.Int("decoder-sparse-step", 1, 1, 1024),
   };
   for (const Result<int64_t>& value : values) {
     if (!value) {
@@ -99,43 +140,19 @@ int main(int argc, char** argv) {
   shape.vocab = *values[4];
   shape.seq_len = *values[5];
   shape.hidden = *values[7];
-  shape.experts = *values[8];
-  shape.experts_per_token = *values[9];
-  shape.expert_hidden = *values[10];
-  shape.decoder_sparse_step = *values[11];
-  shape.norm_topk_prob = flags.Has("norm-topk-prob");
-  if (const std::optional<std::string> layers = flags.Last("mlp-only-layers")) {
-    Result<std::vector<int64_t>> parsed = ParseIntList(*layers, "--mlp-only-layers");
-    if (!parsed) {
-      std::fprintf(stderr, "make_toy_model: %s\n", parsed.error().ToString().c_str());
-      return 2;
-    }
-    shape.mlp_only_layers = *parsed;
-  }
   const std::string architecture = flags.Last("architecture").value_or("llama");
   const std::map<std::string, std::string> architectures = {
       {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
       {"qwen3", "Qwen3ForCausalLM"}, {"mixtral", "MixtralForCausalLM"}, {"qwen3_moe", "Qwen3MoeForCausalLM"}};
   if (!architectures.contains(architecture)) {
-    std::fprintf(stderr,
-                 "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2, qwen3, mixtral or "
-                 "qwen3_moe\n",
-                 architecture.c_str());
+    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not one of %s\n", architecture.c_str(),
+                 "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe");
     return 2;
   }
   shape.architecture = architectures.at(architecture);
-  const Architecture::ExpertLayout& experts = FindArchitecture(shape.architecture)->experts;
-  for (const char* expert_flag : {"experts", "experts-per-token", "expert-hidden", "norm-topk-prob",
-                                  "decoder-sparse-step", "mlp-only-layers"}) {
-    const bool qwen3_moe_only = std::string_view(expert_flag) == "norm-topk-prob" ||
-                                std::string_view(expert_flag) == "decoder-sparse-step" ||
-                                std::string_view(expert_flag) == "mlp-only-layers";
-    if (flags.Has(expert_flag) &&
-        (experts.count_field.empty() || (qwen3_moe_only && !experts.dense_layer_fields))) {
-      std::fprintf(stderr, "make_toy_model: --%s does not apply to --architecture %s\n", expert_flag,
-                   architecture.c_str());
-      return 2;
-    }
+  if (Status read = ReadExpertFlags(flags, architecture, shape); !read) {
+    std::fprintf(stderr, "make_toy_model: %s\n", read.error().ToString().c_str());
+    return 2;
   }
   shape.attention_bias = flags.Has("attention-bias");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
