@@ -18,7 +18,15 @@
 //   llama.attention.key_length, .value_length  head_dim when given (must agree)
 //   llama.rope.scaling.type, .factor       "none" or "linear" (others refused)
 //   llama.vocab_size                       must equal token_embd's rows
-//   llama.expert_count, .expert_used_count must be 0 (no mixture of experts)
+//   llama.expert_count, .expert_used_count must be 0 in a dense family; in a
+//                                          mixture of experts (qwen3moe):
+//                                          num_experts, num_experts_per_tok
+//   qwen3moe.expert_feed_forward_length   expert_intermediate_size (default,
+//                                          as llama.cpp: feed_forward_length /
+//                                          expert_used_count); the top-k
+//                                          weights are always renormalised
+//                                          and every layer is sparse, as
+//                                          llama.cpp computes qwen3moe
 //   tokenizer.ggml.eos_token_id            eos_token_ids
 // Any other key of the family's prefix is refused; general.* and tokenizer.* keys describe
 // the file and its tokenizer (text/gguf_tokenizer.h) and do not change the
@@ -38,6 +46,11 @@
 //   output.weight            lm_head.weight (absent: tied to token_embd)
 //   blk.{i}.attn_{q,k,v,output}.bias  the biases (Qwen2's q, k, v)
 //   blk.{i}.attn_{q,k}_norm.weight    ...self_attn.{q,k}_norm.weight (Qwen3)
+//   blk.{i}.ffn_gate_inp.weight       the router, ...mlp.gate.weight (always f32,
+//                                     as llama.cpp's quantizer leaves it)
+//   blk.{i}.ffn_{gate,up,down}_exps.weight  every expert's gate, up or down
+//                                     stacked: ne = {columns, rows, experts},
+//                                     expert e's matrix at e's slab of rows
 // A (rows, columns) tensor is stored with ne = {columns, rows}. For "llama"
 // (only: Architecture::gguf_interleaved_rope), llama.cpp's converter stores
 // attn_q and attn_k rows in Meta's interleaved RoPE order
@@ -48,8 +61,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -82,8 +97,15 @@ struct GgufLlamaModel {
 Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source);
 
 // The GGUF name of a Hugging Face Llama tensor name (the list above).
-// Precondition: `hf_name` is one of LlamaTensorSpecs' names.
+// Precondition: `hf_name` is one of LlamaTensorSpecs' names, not a router's
+// or an expert's (GgufExpertTensorName).
 std::string GgufTensorName(std::string_view hf_name);
+
+// For a router or expert tensor of `config` (model/llama_layout.h), its GGUF
+// tensor's name and the expert's index in the stack (-1 for the router);
+// nullopt for other names.
+std::optional<std::pair<std::string, int64_t>> GgufExpertTensorName(const ModelConfig& config,
+                                                                    std::string_view hf_name);
 
 // general.architecture and the llama.* keys of `config`, in the order
 // llama.cpp's converter writes them.

@@ -101,7 +101,7 @@ inline constexpr Architecture kArchitectures[] = {
      .model_type = "qwen3_moe",
      .attention_bias_field = true,
      .qk_norm = true,
-     .gguf_name = "",
+     .gguf_name = "qwen3moe",
      .gguf_interleaved_rope = false,
      .experts = {.count_field = "num_experts",
                  .hidden_field = "moe_intermediate_size",
