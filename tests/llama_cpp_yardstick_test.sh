@@ -4,7 +4,8 @@
 # (node-llama-cpp 3.21.1's prebuilt CPU build, tools/yardsticks; its KV cache
 # in F32 as ours, not its default F16) as under //tools:infer, for two prompts;
 # and toy GGUF files of each family we write (make_toy_model --format gguf:
-# llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim)
+# llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim,
+# qwen3moe with 4 experts, 2 per token, also in Q8_0 and Q4_K)
 # give llama.cpp's 16 greedy ids (or first differ at a near-tie in our
 # logits, tests/near_tie.py). Skips, passing, when node or the fetched package
 # (tools/yardsticks/fetch_llama_cpp.sh) is absent; the stories260K part
@@ -19,7 +20,8 @@ llama_cpp_package
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/llama_cpp.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-for family in "llama" "qwen2" "qwen3 --head-dim 32"; do
+for family in "llama" "qwen2" "qwen3 --head-dim 32" \
+  "qwen3_moe --head-dim 32 --experts 4 --experts-per-token 2 --expert-hidden 64 --norm-topk-prob"; do
   name="${family%% *}"
   # shellcheck disable=SC2086  # family holds the flags
   if ! "$MAKE_TOY" --format gguf --architecture $family --dim 64 --heads 4 --kv-heads 2 \
@@ -28,6 +30,16 @@ for family in "llama" "qwen2" "qwen3 --head-dim 32"; do
     continue
   fi
   agrees_with_llama_cpp "$name" "$WORK/$name.gguf" "1 72 101" 16 0.01
+done
+# The mixture of experts in 8-bit and K-quant blocks (its router stays f32).
+for dtype in q8_0 q4_k; do
+  if ! "$MAKE_TOY" --format gguf --dtype "$dtype" --architecture qwen3_moe --head-dim 32 --experts 4 \
+      --experts-per-token 2 --expert-hidden 256 --norm-topk-prob --dim 256 --heads 4 --kv-heads 2 \
+      --out "$WORK/qwen3_moe_$dtype.gguf" >/dev/null; then
+    fail "qwen3_moe $dtype: make_toy_model failed"
+    continue
+  fi
+  agrees_with_llama_cpp "qwen3_moe_$dtype" "$WORK/qwen3_moe_$dtype.gguf" "1 72 101" 16 0.01
 done
 
 # stories260K.bin from ../shared/models (absent in a fresh clone: that part
