@@ -158,7 +158,7 @@ constexpr std::string_view kKnownFamilyKeys[] = {
     "expert_feed_forward_length",
 };
 
-// "llama, qwen2, qwen3": the GGUF architectures read.
+// "llama, qwen2, qwen3, qwen3moe": the GGUF architectures read.
 std::string GgufArchitectureNames() {
   std::string names;
   for (const Architecture& architecture : kArchitectures) {

@@ -2,10 +2,10 @@
 // them, in one place: their metadata keys and the ModelConfig they give, and
 // their tensor names and layouts against Hugging Face's (loader/checkpoint.h).
 // general.architecture names the family's entry of model/architecture.h
-// ("llama", "qwen2", "qwen3"; others are refused), and its keys carry that
+// ("llama", "qwen2", "qwen3", "qwen3moe"; others are refused), and its keys carry that
 // prefix; below, "llama." stands for it.
 //
-//   general.architecture                   "llama", "qwen2" or "qwen3"
+//   general.architecture                   "llama", "qwen2", "qwen3" or "qwen3moe"
 //   llama.context_length                   max_position_embeddings
 //   llama.embedding_length                 hidden_size
 //   llama.block_count                      num_hidden_layers
