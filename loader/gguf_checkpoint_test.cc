@@ -293,13 +293,31 @@ TEST(GgufCheckpoint, FailsOnAnExpertStackOfTheWrongCount) {
 }
 
 TEST(GgufCheckpoint, ExpertsInADenseFamilyAreRefused) {
-  const std::string path = TestPath("llama_experts.gguf");
-  Rewrite(ValidModel("l.gguf"), path, [](GgufFile& f) {
+  ModelConfig qwen3 = TestConfig(2, false);
+  qwen3.architecture = "Qwen3ForCausalLM";
+  const std::string path = TestPath("qwen3_experts.gguf");
+  Rewrite(ValidModel("q3.gguf", qwen3), path, [](GgufFile& f) {
     f.metadata.push_back(
-        {"llama.expert_count", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
+        {"qwen3.expert_count", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
   });
-  EXPECT_NE(ExpectOpenFails(path).find("'llama.expert_count' = 8: mixture of experts is not implemented"),
+  EXPECT_NE(ExpectOpenFails(path).find("'qwen3.expert_count' = 8: mixture of experts is not implemented"),
             std::string::npos);
+}
+
+// llama.cpp writes Mixtral as "llama" with experts: read back as Mixtral.
+TEST(GgufCheckpoint, LlamaWithExpertsIsMixtral) {
+  ModelConfig mixtral = TestConfig(2, false);
+  mixtral.architecture = "MixtralForCausalLM";
+  mixtral.num_experts = 4;
+  mixtral.num_experts_per_tok = 2;
+  mixtral.expert_intermediate_size = mixtral.intermediate_size;
+  mixtral.norm_topk_prob = true;
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(ValidModel("mixtral.gguf", mixtral));
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+  EXPECT_EQ((*checkpoint)->config().architecture, "MixtralForCausalLM");
+  EXPECT_EQ((*checkpoint)->config().num_experts, 4);
+  EXPECT_EQ((*checkpoint)->config().expert_intermediate_size, mixtral.intermediate_size);
+  ExpectHoldsTestWeights(**checkpoint);
 }
 
 TEST(GgufWriter, RefusesAMixtureGgufCannotHold) {

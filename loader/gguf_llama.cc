@@ -128,8 +128,16 @@ Status ReadExpertKeys(const FamilyKeys& keys, ModelConfig& c) {
   Result<int64_t> used = keys.Int("expert_used_count");
   if (!used) return used.error();
   if (*used == 0) return keys.Fail("expert_used_count", "is 0");
-  Result<int64_t> hidden = keys.Int("expert_feed_forward_length", c.intermediate_size / *used);
+  // Mixtral's experts are its feed_forward_length; qwen3moe's have their own.
+  const bool own_length = c.family().experts.hidden_field != "intermediate_size";
+  Result<int64_t> hidden =
+      keys.Int("expert_feed_forward_length", own_length ? c.intermediate_size / *used : c.intermediate_size);
   if (!hidden) return hidden.error();
+  if (!own_length && *hidden != c.intermediate_size) {
+    return keys.Fail("expert_feed_forward_length", "= " + std::to_string(*hidden) + " differs from " +
+                                                       keys.Key("feed_forward_length") + " = " +
+                                                       std::to_string(c.intermediate_size));
+  }
   c.num_experts = *count;
   c.num_experts_per_tok = *used;
   c.expert_intermediate_size = *hidden;
@@ -162,7 +170,7 @@ constexpr std::string_view kKnownFamilyKeys[] = {
 std::string GgufArchitectureNames() {
   std::string names;
   for (const Architecture& architecture : kArchitectures) {
-    if (!architecture.gguf_name.empty())
+    if (!architecture.gguf_name.empty() && FindGgufArchitecture(architecture.gguf_name) == &architecture)
       names += (names.empty() ? "" : ", ") + std::string(architecture.gguf_name);
   }
   return names;
@@ -181,6 +189,12 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
                                 "' is not supported (inferno reads " + GgufArchitectureNames() + ")");
   }
   const FamilyKeys keys(file, source, family->gguf_name);
+  // Mixtral is llama.cpp's "llama" with experts.
+  if (const GgufValue* experts = keys.Find("expert_count");
+      experts != nullptr && experts->AsInt().value_or(0) > 0) {
+    if (const Architecture* mixture = FindGgufArchitecture(family->gguf_name, /*experts=*/true))
+      family = mixture;
+  }
   for (const GgufKeyValue& kv : file.metadata) {
     if (!kv.key.starts_with(keys.Key(""))) continue;
     const std::string_view key = std::string_view(kv.key).substr(keys.Key("").size());
@@ -414,7 +428,8 @@ std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
   if (c.num_experts > 0) {
     metadata.push_back({key("expert_count"), Uint32(c.num_experts)});
     metadata.push_back({key("expert_used_count"), Uint32(c.num_experts_per_tok)});
-    metadata.push_back({key("expert_feed_forward_length"), Uint32(c.expert_intermediate_size)});
+    if (c.family().experts.hidden_field != "intermediate_size")
+      metadata.push_back({key("expert_feed_forward_length"), Uint32(c.expert_intermediate_size)});
   }
   return metadata;
 }

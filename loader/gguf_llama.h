@@ -19,14 +19,16 @@
 //   llama.rope.scaling.type, .factor       "none" or "linear" (others refused)
 //   llama.vocab_size                       must equal token_embd's rows
 //   llama.expert_count, .expert_used_count must be 0 in a dense family; in a
-//                                          mixture of experts (qwen3moe):
+//                                          mixture of experts (qwen3moe, and
+//                                          "llama" with experts: Mixtral):
 //                                          num_experts, num_experts_per_tok
 //   qwen3moe.expert_feed_forward_length   expert_intermediate_size (default,
 //                                          as llama.cpp: feed_forward_length /
-//                                          expert_used_count); the top-k
+//                                          expert_used_count; Mixtral's is
+//                                          feed_forward_length); the top-k
 //                                          weights are always renormalised
 //                                          and every layer is sparse, as
-//                                          llama.cpp computes qwen3moe
+//                                          llama.cpp computes both
 //   tokenizer.ggml.eos_token_id            eos_token_ids
 // Any other key of the family's prefix is refused; general.* and tokenizer.* keys describe
 // the file and its tokenizer (text/gguf_tokenizer.h) and do not change the

@@ -33,17 +33,18 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   const Architecture& family = config.family();
   if (family.gguf_name.empty() || config.qkv_bias != family.fixed_qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone || config.sliding_window != 0) {
-    return Error::InvalidArgument(path +
-                                  ": GGUF holds Llama, Qwen2 and Qwen3 models without RoPE scaling, "
-                                  "a sliding window or biases beyond Qwen2's (" +
-                                  config.architecture + " here)");
+    return Error::InvalidArgument(
+        path +
+        ": GGUF holds Llama, Qwen2, Qwen3, Mixtral and Qwen3-MoE models without RoPE scaling, "
+        "a sliding window or biases beyond Qwen2's (" +
+        config.architecture + " here)");
   }
   if (Status s = CheckTensorsMatchConfig(tensors, config, path); !s) return s;
   if (config.num_experts > 0 &&
       (!config.norm_topk_prob || config.decoder_sparse_step != 1 || !config.mlp_only_layers.empty())) {
     return Error::InvalidArgument(path +
-                                  ": GGUF's qwen3moe renormalises the top-k weights and has experts in "
-                                  "every layer (norm_topk_prob true, no dense layers)");
+                                  ": llama.cpp's mixtures of experts renormalise the top-k weights and "
+                                  "have experts in every layer (norm_topk_prob true, no dense layers)");
   }
 
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);

@@ -87,8 +87,8 @@ inline constexpr Architecture kArchitectures[] = {
     {.name = "MixtralForCausalLM",
      .model_type = "mixtral",
      .slides_without_flag = true,
-     .gguf_name = "",
-     .gguf_interleaved_rope = false,
+     .gguf_name = "llama",  // llama.cpp's "llama" with experts
+     .gguf_interleaved_rope = true,
      .experts = {.count_field = "num_local_experts",
                  .hidden_field = "intermediate_size",
                  .norm_topk_field = false,
@@ -115,8 +115,9 @@ inline constexpr Architecture kArchitectures[] = {
 
 // The entry named `name`; nullptr for an unsupported family.
 const Architecture* FindArchitecture(std::string_view name);
-// The entry whose gguf_name is `gguf_name`; nullptr for none.
-const Architecture* FindGgufArchitecture(std::string_view gguf_name);
+// The entry whose gguf_name is `gguf_name`, the first (Llama before Mixtral)
+// or, with `experts`, the first with experts; nullptr for none.
+const Architecture* FindGgufArchitecture(std::string_view gguf_name, bool experts = false);
 
 // "LlamaForCausalLM, MistralForCausalLM, ..." — for error messages.
 std::string_view ArchitectureNames();

@@ -20,6 +20,9 @@ TEST(Architecture, GgufNamesAreLlamaCppsAndOnlyLlamaInterleavesRope) {
   EXPECT_EQ(FindGgufArchitecture("qwen3")->name, "Qwen3ForCausalLM");
   EXPECT_EQ(FindGgufArchitecture(""), nullptr);  // Mistral has none of its own
   EXPECT_EQ(FindGgufArchitecture("gemma3"), nullptr);
+  EXPECT_EQ(FindGgufArchitecture("llama", /*experts=*/true)->name, "MixtralForCausalLM");
+  EXPECT_EQ(FindGgufArchitecture("qwen3moe", /*experts=*/true)->name, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(FindGgufArchitecture("qwen3", /*experts=*/true), nullptr);
   for (const Architecture& architecture : kArchitectures)
     EXPECT_EQ(architecture.gguf_interleaved_rope, architecture.gguf_name == "llama") << architecture.name;
 }

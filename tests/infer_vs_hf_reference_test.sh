@@ -67,7 +67,7 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
-STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
+GGUF=1 STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
   --experts-per-token 2 --hidden 32
 GGUF=1 STEPS=200 check_family qwen3_moe --seq-len 256 --kv-heads 2 --architecture qwen3_moe --head-dim 16 --hidden 48 \
   --experts 6 --experts-per-token 2 --expert-hidden 16 --norm-topk-prob

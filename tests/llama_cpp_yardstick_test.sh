@@ -5,7 +5,8 @@
 # in F32 as ours, not its default F16) as under //tools:infer, for two prompts;
 # and toy GGUF files of each family we write (make_toy_model --format gguf:
 # llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim,
-# qwen3moe with 4 experts, 2 per token, also in Q8_0 and Q4_K)
+# qwen3moe with 4 experts, 2 per token, also in Q8_0 and Q4_K; Mixtral, which
+# llama.cpp reads as "llama" with experts)
 # give llama.cpp's 16 greedy ids (or first differ at a near-tie in our
 # logits, tests/near_tie.py). Skips, passing, when node or the fetched package
 # (tools/yardsticks/fetch_llama_cpp.sh) is absent; the stories260K part
@@ -21,7 +22,8 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/llama_cpp.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 for family in "llama" "qwen2" "qwen3 --head-dim 32" \
-  "qwen3_moe --head-dim 32 --experts 4 --experts-per-token 2 --expert-hidden 64 --norm-topk-prob"; do
+  "qwen3_moe --head-dim 32 --experts 4 --experts-per-token 2 --expert-hidden 64 --norm-topk-prob" \
+  "mixtral --experts 4 --experts-per-token 2"; do
   name="${family%% *}"
   # shellcheck disable=SC2086  # family holds the flags
   if ! "$MAKE_TOY" --format gguf --architecture $family --dim 64 --heads 4 --kv-heads 2 \
