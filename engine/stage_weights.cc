@@ -114,6 +114,37 @@ const TensorSlice& SliceNamed(const RankShard& part, const std::string& name) {
   LOG(FATAL) << "rank " << part.rank << "'s plan has no tensor " << name;
 }
 
+// The router and the experts of sparse layer `layer` into `weights`, each
+// expert's matrices holding the units of the plan's slice of them.
+Status LoadExperts(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
+                   WeightPlacement placement, WeightArena& arena, LayerWeights& weights) {
+  const ModelConfig& config = checkpoint.config();
+  const int64_t dim = config.hidden_size;
+  const auto load = [&](const std::string& suffix, int64_t count, WeightTensor& out) -> Status {
+    Result<WeightTensor> loaded =
+        LoadSlice(checkpoint, SliceNamed(part, LayerTensorName(layer, suffix)), count, placement, arena);
+    if (!loaded) return loaded.error();
+    out = std::move(*loaded);
+    return {};
+  };
+  if (Status s = load(RouterSuffix(config), config.num_experts * dim, weights.router); !s) return s;
+  const TensorSlice& first =
+      SliceNamed(part, LayerTensorName(layer, ExpertSuffix(config, 0, ExpertMatrix::kGate)));
+  const int64_t units = first.split_dim < 0 ? config.expert_intermediate_size : first.end - first.begin;
+  weights.experts.resize(static_cast<size_t>(config.num_experts));
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    ExpertWeights& expert = weights.experts[static_cast<size_t>(e)];
+    const std::tuple<ExpertMatrix, int64_t, WeightTensor*> matrices[] = {
+        {ExpertMatrix::kGate, units * dim, &expert.w_gate},
+        {ExpertMatrix::kUp, units * dim, &expert.w_up},
+        {ExpertMatrix::kDown, dim * units, &expert.w_down}};
+    for (const auto& [matrix, count, out] : matrices) {
+      if (Status s = load(ExpertSuffix(config, e, matrix), count, *out); !s) return s;
+    }
+  }
+  return {};
+}
+
 Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
                                WeightPlacement placement, WeightArena& arena) {
   const ModelConfig& config = checkpoint.config();
@@ -134,6 +165,8 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
       {&weights.w_up, kUpProjSuffix, hidden * dim},
       {&weights.w_down, kDownProjSuffix, dim * hidden},
   };
+  const bool sparse = config.IsSparseLayer(layer);
+  if (sparse) tensors.resize(tensors.size() - 3);  // its experts replace the MLP
   if (config.qkv_bias) {
     tensors.insert(tensors.end(), {{&weights.bq, kQBiasSuffix, q_dim},
                                    {&weights.bk, kKBiasSuffix, kv_dim},
@@ -153,6 +186,9 @@ Result<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const RankShard& pa
         LoadSlice(checkpoint, SliceNamed(part, LayerTensorName(layer, suffix)), count, placement, arena);
     if (!loaded) return loaded.error();
     *out = std::move(*loaded);
+  }
+  if (sparse) {
+    if (Status s = LoadExperts(checkpoint, part, layer, placement, arena, weights); !s) return s.error();
   }
   return weights;
 }
@@ -210,8 +246,11 @@ StageWeights::Bytes StageWeights::ByteSize() const {
     for (const WeightTensor* tensor :
          {&layer.attention_norm, &layer.wq, &layer.wk, &layer.wv, &layer.bq, &layer.bk, &layer.bv,
           &layer.q_norm, &layer.k_norm, &layer.wo, &layer.bo, &layer.post_attention_norm, &layer.ffn_norm,
-          &layer.w_gate, &layer.w_up, &layer.w_down, &layer.post_ffn_norm}) {
+          &layer.w_gate, &layer.w_up, &layer.w_down, &layer.post_ffn_norm, &layer.router}) {
       add(*tensor);
+    }
+    for (const ExpertWeights& expert : layer.experts) {
+      for (const WeightTensor* tensor : {&expert.w_gate, &expert.w_up, &expert.w_down}) add(*tensor);
     }
   }
   return bytes;

@@ -74,6 +74,15 @@ class WeightTensor {
   bool in_place_ = false;
 };
 
+// One expert of a mixture-of-experts layer: a SwiGLU MLP of the part's
+// expert_hidden units (the plan divides each expert's hidden units over a
+// stage as it divides the dense MLP's).
+struct ExpertWeights {
+  WeightTensor w_gate;  // (expert_hidden, dim)
+  WeightTensor w_up;    // (expert_hidden, dim)
+  WeightTensor w_down;  // (dim, expert_hidden): the part's columns
+};
+
 // dim = hidden_size, head_dim = config.head_dim(); for the rank's part of
 // the plan: q_dim = part.heads.size() * head_dim, kv_dim =
 // part.kv_heads.size() * head_dim, hidden = part.hidden_units.size() (the
@@ -94,6 +103,10 @@ struct LayerWeights {
   WeightTensor w_up;                 // (hidden, dim)
   WeightTensor w_down;               // (dim, hidden): the part's columns of down_proj
   WeightTensor post_ffn_norm;        // (dim) when config.post_norms() (Gemma), else empty
+  // A sparse layer (config.IsSparseLayer) has these in place of w_gate, w_up
+  // and w_down, which are empty then.
+  WeightTensor router;                 // (num_experts, dim); whole on every rank
+  std::vector<ExpertWeights> experts;  // num_experts entries
 };
 
 struct StageWeights {

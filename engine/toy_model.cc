@@ -99,6 +99,17 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
                                                                  : layer >= 1);
     }
   }
+  if (const Architecture::ExpertLayout& layout = config.family().experts; !layout.count_field.empty()) {
+    config.num_experts = shape.experts;
+    config.num_experts_per_tok = shape.experts_per_token;
+    config.expert_intermediate_size =
+        shape.expert_hidden > 0 ? shape.expert_hidden : config.intermediate_size;
+    if (layout.hidden_field == "intermediate_size")
+      config.intermediate_size = config.expert_intermediate_size;
+    config.norm_topk_prob = !layout.norm_topk_field || shape.norm_topk_prob;
+    config.decoder_sparse_step = shape.decoder_sparse_step;
+    config.mlp_only_layers = shape.mlp_only_layers;
+  }
   return config;
 }
 

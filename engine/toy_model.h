@@ -46,6 +46,16 @@ struct ToyModelShape {
   int64_t sliding_window = 0;
   float query_pre_attn_scalar = 0.0f;    // Gemma; 0: head_dim
   float final_logit_softcapping = 0.0f;  // Gemma; 0: none
+  // Mixtral, Qwen3-MoE: experts per sparse layer, chosen per position, and
+  // each one's hidden size (0: `hidden`'s default); Qwen3-MoE's
+  // norm_topk_prob, decoder_sparse_step and mlp_only_layers (Mixtral always
+  // renormalises and has no dense layers).
+  int64_t experts = 4;
+  int64_t experts_per_token = 2;
+  int64_t expert_hidden = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
 };
 
 // Hidden size of the MLP: shape.hidden, or by default 2/3 of 4 * dim,

@@ -71,6 +71,12 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
     state_.rope_local_sin.resize(seq_len * head_dim / 2);
     FillRopeTables(state_.rope_local_cos, state_.rope_local_sin, seq_len, RopeInverseFrequencies(local));
   }
+  for (const LayerWeights& layer : weights_.layers) {
+    if (!layer.experts.empty()) {
+      moe_ = MoeFeedForward(config_, positions, layer.experts.front().w_gate.rows());
+      break;
+    }
+  }
   const WeightMatrix classifier = weights_.ClassifierMatrix();
   CHECK_EQ(classifier.rows, part.classifier_rows.size());
   CHECK(classifier.rows == 0 || weights_.classifier.empty() || weights_.classifier.cols() == dim);
@@ -266,20 +272,24 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
       RmsNorm(std::span<float>(state_.normed).subspan(t * dim, dim), x_const.subspan(t * dim, dim),
               layer.ffn_norm, eps, norm_offset);
     }
-    const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
-    MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
-    for (int64_t t = 0; t < n; ++t) {
-      const std::span<float> activated = std::span<float>(state_.activated).subspan(t * hidden, hidden);
-      const std::span<const float> gate_up =
-          std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden);
-      if (config_.activation == Activation::kGeluTanh) {
-        GeGlu(activated, gate_up);
-      } else {
-        SwiGlu(activated, gate_up);
+    if (!layer.experts.empty()) {  // a mixture of experts (engine/moe_feed_forward.h)
+      moe_.Forward(layer, state_.normed, n, projected, pool_);
+    } else {
+      const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
+      MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
+      for (int64_t t = 0; t < n; ++t) {
+        const std::span<float> activated = std::span<float>(state_.activated).subspan(t * hidden, hidden);
+        const std::span<const float> gate_up =
+            std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden);
+        if (config_.activation == Activation::kGeluTanh) {
+          GeGlu(activated, gate_up);
+        } else {
+          SwiGlu(activated, gate_up);
+        }
       }
+      const WeightMatrix w_down[] = {layer.w_down.Matrix()};
+      MatMul(projected, state_.activated, w_down, n, dim, hidden, pool_);
     }
-    const WeightMatrix w_down[] = {layer.w_down.Matrix()};
-    MatMul(projected, state_.activated, w_down, n, dim, hidden, pool_);
     if (Status s = sum_over_group(l, "MLP output"); !s) return s;
     add_to_residual(layer.post_ffn_norm);
   }

@@ -36,6 +36,7 @@
 #include "base/thread_pool.h"
 #include "base/timeline.h"
 #include "engine/all_reduce.h"
+#include "engine/moe_feed_forward.h"
 #include "engine/stage_weights.h"
 #include "model/model_config.h"
 
@@ -162,6 +163,7 @@ class TransformerStage {
   ThreadPool& pool_;
   AllReduce* tensor_parallel_;  // null when the plan's tp is 1
   StageState state_;
+  MoeFeedForward moe_;  // the sparse layers' feed-forward (no scratch without them)
 };
 
 }  // namespace inferno

@@ -15,6 +15,13 @@
 //   model.layers.{i}.mlp.gate_proj.weight          (intermediate_size, hidden_size)
 //   model.layers.{i}.mlp.up_proj.weight            (intermediate_size, hidden_size)
 //   model.layers.{i}.mlp.down_proj.weight          (hidden_size, intermediate_size)
+//   in a mixture-of-experts layer, in place of the three mlp tensors
+//   (names per family, model/llama_layout.h: Qwen3-MoE's below, Mixtral's
+//   block_sparse_moe.gate and block_sparse_moe.experts.{e}.w1/w3/w2):
+//   model.layers.{i}.mlp.gate.weight               (num_experts, hidden_size)
+//   model.layers.{i}.mlp.experts.{e}.gate_proj.weight (expert_intermediate_size, hidden_size)
+//   model.layers.{i}.mlp.experts.{e}.up_proj.weight   (expert_intermediate_size, hidden_size)
+//   model.layers.{i}.mlp.experts.{e}.down_proj.weight (hidden_size, expert_intermediate_size)
 //   model.norm.weight                              (hidden_size)
 //   lm_head.weight                                 (vocab_size, hidden_size), absent when tied
 // q_proj and k_proj rows are in Hugging Face's RoPE order (rotating pairs

@@ -141,7 +141,7 @@ TEST(GgufCheckpoint, FailsOnAnotherArchitecture) {
           [](GgufFile& f) { Key(f, "general.architecture")->value.values[0] = std::string("gemma2"); });
   EXPECT_NE(
       ExpectOpenFails(path).find("GGUF architecture 'gemma2' is not supported (inferno reads llama, qwen2, "
-                                 "qwen3, gemma3, phi3)"),
+                                 "qwen3, gemma3, phi3, qwen3moe)"),
       std::string::npos);
   // A llama file relabelled qwen3 has no qwen3.* keys.
   const std::string relabelled = TestPath("relabelled.gguf");
@@ -224,6 +224,109 @@ TEST(GgufCheckpoint, FailsOnCorruptFileWithByteOffset) {
   const std::string message = ExpectOpenFails(path);
   EXPECT_NE(message.find(path + ": byte "), std::string::npos) << message;
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+}
+
+ModelConfig Qwen3MoeConfig() {
+  ModelConfig config = TestConfig(2, false);
+  config.architecture = "Qwen3MoeForCausalLM";
+  config.num_experts = 3;
+  config.num_experts_per_tok = 2;
+  config.expert_intermediate_size = 32;
+  config.norm_topk_prob = true;
+  return config;
+}
+
+// Each expert of a stacked ffn_*_exps tensor reads back as its own Hugging
+// Face tensor, in Q8_0 too; the router stays f32.
+TEST(GgufCheckpoint, StacksExpertsAndReadsEachBackUnderItsHuggingFaceName) {
+  ModelConfig config = Qwen3MoeConfig();
+  config.hidden_size = 64;  // rows of 64 and 32: whole Q8_0 blocks
+  for (DType dtype : {DType::kF32, DType::kQ8_0}) {
+    const std::string path = TestPath("experts_" + std::string(DTypeName(dtype)) + ".gguf");
+    ASSERT_TRUE(WriteTestGgufModel(path, config, dtype));
+    const std::string bytes = FileBytes(path);
+    Result<GgufFile> file = ParseGgufFile(std::as_bytes(std::span(bytes.data(), bytes.size())), path);
+    ASSERT_TRUE(file) << file.error().message;
+    bool stacked = false;
+    for (const GgufTensor& t : file->tensors) {
+      if (t.info.name == "blk.1.ffn_down_exps.weight") {
+        stacked = true;
+        EXPECT_EQ(t.info.ne, (std::vector<int64_t>{32, 64, 3}));
+      }
+    }
+    EXPECT_TRUE(stacked);
+    Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+    const ModelConfig& c = (*checkpoint)->config();
+    EXPECT_EQ(c.num_experts, 3);
+    EXPECT_EQ(c.num_experts_per_tok, 2);
+    EXPECT_EQ(c.expert_intermediate_size, 32);
+    EXPECT_TRUE(c.norm_topk_prob);
+    EXPECT_EQ((*checkpoint)->Find(LayerTensorName(0, RouterSuffix(c)))->dtype, DType::kF32);
+    for (int64_t e = 0; e < 3; ++e) {
+      for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown}) {
+        const std::string name = LayerTensorName(1, ExpertSuffix(c, e, matrix));
+        const TensorInfo info = (*checkpoint)->Find(name).value();
+        EXPECT_EQ(info.dtype, dtype) << name;
+        const std::vector<float> weights = TestWeights({name, info.shape});
+        std::vector<float> expected(weights.size());
+        const int64_t row = info.shape.back();
+        std::vector<std::byte> stored(static_cast<size_t>(DTypeBytes(dtype, row).value()));
+        for (size_t begin = 0; begin < weights.size(); begin += static_cast<size_t>(row)) {
+          ASSERT_TRUE(ConvertFromF32(dtype, std::span(weights).subspan(begin, row), stored.data()));
+          ConvertToF32(dtype, stored.data(), std::span(expected).subspan(begin, row));
+        }
+        std::vector<float> read(weights.size());
+        ASSERT_TRUE((*checkpoint)->ReadF32(name, read)) << name;
+        EXPECT_EQ(read, expected) << name;
+      }
+    }
+  }
+}
+
+TEST(GgufCheckpoint, FailsOnAnExpertStackOfTheWrongCount) {
+  const std::string path = TestPath("two_experts.gguf");
+  Rewrite(ValidModel("three_experts.gguf", Qwen3MoeConfig()), path,
+          [](GgufFile& f) { Key(f, "qwen3moe.expert_count")->value.values[0] = uint64_t{2}; });
+  EXPECT_NE(ExpectOpenFails(path).find("has ne [16, 32, 3], not {columns, rows, 2 experts}"),
+            std::string::npos);
+}
+
+TEST(GgufCheckpoint, ExpertsInADenseFamilyAreRefused) {
+  ModelConfig qwen3 = TestConfig(2, false);
+  qwen3.architecture = "Qwen3ForCausalLM";
+  const std::string path = TestPath("qwen3_experts.gguf");
+  Rewrite(ValidModel("q3.gguf", qwen3), path, [](GgufFile& f) {
+    f.metadata.push_back(
+        {"qwen3.expert_count", {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{8}}}});
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("'qwen3.expert_count' = 8: mixture of experts is not implemented"),
+            std::string::npos);
+}
+
+// llama.cpp writes Mixtral as "llama" with experts: read back as Mixtral.
+TEST(GgufCheckpoint, LlamaWithExpertsIsMixtral) {
+  ModelConfig mixtral = TestConfig(2, false);
+  mixtral.architecture = "MixtralForCausalLM";
+  mixtral.num_experts = 4;
+  mixtral.num_experts_per_tok = 2;
+  mixtral.expert_intermediate_size = mixtral.intermediate_size;
+  mixtral.norm_topk_prob = true;
+  Result<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(ValidModel("mixtral.gguf", mixtral));
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message;
+  EXPECT_EQ((*checkpoint)->config().architecture, "MixtralForCausalLM");
+  EXPECT_EQ((*checkpoint)->config().num_experts, 4);
+  EXPECT_EQ((*checkpoint)->config().expert_intermediate_size, mixtral.intermediate_size);
+  ExpectHoldsTestWeights(**checkpoint);
+}
+
+TEST(GgufWriter, RefusesAMixtureGgufCannotHold) {
+  ModelConfig config = Qwen3MoeConfig();
+  config.norm_topk_prob = false;
+  EXPECT_FALSE(WriteTestGgufModel(TestPath("unnormalised.gguf"), config));
+  config.norm_topk_prob = true;
+  config.mlp_only_layers = {0};
+  EXPECT_FALSE(WriteTestGgufModel(TestPath("dense_layer.gguf"), config));
 }
 
 }  // namespace

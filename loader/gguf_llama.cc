@@ -58,6 +58,26 @@ std::vector<std::pair<std::string_view, std::string_view>> FamilyLayerNames(cons
   return names;
 }
 
+// A mixture of experts' router and stacked experts (see gguf_llama.h).
+constexpr std::string_view kRouterName = "ffn_gate_inp.weight";
+constexpr std::pair<std::string_view, ExpertMatrix> kExpertStacks[] = {
+    {"ffn_gate_exps.weight", ExpertMatrix::kGate},
+    {"ffn_up_exps.weight", ExpertMatrix::kUp},
+    {"ffn_down_exps.weight", ExpertMatrix::kDown},
+};
+
+// The layer and suffix of "blk.{layer}.{suffix}"; nullopt for other names.
+std::optional<std::pair<int64_t, std::string_view>> SplitBlockName(std::string_view name) {
+  if (!name.starts_with(kBlockPrefix)) return std::nullopt;
+  name.remove_prefix(kBlockPrefix.size());
+  int64_t layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '.') {
+    return std::nullopt;
+  }
+  return std::pair{layer, name.substr(static_cast<size_t>(end - name.data()) + 1)};
+}
+
 GgufValue Uint32(int64_t value) {
   return {GgufValueType::kUint32, GgufValueType::kUint32, {static_cast<uint64_t>(value)}};
 }
@@ -110,6 +130,41 @@ class FamilyKeys {
   const std::string prefix_;
 };
 
+// The expert keys into `c`: a dense family's expert counts must be 0; a
+// mixture's are required, and it computes as llama.cpp does (every layer
+// sparse, the top-k weights renormalised).
+Status ReadExpertKeys(const FamilyKeys& keys, ModelConfig& c) {
+  if (c.family().experts.count_field.empty()) {
+    for (const char* key : {"expert_count", "expert_used_count"}) {
+      Result<int64_t> experts = keys.Int(key, 0);
+      if (!experts) return experts.error();
+      if (*experts != 0)
+        return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
+    }
+    return {};
+  }
+  Result<int64_t> count = keys.Int("expert_count");
+  if (!count) return count.error();
+  Result<int64_t> used = keys.Int("expert_used_count");
+  if (!used) return used.error();
+  if (*used == 0) return keys.Fail("expert_used_count", "is 0");
+  // Mixtral's experts are its feed_forward_length; qwen3moe's have their own.
+  const bool own_length = c.family().experts.hidden_field != "intermediate_size";
+  Result<int64_t> hidden =
+      keys.Int("expert_feed_forward_length", own_length ? c.intermediate_size / *used : c.intermediate_size);
+  if (!hidden) return hidden.error();
+  if (!own_length && *hidden != c.intermediate_size) {
+    return keys.Fail("expert_feed_forward_length", "= " + std::to_string(*hidden) + " differs from " +
+                                                       keys.Key("feed_forward_length") + " = " +
+                                                       std::to_string(c.intermediate_size));
+  }
+  c.num_experts = *count;
+  c.num_experts_per_tok = *used;
+  c.expert_intermediate_size = *hidden;
+  c.norm_topk_prob = true;
+  return {};
+}
+
 // The family keys read (after "<gguf_name>.").
 constexpr std::string_view kKnownFamilyKeys[] = {
     "context_length",
@@ -132,13 +187,14 @@ constexpr std::string_view kKnownFamilyKeys[] = {
     "attention.sliding_window_pattern",
     "rope.freq_base_swa",
     "final_logit_softcapping",
+    "expert_feed_forward_length",
 };
 
-// "llama, qwen2, qwen3": the GGUF architectures read.
+// "llama, qwen2, qwen3, qwen3moe": the GGUF architectures read.
 std::string GgufArchitectureNames() {
   std::string names;
   for (const Architecture& architecture : kArchitectures) {
-    if (!architecture.gguf_name.empty())
+    if (!architecture.gguf_name.empty() && FindGgufArchitecture(architecture.gguf_name) == &architecture)
       names += (names.empty() ? "" : ", ") + std::string(architecture.gguf_name);
   }
   return names;
@@ -197,6 +253,12 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
                                 "' is not supported (inferno reads " + GgufArchitectureNames() + ")");
   }
   const FamilyKeys keys(file, source, family->gguf_name);
+  // Mixtral is llama.cpp's "llama" with experts.
+  if (const GgufValue* experts = keys.Find("expert_count");
+      experts != nullptr && experts->AsInt().value_or(0) > 0) {
+    if (const Architecture* mixture = FindGgufArchitecture(family->gguf_name, /*experts=*/true))
+      family = mixture;
+  }
   for (const GgufKeyValue& kv : file.metadata) {
     if (!kv.key.starts_with(keys.Key(""))) continue;
     const std::string_view key = std::string_view(kv.key).substr(keys.Key("").size());
@@ -252,17 +314,12 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   }
   Result<int64_t> rope_dims = keys.Int("rope.dimension_count", 0);
   if (!rope_dims) return rope_dims.error();
+  if (Status s = ReadExpertKeys(keys, c); !s) return s.error();
   if (Status valid = c.Validate(source); !valid) return valid.error();
   if (*rope_dims != 0 && *rope_dims != c.head_dim()) {
     return keys.Fail("rope.dimension_count", "= " + std::to_string(*rope_dims) + " differs from head_dim " +
                                                  std::to_string(c.head_dim()) +
                                                  " (partial RoPE is not implemented)");
-  }
-  for (const char* key : {"expert_count", "expert_used_count"}) {
-    Result<int64_t> experts = keys.Int(key, 0);
-    if (!experts) return experts.error();
-    if (*experts != 0)
-      return keys.Fail(key, "= " + std::to_string(*experts) + ": mixture of experts is not implemented");
   }
   if (const GgufValue* scaling = keys.Find("rope.scaling.type")) {
     const std::string* type = scaling->AsString();
@@ -299,18 +356,45 @@ std::optional<std::string> HfName(std::string_view name, const ModelConfig& c) {
   for (const auto& [gguf, hf] : kGlobalNames) {
     if (name == gguf) return std::string(hf);
   }
-  if (!name.starts_with(kBlockPrefix)) return std::nullopt;
-  name.remove_prefix(kBlockPrefix.size());
-  int64_t layer = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
-  if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '.') {
-    return std::nullopt;
-  }
-  const std::string_view suffix = name.substr(static_cast<size_t>(end - name.data()) + 1);
+  const std::optional<std::pair<int64_t, std::string_view>> block = SplitBlockName(name);
+  if (!block) return std::nullopt;
   for (const auto& [gguf, hf] : FamilyLayerNames(c)) {
-    if (suffix == gguf) return LayerTensorName(layer, hf);
+    if (block->second == gguf) return LayerTensorName(block->first, hf);
   }
   return std::nullopt;
+}
+
+// Appends the router or the experts `tensor` holds when it is one of a
+// mixture's (true), else leaves `model` alone (false). Fails naming `source`
+// when a stack is not {columns, rows, num_experts}.
+Result<bool> AppendExpertTensors(const GgufTensor& tensor, const std::string& source, GgufLlamaModel& model) {
+  const ModelConfig& c = model.config;
+  const std::optional<std::pair<int64_t, std::string_view>> block = SplitBlockName(tensor.info.name);
+  if (!block || c.num_experts == 0) return false;
+  const auto [layer, suffix] = *block;
+  const DType dtype = GgmlTypeDType(tensor.info.type);
+  const std::vector<int64_t>& ne = tensor.info.ne;
+  if (suffix == kRouterName) {
+    model.tensors.push_back(
+        {{LayerTensorName(layer, RouterSuffix(c)), dtype, {ne.rbegin(), ne.rend()}}, tensor.begin, 0});
+    return true;
+  }
+  for (const auto& [gguf, matrix] : kExpertStacks) {
+    if (suffix != gguf) continue;
+    if (ne.size() != 3 || ne[2] != c.num_experts) {
+      return Error::Corruption(source + ": tensor '" + tensor.info.name + "' has ne " + ShapeToString(ne) +
+                               ", not {columns, rows, " + std::to_string(c.num_experts) + " experts}");
+    }
+    const Result<int64_t> row_bytes = DTypeBytes(dtype, ne[0]);
+    if (!row_bytes) return row_bytes.error().Prefixed(source + ": tensor '" + tensor.info.name + "': ");
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      model.tensors.push_back({{LayerTensorName(layer, ExpertSuffix(c, e, matrix)), dtype, {ne[1], ne[0]}},
+                               tensor.begin + static_cast<uint64_t>(e * ne[1] * *row_bytes),
+                               0});
+    }
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -347,6 +431,9 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
   model.config = std::move(*config);
   model.config.tie_word_embeddings = true;
   for (const GgufTensor& tensor : file.tensors) {
+    Result<bool> expert = AppendExpertTensors(tensor, source, model);
+    if (!expert) return expert.error();
+    if (*expert) continue;
     std::optional<std::string> name = HfName(tensor.info.name, model.config);
     if (!name) {
       return Error::Unimplemented(source + ": tensor '" + PrintableInMessage(tensor.info.name) +
@@ -381,6 +468,21 @@ std::string GgufTensorName(std::string_view hf_name, const ModelConfig& config) 
   LOG(FATAL) << "no GGUF name for " << hf_name;
 }
 
+std::optional<std::pair<std::string, int64_t>> GgufExpertTensorName(const ModelConfig& config,
+                                                                    std::string_view hf_name) {
+  const std::optional<int64_t> layer = LayerIndexOf(hf_name);
+  if (!layer || !config.IsSparseLayer(*layer)) return std::nullopt;
+  const std::string block = std::string(kBlockPrefix) + std::to_string(*layer) + ".";
+  const std::string_view suffix = LayerTensorSuffix(hf_name);
+  if (suffix == RouterSuffix(config)) return std::pair{block + std::string(kRouterName), int64_t{-1}};
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    for (const auto& [gguf, matrix] : kExpertStacks) {
+      if (suffix == ExpertSuffix(config, e, matrix)) return std::pair{block + std::string(gguf), e};
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
   CHECK(c.rope_scaling.type == RopeScaling::Type::kNone) << "RoPE scaling is not written to GGUF";
   const std::string_view family = c.family().gguf_name;
@@ -412,6 +514,12 @@ std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
     metadata.push_back({key("rope.freq_base_swa"), Float32(c.local_rope_theta)});
     if (c.final_logit_softcapping > 0.0f)
       metadata.push_back({key("final_logit_softcapping"), Float32(c.final_logit_softcapping)});
+  }
+  if (c.num_experts > 0) {
+    metadata.push_back({key("expert_count"), Uint32(c.num_experts)});
+    metadata.push_back({key("expert_used_count"), Uint32(c.num_experts_per_tok)});
+    if (c.family().experts.hidden_field != "intermediate_size")
+      metadata.push_back({key("expert_feed_forward_length"), Uint32(c.expert_intermediate_size)});
   }
   return metadata;
 }

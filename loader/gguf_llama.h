@@ -2,10 +2,10 @@
 // them, in one place: their metadata keys and the ModelConfig they give, and
 // their tensor names and layouts against Hugging Face's (loader/checkpoint.h).
 // general.architecture names the family's entry of model/architecture.h
-// ("llama", "qwen2", "qwen3"; others are refused), and its keys carry that
+// ("llama", "qwen2", "qwen3", "qwen3moe"; others are refused), and its keys carry that
 // prefix; below, "llama." stands for it.
 //
-//   general.architecture                   "llama", "qwen2" or "qwen3"
+//   general.architecture                   "llama", "qwen2", "qwen3" or "qwen3moe"
 //   llama.context_length                   max_position_embeddings
 //   llama.embedding_length                 hidden_size
 //   llama.block_count                      num_hidden_layers
@@ -18,7 +18,17 @@
 //   llama.attention.key_length, .value_length  head_dim when given (must agree)
 //   llama.rope.scaling.type, .factor       "none" or "linear" (others refused)
 //   llama.vocab_size                       must equal token_embd's rows
-//   llama.expert_count, .expert_used_count must be 0 (no mixture of experts)
+//   llama.expert_count, .expert_used_count must be 0 in a dense family; in a
+//                                          mixture of experts (qwen3moe, and
+//                                          "llama" with experts: Mixtral):
+//                                          num_experts, num_experts_per_tok
+//   qwen3moe.expert_feed_forward_length   expert_intermediate_size (default,
+//                                          as llama.cpp: feed_forward_length /
+//                                          expert_used_count; Mixtral's is
+//                                          feed_forward_length); the top-k
+//                                          weights are always renormalised
+//                                          and every layer is sparse, as
+//                                          llama.cpp computes both
 //   tokenizer.ggml.eos_token_id            eos_token_ids
 // Any other key of the family's prefix is refused; general.* and tokenizer.* keys describe
 // the file and its tokenizer (text/gguf_tokenizer.h) and do not change the
@@ -38,6 +48,11 @@
 //   output.weight            lm_head.weight (absent: tied to token_embd)
 //   blk.{i}.attn_{q,k,v,output}.bias  the biases (Qwen2's q, k, v)
 //   blk.{i}.attn_{q,k}_norm.weight    ...self_attn.{q,k}_norm.weight (Qwen3)
+//   blk.{i}.ffn_gate_inp.weight       the router, ...mlp.gate.weight (always f32,
+//                                     as llama.cpp's quantizer leaves it)
+//   blk.{i}.ffn_{gate,up,down}_exps.weight  every expert's gate, up or down
+//                                     stacked: ne = {columns, rows, experts},
+//                                     expert e's matrix at e's slab of rows
 // A (rows, columns) tensor is stored with ne = {columns, rows}. For "llama"
 // (only: Architecture::gguf_interleaved_rope), llama.cpp's converter stores
 // attn_q and attn_k rows in Meta's interleaved RoPE order
@@ -48,8 +63,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -83,7 +100,8 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
 
 // The GGUF name of a Hugging Face tensor name of `config`'s family (the list
 // above; Gemma's and Phi-3's own names). Precondition: `hf_name` is one of
-// StoredTensorSpecs(config)'s names.
+// StoredTensorSpecs(config)'s names, not a router's or an expert's
+// (GgufExpertTensorName).
 std::string GgufTensorName(std::string_view hf_name, const ModelConfig& config);
 
 // Gemma's query_pre_attn_scalar as llama.cpp derives it, GGUF having no key
@@ -94,6 +112,12 @@ int64_t GgufGemmaQueryScalar(const ModelConfig& config);
 // config.layer_slides (layer i slides when n == 0 or i % n < n - 1; Gemma's
 // default n is 6); -1 when no n does. Precondition: config.sliding_window > 0.
 int64_t GgufSlidingPattern(const ModelConfig& config);
+
+// For a router or expert tensor of `config` (model/llama_layout.h), its GGUF
+// tensor's name and the expert's index in the stack (-1 for the router);
+// nullopt for other names.
+std::optional<std::pair<std::string, int64_t>> GgufExpertTensorName(const ModelConfig& config,
+                                                                    std::string_view hf_name);
 
 // general.architecture and the llama.* keys of `config`, in the order
 // llama.cpp's converter writes them.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include <glog/logging.h>
 
@@ -93,12 +95,18 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   if (family.gguf_name.empty() || config.qkv_bias != family.fixed_qkv_bias || config.o_proj_bias ||
       config.rope_scaling.type != RopeScaling::Type::kNone) {
     return Error::InvalidArgument(path +
-                                  ": GGUF holds Llama, Qwen2, Qwen3, Gemma 3 and Phi-3 models without RoPE "
-                                  "scaling or biases beyond Qwen2's (" +
+                                  ": GGUF holds Llama, Qwen2, Qwen3, Gemma 3, Phi-3, Mixtral and Qwen3-MoE "
+                                  "models without RoPE scaling or biases beyond Qwen2's (" +
                                   config.architecture + " here)");
   }
   if (Status s = CheckWindowExpressible(config, path); !s) return s;
   if (Status s = CheckTensorsMatchConfig(tensors, config, path); !s) return s;
+  if (config.num_experts > 0 &&
+      (!config.norm_topk_prob || config.decoder_sparse_step != 1 || !config.mlp_only_layers.empty())) {
+    return Error::InvalidArgument(path +
+                                  ": llama.cpp's mixtures of experts renormalise the top-k weights and "
+                                  "have experts in every layer (norm_topk_prob true, no dense layers)");
+  }
 
   std::vector<GgufKeyValue> metadata = GgufLlamaMetadata(config);
   metadata.insert(metadata.begin() + 1,
@@ -110,54 +118,68 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   for (GgufKeyValue& kv : GgufVocabularyMetadata(vocabulary)) metadata.push_back(std::move(kv));
   const bool has_output =
       std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo& t) { return t.name == kLmHeadName; });
-  const std::vector<StoredTensor> stored_tensors = StoredTensors(config, tensors);
+  // GGUF tensor g holds the converted bytes of parts[g], back to back: one
+  // tensor, Phi-3's fused rows, or every expert's matrix of a layer (stacked).
   std::vector<GgufTensorInfo> gguf_tensors;
-  for (const StoredTensor& t : stored_tensors) {
-    const std::string gguf_name = GgufTensorName(t.info.name, config);
+  std::vector<std::vector<size_t>> parts;
+  for (const StoredTensor& t : StoredTensors(config, tensors)) {
+    const std::optional<std::pair<std::string, int64_t>> expert = GgufExpertTensorName(config, t.info.name);
+    if (expert && expert->second > 0) {  // the next expert of a stack started by expert 0
+      const auto stack = std::find_if(gguf_tensors.begin(), gguf_tensors.end(),
+                                      [&](const GgufTensorInfo& g) { return g.name == expert->first; });
+      CHECK(stack != gguf_tensors.end()) << t.info.name;
+      std::vector<size_t>& stacked = parts[static_cast<size_t>(stack - gguf_tensors.begin())];
+      stacked.insert(stacked.end(), t.parts.begin(), t.parts.end());
+      continue;
+    }
+    const std::string gguf_name = expert ? expert->first : GgufTensorName(t.info.name, config);
+    const bool router = expert && expert->second < 0;  // llama.cpp keeps it f32
     const DType dtype =
-        GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers, has_output);
+        router ? DType::kF32
+               : GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers, has_output);
     gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.info.shape.rbegin(), t.info.shape.rend()}});
+    if (expert && expert->second == 0) gguf_tensors.back().ne.push_back(config.num_experts);
+    parts.push_back(t.parts);
   }
 
   Result<AtomicFile> file = AtomicFile::Create(path);
   if (!file) return file.error();
   if (Status s = file->Write(EncodeGgufHeader(metadata, gguf_tensors, kGgufDefaultAlignment)); !s) return s;
-  // One tensor at a time: its f32 values (a fused tensor's parts one after
-  // the other), their RoPE permutation, its bytes.
+  // One GGUF tensor at a time; of each part, its f32 values, Gemma's norm
+  // offset, the RoPE permutation, its bytes.
   std::vector<float> values, permuted;
   std::vector<std::byte> stored;
-  for (size_t i = 0; i < stored_tensors.size(); ++i) {
-    const TensorInfo& t = stored_tensors[i].info;
-    values.resize(static_cast<size_t>(t.num_elements()));
-    size_t filled = 0;
-    for (const size_t part : stored_tensors[i].parts) {
-      const size_t count = static_cast<size_t>(tensors[part].num_elements());
-      if (Status s = read(part, std::span<float>(values).subspan(filled, count)); !s) return s;
-      filled += count;
-    }
-    // llama.cpp's Gemma files store each norm as 1 + the Hugging Face weight.
-    if (config.norm_weight_offset != 0.0f && t.name.ends_with("norm.weight")) {
-      for (float& v : values) v += config.norm_weight_offset;
-    }
-    const std::string_view suffix = LayerTensorSuffix(t.name);
-    const int64_t heads = !family.gguf_interleaved_rope ? 0
-                          : suffix == kQProjSuffix      ? config.num_attention_heads
-                          : suffix == kKProjSuffix      ? config.num_key_value_heads
-                                                        : 0;
-    std::span<const float> source = values;
-    if (heads > 0) {
-      const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;
-      permuted.resize(values.size());
-      for (int64_t row = 0; row < rows; ++row) {
-        std::memcpy(permuted.data() + InterleavedRopeRow(row, head_dim) * columns,
-                    values.data() + row * columns, static_cast<size_t>(columns) * sizeof(float));
+  for (size_t g = 0; g < gguf_tensors.size(); ++g) {
+    const DType dtype = GgmlTypeDType(gguf_tensors[g].type);
+    stored.assign(GgufPadded(GgufTensorBytes(gguf_tensors[g]), kGgufDefaultAlignment), std::byte{0});
+    size_t offset = 0;
+    for (const size_t i : parts[g]) {
+      const TensorInfo& t = tensors[i];
+      values.resize(static_cast<size_t>(t.num_elements()));
+      if (Status s = read(i, values); !s) return s;
+      // llama.cpp's Gemma files store each norm as 1 + the Hugging Face weight.
+      if (config.norm_weight_offset != 0.0f && t.name.ends_with("norm.weight")) {
+        for (float& v : values) v += config.norm_weight_offset;
       }
-      source = permuted;
-    }
-    const uint64_t bytes = GgufTensorBytes(gguf_tensors[i]);
-    stored.assign(GgufPadded(bytes, kGgufDefaultAlignment), std::byte{0});
-    if (Status s = ConvertFromF32(GgmlTypeDType(gguf_tensors[i].type), source, stored.data()); !s) {
-      return s.error().Prefixed(path + ": tensor '" + t.name + "': ");
+      const std::string_view suffix = LayerTensorSuffix(t.name);
+      const int64_t heads = !family.gguf_interleaved_rope ? 0
+                            : suffix == kQProjSuffix      ? config.num_attention_heads
+                            : suffix == kKProjSuffix      ? config.num_key_value_heads
+                                                          : 0;
+      std::span<const float> source = values;
+      if (heads > 0) {
+        const int64_t rows = t.shape[0], columns = t.shape[1], head_dim = rows / heads;
+        permuted.resize(values.size());
+        for (int64_t row = 0; row < rows; ++row) {
+          std::memcpy(permuted.data() + InterleavedRopeRow(row, head_dim) * columns,
+                      values.data() + row * columns, static_cast<size_t>(columns) * sizeof(float));
+        }
+        source = permuted;
+      }
+      if (Status s = ConvertFromF32(dtype, source, stored.data() + offset); !s) {
+        return s.error().Prefixed(path + ": tensor '" + t.name + "': ");
+      }
+      offset += static_cast<size_t>(DTypeBytes(dtype, t.num_elements()).value());
     }
     if (Status s = file->Write(stored); !s) return s;
   }

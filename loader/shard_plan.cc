@@ -18,9 +18,11 @@ TensorSlice SliceOf(std::string name, int split_dim, RowRange range, int64_t ful
 }
 
 // The slices of layer `layer`'s tensors held by `shard` (heads and hidden
-// units set): q, k, v (weights and biases), gate and up by rows, o_proj and
-// down by columns; norms and the o_proj bias whole.
-std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const RankShard& shard) {
+// units set) of a stage of `tp` ranks: q, k, v (weights and biases), gate
+// and up by rows, o_proj and down by columns; norms and the o_proj bias
+// whole. A sparse layer's router is whole, and each expert's hidden units are
+// divided over the stage as the dense MLP's are.
+std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const RankShard& shard, int tp) {
   const int64_t head_dim = c.head_dim();
   const RowRange q{shard.heads.begin * head_dim, shard.heads.end * head_dim};
   const RowRange kv{shard.kv_heads.begin * head_dim, shard.kv_heads.end * head_dim};
@@ -43,13 +45,27 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const 
       {kKBiasSuffix, {0, kv, c.kv_dim()}},
       {kVBiasSuffix, {0, kv, c.kv_dim()}},
   };
+  std::map<std::string, Split, std::less<>> expert_splits;
+  if (c.IsSparseLayer(layer)) {
+    const int64_t full = c.expert_intermediate_size;
+    const RowRange expert_units = EvenPart(full, tp, shard.tp_index);
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      expert_splits[ExpertSuffix(c, e, ExpertMatrix::kGate)] = {0, expert_units, full};
+      expert_splits[ExpertSuffix(c, e, ExpertMatrix::kUp)] = {0, expert_units, full};
+      expert_splits[ExpertSuffix(c, e, ExpertMatrix::kDown)] = {1, expert_units, full};
+    }
+  }
   std::vector<TensorSlice> slices;
   for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) {
-    const auto split = splits.find(LayerTensorSuffix(spec.name));
-    if (split == splits.end()) {
+    const std::string_view suffix = LayerTensorSuffix(spec.name);
+    const Split* split = nullptr;
+    if (const auto dense = splits.find(suffix); dense != splits.end()) split = &dense->second;
+    if (const auto expert = expert_splits.find(suffix); expert != expert_splits.end())
+      split = &expert->second;
+    if (split == nullptr) {
       slices.push_back({spec.name, -1, 0, 0});
     } else {
-      slices.push_back(SliceOf(spec.name, split->second.dim, split->second.range, split->second.full));
+      slices.push_back(SliceOf(spec.name, split->dim, split->range, split->full));
     }
   }
   return slices;
@@ -111,9 +127,11 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
     return Error::InvalidArgument("--pp " + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) +
                                   " layers of the model");
   }
-  const std::pair<const char*, int64_t> limits[] = {{"attention heads", c.num_attention_heads},
-                                                    {"MLP hidden units", c.intermediate_size},
-                                                    {"vocabulary rows", c.vocab_size}};
+  const std::pair<const char*, int64_t> limits[] = {
+      {"attention heads", c.num_attention_heads},
+      {"MLP hidden units", c.intermediate_size},
+      {"hidden units of an expert", c.num_experts > 0 ? c.expert_intermediate_size : tp},
+      {"vocabulary rows", c.vocab_size}};
   for (const auto& [what, count] : limits) {
     if (tp > count) {
       return Error::InvalidArgument("--tp " + std::to_string(tp) + " exceeds the " + std::to_string(count) +
@@ -156,7 +174,7 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
 
       if (stage == 0) shard.tensors.push_back(SliceOf(kEmbedTokensName, 0, part, c.vocab_size));
       for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
-        for (TensorSlice& slice : LayerSlices(c, layer, shard)) shard.tensors.push_back(std::move(slice));
+        for (TensorSlice& slice : LayerSlices(c, layer, shard, tp)) shard.tensors.push_back(std::move(slice));
       }
       if (shard.has_final_norm) shard.tensors.push_back({kFinalNormName, -1, 0, 0});
       if (shard.classifier_rows.size() > 0 && !shard.ClassifierRowsInEmbedding(tied)) {

@@ -220,5 +220,35 @@ TEST(MakeShardPlan, TensorParallelDegreeAboveTheHeadCount) {
   EXPECT_FALSE(MakeShardPlan(config, 1, 0, std::nullopt));
 }
 
+TEST(MakeShardPlan, EachExpertsHiddenUnitsAreSplitLikeTheMlpsAndTheRouterIsWhole) {
+  ModelConfig config = TestConfig(2, false);
+  config.architecture = "MixtralForCausalLM";
+  config.num_experts = 3;
+  config.num_experts_per_tok = 2;
+  config.expert_intermediate_size = 40;
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 3, std::nullopt);
+  ASSERT_TRUE(plan) << plan.error().message;
+  for (int t = 0; t < 3; ++t) {
+    const RowRange units = EvenPart(40, 3, t);
+    std::map<std::string, TensorSlice> by_name;
+    for (const TensorSlice& slice : plan->ranks[static_cast<size_t>(t)].tensors) by_name[slice.name] = slice;
+    EXPECT_EQ(by_name.at(LayerTensorName(1, RouterSuffix(config))).split_dim, -1);
+    for (int64_t e = 0; e < 3; ++e) {
+      EXPECT_EQ(by_name.at(LayerTensorName(1, ExpertSuffix(config, e, ExpertMatrix::kGate))),
+                (TensorSlice{LayerTensorName(1, ExpertSuffix(config, e, ExpertMatrix::kGate)), 0, units.begin,
+                             units.end}));
+      EXPECT_EQ(by_name.at(LayerTensorName(1, ExpertSuffix(config, e, ExpertMatrix::kDown))),
+                (TensorSlice{LayerTensorName(1, ExpertSuffix(config, e, ExpertMatrix::kDown)), 1, units.begin,
+                             units.end}));
+    }
+  }
+  config.expert_intermediate_size = 2;
+  Result<ShardPlan> too_many = MakeShardPlan(config, 1, 3, std::nullopt);
+  ASSERT_FALSE(too_many);
+  EXPECT_NE(too_many.error().message.find("--tp 3 exceeds the 2 hidden units of an expert"),
+            std::string::npos)
+      << too_many.error().message;
+}
+
 }  // namespace
 }  // namespace inferno

@@ -11,9 +11,12 @@ const Architecture* FindArchitecture(std::string_view name) {
   return nullptr;
 }
 
-const Architecture* FindGgufArchitecture(std::string_view gguf_name) {
+const Architecture* FindGgufArchitecture(std::string_view gguf_name, bool experts) {
   for (const Architecture& architecture : kArchitectures) {
-    if (!architecture.gguf_name.empty() && architecture.gguf_name == gguf_name) return &architecture;
+    if (!architecture.gguf_name.empty() && architecture.gguf_name == gguf_name &&
+        (!experts || !architecture.experts.count_field.empty())) {
+      return &architecture;
+    }
   }
   return nullptr;
 }

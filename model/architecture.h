@@ -46,6 +46,30 @@ struct Architecture {
   // and gate, up as one "mlp.gate_up_proj" (rows gate then up); readers
   // present the parts under the Llama names.
   bool fused_projections = false;
+  // Mixture-of-experts feed-forward (Mixtral, Qwen3-MoE); all empty for a
+  // dense family. See ExpertLayout.
+  struct ExpertLayout {
+    // config.json's expert count ("num_local_experts" / "num_experts"); ""
+    // for a dense family. "num_experts_per_tok" is the top-k of every family.
+    std::string_view count_field;
+    // config.json's hidden size of one expert ("intermediate_size" when the
+    // experts are the model's only MLPs, "moe_intermediate_size" otherwise).
+    std::string_view hidden_field;
+    // Whether "norm_topk_prob" decides if the top-k weights are renormalised
+    // to sum to 1 (Qwen3-MoE); otherwise they always are (Mixtral).
+    bool norm_topk_field = false;
+    // Whether "decoder_sparse_step" and "mlp_only_layers" make some layers
+    // dense (their MLP of intermediate_size, named as Llama's).
+    bool dense_layer_fields = false;
+    // Layer i's router is "model.layers.{i}.{block}.gate.weight" (num_experts,
+    // dim); expert e's matrices "{block}.experts.{e}.{gate|up|down}.weight",
+    // shaped as the dense MLP's gate_proj, up_proj and down_proj.
+    std::string_view block;
+    std::string_view gate;
+    std::string_view up;
+    std::string_view down;
+  };
+  ExpertLayout experts = {};
 };
 
 // Every supported family, Llama first.
@@ -91,12 +115,40 @@ inline constexpr Architecture kArchitectures[] = {
      .gguf_name = "phi3",
      .gguf_interleaved_rope = false,
      .fused_projections = true},
+    {.name = "MixtralForCausalLM",
+     .model_type = "mixtral",
+     .slides_without_flag = true,
+     .gguf_name = "llama",  // llama.cpp's "llama" with experts
+     .gguf_interleaved_rope = true,
+     .experts = {.count_field = "num_local_experts",
+                 .hidden_field = "intermediate_size",
+                 .norm_topk_field = false,
+                 .dense_layer_fields = false,
+                 .block = "block_sparse_moe",
+                 .gate = "w1",
+                 .up = "w3",
+                 .down = "w2"}},
+    {.name = "Qwen3MoeForCausalLM",
+     .model_type = "qwen3_moe",
+     .attention_bias_field = true,
+     .qk_norm = true,
+     .gguf_name = "qwen3moe",
+     .gguf_interleaved_rope = false,
+     .experts = {.count_field = "num_experts",
+                 .hidden_field = "moe_intermediate_size",
+                 .norm_topk_field = true,
+                 .dense_layer_fields = true,
+                 .block = "mlp",
+                 .gate = "gate_proj",
+                 .up = "up_proj",
+                 .down = "down_proj"}},
 };
 
 // The entry named `name`; nullptr for an unsupported family.
 const Architecture* FindArchitecture(std::string_view name);
-// The entry whose gguf_name is `gguf_name`; nullptr for none.
-const Architecture* FindGgufArchitecture(std::string_view gguf_name);
+// The entry whose gguf_name is `gguf_name`, the first (Llama before Mixtral)
+// or, with `experts`, the first with experts; nullptr for none.
+const Architecture* FindGgufArchitecture(std::string_view gguf_name, bool experts = false);
 
 // "LlamaForCausalLM, MistralForCausalLM, ..." — for error messages.
 std::string_view ArchitectureNames();

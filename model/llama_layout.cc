@@ -32,6 +32,19 @@ std::string_view LayerTensorSuffix(std::string_view name) {
   return name.substr(name.find('.') + 1);
 }
 
+std::string RouterSuffix(const ModelConfig& config) {
+  return std::string(config.family().experts.block) + ".gate.weight";
+}
+
+std::string ExpertSuffix(const ModelConfig& config, int64_t expert, ExpertMatrix matrix) {
+  const Architecture::ExpertLayout& layout = config.family().experts;
+  const std::string_view name = matrix == ExpertMatrix::kGate ? layout.gate
+                                : matrix == ExpertMatrix::kUp ? layout.up
+                                                              : layout.down;
+  return std::string(layout.block) + ".experts." + std::to_string(expert) + "." + std::string(name) +
+         ".weight";
+}
+
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
   const int64_t q_dim = c.q_dim();
   const std::vector<int64_t> shapes[] = {
@@ -46,10 +59,24 @@ std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& c, int64_t layer) {
       {c.hidden_size, c.intermediate_size},  // down_proj
   };
   std::vector<TensorSpec> specs;
+  const bool sparse = c.IsSparseLayer(layer);
   for (size_t i = 0; i < std::size(kLayerTensorSuffixes); ++i) {
+    if (sparse && kLayerTensorSuffixes[i] == kGateProjSuffix) break;  // the MLP's are the last three
     const std::string_view suffix =
         kLayerTensorSuffixes[i] == kFfnNormSuffix ? FeedForwardNormSuffix(c) : kLayerTensorSuffixes[i];
     specs.push_back({LayerTensorName(layer, suffix), shapes[i]});
+  }
+  if (sparse) {
+    const int64_t hidden = c.expert_intermediate_size;
+    specs.push_back({LayerTensorName(layer, RouterSuffix(c)), {c.num_experts, c.hidden_size}});
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      specs.push_back(
+          {LayerTensorName(layer, ExpertSuffix(c, e, ExpertMatrix::kGate)), {hidden, c.hidden_size}});
+      specs.push_back(
+          {LayerTensorName(layer, ExpertSuffix(c, e, ExpertMatrix::kUp)), {hidden, c.hidden_size}});
+      specs.push_back(
+          {LayerTensorName(layer, ExpertSuffix(c, e, ExpertMatrix::kDown)), {c.hidden_size, hidden}});
+    }
   }
   if (c.qkv_bias) {
     specs.push_back({LayerTensorName(layer, kLayerBiasSuffixes[0]), {q_dim}});

@@ -60,6 +60,15 @@ inline constexpr std::string_view kLayerTensorSuffixes[] = {
 inline constexpr std::string_view kLayerBiasSuffixes[] = {kQBiasSuffix, kKBiasSuffix, kVBiasSuffix,
                                                           kOBiasSuffix};
 
+// A mixture-of-experts layer (ModelConfig::IsSparseLayer) has, instead of
+// gate_proj, up_proj and down_proj, a router (num_experts, hidden_size) and
+// per expert the three matrices of a SwiGLU MLP of expert_intermediate_size,
+// named by the family (Architecture::ExpertLayout), e.g. Mixtral's
+// "block_sparse_moe.gate.weight" and "block_sparse_moe.experts.{e}.w1.weight".
+enum class ExpertMatrix { kGate, kUp, kDown };
+std::string RouterSuffix(const ModelConfig& config);
+std::string ExpertSuffix(const ModelConfig& config, int64_t expert, ExpertMatrix matrix);
+
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -74,9 +83,11 @@ std::optional<int64_t> LayerIndexOf(std::string_view name);
 std::string_view LayerTensorSuffix(std::string_view name);
 
 // The tensors of layer `layer`, as the engine uses them: kLayerTensorSuffixes
-// order (the feed-forward norm named FeedForwardNormSuffix), then the biases
-// of the config, then q_norm and k_norm where the architecture has them,
-// then Gemma's post-attention and post-feed-forward norms.
+// order (the feed-forward norm named FeedForwardNormSuffix; for a sparse
+// layer, the router and each expert's gate, up and down in place of the
+// MLP's), then the biases of the config, then q_norm and k_norm where the
+// architecture has them, then Gemma's post-attention and post-feed-forward
+// norms.
 std::vector<TensorSpec> LayerTensorSpecs(const ModelConfig& config, int64_t layer);
 // The norm before the feed-forward: kFfnNormSuffix, or Gemma's
 // kPreFeedForwardNormSuffix.

@@ -106,5 +106,32 @@ TEST(LlamaLayout, InterleavedRopeRowPutsEachHeadsPairsSideBySide) {
   for (int64_t row = 0; row < 8; ++row) EXPECT_EQ(InterleavedRopeRow(row, 4), expected[row]) << row;
 }
 
+TEST(LlamaTensorSpecs, SparseLayersHaveARouterAndEachExpertsMatricesInPlaceOfTheMlp) {
+  ModelConfig c = Config(false);
+  c.architecture = "Qwen3MoeForCausalLM";
+  c.num_experts = 3;
+  c.num_experts_per_tok = 2;
+  c.expert_intermediate_size = 8;
+  c.mlp_only_layers = {1};
+  ASSERT_TRUE(c.Validate("test").ok());
+  const std::vector<TensorSpec> sparse = LayerTensorSpecs(c, 0);
+  // 6 attention tensors and norms, the router, 3 experts x 3, q_norm, k_norm.
+  ASSERT_EQ(sparse.size(), 6u + 1 + 9 + 2);
+  EXPECT_EQ(sparse[6].name, "model.layers.0.mlp.gate.weight");
+  EXPECT_EQ(sparse[6].shape, (std::vector<int64_t>{3, 16}));
+  EXPECT_EQ(sparse[7].name, "model.layers.0.mlp.experts.0.gate_proj.weight");
+  EXPECT_EQ(sparse[7].shape, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(sparse[15].name, "model.layers.0.mlp.experts.2.down_proj.weight");
+  EXPECT_EQ(sparse[15].shape, (std::vector<int64_t>{16, 8}));
+  const std::vector<TensorSpec> dense = LayerTensorSpecs(c, 1);  // mlp_only_layers
+  EXPECT_EQ(dense[6].name, "model.layers.1.mlp.gate_proj.weight");
+  EXPECT_EQ(dense[6].shape, (std::vector<int64_t>{40, 16}));
+  c.architecture = "MixtralForCausalLM";
+  c.mlp_only_layers.clear();
+  EXPECT_EQ(LayerTensorName(1, ExpertSuffix(c, 2, ExpertMatrix::kUp)),
+            "model.layers.1.block_sparse_moe.experts.2.w3.weight");
+  EXPECT_EQ(RouterSuffix(c), "block_sparse_moe.gate.weight");
+}
+
 }  // namespace
 }  // namespace inferno

@@ -67,6 +67,14 @@ const std::set<std::string_view> kGemmaFields = {"sliding_window_pattern", "rope
                                                  "query_pre_attn_scalar", "final_logit_softcapping",
                                                  "attn_logit_softcapping"};
 
+// The mixture-of-experts fields: those of the family are read (ReadExperts),
+// the router's training settings (its auxiliary loss, the noise Mixtral adds
+// to router inputs in training only) have no effect on inference.
+const std::set<std::string_view> kExpertFields = {
+    "num_local_experts",    "num_experts",         "num_experts_per_tok", "moe_intermediate_size",
+    "norm_topk_prob",       "decoder_sparse_step", "mlp_only_layers",     "router_aux_loss_coef",
+    "output_router_logits", "router_jitter_noise"};
+
 bool Present(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && !it->is_null();
@@ -309,6 +317,50 @@ Status ReadGemmaFields(const json& object, ModelConfig& config, const std::strin
   return {};
 }
 
+// The mixture-of-experts fields of the family (Architecture::ExpertLayout);
+// any of them in a family without it is refused.
+Status ReadExperts(const json& object, ModelConfig& config, const std::string& source) {
+  const Architecture::ExpertLayout& layout = config.family().experts;
+  const bool mixture = !layout.count_field.empty();
+  std::set<std::string_view> own;
+  if (mixture) {
+    own = {layout.count_field, "num_experts_per_tok", layout.hidden_field};
+    if (layout.norm_topk_field) own.insert("norm_topk_prob");
+    if (layout.dense_layer_fields) own.insert({"decoder_sparse_step", "mlp_only_layers"});
+  }
+  for (const char* field :
+       {"num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
+        "decoder_sparse_step", "mlp_only_layers"}) {
+    if (!own.contains(field) && Present(object, field)) {
+      return Error::Unimplemented(source + ": field '" + field + "' is not a " + config.architecture +
+                                  " setting");
+    }
+  }
+  if (!mixture) return {};
+  const std::string count_field(layout.count_field), hidden_field(layout.hidden_field);
+  if (Status s = ReadInt(object, count_field.c_str(), true, &config.num_experts, source); !s) return s;
+  if (Status s = ReadInt(object, "num_experts_per_tok", true, &config.num_experts_per_tok, source); !s)
+    return s;
+  if (Status s = ReadInt(object, hidden_field.c_str(), true, &config.expert_intermediate_size, source); !s)
+    return s;
+  config.norm_topk_prob = !layout.norm_topk_field;
+  if (layout.norm_topk_field) {
+    if (Status s = ReadScalar(object, "norm_topk_prob", &config.norm_topk_prob, source); !s) return s;
+  }
+  if (Status s = ReadInt(object, "decoder_sparse_step", false, &config.decoder_sparse_step, source); !s)
+    return s;
+  if (Present(object, "mlp_only_layers")) {
+    const json& layers = object.at("mlp_only_layers");
+    if (!layers.is_array() || !std::all_of(layers.begin(), layers.end(),
+                                           [](const json& layer) { return layer.is_number_integer(); })) {
+      return Error::Corruption(source + ": field 'mlp_only_layers' = " + layers.dump() +
+                               " is not a list of layer indices");
+    }
+    config.mlp_only_layers = layers.get<std::vector<int64_t>>();
+  }
+  return {};
+}
+
 // Which layers slide, as the family's Hugging Face class decides: Mistral,
 // Phi-3 and Gemma whenever sliding_window is set, the Qwen families only with
 // use_sliding_window, and then the layers from max_window_layers on; Gemma's
@@ -354,7 +406,37 @@ Status ReadSlidingLayers(const json& object, ModelConfig& config, const std::str
   return {};
 }
 
+// Validate's checks of the mixture-of-experts fields; "" when they hold.
+std::string ExpertFieldsProblem(const ModelConfig& c) {
+  if (c.family().experts.count_field.empty()) return "";
+  const std::string count(c.family().experts.count_field);
+  if (c.num_experts <= 0) return count + " = " + std::to_string(c.num_experts) + " is not positive";
+  if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts) {
+    return "num_experts_per_tok = " + std::to_string(c.num_experts_per_tok) + " is not in [1, " + count +
+           " = " + std::to_string(c.num_experts) + "]";
+  }
+  if (c.expert_intermediate_size <= 0) {
+    return std::string(c.family().experts.hidden_field) + " = " + std::to_string(c.expert_intermediate_size) +
+           " is not positive";
+  }
+  if (c.decoder_sparse_step <= 0)
+    return "decoder_sparse_step = " + std::to_string(c.decoder_sparse_step) + " is not positive";
+  if (c.activation != Activation::kSilu) return "experts compute SwiGLU: hidden_act must be silu";
+  for (const int64_t layer : c.mlp_only_layers) {
+    if (layer < 0 || layer >= c.num_hidden_layers) {
+      return "mlp_only_layers names layer " + std::to_string(layer) + " of a model of " +
+             std::to_string(c.num_hidden_layers) + " layers";
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+bool ModelConfig::IsSparseLayer(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
+}
 
 Status ModelConfig::Validate(const std::string& source) const {
   auto fail = [&](const std::string& what) {
@@ -393,6 +475,7 @@ Status ModelConfig::Validate(const std::string& source) const {
     return fail("rope_local_base_freq, query_pre_attn_scalar and final_logit_softcapping must be positive");
   if (FindArchitecture(architecture) == nullptr)
     return fail("architecture '" + architecture + "' is not supported");
+  if (const std::string problem = ExpertFieldsProblem(*this); !problem.empty()) return fail(problem);
   return {};
 }
 
@@ -425,7 +508,8 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (object.is_discarded()) return Error::Corruption(source + ": not valid JSON");
   if (!object.is_object()) return Error::Corruption(source + ": not a JSON object");
   for (const auto& [key, unused] : object.items()) {
-    if (!kFieldsHonoured.contains(key) && !kFieldsWithoutEffect.contains(key)) {
+    if (!kFieldsHonoured.contains(key) && !kFieldsWithoutEffect.contains(key) &&
+        !kExpertFields.contains(key)) {
       return Error::Unimplemented(source + ": field '" + key +
                                   "' is not supported (inferno does not know its effect on the model)");
     }
@@ -455,6 +539,7 @@ Result<ModelConfig> ParseModelConfigJson(const std::string& json_text, const std
   if (Status s = ReadRopeScaling(object, config.rope_scaling, source); !s) return s.error();
   if (Status s = FinishLongRope(object, config, source); !s) return s.error();
   if (Status s = ReadTokenIds(object, "eos_token_id", config.eos_token_ids, source); !s) return s.error();
+  if (Status s = ReadExperts(object, config, source); !s) return s.error();
 
   if (Status s = ReadActivation(object, config, source); !s) return s.error();
   bool mlp_bias = false;
@@ -563,6 +648,16 @@ std::string ModelConfigToJson(const ModelConfig& config) {
                               {"original_max_position_embeddings", scaling.original_max_position_embeddings}};
   }
   if (!config.eos_token_ids.empty()) object["eos_token_id"] = config.eos_token_ids;
+  if (const Architecture::ExpertLayout& layout = config.family().experts; !layout.count_field.empty()) {
+    object[std::string(layout.count_field)] = config.num_experts;
+    object["num_experts_per_tok"] = config.num_experts_per_tok;
+    object[std::string(layout.hidden_field)] = config.expert_intermediate_size;
+    if (layout.norm_topk_field) object["norm_topk_prob"] = config.norm_topk_prob;
+    if (layout.dense_layer_fields) {
+      object["decoder_sparse_step"] = config.decoder_sparse_step;
+      object["mlp_only_layers"] = config.mlp_only_layers;
+    }
+  }
   return object.dump(2) + "\n";
 }
 

@@ -94,6 +94,20 @@ struct ModelConfig {
   // eos_token_id of config.json and generation_config.json (an int or a
   // list in either); empty when neither names one.
   std::vector<int64_t> eos_token_ids;
+  // Mixture of experts (families with family().experts; 0 experts: dense).
+  // A sparse layer's feed-forward routes each position to the
+  // num_experts_per_tok experts of the largest router logits, weighted by
+  // their softmax over all experts (renormalised over the chosen ones when
+  // norm_topk_prob), each expert a SwiGLU MLP of expert_intermediate_size.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t expert_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  // Layer i is sparse when (i + 1) % decoder_sparse_step == 0 and i is not
+  // in mlp_only_layers (Qwen3-MoE); otherwise its MLP is dense, of
+  // intermediate_size.
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
 
   // The architecture's entry. Precondition: `architecture` names one
   // (Validate checks it).
@@ -115,6 +129,8 @@ struct ModelConfig {
   }
   int64_t q_dim() const { return head_dim() * num_attention_heads; }
   int64_t kv_dim() const { return head_dim() * num_key_value_heads; }
+  // Whether layer `layer`'s feed-forward is a mixture of experts.
+  bool IsSparseLayer(int64_t layer) const;
 
   // Checks that the fields are positive and consistent (heads divide the
   // dimension unless head_dim is explicit, kv heads divide heads, head_dim

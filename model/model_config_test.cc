@@ -390,5 +390,83 @@ TEST(GenerationConfig, EosIdsJoinThoseOfConfigJsonOnce) {
   EXPECT_NE(bad.error().message.find("generation_config.json: field 'eos_token_id'"), std::string::npos);
 }
 
+// A Qwen3-30B-A3B config.json as Hugging Face publishes it, cut to 4 layers.
+constexpr char kQwen3MoeJson[] = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+  "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144,
+  "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [], "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768, "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 4, "num_key_value_heads": 4, "output_router_logits": false,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+TEST(ModelConfigJson, Qwen3MoeReadsItsExpertsAndDenseLayers) {
+  Result<ModelConfig> parsed = ParseModelConfigJson(kQwen3MoeJson, "config.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->num_experts, 128);
+  EXPECT_EQ(parsed->num_experts_per_tok, 8);
+  EXPECT_EQ(parsed->expert_intermediate_size, 768);
+  EXPECT_EQ(parsed->intermediate_size, 6144);
+  EXPECT_TRUE(parsed->norm_topk_prob);
+  EXPECT_TRUE(parsed->qk_norm());
+  for (int64_t layer = 0; layer < 4; ++layer) EXPECT_TRUE(parsed->IsSparseLayer(layer));
+  parsed->decoder_sparse_step = 2;
+  parsed->mlp_only_layers = {3};
+  EXPECT_FALSE(parsed->IsSparseLayer(0));  // (0 + 1) % 2 != 0
+  EXPECT_TRUE(parsed->IsSparseLayer(1));
+  EXPECT_FALSE(parsed->IsSparseLayer(3));  // listed in mlp_only_layers
+  Result<ModelConfig> again = ParseModelConfigJson(ModelConfigToJson(*parsed), "again");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->decoder_sparse_step, 2);
+  EXPECT_EQ(again->mlp_only_layers, std::vector<int64_t>{3});
+  EXPECT_EQ(again->expert_intermediate_size, 768);
+  EXPECT_TRUE(again->norm_topk_prob);
+}
+
+TEST(ModelConfigJson, MixtralAlwaysRenormalisesAndItsExpertsAreIntermediateSize) {
+  Result<ModelConfig> parsed = ParseModelConfigJson(
+      R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 32,
+          "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "vocab_size": 10, "max_position_embeddings": 16, "num_local_experts": 8, "num_experts_per_tok": 2,
+          "router_jitter_noise": 0.0, "sliding_window": null})",
+      "config.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->num_experts, 8);
+  EXPECT_EQ(parsed->expert_intermediate_size, 64);
+  EXPECT_TRUE(parsed->norm_topk_prob);
+  EXPECT_TRUE(parsed->IsSparseLayer(0));
+  EXPECT_TRUE(parsed->IsSparseLayer(1));
+}
+
+TEST(ModelConfigJson, ExpertFieldsOfAnotherFamilyAreRefusedNamingThem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("architectures": ["LlamaForCausalLM"], "num_experts": 8)", "num_experts"},
+      {R"("architectures": ["MixtralForCausalLM"], "num_local_experts": 8, "num_experts_per_tok": 2,
+          "norm_topk_prob": false)",
+       "norm_topk_prob"},
+      {R"("architectures": ["MixtralForCausalLM"], "num_local_experts": 8, "num_experts_per_tok": 2,
+          "mlp_only_layers": [0])",
+       "mlp_only_layers"},
+      {R"("architectures": ["MixtralForCausalLM"], "num_local_experts": 4, "num_experts_per_tok": 5)",
+       "num_experts_per_tok"},
+      {R"("architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 8, "mlp_only_layers": [2])",
+       "mlp_only_layers"},
+      {R"("architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 2)",
+       "moe_intermediate_size"},
+  };
+  for (const auto& [fields, named] : cases) {
+    const std::string json =
+        std::string(R"({"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                        "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 16, )") +
+        fields + "}";
+    Result<ModelConfig> parsed = ParseModelConfigJson(json, "config.json");
+    ASSERT_FALSE(parsed) << fields;
+    EXPECT_NE(parsed.error().message.find(named), std::string::npos) << parsed.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace inferno

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """An independent, plain-Python forward pass of a Hugging Face checkpoint in
-the Llama family's layout (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3):
+the Llama family's layout (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3,
+Mixtral, Qwen3-MoE):
 model.safetensors (f32) plus config.json, written from the transformers
 modelling conventions rather than from inferno's code: RoPE as rotate_half
 (pairs i and i + head_dim/2 of each head), with rope_scaling "linear",
 "llama3" or "longrope" (its short factors: the positions here stay within
-the original context, and cos and sin times its attention factor); q/k/v biases (Qwen2, or attention_bias), an o_proj bias
+the original context, and cos and sin times its attention factor); q/k/v
+biases (Qwen2, or attention_bias), an o_proj bias
 (attention_bias); Qwen3's and Gemma's q_norm and k_norm (each head of q and
 k RMS-normed, before RoPE); grouped-query attention; head_dim from
 config.json when given; RMSNorm; SwiGLU; tied or separate lm_head; sliding
@@ -15,8 +17,11 @@ sqrt(hidden_size), norms after attention and after the MLP, GELU (tanh) for
 the gate, scores scaled by query_pre_attn_scalar ** -0.5, local layers with
 RoPE base rope_local_base_freq unscaled, final logit soft-capping. Phi-3:
 qkv_proj and gate_up_proj split as Phi3Attention and Phi3MLP split them.
-Greedy-decodes from the given prompt ids and prints, per generated token,
-"argmax <id>" and the logits, for comparison with //tools:infer.
+Mixtral and Qwen3-MoE: the mixture-of-experts MLP (router softmax, top
+num_experts_per_tok, renormalised always for Mixtral and per norm_topk_prob
+for Qwen3-MoE, whose decoder_sparse_step and mlp_only_layers give dense
+layers). Greedy-decodes from the given prompt ids and prints, per generated
+token, "argmax <id>" and the logits, for comparison with //tools:infer.
 Pure Python, double precision: use on toy-sized models only.
 
 Usage: hf_reference.py MODEL_DIR STEPS PROMPT_ID...
@@ -52,7 +57,7 @@ layers = config["num_hidden_layers"]
 eps = config.get("rms_norm_eps", 1e-6)
 theta = config.get("rope_theta", 1e6 if gemma else 10000.0)
 group = heads // kv_heads
-qk_norm = architecture in ("Qwen3ForCausalLM", "Gemma3ForCausalLM")
+qk_norm = architecture in ("Qwen3ForCausalLM", "Gemma3ForCausalLM", "Qwen3MoeForCausalLM")
 norm_offset = 1.0 if gemma else 0.0
 gelu_gate = (config.get("hidden_activation") or config.get("hidden_act")
              or ("gelu_pytorch_tanh" if gemma else "silu")) == "gelu_pytorch_tanh"
@@ -71,6 +76,10 @@ if architecture == "Phi3ForCausalLM":  # Phi3Attention / Phi3MLP split the fused
         half = rows // 2
         tensors[p + "mlp.gate_proj.weight"] = ([half, cols], gate_up[:half * cols])
         tensors[p + "mlp.up_proj.weight"] = ([half, cols], gate_up[half * cols:])
+# Mixture of experts, as transformers' modelling_mixtral.py and
+# modelling_qwen3_moe.py name and compute it: (block, gate, up, down names).
+EXPERT_NAMES = {"MixtralForCausalLM": ("block_sparse_moe", "w1", "w3", "w2"),
+                "Qwen3MoeForCausalLM": ("mlp", "gate_proj", "up_proj", "down_proj")}.get(config["architectures"][0])
 
 
 def sliding_layers():
@@ -182,6 +191,48 @@ def rotate(vector, count, pos, inverse, scale=1.0):
             vector[base + i + half] = b * c + a * s
 
 
+def sparse(layer):
+    if EXPERT_NAMES is None:
+        return False
+    if config["architectures"][0] == "MixtralForCausalLM":
+        return True
+    return (config["num_experts"] > 0 and (layer + 1) % config.get("decoder_sparse_step", 1) == 0
+            and layer not in config.get("mlp_only_layers", []))
+
+
+def gated_mlp(h, gate_name, up_name, down_name):
+    """down(act(gate(h)) * up(h)): SwiGLU, or Gemma's GELU (tanh) gate."""
+    gate = linear(gate_name, h)
+    up = linear(up_name, h)
+    if gelu_gate:
+        act = [0.5 * g * (1 + math.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3))) * u
+               for g, u in zip(gate, up)]
+    else:
+        act = [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)]
+    return linear(down_name, act)
+
+
+def experts_mlp(p, h):
+    """Router softmax over every expert, the top k kept, their outputs summed
+    weighted by their probabilities (renormalised to sum 1 when asked)."""
+    block, gate, up, down = EXPERT_NAMES
+    logits = linear(p + block + ".gate.weight", h)
+    top = max(logits)
+    exps = [math.exp(v - top) for v in logits]
+    probs = [v / sum(exps) for v in exps]
+    chosen = sorted(range(len(probs)), key=lambda e: -probs[e])[:config["num_experts_per_tok"]]
+    weights = {e: probs[e] for e in chosen}
+    if config["architectures"][0] == "MixtralForCausalLM" or config.get("norm_topk_prob", False):
+        total = sum(weights.values())
+        weights = {e: w / total for e, w in weights.items()}
+    out = [0.0] * dim
+    for e in sorted(chosen):
+        q = "%s%s.experts.%d." % (p, block, e)
+        y = gated_mlp(h, q + gate + ".weight", q + up + ".weight", q + down + ".weight")
+        out = [o + weights[e] * v for o, v in zip(out, y)]
+    return out
+
+
 keys = [[] for _ in range(layers)]
 values = [[] for _ in range(layers)]
 
@@ -222,14 +273,10 @@ def step(token, pos):
             o = rms_norm(o, p + "post_attention_layernorm.weight")
         x = [a + b for a, b in zip(x, o)]
         h = rms_norm(x, p + ("pre_feedforward_layernorm.weight" if gemma else "post_attention_layernorm.weight"))
-        gate = linear(p + "mlp.gate_proj.weight", h)
-        up = linear(p + "mlp.up_proj.weight", h)
-        if gelu_gate:
-            act = [0.5 * g * (1 + math.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3))) * u
-                   for g, u in zip(gate, up)]
+        if sparse(l):
+            down = experts_mlp(p, h)
         else:
-            act = [g / (1 + math.exp(-g)) * u for g, u in zip(gate, up)]
-        down = linear(p + "mlp.down_proj.weight", act)
+            down = gated_mlp(h, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight")
         if gemma:
             down = rms_norm(down, p + "post_feedforward_layernorm.weight")
         x = [a + b for a, b in zip(x, down)]

@@ -6,9 +6,14 @@
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
 # hidden / heads), Qwen3 (q and k norms, head_dim != hidden / heads), Llama
 # with attention_bias and linear RoPE scaling, Mistral, Phi-3 with longrope
-# (within its original context); and over 320 positions Qwen3, windowed
-# Mistral, Gemma 3 and Phi-3. Prompt plus generation
-# run past the scaled RoPE's original context, so scaling matters.
+# (within its original context); the mixtures of experts Mixtral and
+# Qwen3-MoE (top-k routing; Qwen3-MoE also without renormalisation and with
+# dense layers from decoder_sparse_step and mlp_only_layers: only layer 1 of
+# 4 sparse) over 200+ positions (STEPS set per family; with GGUF=1, the
+# family also as a GGUF file, make_toy_model --format gguf, f32, on 1 rank
+# and --tp 2); and over 320 positions Qwen3, windowed Mistral, Gemma 3 and
+# Phi-3. Prompt plus generation run past the scaled RoPE's original context,
+# so scaling matters.
 # Usage: infer_vs_hf_reference_test.sh LAUNCH INFER MAKE_TOY_MODEL REFERENCE_PY COMPARE_PY
 set -u
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" REFERENCE="$4" COMPARE="$5"
@@ -32,11 +37,22 @@ check_family() {
     FAILURES=$((FAILURES + 1))
     return
   fi
-  for grid in "1" "2 --pp 2" "2 --tp 2"; do
-    local world="${grid%% *}" flags="" run="${grid// /}"
+  local grids=("1" "2 --pp 2" "2 --tp 2")
+  if [ "${GGUF:-0}" = 1 ]; then
+    if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len 64 "$@" \
+        >/dev/null; then
+      echo "FAIL: $name: make_toy_model --format gguf $*" >&2
+      FAILURES=$((FAILURES + 1))
+    fi
+    grids+=("1 gguf" "2 --tp 2 gguf")
+  fi
+  for grid in "${grids[@]}"; do
+    local model="$WORK/$name"
+    [ "${grid% gguf}" != "$grid" ] && model="$WORK/$name.gguf" && grid="${grid% gguf}"
+    local world="${grid%% *}" flags="" run="${grid// /}${model##*$name}"
     [ "$world" != "$grid" ] && flags="${grid#* }"
     # shellcheck disable=SC2086  # flags is a list of flags
-    if ! timeout 120 "$LAUNCH" -n "$world" --timeout 90 --grace 2 -- "$INFER" --model "$WORK/$name" $flags \
+    if ! timeout 120 "$LAUNCH" -n "$world" --timeout 90 --grace 2 -- "$INFER" --model "$model" $flags \
         --prompt-ids "$PROMPT" --max-new-tokens "$STEPS" --output ids --dump-logits "$WORK/$name.logits.$run" \
         >"$WORK/$name.ids.$run" 2>"$WORK/$name.err.$run"; then
       cat "$WORK/$name.err.$run" >&2
@@ -45,7 +61,7 @@ check_family() {
       continue
     fi
     python3 "$COMPARE" "$WORK/$name.reference" "$WORK/$name.ids.$run" "$WORK/$name.logits.$run" \
-      "$name on $world ranks $flags" || FAILURES=$((FAILURES + 1))
+      "$name${model##*$name} on $world ranks $flags" || FAILURES=$((FAILURES + 1))
   done
 }
 
@@ -54,6 +70,13 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
 check_family phi3_longrope --kv-heads 2 --architecture phi3 --rope-scaling longrope --rope-factor 3
+
+GGUF=1 STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
+  --experts-per-token 2 --hidden 32
+GGUF=1 STEPS=200 check_family qwen3_moe --seq-len 256 --kv-heads 2 --architecture qwen3_moe --head-dim 16 --hidden 48 \
+  --experts 6 --experts-per-token 2 --expert-hidden 16 --norm-topk-prob
+check_family qwen3_moe_dense_layers --layers 4 --kv-heads 2 --architecture qwen3_moe --experts 3 \
+  --experts-per-token 2 --expert-hidden 24 --decoder-sparse-step 2 --mlp-only-layers 3
 
 # Qwen3 and the sliding families over 320 positions: a 100-token prompt (two prefill
 # chunks) and 220 generated tokens, so a window of 5-7 positions wraps its

@@ -6,7 +6,8 @@
 # and toy GGUF files of each family we write (make_toy_model --format gguf:
 # llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim,
 # gemma3 with its norms, GeGLU and local/global layers, phi3 with fused
-# projections)
+# projections, qwen3moe with 4 experts, 2 per token, also in Q8_0 and Q4_K;
+# Mixtral, which llama.cpp reads as "llama" with experts)
 # give llama.cpp's 16 greedy ids (or first differ at a near-tie in our
 # logits, tests/near_tie.py). Skips, passing, when node or the fetched package
 # (tools/yardsticks/fetch_llama_cpp.sh) is absent; the stories260K part
@@ -23,7 +24,9 @@ trap 'rm -rf "$WORK"' EXIT
 
 # gemma3's local layers (every other one) see 8 positions of the 19; llama.cpp
 # reads no window for phi3 (it disables Phi-3's), so that toy has none.
-for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --sliding-window 8" "phi3"; do
+for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --sliding-window 8" "phi3" \
+  "qwen3_moe --head-dim 32 --experts 4 --experts-per-token 2 --expert-hidden 64 --norm-topk-prob" \
+  "mixtral --experts 4 --experts-per-token 2"; do
   name="${family%% *}"
   # shellcheck disable=SC2086  # family holds the flags
   if ! "$MAKE_TOY" --format gguf --architecture $family --dim 64 --heads 4 --kv-heads 2 \
@@ -32,6 +35,16 @@ for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --slid
     continue
   fi
   agrees_with_llama_cpp "$name" "$WORK/$name.gguf" "1 72 101" 16 0.01
+done
+# The mixture of experts in 8-bit and K-quant blocks (its router stays f32).
+for dtype in q8_0 q4_k; do
+  if ! "$MAKE_TOY" --format gguf --dtype "$dtype" --architecture qwen3_moe --head-dim 32 --experts 4 \
+      --experts-per-token 2 --expert-hidden 256 --norm-topk-prob --dim 256 --heads 4 --kv-heads 2 \
+      --out "$WORK/qwen3_moe_$dtype.gguf" >/dev/null; then
+    fail "qwen3_moe $dtype: make_toy_model failed"
+    continue
+  fi
+  agrees_with_llama_cpp "qwen3_moe_$dtype" "$WORK/qwen3_moe_$dtype.gguf" "1 72 101" 16 0.01
 done
 
 # stories260K.bin from ../shared/models (absent in a fresh clone: that part

@@ -10,6 +10,9 @@
 //   make_toy_model --out DIR [--dim 64] [--layers 4] [--heads 4] [--kv-heads 2]
 //                  [--vocab 259] [--seq-len 256] [--seed 1] [--architecture qwen2|qwen3]
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
+//                  [--architecture mixtral|qwen3_moe [--experts 4] [--experts-per-token 2]
+//                   [--expert-hidden N] [--norm-topk-prob] [--decoder-sparse-step 1]
+//                   [--mlp-only-layers 0,3]]
 //   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|...]
 //                  [--tokenizer tokenizer.bin] [shape flags]
 //
@@ -20,14 +23,26 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "base/command_line.h"
 #include "engine/toy_model.h"
+#include "model/architecture.h"
 #include "tensor/tensor_info.h"
 #include "text/gguf_tokenizer.h"
 
 namespace inferno {
 namespace {
+
+// The flags of sliding windows and Gemma's attention and logits.
+const FlagSpec kWindowFlags[] = {
+    {"sliding-window", "N",
+     "sliding layers attend to N positions (mistral, phi3: all layers; qwen2, qwen3: from layer 1; "
+     "gemma3: every other layer from 0)"},
+    {"query-pre-attn-scalar", "X", "gemma3: attention scores divided by sqrt(X) (default head size)"},
+    {"final-logit-softcapping", "X", "gemma3: logits capped to X * tanh(logits / X)"}};
 
 // --sliding-window and Gemma's --query-pre-attn-scalar and
 // --final-logit-softcapping into `shape`; fails naming the flag.
@@ -86,12 +101,54 @@ Status ReadRopeScalingFlags(const CommandLine& flags, double factor, ToyModelSha
   return {};
 }
 
+// The flags of the mixture-of-experts families.
+const FlagSpec kExpertFlags[] = {
+    {"experts", "N", "mixtral, qwen3_moe: experts per sparse layer (default 4)"},
+    {"experts-per-token", "K", "mixtral, qwen3_moe: experts chosen per position (default 2)"},
+    {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
+    {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
+    {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
+    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}};
+
+// The expert flags into `shape`, whose architecture is set (`architecture`
+// is the flag's value); fails on a flag the family does not have.
+Status ReadExpertFlags(const CommandLine& flags, const std::string& architecture, ToyModelShape& shape) {
+  const Architecture::ExpertLayout& experts = FindArchitecture(shape.architecture)->experts;
+  for (const FlagSpec& expert_flag : kExpertFlags) {
+    const std::string_view flag = expert_flag.name;
+    const bool qwen3_moe_only =
+        flag == "norm-topk-prob" || flag == "decoder-sparse-step" || flag == "mlp-only-layers";
+    if (flags.Has(std::string(flag)) &&
+        (experts.count_field.empty() || (qwen3_moe_only && !experts.dense_layer_fields))) {
+      return Error::InvalidArgument("--" + std::string(flag) + " does not apply to --architecture " +
+                                    architecture);
+    }
+  }
+  const std::tuple<const char*, int64_t, int64_t, int64_t*> ints[] = {
+      {"experts", 1, 1 << 16, &shape.experts},
+      {"experts-per-token", 1, 1 << 16, &shape.experts_per_token},
+      {"expert-hidden", 1, 1 << 20, &shape.expert_hidden},
+      {"decoder-sparse-step", 1, 1024, &shape.decoder_sparse_step}};
+  for (const auto& [name, min, max, out] : ints) {
+    Result<int64_t> value = flags.Int(name, *out, min, max);
+    if (!value) return value.error();
+    *out = *value;
+  }
+  shape.norm_topk_prob = flags.Has("norm-topk-prob");
+  if (const std::optional<std::string> layers = flags.Last("mlp-only-layers")) {
+    Result<std::vector<int64_t>> parsed = ParseIntList(*layers, "--mlp-only-layers");
+    if (!parsed) return parsed.error();
+    shape.mlp_only_layers = *parsed;
+  }
+  return {};
+}
+
 }  // namespace
 }  // namespace inferno
 
 int main(int argc, char** argv) {
   using namespace inferno;
-  const CommandSpec spec{
+  CommandSpec spec{
       "make_toy_model",
       "--out DIR [shape flags]",
       "Writes the embedded toy model (deterministic random weights, byte-level vocabulary)\n"
@@ -111,14 +168,10 @@ int main(int argc, char** argv) {
        {"vocab", "N", "vocabulary size (default 259, the byte tokenizer's)"},
        {"seq-len", "N", "context length (default 256)"},
        {"seed", "S", "weight seed (default 1)"},
-       {"architecture", "llama|mistral|qwen2|qwen3|gemma3|phi3",
+       {"architecture", "llama|mistral|qwen2|qwen3|gemma3|phi3|mixtral|qwen3_moe",
         "the family's layout (default llama; qwen2 has q, k, v biases, qwen3 q and k norms, gemma3 "
-        "Gemma 3's norms, GeGLU and local/global layers, phi3 fused qkv and gate_up projections)"},
-       {"sliding-window", "N",
-        "sliding layers attend to N positions (mistral, phi3: all layers; qwen2, qwen3: from layer 1; "
-        "gemma3: every other layer from 0)"},
-       {"query-pre-attn-scalar", "X", "gemma3: attention scores divided by sqrt(X) (default head size)"},
-       {"final-logit-softcapping", "X", "gemma3: logits capped to X * tanh(logits / X)"},
+        "Gemma 3's norms, GeGLU and local/global layers, phi3 fused qkv and gate_up projections, mixtral "
+        "and qwen3_moe experts)"},
        {"head-dim", "N", "head size, if not dim / heads"},
        {"hidden", "N", "MLP hidden size (default: 8 * dim / 3 rounded up to a multiple of 32)"},
        {"attention-bias", "", "llama: q, k, v and o_proj biases"},
@@ -129,6 +182,8 @@ int main(int argc, char** argv) {
        {"rope-factor", "F", "the RoPE scaling factor (default 8)"}},
       false,
       {"out"}};
+  spec.flags.insert(spec.flags.end(), std::begin(kWindowFlags), std::end(kWindowFlags));
+  spec.flags.insert(spec.flags.end(), std::begin(kExpertFlags), std::end(kExpertFlags));
   const CommandLine flags = ParseCommandLineOrExit(argc, argv, spec);
   const ToyModelShape defaults;
   Result<int64_t> values[] = {
@@ -157,15 +212,19 @@ int main(int argc, char** argv) {
   shape.hidden = *values[7];
   const std::string architecture = flags.Last("architecture").value_or("llama");
   const std::map<std::string, std::string> architectures = {
-      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
-      {"qwen3", "Qwen3ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"}};
+      {"llama", "LlamaForCausalLM"},     {"mistral", "MistralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"},     {"gemma3", "Gemma3ForCausalLM"},     {"phi3", "Phi3ForCausalLM"},
+      {"mixtral", "MixtralForCausalLM"}, {"qwen3_moe", "Qwen3MoeForCausalLM"}};
   if (!architectures.contains(architecture)) {
-    std::fprintf(stderr,
-                 "make_toy_model: --architecture: '%s' is not llama, mistral, qwen2, qwen3, gemma3 or phi3\n",
-                 architecture.c_str());
+    std::fprintf(stderr, "make_toy_model: --architecture: '%s' is not one of %s\n", architecture.c_str(),
+                 "llama, mistral, qwen2, qwen3, gemma3, phi3, mixtral, qwen3_moe");
     return 2;
   }
   shape.architecture = architectures.at(architecture);
+  if (Status read = ReadExpertFlags(flags, architecture, shape); !read) {
+    std::fprintf(stderr, "make_toy_model: %s\n", read.error().ToString().c_str());
+    return 2;
+  }
   shape.attention_bias = flags.Has("attention-bias");
   shape.tie_embeddings = flags.Has("tie-embeddings");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);

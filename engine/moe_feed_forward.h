@@ -1,0 +1,77 @@
+// MoeFeedForward: the feed-forward of a mixture-of-experts layer
+// (ModelConfig::IsSparseLayer: Mixtral, Qwen3-MoE), as Hugging Face's
+// modelling code defines it. For each position x (the post-attention
+// RMSNorm's output):
+//   p = softmax(router · x) over the num_experts experts;
+//   the num_experts_per_tok experts of the largest p are chosen (ties to the
+//   lower index), their weights p_e renormalised to sum to 1 when
+//   config.norm_topk_prob;
+//   out = Σ over the chosen e, in increasing e, of
+//         p_e · w_down_e · (silu(w_gate_e · x) * (w_up_e · x)).
+//
+// Batched positions are grouped by expert: each expert's matrices are read
+// once per call for all the positions routed to it, and every position gives
+// bit for bit the result it would give alone (the kernels compute a row the
+// same way whatever the batch, and each row sums its experts in a fixed
+// order).
+//
+// Tensor parallelism: with each expert's hidden units divided over a stage's
+// ranks (loader/shard_plan.h), the router is whole on every rank, so all of
+// them choose the same experts from the same bits; each computes its units'
+// part of `out`, which the caller sums over the stage as for a dense MLP.
+//
+// Thread-safety: not thread-safe (it owns scratch buffers); one owner, the
+// stage, calls it. The ThreadPool splits the work inside each call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "engine/stage_weights.h"
+#include "model/model_config.h"
+
+namespace inferno {
+
+// Top-k routing of one position: from the router's `logits` (num_experts),
+// fills `experts` and `weights` (k entries each, k = experts.size() <=
+// logits.size()) with the chosen experts by decreasing softmax probability
+// (ties to the lower index) and their weights, divided by the sum of the k
+// chosen when `renormalise`. `logits` is overwritten with the probabilities.
+void RouteTopK(std::span<float> logits, bool renormalise, std::span<int32_t> experts,
+               std::span<float> weights);
+
+class MoeFeedForward {
+ public:
+  // No scratch: for a stage without sparse layers.
+  MoeFeedForward() = default;
+  // Scratch for up to `max_positions` rows per call, experts of `expert_hidden`
+  // units each (the rank's part of config.expert_intermediate_size).
+  MoeFeedForward(const ModelConfig& config, int64_t max_positions, int64_t expert_hidden);
+
+  // out (n, dim) = the mixture's output (this rank's units' part of it) for
+  // the n rows of normed (n, dim), with the router and experts of `layer`.
+  // Preconditions: 1 <= n <= max_positions; layer.experts has num_experts
+  // entries of expert_hidden units; `out` does not alias `normed`.
+  void Forward(const LayerWeights& layer, std::span<const float> normed, int64_t n, std::span<float> out,
+               ThreadPool& pool);
+
+ private:
+  int64_t dim_ = 0;
+  int64_t num_experts_ = 0;
+  int64_t top_k_ = 0;
+  int64_t expert_hidden_ = 0;
+  bool renormalise_ = false;
+  std::vector<float> probabilities_;  // (max_positions, num_experts) router logits, then softmax
+  std::vector<int32_t> chosen_;       // (max_positions, top_k) experts of each row
+  std::vector<float> chosen_weight_;  // (max_positions, top_k) their weights
+  std::vector<int64_t> rows_;         // (max_positions) the rows routed to the current expert
+  std::vector<float> row_weight_;     // (max_positions) their weights for it
+  std::vector<float> gathered_;       // (max_positions, dim) those rows of normed
+  std::vector<float> gate_up_;        // (max_positions, 2 * expert_hidden)
+  std::vector<float> activated_;      // (max_positions, expert_hidden) SwiGLU output
+  std::vector<float> expert_out_;     // (max_positions, dim) w_down's output
+};
+
+}  // namespace inferno
