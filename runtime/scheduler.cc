@@ -82,9 +82,8 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.previous = prompt.back();
     s.generated = 0;
     s.max_new_tokens = spec.max_new_tokens;
-    s.greedy = spec.sampling.temperature == 0.0f;
     s.cancelled = false;
-    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size));
+    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt);
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt); !done) return done;
@@ -124,7 +123,7 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
   }
   const bool report_logits = observer_ != nullptr && settings_.report_logits;
   std::span<float> logits = ring_logits;
-  if (agreement_.active() && s.greedy && !settings_.report_logits) {
+  if (agreement_.active() && s.sampler->ArgMaxOnly() && !settings_.report_logits) {
     Result<int32_t> best = agreement_.GroupArgMax(slot, ring_logits);
     if (!best) return best.error();
     return Accept(slot, *best);
@@ -139,6 +138,9 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
     if (report_logits) observer_->OnLogits(s.id, logits);
     token = s.sampler->Sample(logits);
+    if (observer_ != nullptr && s.sampler->options().logprobs >= 0) {
+      observer_->OnLogprobs(s.id, s.sampler->last_logprobs());
+    }
   }
   return Accept(slot, token);
 }
