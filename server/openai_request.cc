@@ -150,6 +150,8 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
   OpenAiRequest request;
   request.endpoint = endpoint;
   const bool chat = endpoint == Endpoint::kChatCompletions;
+  bool wants_logprobs = false;          // chat's logprobs
+  std::optional<int32_t> top_logprobs;  // chat's top_logprobs
   for (const auto& [key, value] : json.items()) {
     Status status;
     if (key == "model") {
@@ -210,8 +212,39 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
     } else if (key == "n" || key == "best_of") {
       status = DefaultOnly(value, key, 1);
     } else if (key == "presence_penalty" || key == "frequency_penalty") {
-      status = DefaultOnly(value, key, 0);
-    } else if (key == "echo" || key == "logprobs") {
+      if (value.is_null()) continue;
+      Result<double> penalty =
+          Number(value, key, -kMaxPresenceFrequencyPenalty, kMaxPresenceFrequencyPenalty, false);
+      if (!penalty) return penalty.error();
+      (key == "presence_penalty" ? request.presence_penalty : request.frequency_penalty) =
+          static_cast<float>(*penalty);
+    } else if (key == "repetition_penalty") {
+      if (value.is_null()) continue;
+      Result<double> penalty = Number(value, key, 0.0, kMaxRepetitionPenalty, true);
+      if (!penalty) return penalty.error();
+      request.repetition_penalty = static_cast<float>(*penalty);
+    } else if (key == "logprobs" && chat) {
+      if (value.is_null()) continue;
+      Result<bool> logprobs = Boolean(value, key);
+      if (!logprobs) return logprobs.error();
+      wants_logprobs = *logprobs;
+    } else if (key == "top_logprobs" && chat) {
+      if (value.is_null()) continue;
+      Result<int64_t> top = Integer(value, key, 0);
+      if (!top) return top.error();
+      if (*top > kMaxTopLogprobs) {
+        return Invalid("'top_logprobs' must be at most " + std::to_string(kMaxTopLogprobs));
+      }
+      top_logprobs = static_cast<int32_t>(*top);
+    } else if (key == "logprobs") {
+      if (value.is_null()) continue;
+      Result<int64_t> logprobs = Integer(value, key, 0);
+      if (!logprobs) return logprobs.error();
+      if (*logprobs > kMaxCompletionLogprobs) {
+        return Invalid("'logprobs' must be at most " + std::to_string(kMaxCompletionLogprobs));
+      }
+      request.logprobs = static_cast<int32_t>(*logprobs);
+    } else if (key == "echo") {
       status = DefaultOnly(value, key, false);
     } else {
       return Invalid("unrecognized field '" + PrintableInMessage(key) + "'");
@@ -221,6 +254,8 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
   if (!json.contains("model")) return Invalid("'model' is required");
   if (chat && !json.contains("messages")) return Invalid("'messages' is required");
   if (!chat && !json.contains("prompt")) return Invalid("'prompt' is required");
+  if (top_logprobs && !wants_logprobs) return Invalid("'top_logprobs' needs 'logprobs': true");
+  if (wants_logprobs) request.logprobs = top_logprobs.value_or(0);
   if (request.stream == false && request.include_usage) {
     return Invalid("'stream_options' is only allowed with 'stream': true");
   }

@@ -9,9 +9,13 @@
 // sample at kMinTemperature); top_p (0, 1] (default 1); seed (an integer);
 // stop (a string or an array of at most 4 non-empty strings); stream
 // (boolean); stream_options {include_usage: boolean}; user (string, ignored);
-// n, best_of (1 only); presence_penalty, frequency_penalty (0 only); echo,
-// logprobs (false only). Any other field, or one of the wrong type or out of
-// range, is an error naming it: the server never ignores what would change
+// n, best_of (1 only); presence_penalty, frequency_penalty [-2, 2] (OpenAI's,
+// over the generated tokens); repetition_penalty (0, 10] (Hugging Face's,
+// over the prompt and generated tokens); logprobs (completions: an integer
+// 0 to 5, the alternatives per token; chat: a boolean) and top_logprobs
+// (chat: an integer 0 to 20; needs logprobs true); echo (false only). Any
+// other field, or one of the wrong type or out of range, is an error naming
+// it: the server never ignores what would change
 // the answer.
 //
 // Thread-safety: pure function.
@@ -33,6 +37,9 @@ enum class Endpoint { kCompletions, kChatCompletions };
 // The most nested arrays and objects a body may hold.
 inline constexpr int kMaxJsonDepth = 32;
 
+// The most alternatives per token /v1/completions' logprobs may ask for.
+inline constexpr int32_t kMaxCompletionLogprobs = 5;
+
 struct OpenAiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;
@@ -45,6 +52,12 @@ struct OpenAiRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  // -1: no logprobs; otherwise the sampled tokens' logprobs with this many
+  // alternatives (SamplingOptions::logprobs).
+  int32_t logprobs = -1;
 };
 
 // Parses `body` for `endpoint`. Errors (InvalidArgument, one line): "the

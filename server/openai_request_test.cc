@@ -14,7 +14,8 @@ TEST(ParseOpenAiRequest, ReadsEveryCompletionField) {
   Result<OpenAiRequest> r = ParseOpenAiRequest(
       R"({"model": "m", "prompt": "Once", "max_tokens": 20, "temperature": 0.5, "top_p": 0.9,
           "seed": -3, "stop": ["\n", "END"], "stream": true, "stream_options": {"include_usage": true},
-          "user": "u", "n": 1, "presence_penalty": 0, "logprobs": false})",
+          "user": "u", "n": 1, "presence_penalty": -0.5, "frequency_penalty": 1.5,
+          "repetition_penalty": 1.1, "logprobs": 3})",
       Endpoint::kCompletions);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->model, "m");
@@ -26,6 +27,41 @@ TEST(ParseOpenAiRequest, ReadsEveryCompletionField) {
   EXPECT_EQ(r->stop, (std::vector<std::string>{"\n", "END"}));
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
+  EXPECT_FLOAT_EQ(r->presence_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(r->frequency_penalty, 1.5f);
+  EXPECT_FLOAT_EQ(r->repetition_penalty, 1.1f);
+  EXPECT_EQ(r->logprobs, 3);
+}
+
+TEST(ParseOpenAiRequest, ChatLogprobsIsABooleanWithTopLogprobs) {
+  const auto logprobs = [](const std::string& fields) {
+    Result<OpenAiRequest> r =
+        ParseOpenAiRequest(R"({"model": "m", "messages": [{"role": "user", "content": "x"}])" + fields + "}",
+                           Endpoint::kChatCompletions);
+    return r ? std::to_string(r->logprobs) : r.error().message;
+  };
+  EXPECT_EQ(logprobs(""), "-1");
+  EXPECT_EQ(logprobs(R"(, "logprobs": false)"), "-1");
+  EXPECT_EQ(logprobs(R"(, "logprobs": true)"), "0");
+  EXPECT_EQ(logprobs(R"(, "logprobs": true, "top_logprobs": 20)"), "20");
+  EXPECT_EQ(logprobs(R"(, "logprobs": true, "top_logprobs": 21)"), "'top_logprobs' must be at most 20");
+  EXPECT_EQ(logprobs(R"(, "top_logprobs": 2)"), "'top_logprobs' needs 'logprobs': true");
+  EXPECT_EQ(logprobs(R"(, "logprobs": 2)"), "'logprobs' must be a boolean");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "logprobs": 6})"), "'logprobs' must be at most 5");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "logprobs": true})"), "'logprobs' must be an integer");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "top_logprobs": 1})"),
+            "unrecognized field 'top_logprobs'");
+}
+
+TEST(ParseOpenAiRequest, PenaltiesOutOfRangeAreNamed) {
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "presence_penalty": 2.5})"),
+            "'presence_penalty' must be at least -2.000000 and at most 2.000000");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "frequency_penalty": -3})"),
+            "'frequency_penalty' must be at least -2.000000 and at most 2.000000");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "repetition_penalty": 0})"),
+            "'repetition_penalty' must be above 0.000000 and at most 10.000000");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "repetition_penalty": "1"})"),
+            "'repetition_penalty' must be a number");
 }
 
 TEST(ParseOpenAiRequest, ReadsChatMessagesWithStringOrTextPartContent) {
@@ -73,8 +109,7 @@ TEST(ParseOpenAiRequest, FieldsOfTheWrongTypeOrRangeAreNamed) {
 TEST(ParseOpenAiRequest, UnknownAndUnsupportedFieldsAreRefusedNotIgnored) {
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "bogus": 1})"), "unrecognized field 'bogus'");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "n": 2})"), "'n' is supported only as 1");
-  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})"),
-            "'frequency_penalty' is supported only as 0");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "echo": true})"), "'echo' is supported only as false");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})"),
             "unrecognized field 'messages'");
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x"})", Endpoint::kChatCompletions),

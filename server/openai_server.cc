@@ -11,6 +11,7 @@
 
 #include "server/completion_text.h"
 #include "server/http_server.h"
+#include "server/openai_logprobs.h"
 #include "server/openai_request.h"
 
 namespace inferno {
@@ -77,6 +78,7 @@ struct Exchange {
   int64_t completion_tokens = 0;
   std::shared_ptr<Request> handle;
   std::unique_ptr<CompletionText> text;
+  std::unique_ptr<OpenAiLogprobs> logprobs;  // when the request asks for them
   std::optional<Clock::time_point> last_token;
 
   bool chat() const { return request.endpoint == Endpoint::kChatCompletions; }
@@ -87,10 +89,11 @@ struct Exchange {
             {"total_tokens", prompt_tokens + completion_tokens}};
   }
 
-  // A streamed chunk with `delta` text (or for chat `delta_object`) and the
-  // finish reason, if any.
-  Json Chunk(const std::string& model, const Json& delta, const Json& finish) const {
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  // A streamed chunk with `delta` text (or for chat `delta_object`), the
+  // logprobs of its tokens and the finish reason, if any.
+  Json Chunk(const std::string& model, const Json& delta, const Json& finish,
+             const Json& logprobs = nullptr) const {
+    Json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
     if (chat()) {
       choice["delta"] = delta;
     } else {
@@ -115,6 +118,7 @@ struct OpenAiServer::Handlers {
   struct Step {
     int64_t tokens = 0;  // generated since the last step
     std::string text;
+    Json logprobs;  // of the new tokens, when the request asks for them
     std::optional<const char*> finish;
     std::optional<std::string> error;
   };
@@ -135,6 +139,11 @@ struct OpenAiServer::Handlers {
       exchange.last_token = now;
       exchange.completion_tokens += static_cast<int64_t>(events.tokens.size());
       server.metrics_.CountTokens(0, static_cast<int64_t>(events.tokens.size()));
+      // Tokens sampled after a stop string (before the cancel took effect)
+      // are not part of the answer.
+      if (exchange.logprobs && !exchange.text->stopped()) {
+        step.logprobs = exchange.logprobs->Add(events.previous, events.tokens, events.logprobs);
+      }
       step.text = exchange.text->Add(events.previous, events.tokens);
       // A stop string: the sequence need not run on.
       if (exchange.text->stopped()) exchange.handle->Cancel();
@@ -208,6 +217,10 @@ struct OpenAiServer::Handlers {
     spec.sampling.temperature = request.temperature;
     spec.sampling.top_p = request.top_p;
     spec.sampling.seed = request.seed ? static_cast<uint64_t>(*request.seed) : std::random_device{}();
+    spec.sampling.presence_penalty = request.presence_penalty;
+    spec.sampling.frequency_penalty = request.frequency_penalty;
+    spec.sampling.repetition_penalty = request.repetition_penalty;
+    spec.sampling.logprobs = request.logprobs;
     Submission submission = server.queue_.Submit(std::move(spec));
     if (submission.outcome == Submission::kQueueFull) {
       return ApiError{429, "rate_limit_error", "the request queue is full; retry later", {}, "queue_full"};
@@ -220,6 +233,9 @@ struct OpenAiServer::Handlers {
         std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
     exchange->created = static_cast<int64_t>(std::time(nullptr));
     exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
+    if (request.logprobs >= 0) {
+      exchange->logprobs = std::make_unique<OpenAiLogprobs>(*maker.tokenizer, exchange->chat());
+    }
     return exchange;
   }
 
@@ -254,7 +270,9 @@ struct OpenAiServer::Handlers {
       }
       if (step.finish) finish = *step.finish;
     }
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    Json choice = {{"index", 0},
+                   {"logprobs", exchange->logprobs ? exchange->logprobs->total() : Json(nullptr)},
+                   {"finish_reason", finish}};
     if (exchange->chat()) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
     } else {
@@ -298,7 +316,7 @@ struct OpenAiServer::Handlers {
           // A chunk per group of tokens, even one that prints nothing yet.
           if (step.tokens > 0 || !step.text.empty()) {
             const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
-            if (!send(exchange->Chunk(model, delta, nullptr))) return false;
+            if (!send(exchange->Chunk(model, delta, nullptr, step.logprobs))) return false;
           } else if (step.tokens == 0 && !step.finish) {
             static constexpr char kComment[] = ": keep-alive\n\n";
             if (!sink.write(kComment, sizeof kComment - 1)) return false;
