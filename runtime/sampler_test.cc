@@ -94,7 +94,8 @@ TEST(Sampler, ArgMaxOnlyWithoutPenaltiesAndLogprobs) {
 
 TEST(Sampler, LogprobsAreOfTheLogitsBeforePenaltiesAndTemperature) {
   const std::vector<float> logits = {0.0f, std::log(3.0f), -1.0f};
-  Sampler sampler({.temperature = 0.7f, .seed = 9, .repetition_penalty = 3.0f, .logprobs = 2}, 3, std::vector<int32_t>{1});
+  Sampler sampler({.temperature = 0.7f, .seed = 9, .repetition_penalty = 3.0f, .logprobs = 2}, 3,
+                  std::vector<int32_t>{1});
   std::vector<float> scratch = logits;
   const int32_t token = sampler.Sample(scratch);
   const TokenLogprobs& got = sampler.last_logprobs();
