@@ -2,8 +2,15 @@
 // request (the OpenAI API's request shapes), parsed and checked.
 //
 // Accepted fields: model (string, required); prompt (completions: a string or
-// an array of one string); messages (chat: an array of {role, content}, where
-// content is a string or an array of {"type": "text", "text"} parts);
+// an array of one string); messages (chat: an array of {role, content, name,
+// tool_call_id, tool_calls}, where content is a string or an array of
+// {"type": "text", "text"} parts, and may be null in an assistant message
+// with tool_calls; a tool message needs tool_call_id; tool_calls are
+// [{id, type: "function", function: {name, arguments}}] with arguments a
+// JSON object's text); tools (chat: [{type: "function", function: {name,
+// description, parameters, strict}}]), tool_choice (chat: "none", "auto",
+// "required" or {type: "function", function: {name}} naming one of the
+// tools; needs tools), parallel_tool_calls (chat: boolean);
 // max_tokens (and max_completion_tokens for chat; an integer >= 1);
 // temperature [0, 2] (default 1; values below kMinTemperature but above 0
 // sample at kMinTemperature); top_p (0, 1] (default 1); seed (an integer);
@@ -15,8 +22,7 @@
 // 0 to 5, the alternatives per token; chat: a boolean) and top_logprobs
 // (chat: an integer 0 to 20; needs logprobs true); echo (false only). Any
 // other field, or one of the wrong type or out of range, is an error naming
-// it: the server never ignores what would change
-// the answer.
+// it: the server never ignores what would change the answer.
 //
 // Thread-safety: pure function.
 #pragma once
@@ -33,6 +39,14 @@
 namespace inferno {
 
 enum class Endpoint { kCompletions, kChatCompletions };
+
+// Whether and which tool the model must call (OpenAI's tool_choice).
+enum class ToolChoice {
+  kAuto,      // it may answer or call tools
+  kNone,      // it answers: the template gets no tools, the output is not parsed for calls
+  kRequired,  // it must call one or more tools
+  kFunction,  // it must call tool_choice_name
+};
 
 // The most nested arrays and objects a body may hold.
 inline constexpr int kMaxJsonDepth = 32;
@@ -58,6 +72,13 @@ struct OpenAiRequest {
   // -1: no logprobs; otherwise the sampled tokens' logprobs with this many
   // alternatives (SamplingOptions::logprobs).
   int32_t logprobs = -1;
+  // Chat: the request's tools as the chat template sees them (a list), and
+  // their names in order; none without tools.
+  std::optional<chat::Value> tools;
+  std::vector<std::string> tool_names;
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;  // kFunction
+  bool parallel_tool_calls = true;
 };
 
 // Parses `body` for `endpoint`. Errors (InvalidArgument, one line): "the

@@ -53,6 +53,73 @@ TEST(ParseOpenAiRequest, ChatLogprobsIsABooleanWithTopLogprobs) {
             "unrecognized field 'top_logprobs'");
 }
 
+std::string ChatError(const std::string& fields) {
+  return ErrorOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}])" + fields + "}",
+                 Endpoint::kChatCompletions);
+}
+
+TEST(ParseOpenAiRequest, ToolsReachTheTemplateInTheClientsKeyOrder) {
+  Result<OpenAiRequest> r = ParseOpenAiRequest(
+      R"({"model": "m", "messages": [
+          {"role": "user", "content": "Weather?"},
+          {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+           "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+                    {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+          "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+          "parallel_tool_calls": false})",
+      Endpoint::kChatCompletions);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->tools.has_value());
+  const chat::Value function = r->tools->as_list()[0].Get("function");
+  EXPECT_EQ(function.as_dict()[0].first, "name");
+  EXPECT_EQ(function.as_dict()[1].first, "parameters");
+  EXPECT_EQ(r->tool_names, std::vector<std::string>{"get_weather"});
+  EXPECT_EQ(r->tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(r->tool_choice_name, "get_weather");
+  EXPECT_FALSE(r->parallel_tool_calls);
+  const ChatMessage& call = r->messages[1];
+  EXPECT_EQ(call.content, "");
+  ASSERT_EQ(call.fields.size(), 1u);
+  const chat::Value arguments = call.fields[0].second.as_list()[0].Get("function").Get("arguments");
+  EXPECT_EQ(arguments.as_dict()[0].first, "city");
+  EXPECT_EQ(arguments.Get("days").as_int(), 2);
+  EXPECT_EQ(r->messages[2].fields[0].first, "tool_call_id");
+}
+
+TEST(ParseOpenAiRequest, MalformedToolsAndToolCallsAreNamed) {
+  EXPECT_EQ(ChatError(R"(, "tools": [{"type": "function", "function": {"name": "a b"}}])"),
+            "'tools[0].function.name' must be 1 to 64 letters, digits, '_' or '-'");
+  EXPECT_EQ(ChatError(R"(, "tools": [{"type": "retrieval"}])"),
+            "'tools[0]' must be {\"type\": \"function\", \"function\": {...}}");
+  EXPECT_EQ(ChatError(R"(, "tools": [{"type": "function", "function": {"name": "f", "extra": 1}}])"),
+            "unrecognized field 'tools[0].function.extra'");
+  EXPECT_EQ(ChatError(R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters":
+                        {"type": "number", "minimum": 0.5}}}])"),
+            "'tools': a number 0.5 at /0/function/parameters/minimum, which chat templates here cannot hold "
+            "(integers only)");
+  EXPECT_EQ(ChatError(R"(, "tool_choice": "auto")"), "'tool_choice' needs 'tools'");
+  EXPECT_EQ(
+      ChatError(R"(, "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "any")"),
+      "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
+  EXPECT_EQ(ChatError(R"(, "tools": [{"type": "function", "function": {"name": "f"}}],
+                        "tool_choice": {"type": "function", "function": {"name": "g"}})"),
+            "'tool_choice' names the function 'g', which 'tools' does not hold");
+  const auto message_error = [](const std::string& message) {
+    return ErrorOf(R"({"model": "m", "messages": [)" + message + "]}", Endpoint::kChatCompletions);
+  };
+  EXPECT_EQ(message_error(R"({"role": "tool", "content": "x"})"),
+            "'messages[0].tool_call_id' is required in a tool message");
+  EXPECT_EQ(message_error(R"({"role": "assistant", "content": null})"), "'messages[0].content' is required");
+  EXPECT_EQ(message_error(R"({"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f",
+                            "arguments": "{}"}}]})"),
+            "'messages[0].tool_calls' is allowed only in an assistant message");
+  EXPECT_EQ(message_error(R"({"role": "assistant", "tool_calls": [{"function": {"name": "f",
+                            "arguments": "not json"}}]})"),
+            "'messages[0].tool_calls[0].function.arguments' must be a JSON object's text");
+}
+
 TEST(ParseOpenAiRequest, PenaltiesOutOfRangeAreNamed) {
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "presence_penalty": 2.5})"),
             "'presence_penalty' must be at least -2.000000 and at most 2.000000");

@@ -13,6 +13,7 @@
 #include "server/http_server.h"
 #include "server/openai_logprobs.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 
 namespace inferno {
 namespace {
@@ -78,7 +79,18 @@ struct Exchange {
   int64_t completion_tokens = 0;
   std::shared_ptr<Request> handle;
   std::unique_ptr<CompletionText> text;
-  std::unique_ptr<OpenAiLogprobs> logprobs;  // when the request asks for them
+  std::unique_ptr<OpenAiLogprobs> logprobs;    // when the request asks for them
+  std::unique_ptr<ToolCallParser> tool_calls;  // chat with tools (tool_choice not "none")
+  int64_t calls = 0;                           // tool calls answered so far
+
+  // OpenAI's form of the answer's `index`th tool call.
+  Json ToolCallJson(const ToolCall& call, int64_t index, bool with_index) const {
+    Json json = {{"id", "call_" + id.substr(id.find('-') + 1) + "_" + std::to_string(index)},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+    if (with_index) json["index"] = index;
+    return json;
+  }
   std::optional<Clock::time_point> last_token;
 
   bool chat() const { return request.endpoint == Endpoint::kChatCompletions; }
@@ -118,7 +130,8 @@ struct OpenAiServer::Handlers {
   struct Step {
     int64_t tokens = 0;  // generated since the last step
     std::string text;
-    Json logprobs;  // of the new tokens, when the request asks for them
+    Json logprobs;                // of the new tokens, when the request asks for them
+    std::vector<ToolCall> calls;  // completed since the last step
     std::optional<const char*> finish;
     std::optional<std::string> error;
   };
@@ -154,7 +167,28 @@ struct OpenAiServer::Handlers {
       step.text += exchange.text->Finish();
       step.finish = FinishReasonName(exchange.text->stopped(), *events.finish);
     }
+    if (exchange.tool_calls && !step.error) SplitToolCalls(exchange, step);
     return step;
+  }
+
+  // Moves the tool calls out of the step's text (holding back what may
+  // still become one). Without parallel_tool_calls the first call ends the
+  // answer, as a stop string does.
+  static void SplitToolCalls(Exchange& exchange, Step& step) {
+    ToolCallParser::Output out = exchange.tool_calls->Add(step.text);
+    if (step.finish) {
+      ToolCallParser::Output rest = exchange.tool_calls->Finish();
+      out.content += rest.content;
+      out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+    step.text = std::move(out.content);
+    step.calls = std::move(out.calls);
+    if (!exchange.request.parallel_tool_calls && !step.calls.empty()) {
+      step.calls.resize(exchange.calls == 0 ? 1 : 0);
+      exchange.handle->Cancel();
+    }
+    exchange.calls += static_cast<int64_t>(step.calls.size());
+    if (step.finish && exchange.calls > 0) step.finish = "tool_calls";
   }
 
   // The request of `req` as a queued Exchange, or the error to answer.
@@ -180,6 +214,7 @@ struct OpenAiServer::Handlers {
                       "model", "model_not_found"};
     }
     std::vector<int32_t> prompt;
+    ToolCallFormat tool_format = ToolCallFormat::kNone;
     if (exchange->chat()) {
       if (maker.chat == nullptr) {
         return ApiError{400,
@@ -190,6 +225,25 @@ struct OpenAiServer::Handlers {
       }
       ChatRequest chat;
       chat.messages = request.messages;
+      if (request.tools && request.tool_choice != ToolChoice::kNone) {
+        if (request.tool_choice != ToolChoice::kAuto) {
+          return ApiError{400,
+                          "invalid_request_error",
+                          "'tool_choice' \"required\" or a named function is not supported yet; use \"auto\"",
+                          "tool_choice",
+                          {}};
+        }
+        tool_format = DetectToolCallFormat(maker.chat->source());
+        if (tool_format == ToolCallFormat::kNone) {
+          return ApiError{400,
+                          "invalid_request_error",
+                          "this model's chat template writes no tool calls this server reads (Qwen's "
+                          "<tool_call>, Llama 3.1's JSON, Mistral's [TOOL_CALLS])",
+                          "tools",
+                          {}};
+        }
+        chat.extra_variables.emplace_back("tools", *request.tools);
+      }
       chat.bos_token = maker.bos_token;
       chat.eos_token = maker.eos_token;
       Result<std::string> text = maker.chat->Render(chat);
@@ -233,6 +287,8 @@ struct OpenAiServer::Handlers {
         std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
     exchange->created = static_cast<int64_t>(std::time(nullptr));
     exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
+    if (tool_format != ToolCallFormat::kNone)
+      exchange->tool_calls = std::make_unique<ToolCallParser>(tool_format);
     if (request.logprobs >= 0) {
       exchange->logprobs = std::make_unique<OpenAiLogprobs>(*maker.tokenizer, exchange->chat());
     }
@@ -254,6 +310,7 @@ struct OpenAiServer::Handlers {
       return;
     }
     std::string text;
+    Json calls = Json::array();
     const char* finish = nullptr;
     while (finish == nullptr) {
       if (HttpServer::ClientGone()) {
@@ -263,6 +320,9 @@ struct OpenAiServer::Handlers {
       }
       Step step = Next(*exchange, Clock::now() + kKeepAlive);
       text += step.text;
+      for (const ToolCall& call : step.calls) {
+        calls.push_back(exchange->ToolCallJson(call, static_cast<int64_t>(calls.size()), false));
+      }
       if (step.error) {
         SendError(res, ServerError("the pipeline failed: " + *step.error));
         server.metrics_.CountRequest(path, res.status);
@@ -275,6 +335,10 @@ struct OpenAiServer::Handlers {
                    {"finish_reason", finish}};
     if (exchange->chat()) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
+      if (!calls.empty()) {
+        if (text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       choice["text"] = text;
     }
@@ -317,7 +381,16 @@ struct OpenAiServer::Handlers {
           if (step.tokens > 0 || !step.text.empty()) {
             const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
             if (!send(exchange->Chunk(model, delta, nullptr, step.logprobs))) return false;
-          } else if (step.tokens == 0 && !step.finish) {
+          }
+          // A tool call goes whole in one delta (OpenAI's clients join the
+          // arguments of every delta of an index).
+          for (size_t i = 0; i < step.calls.size(); ++i) {
+            const int64_t index = exchange->calls - static_cast<int64_t>(step.calls.size() - i);
+            const Json delta = {
+                {"tool_calls", Json::array({exchange->ToolCallJson(step.calls[i], index, true)})}};
+            if (!send(exchange->Chunk(model, delta, nullptr))) return false;
+          }
+          if (step.tokens == 0 && step.text.empty() && step.calls.empty() && !step.finish) {
             static constexpr char kComment[] = ": keep-alive\n\n";
             if (!sink.write(kComment, sizeof kComment - 1)) return false;
           }

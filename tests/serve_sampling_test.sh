@@ -11,7 +11,8 @@
 #   listed alternatives once penalized, and the penalties change picks; the
 #   same penalized request gives the same text on both grids, and so does one
 #   with repetition_penalty;
-# - out-of-range penalties and logprobs get 400 naming the field.
+# - out-of-range penalties and logprobs get 400 naming the field, and tools
+#   given to a model whose chat template prints none get 400.
 #
 # Usage: serve_sampling_test.sh LAUNCH SERVE INFER MAKE_TOY_MODEL CHECK_PY
 set -u
@@ -86,6 +87,9 @@ expect_field presence presence_penalty '{"model": "toy", "prompt": "x", "presenc
 expect_field frequency frequency_penalty '{"model": "toy", "prompt": "x", "frequency_penalty": -9}'
 expect_field repetition repetition_penalty '{"model": "toy", "prompt": "x", "repetition_penalty": 0}'
 expect_field logprobs logprobs '{"model": "toy", "prompt": "x", "logprobs": 6}'
+# This template prints no tools: a request with tools is refused, not answered without them.
+out=$(api /v1/chat/completions -d '{"model": "toy", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}]}')
+[ "$(tail -1 <<<"$out")" = 400 ] && grep -q '"param":"tools"' <<<"$out" || fail "tools with a template without them: $out"
 stop_server
 [ "$SERVER_STATUS" -eq 0 ] || fail "2 x 1: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
