@@ -26,8 +26,11 @@ bool Penalized(const SamplingOptions& o) {
 
 }  // namespace
 
-Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt)
-    : options_(options), state_(options.seed == 0 ? 0x9E3779B97F4A7C15ull : options.seed) {
+Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt,
+                 std::shared_ptr<TokenConstraint> constraint)
+    : options_(options),
+      constraint_(std::move(constraint)),
+      state_(options.seed == 0 ? 0x9E3779B97F4A7C15ull : options.seed) {
   CHECK(ValidSamplingOptions(options)) << "temperature " << options.temperature << " top_p " << options.top_p;
   CHECK_GE(vocab_size, 1);
   candidates_.resize(vocab_size);
@@ -43,7 +46,8 @@ Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<c
 }
 
 bool Sampler::ArgMaxOnly() const {
-  return options_.temperature == 0.0f && !Penalized(options_) && options_.logprobs < 0;
+  return options_.temperature == 0.0f && !Penalized(options_) && options_.logprobs < 0 &&
+         constraint_ == nullptr;
 }
 
 float Sampler::NextUniform() {
@@ -80,6 +84,7 @@ int32_t Sampler::Sample(std::span<float> logits) {
   if (options_.logprobs >= 0) std::copy(logits.begin(), logits.end(), raw_.begin());
   const bool penalized = Penalized(options_);
   if (penalized) Penalize(logits);
+  if (constraint_ != nullptr) constraint_->Mask(logits);
   int32_t token = -1;
   if (options_.temperature == 0.0f) {
     token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -131,6 +136,7 @@ int32_t Sampler::Sample(std::span<float> logits) {
     }
   }
   if (penalized) See(token, true);
+  if (constraint_ != nullptr) constraint_->Accept(token);
   if (options_.logprobs >= 0) ComputeTokenLogprobs(raw_, token, options_.logprobs, candidates_, logprobs_);
   return token;
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -55,14 +56,31 @@ struct SamplingOptions {
 // in none).
 bool ValidSamplingOptions(const SamplingOptions& options);
 
+// TokenConstraint: which tokens may come next in one sequence (e.g. text
+// that must stay a JSON document of a schema), applied by its Sampler after
+// the penalties, before temperature and the top-k / top-p cuts.
+//
+// Thread-safety: one sequence's; called from the generator thread.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logit of every token that may not come next to -infinity,
+  // leaving at least one finite. `logits` (vocab).
+  virtual void Mask(std::span<float> logits) = 0;
+  // `token` was sampled (it was left by the last Mask).
+  virtual void Accept(int32_t token) = 0;
+};
+
 class Sampler {
  public:
-  // `prompt`'s tokens count as seen for the repetition penalty. Preconditions:
+  // `prompt`'s tokens count as seen for the repetition penalty; `constraint`
+  // (may be null) limits every token. Preconditions:
   // ValidSamplingOptions(options), vocab_size >= 1, prompt ids in [0, vocab).
-  Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt);
+  Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt,
+          std::shared_ptr<TokenConstraint> constraint = nullptr);
 
   // Whether Sample picks the argmax of the logits as given and needs nothing
-  // else of them: greedy, without penalties or logprobs. (Under tensor
+  // else of them: greedy, without penalties, logprobs or a constraint. (Under tensor
   // parallelism such a pick needs only each rank's best logit.)
   bool ArgMaxOnly() const;
 
@@ -86,6 +104,7 @@ class Sampler {
   void See(int32_t token, bool generated);
 
   SamplingOptions options_;
+  std::shared_ptr<TokenConstraint> constraint_;
   uint64_t state_;
   std::vector<std::pair<float, int32_t>> candidates_;  // (vocab) probability, id
   // With penalties: (vocab) how often each token was generated, whether it

@@ -108,6 +108,41 @@ TEST(Sampler, LogprobsAreOfTheLogitsBeforePenaltiesAndTemperature) {
   EXPECT_EQ(got.top[1].token, 0);
 }
 
+// Allows only ids above the last accepted one, and always the last id.
+class Increasing : public TokenConstraint {
+ public:
+  void Mask(std::span<float> logits) override {
+    for (int32_t i = 0; i <= last_ && i + 1 < static_cast<int32_t>(logits.size()); ++i) {
+      logits[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  void Accept(int32_t token) override { last_ = token; }
+
+ private:
+  int32_t last_ = -1;
+};
+
+TEST(Sampler, AConstraintMasksBeforeGreedyAndSampledPicks) {
+  const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 2.0f, -1.0f};
+  for (const SamplingOptions& options :
+       {SamplingOptions{}, SamplingOptions{.temperature = 1.0f, .seed = 3}}) {
+    Sampler sampler(options, 5, {}, std::make_shared<Increasing>());
+    EXPECT_FALSE(sampler.ArgMaxOnly());
+    int32_t last = -1;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> scratch = logits;
+      const int32_t token = sampler.Sample(scratch);
+      EXPECT_TRUE(token > last || token == 4) << token << " after " << last;
+      last = token;
+    }
+  }
+  Sampler greedy({}, 5, {}, std::make_shared<Increasing>());
+  std::vector<float> scratch = logits;
+  EXPECT_EQ(greedy.Sample(scratch), 1);
+  scratch = logits;
+  EXPECT_EQ(greedy.Sample(scratch), 3);
+}
+
 TEST(Sampler, OptionsOutOfRangeAreInvalid) {
   EXPECT_TRUE(ValidSamplingOptions({}));
   EXPECT_TRUE(ValidSamplingOptions({.presence_penalty = -2.0f,

@@ -83,7 +83,12 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.generated = 0;
     s.max_new_tokens = spec.max_new_tokens;
     s.cancelled = false;
-    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt);
+    if (spec.constraint != nullptr && agreement_.active()) {
+      return Error::InvalidArgument("sequence " + std::to_string(spec.id) +
+                                    ": a token constraint under tensor parallelism");
+    }
+    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
+                      spec.constraint);
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt); !done) return done;

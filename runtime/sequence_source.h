@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct SequenceSpec {
   std::vector<int32_t> prompt;  // valid for the stage: see ValidatePrompts (generator.h)
   int64_t max_new_tokens = 256;
   SamplingOptions sampling;
+  // Leader only, never sent to other ranks: limits the tokens its Sampler
+  // may pick. Not supported under tensor parallelism, where every rank of
+  // the last stage samples.
+  std::shared_ptr<TokenConstraint> constraint;
 
   bool operator==(const SequenceSpec&) const = default;
 };
