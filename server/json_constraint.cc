@@ -82,8 +82,9 @@ void JsonConstraint::Mask(std::span<float> logits) {
     }
   }
   // No token can go on (the vocabulary lacks one): the sequence stops rather
-  // than sample from nothing.
+  // than sample from nothing (a model without stop tokens goes on unmasked).
   if (!any) {
+    if (stop_ids_.empty()) std::fill(logits.begin(), logits.end(), 0.0f);
     for (int32_t id : stop_ids_) {
       if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] = 0.0f;
     }

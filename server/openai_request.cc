@@ -239,10 +239,45 @@ Status Tools(const Json& value, OpenAiRequest& request) {
       return Invalid("'" + name + ".function.strict' must be a boolean");
     }
     request.tool_names.push_back(*function_name);
+    request.tool_parameters.push_back(function.value("parameters", Json::object()));
   }
   Result<chat::Value> tools = TemplateValue(value, "tools");
   if (!tools) return tools.error();
   request.tools = std::move(*tools);
+  return {};
+}
+
+Status ResponseFormat(const Json& value, OpenAiRequest& request) {
+  const std::string kinds =
+      "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+      "{\"type\": \"json_schema\", \"json_schema\": {...}}";
+  if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) return Invalid(kinds);
+  const std::string type = value["type"].get<std::string>();
+  if (type == "text" || type == "json_object") {
+    if (value.size() != 1) return Invalid(kinds);
+    if (type == "json_object") request.response_schema = JsonSchema::AnyObject();
+    return {};
+  }
+  if (type != "json_schema" || value.size() != 2 || !value.contains("json_schema") ||
+      !value["json_schema"].is_object()) {
+    return Invalid(kinds);
+  }
+  const Json& spec = value["json_schema"];
+  if (Status known =
+          KnownKeys(spec, "response_format.json_schema", {"name", "schema", "strict", "description"});
+      !known) {
+    return known.error();
+  }
+  if (!spec.contains("name") || !spec["name"].is_string()) {
+    return Invalid("'response_format.json_schema.name' must be a string");
+  }
+  if (spec.contains("strict") && !spec["strict"].is_boolean()) {
+    return Invalid("'response_format.json_schema.strict' must be a boolean");
+  }
+  Result<JsonSchema> schema =
+      JsonSchema::Compile(spec.value("schema", Json::object()), "response_format.json_schema.schema");
+  if (!schema) return Invalid(schema.error().message);
+  request.response_schema = std::move(*schema);
   return {};
 }
 
@@ -412,6 +447,9 @@ Result<OpenAiRequest> ParseOpenAiRequest(std::string_view body, Endpoint endpoin
       if (value.is_null()) continue;
       status = ToolChoiceOf(value, request);
       has_tool_choice = true;
+    } else if (key == "response_format" && chat) {
+      if (value.is_null()) continue;
+      status = ResponseFormat(value, request);
     } else if (key == "parallel_tool_calls" && chat) {
       if (value.is_null()) continue;
       Result<bool> parallel = Boolean(value, key);

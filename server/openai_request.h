@@ -10,7 +10,10 @@
 // JSON object's text); tools (chat: [{type: "function", function: {name,
 // description, parameters, strict}}]), tool_choice (chat: "none", "auto",
 // "required" or {type: "function", function: {name}} naming one of the
-// tools; needs tools), parallel_tool_calls (chat: boolean);
+// tools; needs tools), parallel_tool_calls (chat: boolean); response_format
+// (chat: {type: "text"}, {type: "json_object"} or {type: "json_schema",
+// json_schema: {name, schema, strict, description}}, the schema compiled by
+// server/json_schema.h, whose unsupported keywords are refused by name);
 // max_tokens (and max_completion_tokens for chat; an integer >= 1);
 // temperature [0, 2] (default 1; values below kMinTemperature but above 0
 // sample at kMinTemperature); top_p (0, 1] (default 1); seed (an integer);
@@ -33,7 +36,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "server/json_schema.h"
 #include "text/chat_template/chat_template.h"
 
 namespace inferno {
@@ -76,9 +82,13 @@ struct OpenAiRequest {
   // their names in order; none without tools.
   std::optional<chat::Value> tools;
   std::vector<std::string> tool_names;
+  std::vector<nlohmann::ordered_json> tool_parameters;  // each tool's (an empty object when absent)
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;  // kFunction
   bool parallel_tool_calls = true;
+  // Chat's response_format json_object or json_schema: the schema the
+  // answer must match (server/json_schema.h).
+  std::optional<JsonSchema> response_schema;
 };
 
 // Parses `body` for `endpoint`. Errors (InvalidArgument, one line): "the

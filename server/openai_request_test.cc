@@ -120,6 +120,30 @@ TEST(ParseOpenAiRequest, MalformedToolsAndToolCallsAreNamed) {
             "'messages[0].tool_calls[0].function.arguments' must be a JSON object's text");
 }
 
+TEST(ParseOpenAiRequest, ResponseFormatCompilesItsSchemaAndNamesWhatItRefuses) {
+  Result<OpenAiRequest> r = ParseOpenAiRequest(
+      R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "n", "strict": true, "schema": {"type": "object", "properties":
+          {"a": {"type": "integer"}}, "required": ["a"]}}}})",
+      Endpoint::kChatCompletions);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->response_schema.has_value());
+  JsonSchemaMatcher matcher(*r->response_schema);
+  EXPECT_TRUE(matcher.Feed(R"({"a": 1})"));
+  EXPECT_TRUE(matcher.Complete());
+  EXPECT_EQ(ChatError(R"(, "response_format": {"type": "text"})"), "no error");
+  EXPECT_EQ(ChatError(R"(, "response_format": {"type": "yaml"})"),
+            "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
+            "\"json_schema\", \"json_schema\": {...}}");
+  EXPECT_EQ(ChatError(R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {}}})"),
+            "'response_format.json_schema.name' must be a string");
+  EXPECT_EQ(ChatError(R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "n",
+                        "schema": {"type": "string", "pattern": "a+"}}})"),
+            "'response_format.json_schema.schema': unsupported keyword 'pattern'");
+  EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "text"}})"),
+            "unrecognized field 'response_format'");
+}
+
 TEST(ParseOpenAiRequest, PenaltiesOutOfRangeAreNamed) {
   EXPECT_EQ(ErrorOf(R"({"model": "m", "prompt": "x", "presence_penalty": 2.5})"),
             "'presence_penalty' must be at least -2.000000 and at most 2.000000");

@@ -1,5 +1,6 @@
 #include "server/openai_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "server/completion_text.h"
 #include "server/http_server.h"
+#include "server/json_constraint.h"
 #include "server/openai_logprobs.h"
 #include "server/openai_request.h"
 #include "server/tool_calls.h"
@@ -119,6 +121,32 @@ struct Exchange {
   }
 };
 
+// What a tool call must look like when tool_choice makes the model call one
+// (of `names`, with its `parameters`; several: any of the names with an
+// object of arguments), in `format`: the JSON schema of the call and the
+// literal text around it.
+struct ToolCallShape {
+  nlohmann::ordered_json schema;
+  std::string prefix, suffix;
+};
+ToolCallShape ShapeOfToolCall(ToolCallFormat format, const std::vector<std::string>& names,
+                              const std::vector<nlohmann::ordered_json>& parameters) {
+  using Ordered = nlohmann::ordered_json;
+  const Ordered arguments = names.size() == 1 ? parameters[0] : Ordered{{"type", "object"}};
+  const std::string key = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
+  Ordered call = {{"type", "object"},
+                  {"properties", {{"name", {{"enum", names}}}, {key, arguments}}},
+                  {"required", {"name", key}}};
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      return {call, "<tool_call>\n", "\n</tool_call>"};
+    case ToolCallFormat::kMistral:
+      return {{{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}}, "", ""};
+    default:
+      return {call, "", ""};
+  }
+}
+
 }  // namespace
 
 // The route handlers, which see the server's private state.
@@ -215,6 +243,7 @@ struct OpenAiServer::Handlers {
     }
     std::vector<int32_t> prompt;
     ToolCallFormat tool_format = ToolCallFormat::kNone;
+    std::shared_ptr<TokenConstraint> constraint;
     if (exchange->chat()) {
       if (maker.chat == nullptr) {
         return ApiError{400,
@@ -226,13 +255,6 @@ struct OpenAiServer::Handlers {
       ChatRequest chat;
       chat.messages = request.messages;
       if (request.tools && request.tool_choice != ToolChoice::kNone) {
-        if (request.tool_choice != ToolChoice::kAuto) {
-          return ApiError{400,
-                          "invalid_request_error",
-                          "'tool_choice' \"required\" or a named function is not supported yet; use \"auto\"",
-                          "tool_choice",
-                          {}};
-        }
         tool_format = DetectToolCallFormat(maker.chat->source());
         if (tool_format == ToolCallFormat::kNone) {
           return ApiError{400,
@@ -243,6 +265,44 @@ struct OpenAiServer::Handlers {
                           {}};
         }
         chat.extra_variables.emplace_back("tools", *request.tools);
+      }
+      const bool call_forced =
+          request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction;
+      if (request.response_schema || call_forced) {
+        if (maker.tensor_parallel || maker.token_texts == nullptr) {
+          return ApiError{
+              400,
+              "invalid_request_error",
+              "constrained output (response_format, tool_choice \"required\" or a function) is not "
+              "supported under tensor parallelism (--tp > 1)",
+              request.response_schema ? "response_format" : "tool_choice",
+              {}};
+        }
+        if (request.response_schema && call_forced) {
+          return ApiError{
+              400,
+              "invalid_request_error",
+              "'response_format' and a 'tool_choice' that forces a call cannot both shape the answer",
+              "response_format",
+              {}};
+        }
+      }
+      if (request.response_schema) {
+        constraint =
+            std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, *request.response_schema);
+      } else if (call_forced && tool_format != ToolCallFormat::kNone) {
+        std::vector<std::string> names = request.tool_names;
+        std::vector<nlohmann::ordered_json> parameters = request.tool_parameters;
+        if (request.tool_choice == ToolChoice::kFunction) {
+          const size_t i = std::find(names.begin(), names.end(), request.tool_choice_name) - names.begin();
+          names = {names[i]};
+          parameters = {parameters[i]};
+        }
+        const ToolCallShape shape = ShapeOfToolCall(tool_format, names, parameters);
+        Result<JsonSchema> schema = JsonSchema::Compile(shape.schema, "tools: the call's schema");
+        if (!schema) return ApiError{400, "invalid_request_error", schema.error().message, "tools", {}};
+        constraint = std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, std::move(*schema),
+                                                      shape.prefix, shape.suffix);
       }
       chat.bos_token = maker.bos_token;
       chat.eos_token = maker.eos_token;
@@ -275,6 +335,7 @@ struct OpenAiServer::Handlers {
     spec.sampling.frequency_penalty = request.frequency_penalty;
     spec.sampling.repetition_penalty = request.repetition_penalty;
     spec.sampling.logprobs = request.logprobs;
+    spec.constraint = std::move(constraint);
     Submission submission = server.queue_.Submit(std::move(spec));
     if (submission.outcome == Submission::kQueueFull) {
       return ApiError{429, "rate_limit_error", "the request queue is full; retry later", {}, "queue_full"};

@@ -12,7 +12,8 @@
 #   same penalized request gives the same text on both grids, and so does one
 #   with repetition_penalty;
 # - out-of-range penalties and logprobs get 400 naming the field, and tools
-#   given to a model whose chat template prints none get 400.
+#   given to a model whose chat template prints none get 400, and so does
+#   response_format under tensor parallelism.
 #
 # Usage: serve_sampling_test.sh LAUNCH SERVE INFER MAKE_TOY_MODEL CHECK_PY
 set -u
@@ -96,6 +97,10 @@ stop_server
 start_server tensor_parallel -n 2 --timeout 300 -- --model "$WORK/toy" --tp 2 --api-key "$KEY" \
   --chat-template "$WORK/chat.jinja" || exit 1
 sampling_checks tp2
+# Constrained output needs the leader alone to sample: refused, naming the field.
+out=$(api /v1/chat/completions -d '{"model": "toy", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}')
+[ "$(tail -1 <<<"$out")" = 400 ] && grep -q '"param":"response_format"' <<<"$out" ||
+  fail "response_format under tensor parallelism: $out"
 stop_server
 [ "$SERVER_STATUS" -eq 0 ] || fail "1 x 2: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
