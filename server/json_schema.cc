@@ -76,7 +76,7 @@ Result<std::shared_ptr<const SchemaNode>> CompileNode(const Json& schema, const 
       node->any_properties = false;
       for (const auto& [name, property] : value.items()) {
         Result<std::shared_ptr<const SchemaNode>> compiled =
-            CompileNode(property, where + "/properties/" + name, depth + 1);
+            CompileNode(property, where + "/properties/" + PrintableInMessage(name), depth + 1);
         if (!compiled) return compiled.error();
         const std::string quoted = Json(name).dump();
         node->names.push_back(quoted.substr(1, quoted.size() - 2));

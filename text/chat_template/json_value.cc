@@ -31,7 +31,7 @@ Result<Value> Convert(const nlohmann::ordered_json& json, const std::string& pat
     case nlohmann::ordered_json::value_t::object: {
       ValueDict entries;
       for (const auto& [key, value] : json.items()) {
-        Result<Value> item = Convert(value, path + "/" + key);
+        Result<Value> item = Convert(value, path + "/" + PrintableInMessage(key));
         if (!item) return item.error();
         entries.emplace_back(key, std::move(*item));
       }
