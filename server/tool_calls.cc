@@ -91,7 +91,12 @@ ToolCallFormat DetectToolCallFormat(std::string_view source) {
   if (source.find("tools") == std::string_view::npos) return ToolCallFormat::kNone;
   if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::kHermes;
   if (source.find(kMistralTag) != std::string_view::npos) return ToolCallFormat::kMistral;
-  if (source.find(kPythonTag) != std::string_view::npos) return ToolCallFormat::kLlama3Json;
+  // Llama 3.1 prints <|python_tag|> for its built-in tools; 3.1 and 3.2
+  // both ask for {"name": ..., "parameters": ...}.
+  if (source.find(kPythonTag) != std::string_view::npos ||
+      source.find("\"parameters\": ") != std::string_view::npos) {
+    return ToolCallFormat::kLlama3Json;
+  }
   return ToolCallFormat::kNone;
 }
 

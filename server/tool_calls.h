@@ -34,7 +34,8 @@ namespace inferno {
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral };
 
 // The format of the template's model family, from markers in its source:
-// "<tool_call>" kHermes, "[TOOL_CALLS]" kMistral, "<|python_tag|>" kLlama3Json;
+// "<tool_call>" kHermes, "[TOOL_CALLS]" kMistral, "<|python_tag|>" or a
+// `"parameters": ` in the instructions (Llama 3.1, 3.2) kLlama3Json;
 // kNone when it has none or never reads `tools`.
 ToolCallFormat DetectToolCallFormat(std::string_view template_source);
 

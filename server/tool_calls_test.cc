@@ -38,6 +38,10 @@ TEST(DetectToolCallFormat, FromTheTemplatesMarkers) {
   EXPECT_EQ(DetectToolCallFormat("{% if tools %}<tool_call>{% endif %}"), ToolCallFormat::kHermes);
   EXPECT_EQ(DetectToolCallFormat("{% if tools %}[TOOL_CALLS]{% endif %}"), ToolCallFormat::kMistral);
   EXPECT_EQ(DetectToolCallFormat("{% if tools %}<|python_tag|>{% endif %}"), ToolCallFormat::kLlama3Json);
+  EXPECT_EQ(DetectToolCallFormat("{% if tools %}Respond in the format {\"name\": function name, "
+                                 "\"parameters\": dictionary}{% endif %}"),
+            ToolCallFormat::kLlama3Json)
+      << "Llama 3.2";
   EXPECT_EQ(DetectToolCallFormat("{{ messages }}<tool_call>"), ToolCallFormat::kNone) << "never reads tools";
   EXPECT_EQ(DetectToolCallFormat("{% if tools %}{{ tools }}{% endif %}"), ToolCallFormat::kNone);
 }
