@@ -1,6 +1,7 @@
 #include "server/json_constraint.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include <glog/logging.h>
@@ -30,6 +31,8 @@ JsonConstraint::JsonConstraint(std::shared_ptr<const std::vector<std::string>> t
 
 bool JsonConstraint::Feed(State& state, std::string_view text) const {
   size_t at = 0;
+  // Without a suffix, a token past the prefix is all document: one Feed.
+  if (suffix_.empty() && state.literal >= prefix_.size()) return state.document.Feed(text);
   // The prefix, then the document: a document's last character may be
   // followed by the suffix, which decides between them character by character.
   while (at < text.size() && !state.in_suffix && state.literal < prefix_.size()) {
@@ -63,6 +66,13 @@ bool JsonConstraint::Complete() const { return Complete(state_); }
 
 void JsonConstraint::Mask(std::span<float> logits) {
   const bool complete = Complete(state_);
+  // Most tokens fail on their first byte: those bytes are found once.
+  std::array<bool, 256> first_ok;
+  for (int byte = 0; byte < 256; ++byte) {
+    State trial = state_;
+    const char c = static_cast<char>(byte);
+    first_ok[byte] = Feed(trial, std::string_view(&c, 1));
+  }
   bool any = false;
   for (size_t id = 0; id < logits.size(); ++id) {
     const bool stop =
@@ -72,8 +82,11 @@ void JsonConstraint::Mask(std::span<float> logits) {
       allowed = complete;
     } else {
       const std::string& text = id < texts_->size() ? (*texts_)[id] : std::string();
-      State trial = state_;
-      allowed = !text.empty() && Feed(trial, text);
+      allowed = !text.empty() && first_ok[static_cast<unsigned char>(text[0])];
+      if (allowed && text.size() > 1) {
+        State trial = state_;
+        allowed = Feed(trial, text);
+      }
     }
     if (allowed) {
       any = true;
