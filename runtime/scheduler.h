@@ -43,6 +43,7 @@ struct Slot {
   int64_t generated = 0;  // tokens sampled and kept
   int64_t max_new_tokens = 0;
   bool cancelled = false;          // stops before its next token is sampled
+  bool leader_picks = false;       // SequenceSpec::leader_picks, or the leader's constraint
   std::optional<Sampler> sampler;  // while busy
 };
 

@@ -37,9 +37,12 @@ struct SequenceSpec {
   int64_t max_new_tokens = 256;
   SamplingOptions sampling;
   // Leader only, never sent to other ranks: limits the tokens its Sampler
-  // may pick. Not supported under tensor parallelism, where every rank of
-  // the last stage samples.
+  // may pick. Under tensor parallelism the leader alone samples such a
+  // sequence and the last stage's other ranks take its tokens.
   std::shared_ptr<TokenConstraint> constraint;
+  // What the other ranks learn of a constraint (runtime/step_decisions.h
+  // sets it from `constraint`): the leader picks the tokens.
+  bool leader_picks = false;
 
   bool operator==(const SequenceSpec&) const = default;
 };

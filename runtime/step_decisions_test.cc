@@ -13,7 +13,7 @@ StepDecisions Sample() {
   StepDecisions decisions;
   decisions.admitted.push_back(
       SequenceSpec{7, {1, 72, 101}, 30, {0.8f, 40, 0.9f, 1234, -0.5f, 1.25f, 1.1f, 5}});
-  decisions.admitted.push_back(SequenceSpec{-3, {5}, 0, {}});
+  decisions.admitted.push_back(SequenceSpec{-3, {5}, 0, {}, nullptr, /*leader_picks=*/true});
   decisions.cancelled = {2, int64_t{1} << 40};
   decisions.exhausted = true;
   decisions.tick_due = true;
@@ -35,6 +35,22 @@ TEST(StepDecisions, RoundTripsEveryField) {
   Result<StepDecisions> empty = DecodeStepDecisions(EncodeStepDecisions({}));
   ASSERT_TRUE(empty) << empty.error().message;
   EXPECT_EQ(*empty, StepDecisions{});
+}
+
+// A constraint that leaves every token.
+class Anything : public TokenConstraint {
+ public:
+  void Mask(std::span<float>) override {}
+  void Accept(int32_t) override {}
+};
+
+TEST(StepDecisions, AConstraintReachesTheOtherRanksAsLeaderPicks) {
+  StepDecisions decisions;
+  decisions.admitted.push_back(SequenceSpec{1, {9}, 4, {}, std::make_shared<Anything>()});
+  Result<StepDecisions> decoded = DecodeStepDecisions(EncodeStepDecisions(decisions));
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(decoded->admitted[0].constraint, nullptr);
+  EXPECT_TRUE(decoded->admitted[0].leader_picks);
 }
 
 TEST(StepDecisions, EmptyDecisionsAreFlagsAndTwoZeroCounts) {
@@ -71,8 +87,8 @@ TEST(StepDecisions, CountsLargerThanTheBytesFailWithoutAllocating) {
   StepDecisions one;
   one.admitted.push_back(SequenceSpec{1, {9}, 4, {}});
   bytes = EncodeStepDecisions(one);
-  // The prompt's length word: after the flags, the count and 52 bytes of sequence.
-  for (size_t i = 57; i < 61; ++i) bytes[i] = std::byte{0xff};
+  // The prompt's length word: after the flags, the count and 53 bytes of sequence.
+  for (size_t i = 58; i < 62; ++i) bytes[i] = std::byte{0xff};
   EXPECT_NE(DecodeError(bytes).find("a prompt of 4294967295 ids"), std::string::npos);
 }
 

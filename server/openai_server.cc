@@ -269,12 +269,12 @@ struct OpenAiServer::Handlers {
       const bool call_forced =
           request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction;
       if (request.response_schema || call_forced) {
-        if (maker.tensor_parallel || maker.token_texts == nullptr) {
+        if (maker.token_texts == nullptr) {
           return ApiError{
               400,
               "invalid_request_error",
-              "constrained output (response_format, tool_choice \"required\" or a function) is not "
-              "supported under tensor parallelism (--tp > 1)",
+              "constrained output (response_format, tool_choice \"required\" or a function) needs "
+              "the server's token texts",
               request.response_schema ? "response_format" : "tool_choice",
               {}};
         }

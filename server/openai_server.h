@@ -64,10 +64,9 @@ struct PromptMaker {
   int64_t context_length = 0;  // positions per sequence, prompt included
   // For constrained decoding (response_format, tool_choice "required" or a
   // function; server/json_constraint.h): each token's text, and the tokens
-  // that end a sequence. Refused under tensor parallelism.
+  // that end a sequence.
   std::shared_ptr<const std::vector<std::string>> token_texts;
   std::vector<int32_t> stop_ids;
-  bool tensor_parallel = false;
 };
 
 class OpenAiServer {

@@ -12,8 +12,10 @@
 #   same penalized request gives the same text on both grids, and so does one
 #   with repetition_penalty;
 # - out-of-range penalties and logprobs get 400 naming the field, and tools
-#   given to a model whose chat template prints none get 400, and so does
-#   response_format under tensor parallelism.
+#   given to a model whose chat template prints none get 400;
+# - response_format json_schema under tensor parallelism, where only the
+#   leader samples: the answers are objects, and the greedy one equals the
+#   pipeline's.
 #
 # Usage: serve_sampling_test.sh LAUNCH SERVE INFER MAKE_TOY_MODEL CHECK_PY
 set -u
@@ -50,6 +52,7 @@ stream() {
 completion="{\"model\": \"toy\", \"prompt\": \"$PROMPT\", \"max_tokens\": $STEPS, \"temperature\": 0, \"logprobs\": 5}"
 chat='{"model": "toy", "messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": '$STEPS', "temperature": 0, "logprobs": true, "top_logprobs": 20}'
 penalized='{"model": "toy", "messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 48, "temperature": 0, "logprobs": true, "top_logprobs": 20, "presence_penalty": 0.4, "frequency_penalty": 0.3}'
+json_greedy='{"model": "toy", "messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 40, "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 4}, "b": {"enum": [true, 1, "x"]}}, "required": ["a", "b"]}}}}'
 repetition="{\"model\": \"toy\", \"prompt\": \"$PROMPT\", \"max_tokens\": 32, \"temperature\": 0, \"repetition_penalty\": 1.3}"
 
 # sampling_checks GRID: every check on the running server.
@@ -91,21 +94,28 @@ expect_field logprobs logprobs '{"model": "toy", "prompt": "x", "logprobs": 6}'
 # This template prints no tools: a request with tools is refused, not answered without them.
 out=$(api /v1/chat/completions -d '{"model": "toy", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}]}')
 [ "$(tail -1 <<<"$out")" = 400 ] && grep -q '"param":"tools"' <<<"$out" || fail "tools with a template without them: $out"
+post pp2.json /v1/chat/completions "$json_greedy"
 stop_server
 [ "$SERVER_STATUS" -eq 0 ] || fail "2 x 1: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
 start_server tensor_parallel -n 2 --timeout 300 -- --model "$WORK/toy" --tp 2 --api-key "$KEY" \
   --chat-template "$WORK/chat.jinja" || exit 1
 sampling_checks tp2
-# Constrained output needs the leader alone to sample: refused, naming the field.
-out=$(api /v1/chat/completions -d '{"model": "toy", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}')
-[ "$(tail -1 <<<"$out")" = 400 ] && grep -q '"param":"response_format"' <<<"$out" ||
-  fail "response_format under tensor parallelism: $out"
+# Constrained output: the leader alone samples and its stage peer takes its
+# tokens; the answers are objects (with the schema's keys), and a greedy one
+# equals the 2 x 1 grid's.
+for seed in 1 2 3; do
+  out=$(api /v1/chat/completions -d '{"model": "toy", "messages": [{"role": "user", "content": "x"}], "max_tokens": 40, "temperature": 1, "seed": '$seed', "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 4}, "b": {"enum": [true, 1, "x"]}}, "required": ["a", "b"]}}}}')
+  [ "$(tail -1 <<<"$out")" = 200 ] && sed '$d' <<<"$out" |
+    json 'list(json.loads(j["choices"][0]["message"]["content"])) == ["a", "b"] and j["choices"][0]["finish_reason"] == "stop"' |
+    grep -qx True || fail "json_schema under tensor parallelism: $out"
+done
+post tp2.json /v1/chat/completions "$json_greedy"
 stop_server
 [ "$SERVER_STATUS" -eq 0 ] || fail "1 x 2: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
 
 text() { json 'j["choices"][0]["message"]["content"] if "message" in j["choices"][0] else j["choices"][0]["text"]' <"$WORK/$1.json"; }
-for request in penalized repetition; do
+for request in penalized repetition json; do
   [ "$(text pp2.$request)" = "$(text tp2.$request)" ] ||
     fail "$request: 2 x 1 gave '$(text pp2.$request)', 1 x 2 '$(text tp2.$request)'"
 done

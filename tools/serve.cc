@@ -300,7 +300,6 @@ int main(int argc, char** argv) {
     maker.token_texts = std::make_shared<const std::vector<std::string>>(
         TokenTexts(*maker.tokenizer, prepared->setup.config.vocab_size));
     maker.stop_ids = prepared->setup.stop_ids;
-    maker.tensor_parallel = stage_group != nullptr;
     server->SetReady(maker);
     std::thread([&server, &queue, drain_signals] {
       int signal = 0;
