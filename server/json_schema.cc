@@ -61,8 +61,9 @@ Result<std::shared_ptr<const SchemaNode>> CompileNode(const Json& schema, const 
           {"object", Type::kObject}, {"array", Type::kArray},     {"string", Type::kString},
           {"number", Type::kNumber}, {"integer", Type::kInteger}, {"boolean", Type::kBoolean},
           {"null", Type::kNull}};
+      const Json& type = value;  // clang 14's lambdas cannot capture a structured binding
       const auto found = std::find_if(std::begin(kTypes), std::end(kTypes),
-                                      [&](const auto& t) { return value.is_string() && value == t.first; });
+                                      [&](const auto& t) { return type.is_string() && type == t.first; });
       if (found == std::end(kTypes)) {
         return Invalid(where, "'type' must be one of object, array, string, number, integer, boolean, null");
       }
