@@ -5,6 +5,7 @@
 #include <ctime>
 #include <random>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <httplib.h>
@@ -147,6 +148,51 @@ ToolCallShape ShapeOfToolCall(ToolCallFormat format, const std::vector<std::stri
   }
 }
 
+// The constraint that shapes the answer of chat `request` — its
+// response_format, or the call a tool_choice of "required" or a function
+// forces, in the template's `tool_format` — if any, or the error to answer.
+std::variant<std::shared_ptr<TokenConstraint>, ApiError> ConstraintOf(const OpenAiRequest& request,
+                                                                      const PromptMaker& maker,
+                                                                      ToolCallFormat tool_format) {
+  const bool call_forced =
+      request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction;
+  if (request.response_schema || call_forced) {
+    if (maker.token_texts == nullptr) {
+      return ApiError{400,
+                      "invalid_request_error",
+                      "constrained output (response_format, tool_choice \"required\" or a function) needs "
+                      "the server's token texts",
+                      request.response_schema ? "response_format" : "tool_choice",
+                      {}};
+    }
+    if (request.response_schema && call_forced) {
+      return ApiError{400,
+                      "invalid_request_error",
+                      "'response_format' and a 'tool_choice' that forces a call cannot both shape the answer",
+                      "response_format",
+                      {}};
+    }
+  }
+  if (request.response_schema) {
+    return std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, *request.response_schema);
+  }
+  if (call_forced && tool_format != ToolCallFormat::kNone) {
+    std::vector<std::string> names = request.tool_names;
+    std::vector<nlohmann::ordered_json> parameters = request.tool_parameters;
+    if (request.tool_choice == ToolChoice::kFunction) {
+      const size_t i = std::find(names.begin(), names.end(), request.tool_choice_name) - names.begin();
+      names = {names[i]};
+      parameters = {parameters[i]};
+    }
+    const ToolCallShape shape = ShapeOfToolCall(tool_format, names, parameters);
+    Result<JsonSchema> schema = JsonSchema::Compile(shape.schema, "tools: the call's schema");
+    if (!schema) return ApiError{400, "invalid_request_error", schema.error().message, "tools", {}};
+    return std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, std::move(*schema),
+                                            shape.prefix, shape.suffix);
+  }
+  return std::shared_ptr<TokenConstraint>();
+}
+
 }  // namespace
 
 // The route handlers, which see the server's private state.
@@ -266,44 +312,9 @@ struct OpenAiServer::Handlers {
         }
         chat.extra_variables.emplace_back("tools", *request.tools);
       }
-      const bool call_forced =
-          request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction;
-      if (request.response_schema || call_forced) {
-        if (maker.token_texts == nullptr) {
-          return ApiError{
-              400,
-              "invalid_request_error",
-              "constrained output (response_format, tool_choice \"required\" or a function) needs "
-              "the server's token texts",
-              request.response_schema ? "response_format" : "tool_choice",
-              {}};
-        }
-        if (request.response_schema && call_forced) {
-          return ApiError{
-              400,
-              "invalid_request_error",
-              "'response_format' and a 'tool_choice' that forces a call cannot both shape the answer",
-              "response_format",
-              {}};
-        }
-      }
-      if (request.response_schema) {
-        constraint =
-            std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, *request.response_schema);
-      } else if (call_forced && tool_format != ToolCallFormat::kNone) {
-        std::vector<std::string> names = request.tool_names;
-        std::vector<nlohmann::ordered_json> parameters = request.tool_parameters;
-        if (request.tool_choice == ToolChoice::kFunction) {
-          const size_t i = std::find(names.begin(), names.end(), request.tool_choice_name) - names.begin();
-          names = {names[i]};
-          parameters = {parameters[i]};
-        }
-        const ToolCallShape shape = ShapeOfToolCall(tool_format, names, parameters);
-        Result<JsonSchema> schema = JsonSchema::Compile(shape.schema, "tools: the call's schema");
-        if (!schema) return ApiError{400, "invalid_request_error", schema.error().message, "tools", {}};
-        constraint = std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, std::move(*schema),
-                                                      shape.prefix, shape.suffix);
-      }
+      auto shaped = ConstraintOf(request, maker, tool_format);
+      if (auto* error = std::get_if<ApiError>(&shaped)) return *error;
+      constraint = std::get<std::shared_ptr<TokenConstraint>>(std::move(shaped));
       chat.bos_token = maker.bos_token;
       chat.eos_token = maker.eos_token;
       Result<std::string> text = maker.chat->Render(chat);
