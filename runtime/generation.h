@@ -15,6 +15,7 @@
 #include "base/timeline.h"
 #include "model/model_config.h"
 #include "runtime/sequence_source.h"
+#include "runtime/token_logprobs.h"
 
 namespace inferno {
 
@@ -28,6 +29,9 @@ class GenerationObserver {
   // A generated token of sequence `id` (never the stop token that ends it),
   // following `previous` (the last prompt token for the first one).
   virtual void OnToken(int64_t id, int32_t previous, int32_t token) = 0;
+  // The logprobs of the token of sequence `id` about to be reported to
+  // OnToken (or that stops it), when its SamplingOptions ask for them.
+  virtual void OnLogprobs(int64_t /*id*/, const TokenLogprobs& /*logprobs*/) {}
   virtual void OnSequenceDone(int64_t id, FinishReason reason) = 0;
 };
 

@@ -101,6 +101,9 @@ class KeepTokens : public GenerationObserver {
     generated_[static_cast<size_t>(id)].push_back(token);
     if (next_ != nullptr) next_->OnToken(id, previous, token);
   }
+  void OnLogprobs(int64_t id, const TokenLogprobs& logprobs) override {
+    if (next_ != nullptr) next_->OnLogprobs(id, logprobs);
+  }
   void OnSequenceDone(int64_t id, FinishReason reason) override {
     if (next_ != nullptr) next_->OnSequenceDone(id, reason);
   }

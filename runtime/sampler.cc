@@ -1,27 +1,53 @@
 #include "runtime/sampler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <glog/logging.h>
 
 #include "kernels/kernels.h"
 
 namespace inferno {
+
+bool ValidSamplingOptions(const SamplingOptions& o) {
+  // Written so that NaN fails.
+  return (o.temperature == 0.0f || (o.temperature >= kMinTemperature && std::isfinite(o.temperature))) &&
+         o.top_k >= 0 && o.top_p > 0.0f && o.top_p <= 1.0f &&
+         std::fabs(o.presence_penalty) <= kMaxPresenceFrequencyPenalty &&
+         std::fabs(o.frequency_penalty) <= kMaxPresenceFrequencyPenalty && o.repetition_penalty > 0.0f &&
+         o.repetition_penalty <= kMaxRepetitionPenalty && o.logprobs >= -1 && o.logprobs <= kMaxTopLogprobs;
+}
+
 namespace {
 
-bool MoreLikely(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-  return a.first > b.first || (a.first == b.first && a.second < b.second);
+bool Penalized(const SamplingOptions& o) {
+  return o.presence_penalty != 0.0f || o.frequency_penalty != 0.0f || o.repetition_penalty != 1.0f;
 }
 
 }  // namespace
 
-Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size)
-    : options_(options), state_(options.seed == 0 ? 0x9E3779B97F4A7C15ull : options.seed) {
-  CHECK(options.temperature == 0.0f || options.temperature >= kMinTemperature) << options.temperature;
-  CHECK_GE(options.top_k, 0);
-  CHECK(options.top_p > 0.0f && options.top_p <= 1.0f) << options.top_p;
+Sampler::Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt,
+                 std::shared_ptr<TokenConstraint> constraint)
+    : options_(options),
+      constraint_(std::move(constraint)),
+      state_(options.seed == 0 ? 0x9E3779B97F4A7C15ull : options.seed) {
+  CHECK(ValidSamplingOptions(options)) << "temperature " << options.temperature << " top_p " << options.top_p;
   CHECK_GE(vocab_size, 1);
   candidates_.resize(vocab_size);
+  if (Penalized(options)) {
+    generated_count_.assign(vocab_size, 0);
+    seen_.assign(vocab_size, false);
+    for (int32_t token : prompt) See(token, false);
+  }
+  if (options.logprobs >= 0) {
+    raw_.resize(vocab_size);
+    logprobs_.top.reserve(kMaxTopLogprobs);
+  }
+}
+
+bool Sampler::ArgMaxOnly() const {
+  return options_.temperature == 0.0f && !Penalized(options_) && options_.logprobs < 0 &&
+         constraint_ == nullptr;
 }
 
 float Sampler::NextUniform() {
@@ -32,48 +58,87 @@ float Sampler::NextUniform() {
   return static_cast<float>(bits >> 8) / 16777216.0f;
 }
 
+void Sampler::See(int32_t token, bool generated) {
+  CHECK(token >= 0 && static_cast<size_t>(token) < seen_.size()) << token;
+  if (!seen_[token]) {
+    seen_[token] = true;
+    seen_ids_.push_back(token);
+  }
+  if (generated) ++generated_count_[token];
+}
+
+void Sampler::Penalize(std::span<float> logits) const {
+  for (int32_t token : seen_ids_) {
+    float& logit = logits[token];
+    if (options_.repetition_penalty != 1.0f) {
+      logit = logit > 0.0f ? logit / options_.repetition_penalty : logit * options_.repetition_penalty;
+    }
+    const int32_t count = generated_count_[token];
+    if (count > 0)
+      logit -= options_.frequency_penalty * static_cast<float>(count) + options_.presence_penalty;
+  }
+}
+
 int32_t Sampler::Sample(std::span<float> logits) {
   CHECK_EQ(logits.size(), candidates_.size());
+  if (options_.logprobs >= 0) std::copy(logits.begin(), logits.end(), raw_.begin());
+  const bool penalized = Penalized(options_);
+  if (penalized) Penalize(logits);
+  if (constraint_ != nullptr) constraint_->Mask(logits);
+  int32_t token = -1;
   if (options_.temperature == 0.0f) {
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
-  for (float& logit : logits) logit /= options_.temperature;
-  Softmax(logits);
-  const float coin = NextUniform();
-  const size_t vocab = logits.size();
-  const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
-  if (!limit_k && options_.top_p >= 1.0f) {
-    float cumulative = 0.0f;
-    for (size_t i = 0; i < vocab; ++i) {
-      cumulative += logits[i];
-      if (coin < cumulative) return static_cast<int32_t>(i);
+    token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  } else {
+    for (float& logit : logits) logit /= options_.temperature;
+    Softmax(logits);
+    const float coin = NextUniform();
+    const size_t vocab = logits.size();
+    const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
+    if (!limit_k && options_.top_p >= 1.0f) {
+      float cumulative = 0.0f;
+      token = static_cast<int32_t>(vocab - 1);  // rounding left the sum below the coin
+      for (size_t i = 0; i < vocab; ++i) {
+        cumulative += logits[i];
+        if (coin < cumulative) {
+          token = static_cast<int32_t>(i);
+          break;
+        }
+      }
+    } else {
+      // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
+      // it (together they hold less than 1 - top_p), so they are not sorted.
+      const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
+      size_t count = 0;
+      for (size_t i = 0; i < vocab; ++i) {
+        if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
+      }
+      size_t kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
+      std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count,
+                        MoreLikely);
+      float mass = 0.0f;
+      for (size_t i = 0; i < kept; ++i) {
+        mass += candidates_[i].first;
+        if (mass > options_.top_p) {
+          kept = i + 1;
+          break;
+        }
+      }
+      const float target = coin * mass;
+      float cumulative = 0.0f;
+      token = candidates_[kept - 1].second;
+      for (size_t i = 0; i < kept; ++i) {
+        cumulative += candidates_[i].first;
+        if (target < cumulative) {
+          token = candidates_[i].second;
+          break;
+        }
+      }
     }
-    return static_cast<int32_t>(vocab - 1);  // rounding left the sum below the coin
   }
-  // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
-  // it (together they hold less than 1 - top_p), so they are not sorted.
-  const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
-  size_t count = 0;
-  for (size_t i = 0; i < vocab; ++i) {
-    if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
-  }
-  size_t kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
-  std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count, MoreLikely);
-  float mass = 0.0f;
-  for (size_t i = 0; i < kept; ++i) {
-    mass += candidates_[i].first;
-    if (mass > options_.top_p) {
-      kept = i + 1;
-      break;
-    }
-  }
-  const float target = coin * mass;
-  float cumulative = 0.0f;
-  for (size_t i = 0; i < kept; ++i) {
-    cumulative += candidates_[i].first;
-    if (target < cumulative) return candidates_[i].second;
-  }
-  return candidates_[kept - 1].second;
+  if (penalized) See(token, true);
+  if (constraint_ != nullptr) constraint_->Accept(token);
+  if (options_.logprobs >= 0) ComputeTokenLogprobs(raw_, token, options_.logprobs, candidates_, logprobs_);
+  return token;
 }
 
 }  // namespace inferno

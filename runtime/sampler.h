@@ -1,19 +1,30 @@
-// Sampler: picks the next token from a vector of logits — greedy (argmax,
-// the first on ties) when temperature is 0, otherwise from the softmax of
-// logits / temperature, restricted to the top_k most likely tokens and then
-// to the smallest set whose probability reaches top_p (nucleus).
+// Sampler: picks the next token from a vector of logits. First the penalties
+// over the tokens seen so far change the logits: repetition_penalty (Hugging
+// Face's and llama.cpp's: the logit of every token of the prompt or
+// generated so far is divided by it when positive, multiplied when not),
+// then frequency_penalty and presence_penalty (OpenAI's: a generated token's
+// logit loses frequency_penalty times the times it was generated, and
+// presence_penalty once). Then it is greedy (argmax, the first on ties) when
+// temperature is 0, otherwise it draws from the softmax of logits /
+// temperature, restricted to the top_k most likely tokens and then to the
+// smallest set whose probability reaches top_p (nucleus). With `logprobs`
+// set it also keeps the sampled token's TokenLogprobs (token_logprobs.h),
+// computed from the logits as given, before penalties and temperature.
 //
 // The random stream is a xorshift64* generator seeded by `seed`, one draw per
-// sampled token, so a sequence's tokens depend only on its logits and seed —
-// not on the world size, the thread count or other sequences.
+// sampled token, so a sequence's tokens depend only on its logits, prompt and
+// seed — not on the world size, the thread count or other sequences.
 //
 // Thread-safety: not thread-safe; one Sampler per sequence.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "runtime/token_logprobs.h"
 
 namespace inferno {
 
@@ -21,32 +32,88 @@ namespace inferno {
 // could overflow to infinity and make every probability NaN.
 inline constexpr float kMinTemperature = 1e-3f;
 
+// The ranges of the penalties: OpenAI's for presence and frequency; the
+// repetition penalty is a factor in (0, kMaxRepetitionPenalty].
+inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
+inline constexpr float kMaxRepetitionPenalty = 10.0f;
+
 struct SamplingOptions {
   float temperature = 0.0f;  // 0: greedy
   int32_t top_k = 0;         // 0: no limit
   float top_p = 1.0f;        // 1: no nucleus cut
   uint64_t seed = 42;
+  float presence_penalty = 0.0f;    // [-2, 2], 0: none
+  float frequency_penalty = 0.0f;   // [-2, 2], 0: none
+  float repetition_penalty = 1.0f;  // (0, 10], 1: none
+  // -1: no logprobs; 0 to kMaxTopLogprobs: the sampled token's logprob and
+  // that many most likely alternatives.
+  int32_t logprobs = -1;
 
   bool operator==(const SamplingOptions&) const = default;
 };
 
+// Whether a Sampler takes `options` (each field in its range above; NaN is
+// in none).
+bool ValidSamplingOptions(const SamplingOptions& options);
+
+// TokenConstraint: which tokens may come next in one sequence (e.g. text
+// that must stay a JSON document of a schema), applied by its Sampler after
+// the penalties, before temperature and the top-k / top-p cuts.
+//
+// Thread-safety: one sequence's; called from the generator thread.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logit of every token that may not come next to -infinity,
+  // leaving at least one finite. `logits` (vocab).
+  virtual void Mask(std::span<float> logits) = 0;
+  // `token` was sampled (it was left by the last Mask).
+  virtual void Accept(int32_t token) = 0;
+};
+
 class Sampler {
  public:
-  // Preconditions: temperature is 0 or >= kMinTemperature, top_k >= 0, 0 < top_p <= 1,
-  // vocab_size >= 1.
-  Sampler(const SamplingOptions& options, int32_t vocab_size);
+  // `prompt`'s tokens count as seen for the repetition penalty; `constraint`
+  // (may be null) limits every token. Preconditions:
+  // ValidSamplingOptions(options), vocab_size >= 1, prompt ids in [0, vocab).
+  Sampler(const SamplingOptions& options, int32_t vocab_size, std::span<const int32_t> prompt,
+          std::shared_ptr<TokenConstraint> constraint = nullptr);
 
-  // The next token id. `logits` (vocab) is used as scratch and overwritten.
-  // Allocates nothing.
+  // Whether Sample picks the argmax of the logits as given and needs nothing
+  // else of them: greedy, without penalties, logprobs or a constraint. (Under tensor
+  // parallelism such a pick needs only each rank's best logit.)
+  bool ArgMaxOnly() const;
+
+  // The next token id; it counts as seen from now on. `logits` (vocab) is
+  // used as scratch and overwritten. Allocates nothing after the first call
+  // but to remember a token seen for the first time.
   int32_t Sample(std::span<float> logits);
+
+  const SamplingOptions& options() const { return options_; }
+
+  // The last sampled token's logprobs. Precondition: options.logprobs >= 0
+  // and Sample was called.
+  const TokenLogprobs& last_logprobs() const { return logprobs_; }
 
  private:
   // Uniform in [0, 1).
   float NextUniform();
+  // Applies the penalties to `logits`.
+  void Penalize(std::span<float> logits) const;
+  // Records `token` as seen.
+  void See(int32_t token, bool generated);
 
   SamplingOptions options_;
+  std::shared_ptr<TokenConstraint> constraint_;
   uint64_t state_;
   std::vector<std::pair<float, int32_t>> candidates_;  // (vocab) probability, id
+  // With penalties: (vocab) how often each token was generated, whether it
+  // was seen in the prompt or generated; and the ids seen, each once.
+  std::vector<int32_t> generated_count_;
+  std::vector<bool> seen_;
+  std::vector<int32_t> seen_ids_;
+  std::vector<float> raw_;  // (vocab) with logprobs: the logits as given
+  TokenLogprobs logprobs_;
 };
 
 }  // namespace inferno

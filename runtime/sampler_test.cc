@@ -1,6 +1,7 @@
 #include "runtime/sampler.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -9,8 +10,9 @@
 namespace inferno {
 namespace {
 
-std::vector<int32_t> Draw(const SamplingOptions& options, const std::vector<float>& logits, int count) {
-  Sampler sampler(options, static_cast<int32_t>(logits.size()));
+std::vector<int32_t> Draw(const SamplingOptions& options, const std::vector<float>& logits, int count,
+                          const std::vector<int32_t>& prompt = {}) {
+  Sampler sampler(options, static_cast<int32_t>(logits.size()), prompt);
   std::vector<int32_t> ids;
   for (int i = 0; i < count; ++i) {
     std::vector<float> scratch = logits;
@@ -55,6 +57,104 @@ TEST(Sampler, FullDistributionFollowsProbabilities) {
   std::map<int32_t, int> counts;
   for (int32_t id : Draw({.temperature = 1.0f, .seed = 5}, logits, 4000)) ++counts[id];
   EXPECT_NEAR(counts[1] / 4000.0, 0.75, 0.03);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogitsOfSeenTokens) {
+  // Prompt token 1 (2.0 -> 1.0) falls below token 2 (1.5); token 3 (-1.0)
+  // would fall to -2.0 and token 0 (0.1, unseen) keeps its logit.
+  const std::vector<float> logits = {0.1f, 2.0f, 1.5f, -1.0f};
+  EXPECT_EQ(Draw({}, logits, 1, {1}), (std::vector<int32_t>{1}));
+  EXPECT_EQ(Draw({.repetition_penalty = 2.0f}, logits, 1, {1, 3}), (std::vector<int32_t>{2}));
+  // Below 1 it favours seen tokens: -1.0 * 0.1 = -0.1 beats unseen -0.5.
+  EXPECT_EQ(Draw({.repetition_penalty = 0.1f}, {-0.5f, -1.0f}, 1, {1}), (std::vector<int32_t>{1}));
+}
+
+TEST(Sampler, FrequencyPenaltyGrowsWithEachRepeatPresencePenaltyOnce) {
+  // Token 0 leads by 1.0 and is not in the prompt-only repetition set.
+  const std::vector<float> logits = {3.0f, 2.0f, 0.0f};
+  // Without penalties greedy repeats token 0.
+  EXPECT_EQ(Draw({}, logits, 3), (std::vector<int32_t>{0, 0, 0}));
+  // frequency 0.6: 0 once (3.0 - 0.6 = 2.4 > 2.0), twice (1.8 < 2.0): then 1.
+  EXPECT_EQ(Draw({.frequency_penalty = 0.6f}, logits, 3), (std::vector<int32_t>{0, 0, 1}));
+  // presence 1.5 alternates: 0 (1.5 < 2.0), 1 (0.5 < 1.5), 0, 0 stays 1.5 > 0.5.
+  EXPECT_EQ(Draw({.presence_penalty = 1.5f}, logits, 4), (std::vector<int32_t>{0, 1, 0, 0}));
+  // Penalties apply to generated tokens only, not to the prompt.
+  EXPECT_EQ(Draw({.presence_penalty = 1.5f}, logits, 1, {0}), (std::vector<int32_t>{0}));
+  // A negative penalty favours repeats.
+  EXPECT_EQ(Draw({.presence_penalty = -2.0f}, {2.0f, 2.5f}, 3), (std::vector<int32_t>{1, 1, 1}));
+}
+
+TEST(Sampler, ArgMaxOnlyWithoutPenaltiesAndLogprobs) {
+  EXPECT_TRUE(Sampler({}, 4, {}).ArgMaxOnly());
+  EXPECT_FALSE(Sampler({.temperature = 1.0f}, 4, {}).ArgMaxOnly());
+  EXPECT_FALSE(Sampler({.presence_penalty = 0.1f}, 4, {}).ArgMaxOnly());
+  EXPECT_FALSE(Sampler({.repetition_penalty = 1.1f}, 4, {}).ArgMaxOnly());
+  EXPECT_FALSE(Sampler({.logprobs = 0}, 4, {}).ArgMaxOnly());
+}
+
+TEST(Sampler, LogprobsAreOfTheLogitsBeforePenaltiesAndTemperature) {
+  const std::vector<float> logits = {0.0f, std::log(3.0f), -1.0f};
+  Sampler sampler({.temperature = 0.7f, .seed = 9, .repetition_penalty = 3.0f, .logprobs = 2}, 3,
+                  std::vector<int32_t>{1});
+  std::vector<float> scratch = logits;
+  const int32_t token = sampler.Sample(scratch);
+  const TokenLogprobs& got = sampler.last_logprobs();
+  const double log_sum = std::log(1.0 + 3.0 + std::exp(-1.0));
+  EXPECT_EQ(got.token, token);
+  EXPECT_NEAR(got.logprob, logits[token] - log_sum, 1e-6);
+  ASSERT_EQ(got.top.size(), 2u);
+  EXPECT_EQ(got.top[0].token, 1);
+  EXPECT_NEAR(got.top[0].logprob, std::log(3.0) - log_sum, 1e-6);
+  EXPECT_EQ(got.top[1].token, 0);
+}
+
+// Allows only ids above the last accepted one, and always the last id.
+class Increasing : public TokenConstraint {
+ public:
+  void Mask(std::span<float> logits) override {
+    for (int32_t i = 0; i <= last_ && i + 1 < static_cast<int32_t>(logits.size()); ++i) {
+      logits[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  void Accept(int32_t token) override { last_ = token; }
+
+ private:
+  int32_t last_ = -1;
+};
+
+TEST(Sampler, AConstraintMasksBeforeGreedyAndSampledPicks) {
+  const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 2.0f, -1.0f};
+  for (const SamplingOptions& options :
+       {SamplingOptions{}, SamplingOptions{.temperature = 1.0f, .seed = 3}}) {
+    Sampler sampler(options, 5, {}, std::make_shared<Increasing>());
+    EXPECT_FALSE(sampler.ArgMaxOnly());
+    int32_t last = -1;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> scratch = logits;
+      const int32_t token = sampler.Sample(scratch);
+      EXPECT_TRUE(token > last || token == 4) << token << " after " << last;
+      last = token;
+    }
+  }
+  Sampler greedy({}, 5, {}, std::make_shared<Increasing>());
+  std::vector<float> scratch = logits;
+  EXPECT_EQ(greedy.Sample(scratch), 1);
+  scratch = logits;
+  EXPECT_EQ(greedy.Sample(scratch), 3);
+}
+
+TEST(Sampler, OptionsOutOfRangeAreInvalid) {
+  EXPECT_TRUE(ValidSamplingOptions({}));
+  EXPECT_TRUE(ValidSamplingOptions({.presence_penalty = -2.0f,
+                                    .frequency_penalty = 2.0f,
+                                    .repetition_penalty = kMaxRepetitionPenalty,
+                                    .logprobs = kMaxTopLogprobs}));
+  EXPECT_FALSE(ValidSamplingOptions({.presence_penalty = 2.01f}));
+  EXPECT_FALSE(ValidSamplingOptions({.frequency_penalty = -2.01f}));
+  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = 0.0f}));
+  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = std::nanf("")}));
+  EXPECT_FALSE(ValidSamplingOptions({.logprobs = -2}));
+  EXPECT_FALSE(ValidSamplingOptions({.temperature = std::numeric_limits<float>::infinity()}));
 }
 
 }  // namespace

@@ -82,9 +82,10 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.previous = prompt.back();
     s.generated = 0;
     s.max_new_tokens = spec.max_new_tokens;
-    s.greedy = spec.sampling.temperature == 0.0f;
     s.cancelled = false;
-    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size));
+    s.leader_picks = spec.constraint != nullptr || spec.leader_picks;
+    s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
+                      spec.constraint);
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt); !done) return done;
@@ -124,7 +125,7 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
   }
   const bool report_logits = observer_ != nullptr && settings_.report_logits;
   std::span<float> logits = ring_logits;
-  if (agreement_.active() && s.greedy && !settings_.report_logits) {
+  if (agreement_.active() && s.sampler->ArgMaxOnly() && !s.leader_picks && !settings_.report_logits) {
     Result<int32_t> best = agreement_.GroupArgMax(slot, ring_logits);
     if (!best) return best.error();
     return Accept(slot, *best);
@@ -134,11 +135,21 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
     if (!gathered) return gathered.error();
     logits = *gathered;
   }
-  int32_t token;
-  {
+  int32_t token = -1;
+  // A sequence the leader's constraint limits: only the leader samples, and
+  // the stage's other ranks take its token.
+  if (leader_ || !s.leader_picks) {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
     if (report_logits) observer_->OnLogits(s.id, logits);
     token = s.sampler->Sample(logits);
+    if (observer_ != nullptr && s.sampler->options().logprobs >= 0) {
+      observer_->OnLogprobs(s.id, s.sampler->last_logprobs());
+    }
+  }
+  if (agreement_.active() && s.leader_picks) {
+    Result<int32_t> leaders = agreement_.LeaderToken(slot, token);
+    if (!leaders) return leaders.error();
+    token = *leaders;
   }
   return Accept(slot, token);
 }

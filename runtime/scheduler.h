@@ -42,8 +42,8 @@ struct Slot {
   int32_t previous = 0;   // the last token fed or sampled
   int64_t generated = 0;  // tokens sampled and kept
   int64_t max_new_tokens = 0;
-  bool greedy = false;             // temperature 0
   bool cancelled = false;          // stops before its next token is sampled
+  bool leader_picks = false;       // SequenceSpec::leader_picks, or the leader's constraint
   std::optional<Sampler> sampler;  // while busy
 };
 

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct SequenceSpec {
   std::vector<int32_t> prompt;  // valid for the stage: see ValidatePrompts (generator.h)
   int64_t max_new_tokens = 256;
   SamplingOptions sampling;
+  // Leader only, never sent to other ranks: limits the tokens its Sampler
+  // may pick. Under tensor parallelism the leader alone samples such a
+  // sequence and the last stage's other ranks take its tokens.
+  std::shared_ptr<TokenConstraint> constraint;
+  // What the other ranks learn of a constraint (runtime/step_decisions.h
+  // sets it from `constraint`): the leader picks the tokens.
+  bool leader_picks = false;
 
   bool operator==(const SequenceSpec&) const = default;
 };

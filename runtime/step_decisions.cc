@@ -1,6 +1,5 @@
 #include "runtime/step_decisions.h"
 
-#include <limits>
 #include <string>
 
 #include "base/byte_codec.h"
@@ -12,7 +11,7 @@ constexpr uint8_t kExhausted = 1;
 constexpr uint8_t kTickDue = 2;
 
 // A sequence's bytes before its prompt ids.
-constexpr size_t kSequenceHeadBytes = 8 + 8 + 4 + 4 + 4 + 8 + 4;
+constexpr size_t kSequenceHeadBytes = 8 + 8 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 1 + 4;
 
 Error Malformed(const std::string& what, size_t offset) {
   return Error::Corruption("step decisions: " + what + " at byte " + std::to_string(offset));
@@ -34,6 +33,11 @@ std::vector<std::byte> EncodeStepDecisions(const StepDecisions& decisions) {
     writer.Put<int32_t>(spec.sampling.top_k);
     writer.Put<float>(spec.sampling.top_p);
     writer.Put<uint64_t>(spec.sampling.seed);
+    writer.Put<float>(spec.sampling.presence_penalty);
+    writer.Put<float>(spec.sampling.frequency_penalty);
+    writer.Put<float>(spec.sampling.repetition_penalty);
+    writer.Put<int32_t>(spec.sampling.logprobs);
+    writer.Put<uint8_t>(spec.constraint != nullptr || spec.leader_picks ? 1 : 0);
     writer.Put<uint32_t>(static_cast<uint32_t>(spec.prompt.size()));
     for (int32_t id : spec.prompt) writer.Put<int32_t>(id);
   }
@@ -63,21 +67,27 @@ Result<StepDecisions> DecodeStepDecisions(std::span<const std::byte> bytes) {
     SequenceSpec spec;
     SamplingOptions& sampling = spec.sampling;
     uint32_t n = 0;
+    uint8_t leader_picks = 0;
     if (!reader.Get(spec.id) || !reader.Get(spec.max_new_tokens) || !reader.Get(sampling.temperature) ||
         !reader.Get(sampling.top_k) || !reader.Get(sampling.top_p) || !reader.Get(sampling.seed) ||
-        !reader.Get(n)) {
+        !reader.Get(sampling.presence_penalty) || !reader.Get(sampling.frequency_penalty) ||
+        !reader.Get(sampling.repetition_penalty) || !reader.Get(sampling.logprobs) ||
+        !reader.Get(leader_picks) || !reader.Get(n)) {
       return Malformed("truncated sequence " + std::to_string(i), at);
     }
-    // Written so that NaN fails too.
-    const bool valid_sampling = (sampling.temperature == 0.0f || sampling.temperature >= kMinTemperature) &&
-                                sampling.temperature <= std::numeric_limits<float>::max() &&
-                                sampling.top_k >= 0 && sampling.top_p > 0.0f && sampling.top_p <= 1.0f;
-    if (spec.max_new_tokens < 0 || !valid_sampling) {
-      return Malformed("sequence " + std::to_string(spec.id) + " with max_new_tokens " +
-                           std::to_string(spec.max_new_tokens) + ", temperature " +
-                           std::to_string(sampling.temperature) + ", top_k " +
-                           std::to_string(sampling.top_k) + ", top_p " + std::to_string(sampling.top_p),
-                       at);
+    if (leader_picks > 1)
+      return Malformed(
+          "sequence " + std::to_string(spec.id) + " with leader_picks " + std::to_string(leader_picks), at);
+    spec.leader_picks = leader_picks == 1;
+    if (spec.max_new_tokens < 0 || !ValidSamplingOptions(sampling)) {
+      return Malformed(
+          "sequence " + std::to_string(spec.id) + " with max_new_tokens " +
+              std::to_string(spec.max_new_tokens) + ", temperature " + std::to_string(sampling.temperature) +
+              ", top_k " + std::to_string(sampling.top_k) + ", top_p " + std::to_string(sampling.top_p) +
+              ", penalties " + std::to_string(sampling.presence_penalty) + " " +
+              std::to_string(sampling.frequency_penalty) + " " + std::to_string(sampling.repetition_penalty) +
+              ", logprobs " + std::to_string(sampling.logprobs),
+          at);
     }
     if (n > reader.remaining() / 4) {
       return Malformed(

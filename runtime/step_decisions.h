@@ -12,6 +12,10 @@
 //   u32 admitted      then that many sequences, each:
 //                       i64 id, i64 max_new_tokens, f32 temperature,
 //                       i32 top_k, f32 top_p, u64 seed,
+//                       f32 presence_penalty, f32 frequency_penalty,
+//                       f32 repetition_penalty, i32 logprobs,
+//                       u8 leader_picks (1 when the leader's spec has a
+//                       constraint or leader_picks; 0 otherwise),
 //                       u32 n, then n i32 prompt ids
 //   u32 cancelled     then that many i64 sequence ids
 // Decoding checks what the bytes alone can tell: lengths, flags, counts

@@ -1,5 +1,6 @@
 #include "runtime/step_decisions.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,9 @@ namespace {
 
 StepDecisions Sample() {
   StepDecisions decisions;
-  decisions.admitted.push_back(SequenceSpec{7, {1, 72, 101}, 30, {0.8f, 40, 0.9f, 1234}});
-  decisions.admitted.push_back(SequenceSpec{-3, {5}, 0, {}});
+  decisions.admitted.push_back(
+      SequenceSpec{7, {1, 72, 101}, 30, {0.8f, 40, 0.9f, 1234, -0.5f, 1.25f, 1.1f, 5}});
+  decisions.admitted.push_back(SequenceSpec{-3, {5}, 0, {}, nullptr, /*leader_picks=*/true});
   decisions.cancelled = {2, int64_t{1} << 40};
   decisions.exhausted = true;
   decisions.tick_due = true;
@@ -33,6 +35,22 @@ TEST(StepDecisions, RoundTripsEveryField) {
   Result<StepDecisions> empty = DecodeStepDecisions(EncodeStepDecisions({}));
   ASSERT_TRUE(empty) << empty.error().message;
   EXPECT_EQ(*empty, StepDecisions{});
+}
+
+// A constraint that leaves every token.
+class Anything : public TokenConstraint {
+ public:
+  void Mask(std::span<float>) override {}
+  void Accept(int32_t) override {}
+};
+
+TEST(StepDecisions, AConstraintReachesTheOtherRanksAsLeaderPicks) {
+  StepDecisions decisions;
+  decisions.admitted.push_back(SequenceSpec{1, {9}, 4, {}, std::make_shared<Anything>()});
+  Result<StepDecisions> decoded = DecodeStepDecisions(EncodeStepDecisions(decisions));
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(decoded->admitted[0].constraint, nullptr);
+  EXPECT_TRUE(decoded->admitted[0].leader_picks);
 }
 
 TEST(StepDecisions, EmptyDecisionsAreFlagsAndTwoZeroCounts) {
@@ -69,8 +87,8 @@ TEST(StepDecisions, CountsLargerThanTheBytesFailWithoutAllocating) {
   StepDecisions one;
   one.admitted.push_back(SequenceSpec{1, {9}, 4, {}});
   bytes = EncodeStepDecisions(one);
-  // The prompt's length word: after the flags, the count and 36 bytes of sequence.
-  for (size_t i = 41; i < 45; ++i) bytes[i] = std::byte{0xff};
+  // The prompt's length word: after the flags, the count and 53 bytes of sequence.
+  for (size_t i = 58; i < 62; ++i) bytes[i] = std::byte{0xff};
   EXPECT_NE(DecodeError(bytes).find("a prompt of 4294967295 ids"), std::string::npos);
 }
 
@@ -80,7 +98,11 @@ TEST(StepDecisions, SamplingASamplerRefusesFails) {
                                     {0.5f, -1, 1.0f, 1},
                                     {0.5f, 0, 0.0f, 1},
                                     {0.5f, 0, 1.5f, 1},
-                                    {std::numeric_limits<float>::quiet_NaN(), 0, 1.0f, 1}}) {
+                                    {std::numeric_limits<float>::quiet_NaN(), 0, 1.0f, 1},
+                                    {0.5f, 0, 1.0f, 1, 2.5f},
+                                    {0.5f, 0, 1.0f, 1, 0.0f, -3.0f},
+                                    {0.5f, 0, 1.0f, 1, 0.0f, 0.0f, 0.0f},
+                                    {0.5f, 0, 1.0f, 1, 0.0f, 0.0f, 1.0f, kMaxTopLogprobs + 1}}) {
     StepDecisions decisions;
     decisions.admitted.push_back(SequenceSpec{1, {9}, 4, bad});
     EXPECT_NE(DecodeError(EncodeStepDecisions(decisions)).find("sequence 1 with"), std::string::npos);

@@ -67,6 +67,16 @@ Result<int32_t> TensorParallelAgreement::GroupArgMax(int label, std::span<const 
   return winner_id;
 }
 
+Result<int32_t> TensorParallelAgreement::LeaderToken(int label, int32_t token) {
+  TimedScope scope(timeline_, SpanKind::kWait, "leader's token", label);
+  std::array<int32_t, 1> value = {token};
+  // The leader is rank 0, the tensor-parallel group's first.
+  if (Status sent = group_->broadcast(0, std::span<int32_t>(value)); !sent) {
+    return sent.error().Prefixed("tensor-parallel broadcast of the leader's token: ");
+  }
+  return value[0];
+}
+
 Result<std::span<float>> TensorParallelAgreement::GatherLogits(int label,
                                                                std::span<const float> ring_logits) {
   TimedScope scope(timeline_, SpanKind::kWait, "gather logits", label);

@@ -6,7 +6,8 @@
 //   each rank's best (value, id) of its ring's classifier rows — only that
 //   crosses the group — and other sampling, or reporting logits, gathers the
 //   whole vector (vocab) on each rank, where the same Sampler draws the same
-//   token;
+//   token; a sequence the leader's constraint limits is sampled by the
+//   leader alone, which broadcasts its token;
 // - a stage's ranks gather their times on its tensor-parallel index 0 for
 //   the ticks (pipeline_protocol.h).
 // With tp == 1 (no group) the decisions and times stay local and the
@@ -52,6 +53,10 @@ class TensorParallelAgreement {
   // rows, plan.TpClassifierRows(tp_index)): the greedy token, as Sampler
   // picks it, without moving the logits. `label` names the timeline spans.
   Result<int32_t> GroupArgMax(int label, std::span<const float> ring_logits);
+
+  // Last stage, tp > 1: the leader's `token` on every rank of the stage (the
+  // others' argument is ignored), for a sequence only the leader samples.
+  Result<int32_t> LeaderToken(int label, int32_t token);
 
   // Last stage, tp > 1: the logits (vocab) of every rank's `ring_logits`,
   // in a buffer of this object valid until the next call.

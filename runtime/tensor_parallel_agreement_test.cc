@@ -65,6 +65,15 @@ TEST(TensorParallelAgreement, GroupArgMaxPicksTheFirstLargestOverTheVocabulary) 
   EXPECT_EQ(results, (std::vector<int32_t>{3, 3}));
 }
 
+TEST(TensorParallelAgreement, LeaderTokenReachesEveryRank) {
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    Result<int32_t> token = agreement.LeaderToken(-1, rank == 0 ? 42 : -1);
+    EXPECT_TRUE(token.ok());
+    return *token;
+  });
+  EXPECT_EQ(results, (std::vector<int32_t>{42, 42}));
+}
+
 TEST(TensorParallelAgreement, GatherLogitsAssemblesTheVocabularyOnEveryRank) {
   const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
     std::vector<float> rows(5);

@@ -29,6 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK(!request->max_tokens || *request->max_tokens >= 1);
     CHECK_LE(request->stop.size(), 4u);
     CHECK(endpoint == Endpoint::kCompletions || !request->messages.empty());
+    CHECK(request->presence_penalty >= -2.0f && request->presence_penalty <= 2.0f);
+    CHECK(request->frequency_penalty >= -2.0f && request->frequency_penalty <= 2.0f);
+    CHECK(request->repetition_penalty > 0.0f && request->repetition_penalty <= 10.0f);
+    CHECK(request->logprobs >= -1 && request->logprobs <= 20) << request->logprobs;
   }
   return 0;
 }

@@ -1,9 +1,11 @@
 #include "server/openai_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <httplib.h>
@@ -11,7 +13,10 @@
 
 #include "server/completion_text.h"
 #include "server/http_server.h"
+#include "server/json_constraint.h"
+#include "server/openai_logprobs.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 
 namespace inferno {
 namespace {
@@ -77,6 +82,18 @@ struct Exchange {
   int64_t completion_tokens = 0;
   std::shared_ptr<Request> handle;
   std::unique_ptr<CompletionText> text;
+  std::unique_ptr<OpenAiLogprobs> logprobs;    // when the request asks for them
+  std::unique_ptr<ToolCallParser> tool_calls;  // chat with tools (tool_choice not "none")
+  int64_t calls = 0;                           // tool calls answered so far
+
+  // OpenAI's form of the answer's `index`th tool call.
+  Json ToolCallJson(const ToolCall& call, int64_t index, bool with_index) const {
+    Json json = {{"id", "call_" + id.substr(id.find('-') + 1) + "_" + std::to_string(index)},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+    if (with_index) json["index"] = index;
+    return json;
+  }
   std::optional<Clock::time_point> last_token;
 
   bool chat() const { return request.endpoint == Endpoint::kChatCompletions; }
@@ -87,10 +104,11 @@ struct Exchange {
             {"total_tokens", prompt_tokens + completion_tokens}};
   }
 
-  // A streamed chunk with `delta` text (or for chat `delta_object`) and the
-  // finish reason, if any.
-  Json Chunk(const std::string& model, const Json& delta, const Json& finish) const {
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  // A streamed chunk with `delta` text (or for chat `delta_object`), the
+  // logprobs of its tokens and the finish reason, if any.
+  Json Chunk(const std::string& model, const Json& delta, const Json& finish,
+             const Json& logprobs = nullptr) const {
+    Json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
     if (chat()) {
       choice["delta"] = delta;
     } else {
@@ -104,6 +122,77 @@ struct Exchange {
   }
 };
 
+// What a tool call must look like when tool_choice makes the model call one
+// (of `names`, with its `parameters`; several: any of the names with an
+// object of arguments), in `format`: the JSON schema of the call and the
+// literal text around it.
+struct ToolCallShape {
+  nlohmann::ordered_json schema;
+  std::string prefix, suffix;
+};
+ToolCallShape ShapeOfToolCall(ToolCallFormat format, const std::vector<std::string>& names,
+                              const std::vector<nlohmann::ordered_json>& parameters) {
+  using Ordered = nlohmann::ordered_json;
+  const Ordered arguments = names.size() == 1 ? parameters[0] : Ordered{{"type", "object"}};
+  const std::string key = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
+  Ordered call = {{"type", "object"},
+                  {"properties", {{"name", {{"enum", names}}}, {key, arguments}}},
+                  {"required", {"name", key}}};
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      return {call, "<tool_call>\n", "\n</tool_call>"};
+    case ToolCallFormat::kMistral:
+      return {{{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}}, "", ""};
+    default:
+      return {call, "", ""};
+  }
+}
+
+// The constraint that shapes the answer of chat `request` — its
+// response_format, or the call a tool_choice of "required" or a function
+// forces, in the template's `tool_format` — if any, or the error to answer.
+std::variant<std::shared_ptr<TokenConstraint>, ApiError> ConstraintOf(const OpenAiRequest& request,
+                                                                      const PromptMaker& maker,
+                                                                      ToolCallFormat tool_format) {
+  const bool call_forced =
+      request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction;
+  if (request.response_schema || call_forced) {
+    if (maker.token_texts == nullptr) {
+      return ApiError{400,
+                      "invalid_request_error",
+                      "constrained output (response_format, tool_choice \"required\" or a function) needs "
+                      "the server's token texts",
+                      request.response_schema ? "response_format" : "tool_choice",
+                      {}};
+    }
+    if (request.response_schema && call_forced) {
+      return ApiError{400,
+                      "invalid_request_error",
+                      "'response_format' and a 'tool_choice' that forces a call cannot both shape the answer",
+                      "response_format",
+                      {}};
+    }
+  }
+  if (request.response_schema) {
+    return std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, *request.response_schema);
+  }
+  if (call_forced && tool_format != ToolCallFormat::kNone) {
+    std::vector<std::string> names = request.tool_names;
+    std::vector<nlohmann::ordered_json> parameters = request.tool_parameters;
+    if (request.tool_choice == ToolChoice::kFunction) {
+      const size_t i = std::find(names.begin(), names.end(), request.tool_choice_name) - names.begin();
+      names = {names[i]};
+      parameters = {parameters[i]};
+    }
+    const ToolCallShape shape = ShapeOfToolCall(tool_format, names, parameters);
+    Result<JsonSchema> schema = JsonSchema::Compile(shape.schema, "tools: the call's schema");
+    if (!schema) return ApiError{400, "invalid_request_error", schema.error().message, "tools", {}};
+    return std::make_shared<JsonConstraint>(maker.token_texts, maker.stop_ids, std::move(*schema),
+                                            shape.prefix, shape.suffix);
+  }
+  return std::shared_ptr<TokenConstraint>();
+}
+
 }  // namespace
 
 // The route handlers, which see the server's private state.
@@ -115,6 +204,8 @@ struct OpenAiServer::Handlers {
   struct Step {
     int64_t tokens = 0;  // generated since the last step
     std::string text;
+    Json logprobs;                // of the new tokens, when the request asks for them
+    std::vector<ToolCall> calls;  // completed since the last step
     std::optional<const char*> finish;
     std::optional<std::string> error;
   };
@@ -135,6 +226,11 @@ struct OpenAiServer::Handlers {
       exchange.last_token = now;
       exchange.completion_tokens += static_cast<int64_t>(events.tokens.size());
       server.metrics_.CountTokens(0, static_cast<int64_t>(events.tokens.size()));
+      // Tokens sampled after a stop string (before the cancel took effect)
+      // are not part of the answer.
+      if (exchange.logprobs && !exchange.text->stopped()) {
+        step.logprobs = exchange.logprobs->Add(events.previous, events.tokens, events.logprobs);
+      }
       step.text = exchange.text->Add(events.previous, events.tokens);
       // A stop string: the sequence need not run on.
       if (exchange.text->stopped()) exchange.handle->Cancel();
@@ -145,7 +241,28 @@ struct OpenAiServer::Handlers {
       step.text += exchange.text->Finish();
       step.finish = FinishReasonName(exchange.text->stopped(), *events.finish);
     }
+    if (exchange.tool_calls && !step.error) SplitToolCalls(exchange, step);
     return step;
+  }
+
+  // Moves the tool calls out of the step's text (holding back what may
+  // still become one). Without parallel_tool_calls the first call ends the
+  // answer, as a stop string does.
+  static void SplitToolCalls(Exchange& exchange, Step& step) {
+    ToolCallParser::Output out = exchange.tool_calls->Add(step.text);
+    if (step.finish) {
+      ToolCallParser::Output rest = exchange.tool_calls->Finish();
+      out.content += rest.content;
+      out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+    step.text = std::move(out.content);
+    step.calls = std::move(out.calls);
+    if (!exchange.request.parallel_tool_calls && !step.calls.empty()) {
+      step.calls.resize(exchange.calls == 0 ? 1 : 0);
+      exchange.handle->Cancel();
+    }
+    exchange.calls += static_cast<int64_t>(step.calls.size());
+    if (step.finish && exchange.calls > 0) step.finish = "tool_calls";
   }
 
   // The request of `req` as a queued Exchange, or the error to answer.
@@ -171,6 +288,8 @@ struct OpenAiServer::Handlers {
                       "model", "model_not_found"};
     }
     std::vector<int32_t> prompt;
+    ToolCallFormat tool_format = ToolCallFormat::kNone;
+    std::shared_ptr<TokenConstraint> constraint;
     if (exchange->chat()) {
       if (maker.chat == nullptr) {
         return ApiError{400,
@@ -181,6 +300,21 @@ struct OpenAiServer::Handlers {
       }
       ChatRequest chat;
       chat.messages = request.messages;
+      if (request.tools && request.tool_choice != ToolChoice::kNone) {
+        tool_format = DetectToolCallFormat(maker.chat->source());
+        if (tool_format == ToolCallFormat::kNone) {
+          return ApiError{400,
+                          "invalid_request_error",
+                          "this model's chat template writes no tool calls this server reads (Qwen's "
+                          "<tool_call>, Llama 3.1's JSON, Mistral's [TOOL_CALLS])",
+                          "tools",
+                          {}};
+        }
+        chat.extra_variables.emplace_back("tools", *request.tools);
+      }
+      auto shaped = ConstraintOf(request, maker, tool_format);
+      if (auto* error = std::get_if<ApiError>(&shaped)) return *error;
+      constraint = std::get<std::shared_ptr<TokenConstraint>>(std::move(shaped));
       chat.bos_token = maker.bos_token;
       chat.eos_token = maker.eos_token;
       Result<std::string> text = maker.chat->Render(chat);
@@ -208,6 +342,11 @@ struct OpenAiServer::Handlers {
     spec.sampling.temperature = request.temperature;
     spec.sampling.top_p = request.top_p;
     spec.sampling.seed = request.seed ? static_cast<uint64_t>(*request.seed) : std::random_device{}();
+    spec.sampling.presence_penalty = request.presence_penalty;
+    spec.sampling.frequency_penalty = request.frequency_penalty;
+    spec.sampling.repetition_penalty = request.repetition_penalty;
+    spec.sampling.logprobs = request.logprobs;
+    spec.constraint = std::move(constraint);
     Submission submission = server.queue_.Submit(std::move(spec));
     if (submission.outcome == Submission::kQueueFull) {
       return ApiError{429, "rate_limit_error", "the request queue is full; retry later", {}, "queue_full"};
@@ -220,6 +359,11 @@ struct OpenAiServer::Handlers {
         std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
     exchange->created = static_cast<int64_t>(std::time(nullptr));
     exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
+    if (tool_format != ToolCallFormat::kNone)
+      exchange->tool_calls = std::make_unique<ToolCallParser>(tool_format);
+    if (request.logprobs >= 0) {
+      exchange->logprobs = std::make_unique<OpenAiLogprobs>(*maker.tokenizer, exchange->chat());
+    }
     return exchange;
   }
 
@@ -238,6 +382,7 @@ struct OpenAiServer::Handlers {
       return;
     }
     std::string text;
+    Json calls = Json::array();
     const char* finish = nullptr;
     while (finish == nullptr) {
       if (HttpServer::ClientGone()) {
@@ -247,6 +392,9 @@ struct OpenAiServer::Handlers {
       }
       Step step = Next(*exchange, Clock::now() + kKeepAlive);
       text += step.text;
+      for (const ToolCall& call : step.calls) {
+        calls.push_back(exchange->ToolCallJson(call, static_cast<int64_t>(calls.size()), false));
+      }
       if (step.error) {
         SendError(res, ServerError("the pipeline failed: " + *step.error));
         server.metrics_.CountRequest(path, res.status);
@@ -254,9 +402,15 @@ struct OpenAiServer::Handlers {
       }
       if (step.finish) finish = *step.finish;
     }
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    Json choice = {{"index", 0},
+                   {"logprobs", exchange->logprobs ? exchange->logprobs->total() : Json(nullptr)},
+                   {"finish_reason", finish}};
     if (exchange->chat()) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
+      if (!calls.empty()) {
+        if (text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       choice["text"] = text;
     }
@@ -298,8 +452,17 @@ struct OpenAiServer::Handlers {
           // A chunk per group of tokens, even one that prints nothing yet.
           if (step.tokens > 0 || !step.text.empty()) {
             const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
+            if (!send(exchange->Chunk(model, delta, nullptr, step.logprobs))) return false;
+          }
+          // A tool call goes whole in one delta (OpenAI's clients join the
+          // arguments of every delta of an index).
+          for (size_t i = 0; i < step.calls.size(); ++i) {
+            const int64_t index = exchange->calls - static_cast<int64_t>(step.calls.size() - i);
+            const Json delta = {
+                {"tool_calls", Json::array({exchange->ToolCallJson(step.calls[i], index, true)})}};
             if (!send(exchange->Chunk(model, delta, nullptr))) return false;
-          } else if (step.tokens == 0 && !step.finish) {
+          }
+          if (step.tokens == 0 && step.text.empty() && step.calls.empty() && !step.finish) {
             static constexpr char kComment[] = ": keep-alive\n\n";
             if (!sink.write(kComment, sizeof kComment - 1)) return false;
           }

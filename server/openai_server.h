@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "server/metrics.h"
@@ -61,6 +62,11 @@ struct PromptMaker {
   std::optional<std::string> bos_token;  // for the chat template
   std::optional<std::string> eos_token;
   int64_t context_length = 0;  // positions per sequence, prompt included
+  // For constrained decoding (response_format, tool_choice "required" or a
+  // function; server/json_constraint.h): each token's text, and the tokens
+  // that end a sequence.
+  std::shared_ptr<const std::vector<std::string>> token_texts;
+  std::vector<int32_t> stop_ids;
 };
 
 class OpenAiServer {

@@ -10,6 +10,7 @@ RequestEvents Request::Take(std::chrono::steady_clock::time_point deadline) {
   RequestEvents events;
   events.previous = previous_;
   events.tokens.swap(tokens_);
+  events.logprobs.swap(logprobs_);
   if (!events.tokens.empty()) previous_ = events.tokens.back();
   events.finish = finish_;
   events.error = error_;
@@ -97,8 +98,19 @@ void RequestQueue::OnToken(int64_t id, int32_t, int32_t token) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
   if (found == running_.end()) return;
-  found->second->tokens_.push_back(token);
-  found->second->changed_.notify_all();
+  Request& request = *found->second;
+  request.tokens_.push_back(token);
+  if (request.next_logprobs_) {
+    request.logprobs_.push_back(std::move(*request.next_logprobs_));
+    request.next_logprobs_.reset();
+  }
+  request.changed_.notify_all();
+}
+
+void RequestQueue::OnLogprobs(int64_t id, const TokenLogprobs& logprobs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = running_.find(id);
+  if (found != running_.end()) found->second->next_logprobs_ = logprobs;
 }
 
 void RequestQueue::OnSequenceDone(int64_t id, FinishReason reason) {

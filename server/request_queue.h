@@ -36,7 +36,10 @@ class RequestQueue;
 
 // What a request has produced since the last Take.
 struct RequestEvents {
-  std::vector<int32_t> tokens;         // new tokens, in order
+  std::vector<int32_t> tokens;  // new tokens, in order
+  // With SamplingOptions::logprobs: each new token's, in the same order;
+  // otherwise empty.
+  std::vector<TokenLogprobs> logprobs;
   int32_t previous = 0;                // the token before tokens[0] (the last prompt token at first)
   std::optional<FinishReason> finish;  // set once: the request has ended
   std::optional<Error> error;          // set once: the request failed (the pipeline is lost)
@@ -65,6 +68,8 @@ class Request {
   // Guarded by queue_.mutex_.
   std::condition_variable changed_;
   std::vector<int32_t> tokens_;
+  std::vector<TokenLogprobs> logprobs_;
+  std::optional<TokenLogprobs> next_logprobs_;  // OnLogprobs' for the coming OnToken
   int32_t previous_;
   std::optional<FinishReason> finish_;
   std::optional<Error> error_;
@@ -104,6 +109,7 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
   // GenerationObserver, for the generator thread.
   void OnLogits(int64_t, std::span<const float>) override {}
   void OnToken(int64_t id, int32_t previous, int32_t token) override;
+  void OnLogprobs(int64_t id, const TokenLogprobs& logprobs) override;
   void OnSequenceDone(int64_t id, FinishReason reason) override;
 
  private:

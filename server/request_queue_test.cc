@@ -53,6 +53,26 @@ TEST(RequestQueue, TokensAndTheEndReachTheRequestInOrder) {
   EXPECT_EQ(queue.running(), 0);
 }
 
+TEST(RequestQueue, LogprobsGoWithTheirTokensAndAStopTokensAreDropped) {
+  RequestQueue queue(4);
+  Submission submitted = queue.Submit(Spec({7}));
+  std::optional<SequenceSpec> spec = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(spec.has_value());
+  queue.OnLogprobs(spec->id, TokenLogprobs{10, -0.5f, {{10, -0.5f}}});
+  queue.OnToken(spec->id, 7, 10);
+  queue.OnLogprobs(spec->id, TokenLogprobs{11, -1.5f, {}});
+  queue.OnToken(spec->id, 10, 11);
+  // The stop token's logprobs come without a token.
+  queue.OnLogprobs(spec->id, TokenLogprobs{2, -0.1f, {}});
+  queue.OnSequenceDone(spec->id, FinishReason::kStopToken);
+  RequestEvents events = submitted.request->Take(Clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(events.tokens, (std::vector<int32_t>{10, 11}));
+  ASSERT_EQ(events.logprobs.size(), 2u);
+  EXPECT_EQ(events.logprobs[0].token, 10);
+  EXPECT_EQ(events.logprobs[0].top, (std::vector<TopLogprob>{{10, -0.5f}}));
+  EXPECT_FLOAT_EQ(events.logprobs[1].logprob, -1.5f);
+}
+
 TEST(RequestQueue, CancelledRequestStopsRunningOrNeverStarts) {
   RequestQueue queue(4);
   Submission running = queue.Submit(Spec({1}));

@@ -15,8 +15,9 @@ if ! command -v node >/dev/null || [ ! -f "$PACKAGE/package.json" ]; then
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_openai.XXXXXX")"
 KEY="key-$RANDOM"
-"$MAKE_TOY" --out "$WORK/toy" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
+"$MAKE_TOY" --out "$WORK/toy" --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+# Prints the tools with a Qwen-style <tool_call> marker, so that calls are read back.
+printf '%s' '{% if tools %}<tools>{{ tools | tojson }}</tools> <tool_call>{% endif %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
 start_server openai -n 2 --timeout 120 -- --model "$WORK/toy" --api-key "$KEY" --chat-template "$WORK/chat.jinja" ||
   exit 1
 timeout 120 node "$CLIENT" "$PACKAGE" "$URL" "$KEY" || fail "the openai client's checks"

@@ -21,7 +21,7 @@ packages=(
   bazel-bootstrap g++ clang-14 libclang-rt-14-dev clang-format-14 libsodium-dev
   libzmq3-dev cppzmq-dev libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
-  iproute2 procps python3
+  iproute2 procps python3 python3-jinja2
   libopenmpi-dev openmpi-bin libgloo-dev
   slurmctld slurmd slurm-client
   libpcre2-dev libicu-dev

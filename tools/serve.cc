@@ -45,6 +45,7 @@
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
 #include "runtime/tensor_parallel_group.h"
+#include "server/json_constraint.h"
 #include "server/metrics.h"
 #include "server/openai_server.h"
 #include "server/request_queue.h"
@@ -297,6 +298,9 @@ int main(int argc, char** argv) {
       maker.eos_token = prepared->setup.tokenizer.chat_config->eos_token;
     }
     maker.context_length = prepared->setup.context_limit;
+    maker.token_texts = std::make_shared<const std::vector<std::string>>(
+        TokenTexts(*maker.tokenizer, prepared->setup.config.vocab_size));
+    maker.stop_ids = prepared->setup.stop_ids;
     server->SetReady(maker);
     std::thread([&server, &queue, drain_signals] {
       int signal = 0;

@@ -10,15 +10,18 @@ namespace inferno {
 Result<ChatTemplate> ChatTemplate::Parse(std::string_view source) {
   Result<chat::NodeList> nodes = chat::ParseTemplate(source);
   if (!nodes) return nodes.error().Prefixed("chat template: ");
-  return ChatTemplate(std::make_shared<const chat::NodeList>(std::move(*nodes)));
+  return ChatTemplate(std::make_shared<const chat::NodeList>(std::move(*nodes)),
+                      std::make_shared<const std::string>(source));
 }
 
 Result<std::string> ChatTemplate::Render(const ChatRequest& request) const {
   using chat::Value;
   chat::ValueList messages;
   for (const ChatMessage& message : request.messages) {
-    messages.push_back(
-        Value::Dict({{"role", Value::String(message.role)}, {"content", Value::String(message.content)}}));
+    chat::ValueDict entries = {{"role", Value::String(message.role)},
+                               {"content", Value::String(message.content)}};
+    entries.insert(entries.end(), message.fields.begin(), message.fields.end());
+    messages.push_back(Value::Dict(std::move(entries)));
   }
   chat::ValueDict variables = {
       {"messages", Value::List(std::move(messages))},

@@ -16,7 +16,9 @@
 // Rendering follows transformers' apply_chat_template (Jinja with
 // trim_blocks and lstrip_blocks): the template sees `messages` (a list of
 // {"role", "content"} dicts), `add_generation_prompt`, `bos_token` and
-// `eos_token` (undefined when absent), `tools` and `documents` (none), the
+// `eos_token` (undefined when absent), `tools` and `documents` (none unless
+// the request's extra variables give them, as transformers passes a
+// request's tools: the list of {"type": "function", "function": {...}}), the
 // global functions raise_exception, namespace, range and strftime_now (local
 // time, so Llama 3.2's template prints today's date unless the request gives
 // `date_string`), and any extra variables of the request. The output is
@@ -55,8 +57,12 @@
 namespace inferno {
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", ...
+  std::string role;  // "system", "user", "assistant", "tool", ...
   std::string content;
+  // Further keys of the message's dict, after role and content (an
+  // assistant's "tool_calls", a tool answer's "tool_call_id", "name"); a
+  // key named role or content replaces that one.
+  chat::ValueDict fields;
 };
 
 struct ChatRequest {
@@ -77,10 +83,16 @@ class ChatTemplate {
 
   Result<std::string> Render(const ChatRequest& request) const;
 
+  // The template's text (what a server looks into for its family's
+  // tool-call markers).
+  const std::string& source() const { return *source_; }
+
  private:
-  explicit ChatTemplate(std::shared_ptr<const chat::NodeList> nodes) : nodes_(std::move(nodes)) {}
+  ChatTemplate(std::shared_ptr<const chat::NodeList> nodes, std::shared_ptr<const std::string> source)
+      : nodes_(std::move(nodes)), source_(std::move(source)) {}
 
   std::shared_ptr<const chat::NodeList> nodes_;
+  std::shared_ptr<const std::string> source_;
 };
 
 }  // namespace inferno

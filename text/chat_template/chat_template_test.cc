@@ -47,6 +47,21 @@ TEST(ChatTemplate, SeesTheVariablesTransformersPasses) {
   EXPECT_EQ(*chat->Render(request), "False<|im_end|>TrueTrueTrue2");
 }
 
+TEST(ChatTemplate, MessageFieldsReachTheTemplateAndMayReplaceContent) {
+  Result<ChatTemplate> chat = ChatTemplate::Parse(
+      "{% for m in messages %}{{ m.role }}:{{ m.content is none }}:{% if m.tool_calls %}{{ m.tool_calls | "
+      "tojson }}{% endif %}"
+      "{{ m.tool_call_id }};{% endfor %}");
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  ChatRequest request;
+  ChatMessage call{"assistant", "", {{"content", chat::Value::None()}}};
+  call.fields.emplace_back("tool_calls",
+                           chat::Value::List({chat::Value::Dict(
+                               {{"name", chat::Value::String("f")}, {"id", chat::Value::Int(1)}})}));
+  request.messages = {call, {"tool", "42", {{"tool_call_id", chat::Value::String("c1")}}}};
+  EXPECT_EQ(*chat->Render(request), "assistant:True:[{\"name\": \"f\", \"id\": 1}];tool:False:c1;");
+}
+
 TEST(ChatTemplate, ExtraVariablesReplaceTheDefaults) {
   Result<ChatTemplate> chat =
       ChatTemplate::Parse("{% if enable_thinking is false %}no-think{% endif %}{{ tools | tojson }}");

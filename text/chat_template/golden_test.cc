@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/chat_template/chat_template.h"
+#include "text/chat_template/json_value.h"
 #include "text/chat_template/tokenizer_config.h"
 #include "text/hf_tokenizer/real_tokenizers.h"
 
@@ -42,25 +43,6 @@ std::string Trimmed(std::string text) {
 std::optional<std::string> OptionalString(const nlohmann::ordered_json& value) {
   if (value.is_null()) return std::nullopt;
   return value.get<std::string>();
-}
-
-chat::Value ToValue(const nlohmann::ordered_json& json) {
-  if (json.is_null()) return chat::Value::None();
-  if (json.is_boolean()) return chat::Value::Bool(json.get<bool>());
-  if (json.is_number_integer()) return chat::Value::Int(json.get<int64_t>());
-  if (json.is_string()) return chat::Value::String(json.get<std::string>());
-  if (json.is_array()) {
-    chat::ValueList items;
-    for (const nlohmann::ordered_json& item : json) items.push_back(ToValue(item));
-    return chat::Value::List(std::move(items));
-  }
-  if (json.is_object()) {
-    chat::ValueDict entries;
-    for (const auto& [key, value] : json.items()) entries.emplace_back(key, ToValue(value));
-    return chat::Value::Dict(std::move(entries));
-  }
-  ADD_FAILURE() << "unexpected value " << json.dump();
-  return chat::Value();
 }
 
 class GoldenTest : public testing::TestWithParam<std::string> {
@@ -110,8 +92,11 @@ TEST_P(GoldenTest, RendersLikeTheReference) {
     request.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
     request.bos_token = OptionalString(golden_.at("bos_token"));
     request.eos_token = OptionalString(golden_.at("eos_token"));
-    for (const auto& [name, value] : c.at("extra").items())
-      request.extra_variables.emplace_back(name, ToValue(value));
+    for (const auto& [name, value] : c.at("extra").items()) {
+      Result<chat::Value> converted = chat::ValueFromJson(value);
+      ASSERT_TRUE(converted) << converted.error().message;
+      request.extra_variables.emplace_back(name, std::move(*converted));
+    }
     const std::string label = c.at("name").get<std::string>() +
                               (request.add_generation_prompt ? " with" : " without") + " generation prompt " +
                               c.at("extra").dump();
