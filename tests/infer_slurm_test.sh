@@ -41,30 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
-# The models: the toy one, and stories260K when ../shared/models has it.
-MODELS=(toy)
-checkout="$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")"
-STORIES="${INFERNO_SHARED_MODELS:-$checkout/shared/models}/stories260K.bin"
-if [ -f "$STORIES" ]; then MODELS+=(stories260K); else echo "SKIP: $STORIES not found: the toy model only"; fi
-# use_model NAME: ARGS are infer's flags for NAME; $WORK/NAME.one.ids holds
-# its 1-rank tokens.
-use_model() {
-  case "$1" in
-    toy) ARGS=(--model "$WORK/toy" --prompt-ids "1 79 111 99 101 32 117 112 111 110") ;;
-    stories260K) ARGS=(--model "$STORIES" --prompt-ids "1 403 407 261 378 431") ;;
-  esac
-  ARGS+=(--output ids --max-new-tokens 40)
-}
-for model in "${MODELS[@]}"; do
-  use_model "$model"
-  timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/$model.one.ids" 2>"$WORK/one.err" || {
-    cat "$WORK/one.err" >&2
-    echo "FAIL: infer on one rank ($model)" >&2
-    exit 1
-  }
-  [ -s "$WORK/$model.one.ids" ] || { echo "FAIL: the 1-rank run printed nothing ($model)" >&2; exit 1; }
-done
+launcher_models
 
 # Two free ports for the daemons, and a random first job id, so that jobs
 # of concurrent runs of this test get different ports for their rank 0.

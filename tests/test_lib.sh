@@ -51,3 +51,34 @@ infer_ids() {
     return 1
   fi
 }
+
+# launcher_models: the models the real-launcher tests run (the toy one in
+# $WORK/toy, and stories260K when ../shared/models has it) into MODELS,
+# each one's 1-rank tokens into $WORK/NAME.one.ids; exits failing when a
+# 1-rank run fails. Then `use_model NAME` sets ARGS to infer's flags for NAME.
+launcher_models() {
+  "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+  MODELS=(toy)
+  local checkout
+  checkout="$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")"
+  STORIES="${INFERNO_SHARED_MODELS:-$checkout/shared/models}/stories260K.bin"
+  if [ -f "$STORIES" ]; then MODELS+=(stories260K); else echo "SKIP: $STORIES not found: the toy model only"; fi
+  local model
+  for model in "${MODELS[@]}"; do
+    use_model "$model"
+    timeout 60 "$INFER" "${ARGS[@]}" >"$WORK/$model.one.ids" 2>"$WORK/one.err" || {
+      cat "$WORK/one.err" >&2
+      echo "FAIL: infer on one rank ($model)" >&2
+      exit 1
+    }
+    [ -s "$WORK/$model.one.ids" ] || { echo "FAIL: the 1-rank run printed nothing ($model)" >&2; exit 1; }
+  done
+}
+
+use_model() {
+  case "$1" in
+    toy) ARGS=(--model "$WORK/toy" --prompt-ids "1 79 111 99 101 32 117 112 111 110") ;;
+    stories260K) ARGS=(--model "$STORIES" --prompt-ids "1 403 407 261 378 431") ;;
+  esac
+  ARGS+=(--output ids --max-new-tokens 40)
+}
