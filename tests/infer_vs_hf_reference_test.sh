@@ -84,11 +84,11 @@ check_family qwen3_moe_dense_layers --layers 4 --kv-heads 2 --architecture qwen3
 STEPS=220
 PROMPT="$(seq -s ' ' 3 102)"
 SEQ_LEN=320
-check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
+GGUF=1 check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family mistral_window --kv-heads 1 --architecture mistral --sliding-window 6
-check_family gemma3 --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
+GGUF=1 check_family gemma3 --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
   --query-pre-attn-scalar 24 --final-logit-softcapping 3
-check_family phi3 --kv-heads 2 --architecture phi3 --sliding-window 7
+GGUF=1 check_family phi3 --kv-heads 2 --architecture phi3 --sliding-window 7
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failures" >&2; exit 1; }
 rm -rf "$WORK"
