@@ -63,7 +63,7 @@ netns_hosts_up() {
     ifaces="$ifaces${ifaces:+,}${id}p$i"
   done
   ip netns exec "$NETNS_HOSTS_MIDDLE" chrt -f 10 "$relay" --ifaces "$ifaces" --delay-us $((rtt_us / 2)) \
-    2>"${TMPDIR:-/tmp}/$id.relay.err" &
+    2>"${NETNS_HOSTS_RELAY_LOG:-${TMPDIR:-/tmp}/$id.relay.err}" &
   NETNS_HOSTS_RELAY_PID=$!
   sleep 0.2
   if ! kill -0 "$NETNS_HOSTS_RELAY_PID" 2>/dev/null; then
