@@ -20,6 +20,7 @@ NETNS_HOSTS_ADDR=()
 NETNS_HOSTS_MIDDLE=""
 NETNS_HOSTS_RELAY_PID=""
 NETNS_HOSTS_ERROR=""
+PATH="$PATH:/usr/sbin:/sbin"  # ip and tc, also under Bazel's test PATH
 
 # netns_hosts_up RELAY N RATE_MBIT RTT_US: makes the hosts; returns 1 with
 # NETNS_HOSTS_ERROR set when namespaces cannot be made here (no root, a
@@ -80,8 +81,8 @@ netns_hosts_up() {
 # No IPv6 (router solicitations and duplicate-address probes would be traffic
 # of their own), loopback up.
 _netns_hosts_quiet() {
-  ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
-    ip -n "$1" link set lo up
+  ip netns exec "$1" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
+    echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6' && ip -n "$1" link set lo up
 }
 
 # netns_hosts_down: kills everything left in the namespaces (the relay too)
