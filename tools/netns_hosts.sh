@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Several "hosts" on this machine, for tests and benchmarks: one network
 # namespace per host, each joined by a veth pair to a middle namespace where
 # //tools:frame_delay_relay switches the frames and holds each for half the
