@@ -79,6 +79,7 @@ netns_hosts_up() {
   sleep 0.2
   if ! kill -0 "$NETNS_HOSTS_RELAY_PID" 2>/dev/null; then
     NETNS_HOSTS_ERROR="netns_hosts_up: the relay did not start: $(head -1 "$relay_log")"
+    [ -n "${NETNS_HOSTS_RELAY_LOG:-}" ] || rm -f "$relay_log"
     netns_hosts_down
     return 2
   fi
