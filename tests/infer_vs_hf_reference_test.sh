@@ -39,7 +39,7 @@ check_family() {
   fi
   local grids=("1" "2 --pp 2" "2 --tp 2")
   if [ "${GGUF:-0}" = 1 ]; then
-    if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len 64 "$@" \
+    if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len "$SEQ_LEN" "$@" \
         >/dev/null; then
       echo "FAIL: $name: make_toy_model --format gguf $*" >&2
       FAILURES=$((FAILURES + 1))
@@ -70,6 +70,10 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
 check_family phi3_longrope --kv-heads 2 --architecture phi3 --rope-scaling longrope --rope-factor 3
+# GGUF has no query_pre_attn_scalar (llama.cpp derives it): this one is
+# checked from the folder only.
+check_family gemma3_scalar --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
+  --query-pre-attn-scalar 24
 
 GGUF=1 STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
   --experts-per-token 2 --hidden 32
@@ -87,7 +91,7 @@ SEQ_LEN=320
 GGUF=1 check_family qwen3 --kv-heads 2 --architecture qwen3 --head-dim 16
 check_family mistral_window --kv-heads 1 --architecture mistral --sliding-window 6
 GGUF=1 check_family gemma3 --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
-  --query-pre-attn-scalar 24 --final-logit-softcapping 3
+  --final-logit-softcapping 3
 GGUF=1 check_family phi3 --kv-heads 2 --architecture phi3 --sliding-window 7
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failures" >&2; exit 1; }
