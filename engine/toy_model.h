@@ -38,7 +38,7 @@ struct ToyModelShape {
   int64_t head_dim = 0;                           // 0: dim / heads
   int64_t hidden = 0;                             // MLP hidden size; 0: see ToyModelConfig
   bool attention_bias = false;                    // Llama: q, k, v and o_proj biases
-  RopeScaling rope_scaling;
+  RopeScaling rope_scaling = {};
   // Positions a sliding layer attends to; 0: none slides. Which layers
   // slide: every one (Mistral, Phi-3), from layer 1 on (the Qwen families'
   // max_window_layers = 1), every other one from layer 0 (Gemma's
@@ -55,7 +55,7 @@ struct ToyModelShape {
   int64_t expert_hidden = 0;
   bool norm_topk_prob = false;
   int64_t decoder_sparse_step = 1;
-  std::vector<int64_t> mlp_only_layers;
+  std::vector<int64_t> mlp_only_layers = {};
 };
 
 // Hidden size of the MLP: shape.hidden, or by default 2/3 of 4 * dim,

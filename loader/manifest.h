@@ -47,7 +47,7 @@ struct ShardFile {
   std::string crc32c;  // CRC-32C of the whole file, 8 lowercase hex digits
   // The stored type of each of the rank's tensors, in the plan's order
   // (ShardDType); empty in manifests written before types were recorded.
-  std::vector<DType> dtypes;
+  std::vector<DType> dtypes = {};
 };
 
 struct Manifest {

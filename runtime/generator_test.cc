@@ -78,7 +78,7 @@ struct PipelineShape {
   bool tied = false;
   int tp = 1;  // the grid is (world / tp) x tp
   // Classifier rows per stage (tp 1); by default the plan's.
-  std::optional<std::vector<int64_t>> rows_per_stage;
+  std::optional<std::vector<int64_t>> rows_per_stage = std::nullopt;
   int slots = 0;  // KV-cache slots per stage; 0: one per prompt
 };
 

@@ -39,7 +39,7 @@ struct SequenceSpec {
   // Leader only, never sent to other ranks: limits the tokens its Sampler
   // may pick. Under tensor parallelism the leader alone samples such a
   // sequence and the last stage's other ranks take its tokens.
-  std::shared_ptr<TokenConstraint> constraint;
+  std::shared_ptr<TokenConstraint> constraint = nullptr;
   // What the other ranks learn of a constraint (runtime/step_decisions.h
   // sets it from `constraint`): the leader picks the tokens.
   bool leader_picks = false;

@@ -62,7 +62,7 @@ struct ChatMessage {
   // Further keys of the message's dict, after role and content (an
   // assistant's "tool_calls", a tool answer's "tool_call_id", "name"); a
   // key named role or content replaces that one.
-  chat::ValueDict fields;
+  chat::ValueDict fields = {};
 };
 
 struct ChatRequest {
