@@ -71,29 +71,26 @@ void ExpectFilesHoldTheToyTensors(const ToyModelShape& shape, const std::string&
   }
 }
 
-TEST(ToyModel, Gemma3FilesHoldItsTensorsAndSettings) {
+// A 32-wide toy of `architecture` with `layers` layers sliding over `window`.
+ToyModelShape SmallShape(const std::string& architecture, int64_t layers, int64_t window) {
   ToyModelShape shape;
-  shape.architecture = "Gemma3ForCausalLM";
+  shape.architecture = architecture;
   shape.dim = 32;
-  shape.heads = 4;
-  shape.kv_heads = 2;
+  shape.layers = layers;
+  shape.sliding_window = window;
+  return shape;
+}
+
+TEST(ToyModel, Gemma3FilesHoldItsTensorsAndSettings) {
+  ToyModelShape shape = SmallShape("Gemma3ForCausalLM", 4, 6);
   shape.head_dim = 16;
-  shape.layers = 4;
-  shape.sliding_window = 6;
   shape.final_logit_softcapping = 5.0f;
   shape.tie_embeddings = true;
   ExpectFilesHoldTheToyTensors(shape, "gemma3");
 }
 
 TEST(ToyModel, Phi3FilesStoreFusedProjectionsThatReadBackAsTheirParts) {
-  ToyModelShape shape;
-  shape.architecture = "Phi3ForCausalLM";
-  shape.dim = 32;
-  shape.heads = 4;
-  shape.kv_heads = 2;
-  shape.layers = 2;
-  shape.sliding_window = 9;
-  ExpectFilesHoldTheToyTensors(shape, "phi3");
+  ExpectFilesHoldTheToyTensors(SmallShape("Phi3ForCausalLM", 2, 9), "phi3");
   Result<std::unique_ptr<Checkpoint>> hf = Checkpoint::Open(TempPath("phi3"));
   ASSERT_TRUE(hf) << hf.error().message;
   for (const TensorInfo& info : (*hf)->tensors()) {

@@ -144,11 +144,11 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::Open(const std::stri
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = OpenAnyFormat(path);
   if (!checkpoint) return checkpoint;
   const ModelConfig& config = (*checkpoint)->config();
+  std::vector<FusedTensor> fused;
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
-    for (const FusedTensor& fused : FusedLayerTensors(config, layer)) {
-      if (Status s = (*checkpoint)->ExposeFusedParts(fused, path); !s) return s.error();
-    }
+    for (FusedTensor& f : FusedLayerTensors(config, layer)) fused.push_back(std::move(f));
   }
+  if (Status s = (*checkpoint)->ExposeFusedParts(fused, path); !s) return s.error();
   if (Status s = CheckTensorsMatchConfig((*checkpoint)->tensors(), (*checkpoint)->config(), path); !s) {
     return s.error();
   }

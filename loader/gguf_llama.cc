@@ -122,7 +122,6 @@ class FamilyKeys {
   }
 
   const GgufValue* Find(std::string_view key) const { return file_.Find(Key(key)); }
-  const std::string& source() const { return source_; }
 
  private:
   const GgufFile& file_;
@@ -183,12 +182,19 @@ constexpr std::string_view kKnownFamilyKeys[] = {
     "vocab_size",
     "expert_count",
     "expert_used_count",
-    "attention.sliding_window",
-    "attention.sliding_window_pattern",
-    "rope.freq_base_swa",
-    "final_logit_softcapping",
     "expert_feed_forward_length",
 };
+
+// Whether `family` has the family key `key`: every family the keys above;
+// llama.cpp reads a window for gemma3 (with its pattern, local RoPE base
+// and soft-capping) and phi3 only.
+bool IsFamilyKey(std::string_view key, const Architecture& family) {
+  if (std::find(std::begin(kKnownFamilyKeys), std::end(kKnownFamilyKeys), key) != std::end(kKnownFamilyKeys))
+    return true;
+  if (key == "attention.sliding_window") return family.gemma_layout || family.fused_projections;
+  return family.gemma_layout && (key == "attention.sliding_window_pattern" || key == "rope.freq_base_swa" ||
+                                 key == "final_logit_softcapping");
+}
 
 // "llama, qwen2, qwen3, qwen3moe": the GGUF architectures read.
 std::string GgufArchitectureNames() {
@@ -207,15 +213,6 @@ std::string GgufArchitectureNames() {
 // model), final soft-capping, and its norms stored as 1 + weight.
 Status ReadAttentionWindow(const FamilyKeys& keys, ModelConfig& c) {
   const bool gemma = c.family().gemma_layout;
-  // llama.cpp reads a window for gemma3 and phi3 only.
-  for (const std::string_view key : {"attention.sliding_window", "attention.sliding_window_pattern",
-                                     "rope.freq_base_swa", "final_logit_softcapping"}) {
-    const bool family_key = gemma || (c.family().fused_projections && key == "attention.sliding_window");
-    if (!family_key && keys.Find(key) != nullptr) {
-      return Error::Unimplemented(keys.source() + ": GGUF key '" + keys.Key(key) +
-                                  "' is not implemented for this architecture, and inferno would ignore it");
-    }
-  }
   Result<int64_t> window = keys.Int("attention.sliding_window", 0);
   Result<int64_t> pattern = keys.Int("attention.sliding_window_pattern", 6);
   Result<float> local_theta = keys.Float("rope.freq_base_swa", 10000.0f);
@@ -262,8 +259,7 @@ Result<ModelConfig> ReadConfig(const GgufFile& file, const std::string& source, 
   for (const GgufKeyValue& kv : file.metadata) {
     if (!kv.key.starts_with(keys.Key(""))) continue;
     const std::string_view key = std::string_view(kv.key).substr(keys.Key("").size());
-    if (std::find(std::begin(kKnownFamilyKeys), std::end(kKnownFamilyKeys), key) ==
-        std::end(kKnownFamilyKeys)) {
+    if (!IsFamilyKey(key, *family)) {
       return Error::Unimplemented(source + ": GGUF key '" + PrintableInMessage(kv.key) +
                                   "' is not implemented, and inferno would ignore it");
     }

@@ -7,6 +7,9 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
 
 #include <glog/logging.h>
 
@@ -119,38 +122,45 @@ const std::string& MappedCheckpoint::FilePathOf(size_t index) const {
   return files_[storage_[index].file]->path();
 }
 
-Status MappedCheckpoint::ExposeFusedParts(const FusedTensor& fused, const std::string& source) {
-  const std::optional<size_t> index = IndexOf(fused.stored.name);
-  if (!index) return {};
-  const Storage whole = storage_[*index];
-  if (whole.info.shape != fused.stored.shape || whole.interleaved_rope_heads != 0) {
-    return Error::Corruption(source + ": tensor '" + whole.info.name + "' has shape " +
-                             ShapeToString(whole.info.shape) + " where the config needs " +
-                             ShapeToString(fused.stored.shape));
-  }
-  const uint64_t row_bytes = static_cast<uint64_t>(RowBytes(*index));
+Status MappedCheckpoint::ExposeFusedParts(std::span<const FusedTensor> fused, const std::string& source) {
+  std::unordered_map<std::string_view, const FusedTensor*> by_name;
+  for (const FusedTensor& f : fused) by_name.emplace(f.stored.name, &f);
   std::vector<Storage> storage;
-  for (size_t i = 0; i < storage_.size(); ++i) {
-    if (i != *index) {
-      storage.push_back(storage_[i]);
+  std::vector<std::string_view> stored_in;  // per new entry: the fused tensor it came from, or ""
+  for (const Storage& whole : storage_) {
+    const auto found = by_name.find(whole.info.name);
+    if (found == by_name.end()) {
+      storage.push_back(whole);
+      stored_in.push_back("");
       continue;
     }
+    const FusedTensor& f = *found->second;
+    if (whole.info.shape != f.stored.shape || whole.interleaved_rope_heads != 0) {
+      return Error::Corruption(source + ": tensor '" + whole.info.name + "' has shape " +
+                               ShapeToString(whole.info.shape) + " where the config needs " +
+                               ShapeToString(f.stored.shape));
+    }
+    const uint64_t row_bytes = static_cast<uint64_t>(DTypeBytes(whole.info.dtype, f.stored.shape[1]).value());
     uint64_t begin = whole.begin;
-    for (const TensorSpec& part : fused.parts) {
+    for (const TensorSpec& part : f.parts) {
       storage.push_back({{part.name, whole.info.dtype, part.shape}, whole.file, begin, 0});
+      stored_in.push_back(f.stored.name);
       begin += static_cast<uint64_t>(part.shape[0]) * row_bytes;
     }
   }
-  storage_ = std::move(storage);
-  infos_.clear();
-  index_.clear();
-  for (size_t i = 0; i < storage_.size(); ++i) {
-    if (!index_.emplace(storage_[i].info.name, i).second) {
-      return Error::Corruption(source + ": tensor '" + storage_[i].info.name +
-                               "' is stored both alone and in '" + whole.info.name + "'");
+  std::unordered_map<std::string, size_t> index;
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < storage.size(); ++i) {
+    if (!index.emplace(storage[i].info.name, i).second) {
+      return Error::Corruption(
+          source + ": tensor '" + storage[i].info.name + "' is stored both alone and in '" +
+          std::string(stored_in[i].empty() ? stored_in[index.at(storage[i].info.name)] : stored_in[i]) + "'");
     }
-    infos_.push_back(storage_[i].info);
+    infos.push_back(storage[i].info);
   }
+  storage_ = std::move(storage);
+  index_ = std::move(index);
+  infos_ = std::move(infos);
   return {};
 }
 

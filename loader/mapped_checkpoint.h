@@ -91,13 +91,14 @@ class MappedCheckpoint final : public Checkpoint {
   // file (rows in file order: Meta's interleaved order when
   // interleaved_rope_heads > 0). Valid while the checkpoint lives.
   std::span<const std::byte> StoredTensorBytes(size_t index) const;
-  // Replaces tensor `fused.stored` by its parts, each the next rows of the
-  // stored bytes (Phi-3's qkv_proj as q_proj, k_proj, v_proj): the parts
-  // are then read, mapped and listed as tensors of their own. Nothing
-  // changes when the checkpoint has no tensor of that name (a shard holds the
-  // parts). Fails, naming the tensor, when its shape is not the parts' rows
-  // back to back. Not thread-safe: call before sharing the checkpoint.
-  Status ExposeFusedParts(const FusedTensor& fused, const std::string& source);
+  // Replaces each tensor `f.stored` of `fused` by its parts, each the next
+  // rows of the stored bytes (Phi-3's qkv_proj as q_proj, k_proj, v_proj):
+  // the parts are then read, mapped and listed as tensors of their own. A
+  // fused tensor the checkpoint does not hold is passed over (a shard holds
+  // the parts). Fails, naming the tensor, when its shape is not the parts'
+  // rows back to back or a part is also stored alone; then nothing changes.
+  // Not thread-safe: call before sharing the checkpoint.
+  Status ExposeFusedParts(std::span<const FusedTensor> fused, const std::string& source);
   // Read-ahead hint for, and release of the resident pages of, the tensor.
   void WillNeed(size_t index) const;
   void Release(size_t index) const;

@@ -379,7 +379,7 @@ Status ReadSlidingLayers(const json& object, ModelConfig& config, const std::str
   if (sliding_window < 0 || pattern < 1) {
     return Error::Corruption(source + ": sliding_window and sliding_window_pattern must be positive");
   }
-  if (!use_sliding_window || sliding_window == 0) sliding_window = 0;
+  if (!use_sliding_window) sliding_window = 0;
   std::vector<bool> slides(static_cast<size_t>(std::max<int64_t>(config.num_hidden_layers, 0)));
   for (size_t i = 0; i < slides.size(); ++i) {
     slides[i] = family.gemma_layout ? (static_cast<int64_t>(i) + 1) % pattern != 0
@@ -619,9 +619,8 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   if (config.family().gemma_layout) {
     object["rope_local_base_freq"] = config.local_rope_theta;
     object["query_pre_attn_scalar"] = config.query_pre_attn_scalar;
-    object["final_logit_softcapping"] = nullptr;
-    if (config.final_logit_softcapping > 0.0f)
-      object["final_logit_softcapping"] = config.final_logit_softcapping;
+    object["final_logit_softcapping"] =
+        config.final_logit_softcapping > 0.0f ? json(config.final_logit_softcapping) : json(nullptr);
     if (config.sliding_window == 0) object["sliding_window"] = 0;
   }
   ModelConfig family_defaults;

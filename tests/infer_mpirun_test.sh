@@ -89,22 +89,9 @@ expect_refusal open_secret "has mode 0644, which lets others read or change it: 
 # ssh would: the secret's file reaches host1 only through -x. Rank 1 then
 # reaches rank 0 at mpirun's address on that subnet. Needs root.
 two_hosts() {
-  local id="mpi$$" subnet="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))" r
-  NAMESPACES=("${id}br" "${id}h0" "${id}h1")
-  if ! ip netns add "${id}br" 2>"$WORK/netns.err"; then
-    echo "SKIP: two hosts: cannot create network namespaces ($(head -1 "$WORK/netns.err"))"
-    return
-  fi
-  ip -n "${id}br" link add br0 type bridge && ip -n "${id}br" link set br0 up
-  for r in 0 1; do
-    ip netns add "${id}h$r"
-    ip -n "${id}h$r" link set lo up
-    ip link add "${id}a$r" netns "${id}h$r" type veth peer name "${id}b$r" netns "${id}br"
-    ip -n "${id}h$r" addr add "$subnet.$((r + 1))/24" dev "${id}a$r"
-    ip -n "${id}h$r" link set "${id}a$r" up
-    ip -n "${id}br" link set "${id}b$r" master br0
-    ip -n "${id}br" link set "${id}b$r" up
-  done
+  local id="mpi$$" subnet
+  bridged_hosts "$id" || return
+  subnet="$BRIDGED_SUBNET"
   mkdir -p "/tmp/${id}h1"
   cat >"$WORK/agent.sh" <<AGENT
 #!/bin/bash

@@ -188,22 +188,9 @@ stop_cluster
 # theirs resolves); srun -N 2 -n 2 from the first. The step's node list is
 # then "10.A.B.[1-2]", and rank 1 reaches rank 0 across the bridge.
 two_hosts() {
-  local id="slm$$" subnet="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))" r
-  NAMESPACES=("${id}br" "${id}h0" "${id}h1")
-  if ! ip netns add "${id}br" 2>"$WORK/netns.err"; then
-    echo "SKIP: two hosts: cannot create network namespaces ($(head -1 "$WORK/netns.err"))"
-    return
-  fi
-  ip -n "${id}br" link add br0 type bridge && ip -n "${id}br" link set br0 up
-  for r in 0 1; do
-    ip netns add "${id}h$r"
-    ip -n "${id}h$r" link set lo up
-    ip link add "${id}a$r" netns "${id}h$r" type veth peer name "${id}b$r" netns "${id}br"
-    ip -n "${id}h$r" addr add "$subnet.$((r + 1))/24" dev "${id}a$r"
-    ip -n "${id}h$r" link set "${id}a$r" up
-    ip -n "${id}br" link set "${id}b$r" master br0
-    ip -n "${id}br" link set "${id}b$r" up
-  done
+  local id="slm$$" subnet
+  bridged_hosts "$id" || return
+  subnet="$BRIDGED_SUBNET"
   start_cluster two "$subnet.1" 1 "$subnet.1=$subnet.1@${id}h0" "$subnet.2=$subnet.2@${id}h1"
   for model in "${MODELS[@]}"; do
     use_model "$model"

@@ -82,3 +82,28 @@ use_model() {
   esac
   ARGS+=(--output ids --max-new-tokens 40)
 }
+
+# bridged_hosts ID: two "hosts", namespaces ID"h0" and ID"h1" (lo up), on
+# the /24 $BRIDGED_SUBNET (ID"h0" holds .1, ID"h1" .2) that exists only
+# inside them, joined by a bridge in namespace ID"br"; NAMESPACES lists the
+# three for the caller's cleanup. Without the rights to make namespaces it
+# prints a SKIP line and returns 1.
+bridged_hosts() {
+  local id="$1" r
+  BRIDGED_SUBNET="10.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))"
+  NAMESPACES=("${id}br" "${id}h0" "${id}h1")
+  if ! ip netns add "${id}br" 2>"$WORK/netns.err"; then
+    echo "SKIP: two hosts: cannot create network namespaces ($(head -1 "$WORK/netns.err"))"
+    return 1
+  fi
+  ip -n "${id}br" link add br0 type bridge && ip -n "${id}br" link set br0 up
+  for r in 0 1; do
+    ip netns add "${id}h$r"
+    ip -n "${id}h$r" link set lo up
+    ip link add "${id}a$r" netns "${id}h$r" type veth peer name "${id}b$r" netns "${id}br"
+    ip -n "${id}h$r" addr add "$BRIDGED_SUBNET.$((r + 1))/24" dev "${id}a$r"
+    ip -n "${id}h$r" link set "${id}a$r" up
+    ip -n "${id}br" link set "${id}b$r" master br0
+    ip -n "${id}br" link set "${id}b$r" up
+  done
+}
