@@ -2,13 +2,14 @@
 // `launch -n W` on a grid of --pp pipeline stages × --tp tensor-parallel
 // ranks (each rank runs its part of the plan, loader/shard_plan.h: a range of
 // layers, or its heads and hidden units of them, and a slice of the
-// classifier's rows; rank 0 samples and prints).
+// classifier's rows; rank 0 samples and prints). --ep E in place of --tp E
+// places a mixture of experts' experts whole on a stage's E ranks.
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--tp T] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
+//         [--tp T | --ep E] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
@@ -101,7 +102,10 @@ const CommandSpec kSpec{
      {"seed", "S", "sampling seed (default 42)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
-     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
+     {"ep", "E",
+      "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
+      "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"weights", "copy|mapped",
