@@ -115,7 +115,8 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
   }
 
   // The parts of a stage of 3 ranks (each expert's units split, or with
-  // `expert_parallel` the 5 experts placed 2, 2, 1) sum to the whole mixture.
+  // `expert_parallel` the 5 experts placed 2, 2, 1) sum to the whole mixture,
+  // and each rank's batched part of a row is bit for bit its part alone.
   void ExpectPartsSumToTheWhole(bool expert_parallel) {
     const ModelConfig& config = config_;
     const int64_t n = 5, dim = config.hidden_size;
@@ -136,6 +137,13 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
       std::vector<float> part(static_cast<size_t>(n * dim));
       moe.Forward(layer, x, n, part, pool);
       for (size_t i = 0; i < part.size(); ++i) sum[i] += part[i];
+      // Grouped by expert over the batch, each row's part is the one it gets alone.
+      for (int64_t row = 0; row < n; ++row) {
+        std::vector<float> alone(static_cast<size_t>(dim));
+        moe.Forward(layer, std::span<const float>(x).subspan(row * dim, dim), 1, alone, pool);
+        for (int64_t i = 0; i < dim; ++i)
+          ASSERT_EQ(part[row * dim + i], alone[i]) << t << ", " << row << ", " << i;
+      }
     }
     for (int64_t t = 0; t < n; ++t) {
       const std::vector<double> expected =

@@ -326,14 +326,18 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
-    std::fprintf(stderr,
-                 "rank %zu (layers [%lld, %lld), heads [%lld, %lld), classifier rows [%lld, %lld)): compute "
-                 "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
-                 rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
-                 static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end),
-                 static_cast<long long>(part.classifier_rows.begin),
-                 static_cast<long long>(part.classifier_rows.end), t.seconds(SpanKind::kCompute),
-                 t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv), t.seconds(SpanKind::kWait));
+    const std::string experts = plan.expert_parallel ? ", experts [" + std::to_string(part.experts.begin) +
+                                                           ", " + std::to_string(part.experts.end) + ")"
+                                                     : "";
+    std::fprintf(
+        stderr,
+        "rank %zu (layers [%lld, %lld), heads [%lld, %lld)%s, classifier rows [%lld, %lld)): compute "
+        "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
+        rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
+        static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end), experts.c_str(),
+        static_cast<long long>(part.classifier_rows.begin), static_cast<long long>(part.classifier_rows.end),
+        t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
+        t.seconds(SpanKind::kWait));
   }
 }
 
