@@ -73,7 +73,7 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   }
   for (const LayerWeights& layer : weights_.layers) {
     if (!layer.experts.empty()) {
-      moe_ = MoeFeedForward(config_, positions, layer.experts.front().w_gate.rows());
+      moe_ = MoeFeedForward(config_, positions, part.experts, layer.experts.front().w_gate.rows());
       break;
     }
   }

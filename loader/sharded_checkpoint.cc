@@ -12,14 +12,16 @@ namespace {
 
 Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::string& folder) {
   const ShardPlan& plan = manifest.plan;
-  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan.pp, plan.tp) +
-                               " (" + std::to_string(plan.world_size()) + " ranks); ";
+  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan) + " (" +
+                               std::to_string(plan.world_size()) + " ranks); ";
   if (job.world_size != plan.world_size()) {
     return Error::InvalidArgument(made_for + "this job has " + std::to_string(job.world_size) + " ranks");
   }
-  if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp)) {
+  if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp) ||
+      (job.expert_parallel && *job.expert_parallel != plan.expert_parallel)) {
     return Error::InvalidArgument(made_for + "this job asks for " +
-                                  WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp)));
+                                  WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp),
+                                                  job.expert_parallel.value_or(plan.expert_parallel)));
   }
   if (job.rank < 0 || job.rank >= plan.world_size()) {
     return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
@@ -28,10 +30,10 @@ Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::stri
   // stages: the engine relies on it (ring order, classifier rows).
   std::vector<int64_t> layers(static_cast<size_t>(plan.pp));
   for (const RankShard& shard : plan.ranks) layers[static_cast<size_t>(shard.stage)] = shard.layers.size();
-  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers);
+  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers, plan.expert_parallel);
   if (!expected) return expected.error().Prefixed(folder + ": the manifest's plan: ");
   if (*expected != plan) {
-    return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan.pp, plan.tp) +
+    return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan) +
                              " is not the plan this version computes for that grid; re-run shard");
   }
   return {};

@@ -26,8 +26,9 @@ namespace inferno {
 struct ShardJob {
   int rank = 0;
   int world_size = 1;
-  std::optional<int> pp;  // if set, must match the plan's
-  std::optional<int> tp;
+  std::optional<int> pp;                // if set, must match the plan's
+  std::optional<int> tp;                // --tp, or --ep's value with expert_parallel
+  std::optional<bool> expert_parallel;  // if set (--tp or --ep given), must match the plan's
   // Hash the rank's file and compare with the manifest (reads the file once).
   bool verify_checksum = true;
 };

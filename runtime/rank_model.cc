@@ -25,7 +25,12 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
   if (choice.shards && flags.Has("layers")) {
     return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
-  for (const auto& [name, out] : {std::pair{"tp", &choice.tp}, std::pair{"pp", &choice.pp}}) {
+  if (flags.Has("tp") && flags.Has("ep")) {
+    return Error::InvalidArgument(
+        "--tp and --ep both given: --ep N splits attention over its N ranks as --tp N does; give one");
+  }
+  for (const auto& [name, out] :
+       {std::pair{"tp", &choice.tp}, std::pair{"ep", &choice.ep}, std::pair{"pp", &choice.pp}}) {
     if (!flags.Has(name)) continue;
     Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
     if (!value) return value.error();
@@ -53,15 +58,16 @@ std::string ShortDigest(std::string_view text) {
 }
 
 Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size) {
-  const int tp = choice.tp.value_or(1);
+  const int tp = choice.ep.value_or(choice.tp.value_or(1));
+  const std::string tp_flag = choice.ep ? "--ep " : "--tp ";
   if (world_size % tp != 0) {
-    return Error::InvalidArgument("--tp " + std::to_string(tp) + " does not divide the job's " +
+    return Error::InvalidArgument(tp_flag + std::to_string(tp) + " does not divide the job's " +
                                   std::to_string(world_size) + " ranks");
   }
   const int pp = choice.pp.value_or(world_size / tp);
   if (pp * tp != world_size) {
-    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x --tp " + std::to_string(tp) + " is " +
-                                  std::to_string(pp * tp) + " ranks, but the job has " +
+    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x " + tp_flag + std::to_string(tp) +
+                                  " is " + std::to_string(pp * tp) + " ranks, but the job has " +
                                   std::to_string(world_size));
   }
   return std::pair{pp, tp};
@@ -72,7 +78,8 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
     ShardJob job;
     job.rank = rank;
     job.world_size = world_size;
-    job.tp = choice.tp;
+    job.tp = choice.ep ? choice.ep : choice.tp;
+    if (choice.ep || choice.tp) job.expert_parallel = choice.ep.has_value();
     job.pp = choice.pp;
     auto opened = OpenRankShard(choice.model, job);
     if (!opened) return opened.error().Prefixed("--shards: ");
@@ -84,7 +91,8 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   auto checkpoint = Checkpoint::Open(choice.model);
   if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
   const ModelConfig& config = (*checkpoint)->config();
-  auto plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
+  auto plan =
+      MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage, choice.ep.has_value());
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
   if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
     return whole.error().Prefixed("--model: ");

@@ -26,16 +26,20 @@
 namespace inferno {
 
 // Where the model comes from and how the job splits it (the --model or
-// --shards, --tp, --pp and --layers flags).
+// --shards, --tp, --ep, --pp and --layers flags).
 struct ModelChoice {
   std::string model;  // a checkpoint path, or with `shards` a shard folder
   bool shards = false;
   std::optional<int> tp;
+  // --ep N: stages of N ranks holding whole experts (attention split by heads
+  // as under --tp N); at most one of tp and ep is set.
+  std::optional<int> ep;
   std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
 };
 
-// The --model or --shards (exactly one), --tp, --pp and --layers flags (not
+// The --model or --shards (exactly one), --tp or --ep (not both), --pp and
+// --layers flags (not
 // --layers with --shards, whose manifest fixes the split); `program` names
 // the tool in the error for a missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
@@ -56,7 +60,7 @@ struct RankModel {
 // what ranks load, short enough for a one-line error.
 std::string ShortDigest(std::string_view text);
 
-// The grid of a job of `world_size` ranks: --tp (default 1) and --pp
+// The grid of a job of `world_size` ranks: --tp or --ep (default 1) and --pp
 // (default world_size / tp), which must multiply to world_size.
 Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size);
 

@@ -2,13 +2,14 @@
 // `launch -n W` on a grid of --pp pipeline stages × --tp tensor-parallel
 // ranks (each rank runs its part of the plan, loader/shard_plan.h: a range of
 // layers, or its heads and hidden units of them, and a slice of the
-// classifier's rows; rank 0 samples and prints).
+// classifier's rows; rank 0 samples and prints). --ep E in place of --tp E
+// places a mixture of experts' experts whole on a stage's E ranks.
 //
 //   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--tp T] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
+//         [--tp T | --ep E] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
@@ -101,7 +102,10 @@ const CommandSpec kSpec{
      {"seed", "S", "sampling seed (default 42)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
-     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
+     {"ep", "E",
+      "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
+      "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"weights", "copy|mapped",
@@ -322,14 +326,18 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
-    std::fprintf(stderr,
-                 "rank %zu (layers [%lld, %lld), heads [%lld, %lld), classifier rows [%lld, %lld)): compute "
-                 "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
-                 rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
-                 static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end),
-                 static_cast<long long>(part.classifier_rows.begin),
-                 static_cast<long long>(part.classifier_rows.end), t.seconds(SpanKind::kCompute),
-                 t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv), t.seconds(SpanKind::kWait));
+    const std::string experts = plan.expert_parallel ? ", experts [" + std::to_string(part.experts.begin) +
+                                                           ", " + std::to_string(part.experts.end) + ")"
+                                                     : "";
+    std::fprintf(
+        stderr,
+        "rank %zu (layers [%lld, %lld), heads [%lld, %lld)%s, classifier rows [%lld, %lld)): compute "
+        "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
+        rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
+        static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end), experts.c_str(),
+        static_cast<long long>(part.classifier_rows.begin), static_cast<long long>(part.classifier_rows.end),
+        t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
+        t.seconds(SpanKind::kWait));
   }
 }
 

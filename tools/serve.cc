@@ -2,7 +2,7 @@
 // rank or under `launch -n W` on a grid of W ranks: W / T pipeline stages of
 // T tensor-parallel ranks each (--tp T, default 1):
 //
-//   launch -n 2 -- serve --model PATH [--tp T] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
+//   launch -n 2 -- serve --model PATH [--tp T | --ep E] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
 //         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
 //
 // Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
@@ -79,7 +79,10 @@ const CommandSpec kSpec{
       "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
-     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
+     {"ep", "E",
+      "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
+      "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
 
