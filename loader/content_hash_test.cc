@@ -7,7 +7,9 @@
 namespace inferno {
 namespace {
 
-std::span<const std::byte> Bytes(const std::string& text) { return std::as_bytes(std::span(text.data(), text.size())); }
+std::span<const std::byte> Bytes(const std::string& text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
 
 TEST(ContentHash, EmptyInputIsBlake2b256OfNothing) {
   // RFC 7693's BLAKE2b with a 32-byte digest, of the empty string.
