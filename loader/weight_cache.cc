@@ -1,5 +1,6 @@
 #include "loader/weight_cache.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -7,13 +8,18 @@
 
 namespace inferno {
 
-Status WeightCacheWriter::Append(std::span<const std::byte> bytes) {
-  if (bytes.size() > bytes_ - written_) {
+Status WeightCacheWriter::Append(std::span<const std::byte> piece) {
+  if (piece.size() > bytes_ - written_) {
     return Error::Corruption(file_.path() + ": more than the " + std::to_string(bytes_) + " bytes announced");
   }
-  hash_.Update(bytes);
-  written_ += bytes.size();
-  return file_.Write(bytes);
+  if (piece.size() != std::min<uint64_t>(kContentPieceBytes, bytes_ - written_)) {
+    return Error::Corruption(file_.path() + ": a piece of " + std::to_string(piece.size()) +
+                             " bytes at byte " + std::to_string(written_) + ": pieces are " +
+                             std::to_string(kContentPieceBytes) + " bytes, the last one shorter");
+  }
+  pieces_.push_back(DigestOf(piece));
+  written_ += piece.size();
+  return file_.Write(piece);
 }
 
 Status WeightCacheWriter::Commit() {
@@ -21,7 +27,7 @@ Status WeightCacheWriter::Commit() {
     return Error::Corruption(file_.path() + ": " + std::to_string(written_) + " of the " +
                              std::to_string(bytes_) + " bytes announced");
   }
-  if (const ContentDigest digest = hash_.Finish(); digest != digest_) {
+  if (const ContentDigest digest = DigestOfPieces(pieces_); digest != digest_) {
     return Error::Corruption(file_.path() + ": the bytes received hash to " + DigestHex(digest) +
                              ", not to the announced " + DigestHex(digest_));
   }
@@ -50,7 +56,9 @@ Status WeightCache::Verify(const ContentDigest& digest, uint64_t bytes) const {
     return Error::Corruption(path + ": holds " + std::to_string(contents.size()) + " bytes, not " +
                              std::to_string(bytes));
   }
-  if (const ContentDigest found = DigestOf(contents); found != digest) {
+  PiecewiseHash hash;
+  hash.Update(contents);
+  if (const ContentDigest found = hash.Finish(); found != digest) {
     return Error::Corruption(path + ": its bytes hash to " + DigestHex(found) + ", not to its name");
   }
   return {};

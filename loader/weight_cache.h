@@ -1,6 +1,6 @@
 // WeightCache: a folder (infer --cache DIR) holding the weights a rank
 // received from the leader, one file per rank's shard, named by its content
-// hash: "<64 hex digits of its BLAKE2b-256>.safetensors" (content_hash.h).
+// hash: "<64 hex digits>.safetensors", the digest of content_hash.h.
 // The next start that is offered the same digest reads the file instead of
 // receiving it.
 //
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "loader/atomic_file.h"
@@ -28,9 +29,13 @@ namespace inferno {
 // Writes one entry; see WeightCache::Begin.
 class WeightCacheWriter {
  public:
-  // Appends the next received bytes. Fails (Corruption) when they run past
-  // the size the entry was begun with, or (Io) naming the file.
-  Status Append(std::span<const std::byte> bytes);
+  // Appends the next piece (content_hash.h: kContentPieceBytes bytes, the
+  // last one shorter) and hashes it: pieces().back() is its digest, for the
+  // caller to check before it goes on. Fails (Corruption) on a piece of
+  // another size or one past the size the entry was begun with, (Io) naming
+  // the file.
+  Status Append(std::span<const std::byte> piece);
+  const std::vector<ContentDigest>& pieces() const { return pieces_; }
   // Gives the entry its final name once it holds exactly the promised bytes
   // with the promised digest. Fails (Corruption, naming the entry, both
   // sizes or both digests) otherwise, leaving nothing under the final name.
@@ -46,7 +51,7 @@ class WeightCacheWriter {
   ContentDigest digest_;
   uint64_t bytes_ = 0;
   uint64_t written_ = 0;
-  ContentHash hash_;
+  std::vector<ContentDigest> pieces_;
 };
 
 class WeightCache {

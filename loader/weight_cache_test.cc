@@ -27,16 +27,22 @@ WeightCache TestCache(const std::string& name) {
   return *std::move(cache);
 }
 
-const std::string kWeights = "the weights of one rank";
+const std::string kWeights = "the weights of one rank";  // one piece
+
+ContentDigest DigestOfContent(const std::string& text) {
+  PiecewiseHash hash;
+  hash.Update(Bytes(text));
+  return hash.Finish();
+}
 
 TEST(WeightCache, CommittedEntryVerifiesAndPartialFileIsGone) {
   const WeightCache cache = TestCache("committed");
-  const ContentDigest digest = DigestOf(Bytes(kWeights));
+  const ContentDigest digest = DigestOfContent(kWeights);
   EXPECT_EQ(cache.Verify(digest, kWeights.size()).error().kind, ErrorKind::kNotFound);
   Result<WeightCacheWriter> writer = cache.Begin(digest, kWeights.size());
   ASSERT_TRUE(writer) << writer.error().message;
-  ASSERT_TRUE(writer->Append(Bytes(kWeights.substr(0, 4))));
-  ASSERT_TRUE(writer->Append(Bytes(kWeights.substr(4))));
+  ASSERT_TRUE(writer->Append(Bytes(kWeights)));
+  EXPECT_EQ(writer->pieces().back(), DigestOf(Bytes(kWeights)));
   EXPECT_FALSE(Exists(cache.PathOf(digest)));
   ASSERT_TRUE(writer->Commit());
   EXPECT_TRUE(Exists(cache.PathOf(digest)));
@@ -46,7 +52,7 @@ TEST(WeightCache, CommittedEntryVerifiesAndPartialFileIsGone) {
 
 TEST(WeightCache, BytesOfAnotherDigestAreRefusedAndLeaveNothing) {
   const WeightCache cache = TestCache("mismatch");
-  const ContentDigest digest = DigestOf(Bytes(kWeights));
+  const ContentDigest digest = DigestOfContent(kWeights);
   std::string altered = kWeights;
   altered[3] ^= 1;
   {
@@ -65,14 +71,17 @@ TEST(WeightCache, BytesOfAnotherDigestAreRefusedAndLeaveNothing) {
 
 TEST(WeightCache, CutTransferLeavesNothingUnderTheFinalName) {
   const WeightCache cache = TestCache("cut");
-  const ContentDigest digest = DigestOf(Bytes(kWeights));
+  const ContentDigest digest = DigestOfContent(kWeights);
   {
     Result<WeightCacheWriter> writer = cache.Begin(digest, kWeights.size());
     ASSERT_TRUE(writer);
-    ASSERT_TRUE(writer->Append(Bytes(kWeights.substr(0, 5))));
+    const Status short_piece = writer->Append(Bytes(kWeights.substr(0, 5)));
+    ASSERT_FALSE(short_piece);
+    EXPECT_NE(short_piece.error().message.find("a piece of 5 bytes"), std::string::npos)
+        << short_piece.error().message;
     const Status committed = writer->Commit();
     ASSERT_FALSE(committed);
-    EXPECT_NE(committed.error().message.find("5 of the 23 bytes"), std::string::npos)
+    EXPECT_NE(committed.error().message.find("0 of the 23 bytes"), std::string::npos)
         << committed.error().message;
   }
   EXPECT_FALSE(Exists(cache.PathOf(digest)));
@@ -81,7 +90,7 @@ TEST(WeightCache, CutTransferLeavesNothingUnderTheFinalName) {
 
 TEST(WeightCache, MoreBytesThanAnnouncedAreRefused) {
   const WeightCache cache = TestCache("long");
-  Result<WeightCacheWriter> writer = cache.Begin(DigestOf(Bytes(kWeights)), 4);
+  Result<WeightCacheWriter> writer = cache.Begin(DigestOfContent(kWeights), 4);
   ASSERT_TRUE(writer);
   const Status appended = writer->Append(Bytes(kWeights));
   ASSERT_FALSE(appended);
@@ -90,7 +99,7 @@ TEST(WeightCache, MoreBytesThanAnnouncedAreRefused) {
 
 TEST(WeightCache, DamagedEntryIsCorruptionNamingTheFile) {
   const WeightCache cache = TestCache("damaged");
-  const ContentDigest digest = DigestOf(Bytes(kWeights));
+  const ContentDigest digest = DigestOfContent(kWeights);
   Result<WeightCacheWriter> writer = cache.Begin(digest, kWeights.size());
   ASSERT_TRUE(writer);
   ASSERT_TRUE(writer->Append(Bytes(kWeights)));

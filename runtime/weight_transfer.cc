@@ -17,24 +17,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kPieceHeadBytes = sizeof(uint64_t) + kContentDigestBytes;
 // Shorter byte ranges (norms, a row at a time) are gathered up to this.
 constexpr size_t kGatherBytes = size_t{1} << 20;
 
 struct Offer {
   uint64_t bytes = 0;
   ContentDigest digest{};
+  std::vector<ContentDigest> pieces;
   std::map<std::string, std::string> fingerprint;
 };
 
 std::vector<std::byte> EncodeOffer(const Offer& offer) {
-  size_t size = sizeof(uint64_t) + kContentDigestBytes + sizeof(uint32_t);
+  size_t size = sizeof(uint64_t) + (offer.pieces.size() + 1) * kContentDigestBytes + 2 * sizeof(uint32_t);
   for (const auto& [name, value] : offer.fingerprint)
     size += 2 * sizeof(uint32_t) + name.size() + value.size();
   std::vector<std::byte> bytes(size);
   ByteWriter writer(bytes);
   writer.Put<uint64_t>(offer.bytes);
   writer.PutBytes(offer.digest);
+  writer.Put<uint32_t>(static_cast<uint32_t>(offer.pieces.size()));
+  for (const ContentDigest& piece : offer.pieces) writer.PutBytes(piece);
   writer.Put<uint32_t>(static_cast<uint32_t>(offer.fingerprint.size()));
   for (const auto& [name, value] : offer.fingerprint) {
     for (const std::string* text : {&name, &value}) {
@@ -51,11 +53,19 @@ Result<Offer> DecodeOffer(std::span<const std::byte> bytes) {
   ByteReader reader(bytes);
   Offer offer;
   std::span<const std::byte> digest;
-  uint32_t count = 0;
-  if (!reader.Get(offer.bytes) || !reader.GetBytes(kContentDigestBytes, digest) || !reader.Get(count)) {
+  uint32_t pieces = 0;
+  if (!reader.Get(offer.bytes) || !reader.GetBytes(kContentDigestBytes, digest) || !reader.Get(pieces) ||
+      pieces != (offer.bytes + kContentPieceBytes - 1) / kContentPieceBytes) {
     return malformed;
   }
   std::memcpy(offer.digest.data(), digest.data(), kContentDigestBytes);
+  offer.pieces.resize(pieces);
+  for (ContentDigest& piece : offer.pieces) {
+    if (!reader.GetBytes(kContentDigestBytes, digest)) return malformed;
+    std::memcpy(piece.data(), digest.data(), kContentDigestBytes);
+  }
+  uint32_t count = 0;
+  if (!reader.Get(count) || DigestOfPieces(offer.pieces) != offer.digest) return malformed;
   for (uint32_t i = 0; i < count; ++i) {
     std::string texts[2];
     for (std::string& text : texts) {
@@ -84,24 +94,25 @@ struct SendCounters {
   std::atomic<int64_t> first_piece_ns{0};  // Clock time of the first piece, 0 before it
 };
 
-// The digest of rank `rank`'s shard: one pass over its bytes.
-Result<ContentDigest> DigestRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank) {
-  ContentHash hash;
-  ChunkedSink sink(kGatherBytes, kWeightPieceBytes, [&](std::span<const std::byte> chunk) {
+// Sets `offer`'s digest and pieces of rank `rank`'s shard: one pass over
+// its bytes.
+Status DigestRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank, Offer& offer) {
+  PiecewiseHash hash;
+  ChunkedSink sink(kGatherBytes, kContentPieceBytes, [&](std::span<const std::byte> chunk) {
     hash.Update(chunk);
     return Status{};
   });
-  if (Status s = StreamRankShard(checkpoint, plan, rank, std::nullopt, sink); !s) return s.error();
-  return hash.Finish();
+  if (Status s = StreamRankShard(checkpoint, plan, rank, std::nullopt, sink); !s) return s;
+  offer.digest = hash.Finish();
+  offer.pieces = hash.pieces();
+  return {};
 }
 
 Status SendToRank(ProcessGroup& group, const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
                   const std::map<std::string, std::string>& fingerprint, SendCounters& counters) {
   Offer offer;
   offer.bytes = RankShardBytes(checkpoint, plan, rank, std::nullopt);
-  Result<ContentDigest> digest = DigestRankShard(checkpoint, plan, rank);
-  if (!digest) return digest.error();
-  offer.digest = *digest;
+  if (Status s = DigestRankShard(checkpoint, plan, rank, offer); !s) return s;
   offer.fingerprint = fingerprint;
   if (Status s = group.send_bytes(rank, kWeightOfferTag, EncodeOffer(offer)); !s) return s;
   Result<Payload> answer = group.recv_payload(rank, kWeightAnswerTag);
@@ -122,21 +133,37 @@ Status SendToRank(ProcessGroup& group, const MappedCheckpoint& checkpoint, const
     --unanswered;
     return {};
   };
-  ChunkedSink sink(kGatherBytes, kWeightPieceBytes, [&](std::span<const std::byte> piece) -> Status {
+  // The stream cut again at the pieces' fixed bounds (one copy).
+  std::vector<std::byte> piece;
+  piece.reserve(kContentPieceBytes);
+  const auto send_piece = [&]() -> Status {
     if (unanswered == kWeightWindow) {
       if (Status s = await_credit(); !s) return s;
     }
-    std::array<std::byte, kPieceHeadBytes> head;
-    ByteWriter writer(head);
-    writer.Put<uint64_t>(offset);
-    writer.PutBytes(DigestOf(piece));
+    std::array<std::byte, sizeof(uint64_t)> head;
+    StoreLittleEndian<uint64_t>(head, offset);
     if (Status s = group.send_bytes(rank, kWeightPieceTag, head, piece); !s) return s;
     offset += piece.size();
     counters.sent_bytes += piece.size();
     ++unanswered;
+    piece.clear();
+    return {};
+  };
+  ChunkedSink sink(kGatherBytes, kContentPieceBytes, [&](std::span<const std::byte> chunk) -> Status {
+    while (!chunk.empty()) {
+      const size_t size = std::min(chunk.size(), kContentPieceBytes - piece.size());
+      piece.insert(piece.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(size));
+      chunk = chunk.subspan(size);
+      if (piece.size() == kContentPieceBytes) {
+        if (Status s = send_piece(); !s) return s;
+      }
+    }
     return {};
   });
   if (Status s = StreamRankShard(checkpoint, plan, rank, std::nullopt, sink); !s) return s;
+  if (!piece.empty()) {
+    if (Status s = send_piece(); !s) return s;
+  }
   while (unanswered > 0) {
     if (Status s = await_credit(); !s) return s;
   }
@@ -224,7 +251,6 @@ Result<ReceivedWeights> ReceiveRankWeights(ProcessGroup& group,
   }
   std::optional<WeightCacheWriter> writer;
   std::vector<std::byte> memory;
-  ContentHash whole;
   if (cache) {
     Result<WeightCacheWriter> begun = cache->Begin(offer->digest, offer->bytes);
     if (!begun) return begun.error().Prefixed("--cache: ");
@@ -242,9 +268,8 @@ Result<ReceivedWeights> ReceiveRankWeights(ProcessGroup& group,
     }
     ByteReader reader(message->bytes());
     uint64_t at = 0;
-    std::span<const std::byte> digest;
-    if (!reader.Get(at) || !reader.GetBytes(kContentDigestBytes, digest) || at != offset ||
-        reader.remaining() == 0 || reader.remaining() > offer->bytes - offset) {
+    if (!reader.Get(at) || at != offset ||
+        reader.remaining() != std::min<uint64_t>(kContentPieceBytes, offer->bytes - offset)) {
       return Error::Corruption("weights from rank 0: piece " + std::to_string(piece) + " (" +
                                std::to_string(message->size()) + " bytes, at offset " + std::to_string(at) +
                                ") does not follow byte " + std::to_string(offset) + total);
@@ -252,15 +277,16 @@ Result<ReceivedWeights> ReceiveRankWeights(ProcessGroup& group,
     const std::span<const std::byte> bytes = reader.rest();
     const std::string where = "piece " + std::to_string(piece) + " (bytes " + std::to_string(offset) + "-" +
                               std::to_string(offset + bytes.size() - 1) + total + ")";
-    const ContentDigest found = DigestOf(bytes);
-    if (std::memcmp(found.data(), digest.data(), kContentDigestBytes) != 0) {
-      return Error::Corruption("weights from rank 0: " + where + " does not hash to its digest");
-    }
+    ContentDigest found;
     if (writer) {
       if (Status s = writer->Append(bytes); !s) return s.error().Prefixed("--cache: " + where + ": ");
+      found = writer->pieces().back();
     } else {
+      found = DigestOf(bytes);
       std::memcpy(memory.data() + offset, bytes.data(), bytes.size());
-      whole.Update(bytes);
+    }
+    if (found != offer->pieces[piece]) {
+      return Error::Corruption("weights from rank 0: " + where + " does not hash to its offered digest");
     }
     offset += bytes.size();
     received.bytes_received += bytes.size();
@@ -274,11 +300,6 @@ Result<ReceivedWeights> ReceiveRankWeights(ProcessGroup& group,
     if (!file) return file.error().Prefixed("--cache: ");
     received.file = std::move(*file);
   } else {
-    if (const ContentDigest digest = whole.Finish(); digest != offer->digest) {
-      return Error::Corruption("weights from rank 0: the " + std::to_string(offer->bytes) +
-                               " bytes hash to " + DigestHex(digest) + ", not to the offered " +
-                               DigestHex(offer->digest));
-    }
     received.file =
         MappedFile::FromBytes("rank " + std::to_string(rank) + "'s weights from rank 0", std::move(memory));
   }

@@ -7,14 +7,16 @@
 // received under its content hash and next time receives nothing.
 //
 // Protocol, between rank 0 and each other rank r, all of them at once:
-// 1. 0 -> r, kWeightOfferTag: the shard's size (u64), its BLAKE2b-256 digest
-//    (32 bytes), then rank 0's run fingerprint (u32 count; per entry its
+// 1. 0 -> r, kWeightOfferTag: the shard's size (u64), its content digest
+//    (32 bytes, loader/content_hash.h), its pieces' digests (u32 count, 32
+//    bytes each), then rank 0's run fingerprint (u32 count; per entry its
 //    name and value, each a u32 length and the bytes).
 // 2. r -> 0, kWeightAnswerTag: one byte, 1 to be sent the shard, 0 when its
 //    cache holds an intact copy (re-hashed before it answers).
-// 3. If asked: 0 -> r, kWeightPieceTag, the shard in order in pieces of at
-//    most kWeightPieceBytes, each [offset u64][the piece's digest, 32 bytes]
-//    followed by the bytes; r answers each piece, once stored, with a credit
+// 3. If asked: 0 -> r, kWeightPieceTag, the shard in order in the pieces of
+//    content_hash.h (kContentPieceBytes, the last shorter), each [offset
+//    u64] followed by the bytes, checked on arrival against its offered
+//    digest; r answers each piece, once stored, with a credit
 //    (kWeightAnswerTag, its offset), and rank 0 has at most kWeightWindow
 //    pieces unanswered, so neither side queues more than that.
 // Every integer little-endian (base/byte_codec.h). Every wait is the
@@ -42,7 +44,6 @@ namespace inferno {
 inline constexpr uint32_t kWeightOfferTag = 110;
 inline constexpr uint32_t kWeightAnswerTag = 111;
 inline constexpr uint32_t kWeightPieceTag = 112;
-inline constexpr size_t kWeightPieceBytes = size_t{4} << 20;
 inline constexpr int kWeightWindow = 8;
 
 // Rank 0: sends every other rank of `group` its shard of `checkpoint` under
