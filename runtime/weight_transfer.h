@@ -51,8 +51,8 @@ inline constexpr int kWeightWindow = 8;
 // offered with `fingerprint` (see ReceiveRankWeights). Prints to stderr, at
 // most once a second while it runs, "<program>: rank 0: sending weights: X
 // of Y MB (Z MB/s)", and at the end what it sent, at what rate, and how many
-// ranks read their cache instead. Fails naming the rank: its transport's
-// errors (a lost rank, a timeout).
+// ranks read their cache instead (nothing in a world of one). Fails naming
+// the rank: its transport's errors (a lost rank, a timeout).
 Status SendRankWeights(ProcessGroup& group, const MappedCheckpoint& checkpoint, const ShardPlan& plan,
                        const std::map<std::string, std::string>& fingerprint, const char* program);
 
