@@ -16,12 +16,21 @@ namespace inferno {
 
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program) {
   ModelChoice choice;
-  if (flags.Has("shards") == flags.Has("model")) {
+  choice.fetch = flags.Has("fetch-weights");
+  choice.cache = flags.Last("cache");
+  if (choice.cache && !choice.fetch) {
+    return Error::InvalidArgument("--cache keeps the weights a rank receives with --fetch-weights; add it");
+  }
+  if (choice.fetch && flags.Has("shards")) {
+    return Error::InvalidArgument(
+        "--fetch-weights sends shards of --model; with --shards every rank reads its own");
+  }
+  if (!choice.fetch && flags.Has("shards") == flags.Has("model")) {
     return Error::InvalidArgument("exactly one of --model and --shards is required (see " + program +
                                   " --help)");
   }
   choice.shards = flags.Has("shards");
-  choice.model = *flags.Last(choice.shards ? "shards" : "model");
+  choice.model = flags.Last(choice.shards ? "shards" : "model").value_or("");
   if (choice.shards && flags.Has("layers")) {
     return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
@@ -74,6 +83,10 @@ Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size) {
 }
 
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size) {
+  if (choice.fetch && choice.model.empty()) {
+    return Error::InvalidArgument("--fetch-weights: rank " + std::to_string(rank) +
+                                  " sends the weights and needs --model");
+  }
   if (choice.shards) {
     ShardJob job;
     job.rank = rank;
@@ -88,7 +101,7 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   }
   Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
   if (!grid) return grid.error();
-  auto checkpoint = Checkpoint::Open(choice.model);
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(choice.model);
   if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
   const ModelConfig& config = (*checkpoint)->config();
   auto plan =
@@ -103,13 +116,29 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   }
   const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
                                    first_row.size() * sizeof(float));
-  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
+  const MappedCheckpoint* mapped = checkpoint->get();
+  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes), mapped};
+}
+
+Result<RankModel> OpenReceivedRankModel(std::unique_ptr<MappedFile> file, const ModelChoice& choice, int rank,
+                                        int world_size, std::string weights_digest) {
+  Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
+  if (!grid) return grid.error();
+  const auto plan_for = [&](const ModelConfig& config) -> Result<ShardPlan> {
+    Result<ShardPlan> plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
+    if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+    return plan;
+  };
+  Result<LoneShard> shard = OpenLoneShard(std::move(file), rank, plan_for);
+  if (!shard) return shard.error().Prefixed("--fetch-weights: ");
+  return RankModel{std::move(shard->checkpoint), std::move(shard->plan), std::move(weights_digest)};
 }
 
 std::string ModelFolder(const ModelChoice& choice) {
   namespace fs = std::filesystem;
   const fs::path path(choice.model);
   std::error_code ec;
+  if (choice.model.empty()) return "";
   if (choice.shards || fs::is_directory(path, ec)) return choice.model;
   if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
   if (path.extension() == ".gguf") return choice.model;
