@@ -125,7 +125,8 @@ Result<RankModel> OpenReceivedRankModel(std::unique_ptr<MappedFile> file, const 
   Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
   if (!grid) return grid.error();
   const auto plan_for = [&](const ModelConfig& config) -> Result<ShardPlan> {
-    Result<ShardPlan> plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
+    Result<ShardPlan> plan =
+        MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage, choice.ep.has_value());
     if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
     return plan;
   };

@@ -11,6 +11,9 @@
 # 3. A corrupted cache entry is detected, said, fetched again (the chosen
 #    behaviour, docs/deploy.md), and the tokens are the same; no ".partial"
 #    file is left in the cache.
+# 4. A mixture of experts under --ep 2 (host 1 receives whole experts, and
+#    must plan its shard as rank 0 cut it) and under --tp 2: the tokens are
+#    the 1-rank tokens.
 # Needs root (namespaces, mounts); prints a SKIP line and passes otherwise.
 #
 # Usage: infer_fetch_weights_test.sh LAUNCH INFER MAKE_TOY_MODEL
@@ -105,5 +108,17 @@ for model in "${MODELS[@]}"; do
   ls "$WORK/cache" | grep -q '\.partial$' && fail "$model: a .partial file is left in the cache"
   echo "$model: host 1 received $bytes bytes, then 0 from its cache, then $bytes after damage"
 done
+
+"$MAKE_TOY" --out "$WORK/models/moe" --architecture qwen3_moe --experts 6 --layers 2 >/dev/null ||
+  fail "make_toy_model qwen3_moe"
+MOE_ARGS=(--prompt-ids "1 79 111 99 101" --output ids --max-new-tokens 24)
+timeout 60 "$INFER" --model "$WORK/models/moe" "${MOE_ARGS[@]}" >"$WORK/moe.one.ids" 2>"$WORK/moe.one.err" ||
+  fail "moe: one rank: $(cat "$WORK/moe.one.err")"
+for split in ep tp; do
+  rm -rf "$WORK/cache"
+  fetch_job "moe.$split" "$WORK/models/moe" --$split 2 "${MOE_ARGS[@]}"
+  model=moe same_tokens "moe.$split"
+done
+echo "moe: host 1 received $(received moe.ep) bytes under --ep 2, $(received moe.tp) under --tp 2"
 [ "$FAILURES" -eq 0 ] || exit 1
 echo PASS
