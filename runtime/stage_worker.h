@@ -9,8 +9,8 @@
 // Contract: a step's positions of a slot continue where its last step ended
 // (Prefill, Start, or a step at position 0 restarts the slot); the callers
 // check what peers send before it reaches here. A slot's plan stores each of
-// its blocks once the slot has run the block's last position. Errors are the stage's (a failed
-// tensor-parallel all_reduce, naming the layer).
+// its blocks once the slot has run the block's last position. Errors are
+// the stage's (a failed tensor-parallel all_reduce, naming the layer).
 //
 // Thread-safety: not thread-safe; called from the rank's generator thread.
 #pragma once
