@@ -25,11 +25,7 @@ ID="ifw$$"
 NAMESPACES=()
 
 cleanup() {
-  local ns pid
-  for ns in "${NAMESPACES[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
+  remove_namespaces
   rm -rf "$WORK"
 }
 trap cleanup EXIT
