@@ -48,7 +48,7 @@ struct SequenceSpec {
   // into it: the leader's PrefixCacheIndex (prefix_cache_index.h) sets it
   // at admission, and the step decisions carry it; a source leaves it
   // empty.
-  PrefixPlan prefix;
+  PrefixPlan prefix = {};
 
   bool operator==(const SequenceSpec&) const = default;
 };
