@@ -82,6 +82,21 @@ Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size) {
   return std::pair{pp, tp};
 }
 
+namespace {
+
+// The plan of the job's `grid` (stages, ranks per stage) for `config`, as
+// every rank makes it: from the model it opened, or from the shard it
+// received.
+Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, std::pair<int, int> grid,
+                          int world_size) {
+  Result<ShardPlan> plan =
+      MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage, choice.ep.has_value());
+  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  return plan;
+}
+
+}  // namespace
+
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size) {
   if (choice.fetch && choice.model.empty()) {
     return Error::InvalidArgument("--fetch-weights: rank " + std::to_string(rank) +
@@ -104,9 +119,8 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(choice.model);
   if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
   const ModelConfig& config = (*checkpoint)->config();
-  auto plan =
-      MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage, choice.ep.has_value());
-  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  Result<ShardPlan> plan = JobPlan(config, choice, *grid, world_size);
+  if (!plan) return plan.error();
   if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
     return whole.error().Prefixed("--model: ");
   }
@@ -124,12 +138,7 @@ Result<RankModel> OpenReceivedRankModel(std::unique_ptr<MappedFile> file, const 
                                         int world_size, std::string weights_digest) {
   Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
   if (!grid) return grid.error();
-  const auto plan_for = [&](const ModelConfig& config) -> Result<ShardPlan> {
-    Result<ShardPlan> plan =
-        MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage, choice.ep.has_value());
-    if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
-    return plan;
-  };
+  const auto plan_for = [&](const ModelConfig& config) { return JobPlan(config, choice, *grid, world_size); };
   Result<LoneShard> shard = OpenLoneShard(std::move(file), rank, plan_for);
   if (!shard) return shard.error().Prefixed("--fetch-weights: ");
   return RankModel{std::move(shard->checkpoint), std::move(shard->plan), std::move(weights_digest)};
