@@ -64,8 +64,9 @@ struct LaunchOptions {
   CpuBinding binding = CpuBinding::kCore;
   // --failover: a rank other than rank 0 that exits non-zero or is killed
   // does not stop the others (the survivors carry on without it, e.g. serve
-  // --failover); rank 0's failure still stops the job. The job's status is
-  // then rank 0's.
+  // --failover); rank 0's failure still stops the job, and so does its exit
+  // with 0 (a lost rank may be frozen, not dead). The job's status is then
+  // rank 0's.
   bool failover = false;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};

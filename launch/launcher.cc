@@ -462,6 +462,11 @@ class Supervisor {
                                     std::to_string(pid) + ") " + DescribeWaitStatus(wait_status) +
                                     "; stopping " + std::to_string(RunningCount()) + " other ranks\n");
         Fail(ExitStatusOf(wait_status));
+      } else if (options_.failover && process.rank == 0 && !exit_status_ && RunningCount() > 0) {
+        // A lost rank may be frozen (SIGSTOP), not dead: rank 0's end is the job's.
+        WriteAll(STDERR_FILENO, "launch: rank 0 exited with status 0; --failover: stopping " +
+                                    std::to_string(RunningCount()) + " ranks still running\n");
+        Fail(0);
       }
     }
     return true;

@@ -27,7 +27,11 @@ KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
 VICTIM=${VICTIM:-$((1 + RANDOM % 2))}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
-"$MAKE_TOY" --out "$WORK/toy" --dim 128 --layers 6 --seq-len 512 --vocab 2000 >/dev/null ||
+# TOY_FLAGS: the model's shape (make_toy_model's flags); TOKENIZER: serve's.
+# tools/serve_failover_soak.sh sets them for the stories15M shape.
+read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
+TOKENIZER=${TOKENIZER:-byte-level}
+"$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null ||
   { echo "FAIL: make_toy_model" >&2; exit 1; }
 
 # run_job NAME [KILL]: a 3-rank job, the 8 streams (with KILL: SIGKILL of
@@ -36,7 +40,7 @@ run_job() {
   local name="$1" kill="${2:-}"
   trap '' TERM
   start_server "$name" -n 3 --failover --timeout 120 --grace 5 -- --failover --model "$WORK/toy" \
-    --tokenizer byte-level --model-name toy --slots "$STREAMS" || { trap - TERM; return 1; }
+    --tokenizer "$TOKENIZER" --model-name toy --slots "$STREAMS" || { trap - TERM; return 1; }
   trap - TERM
   local pids=() rank
   for rank in 0 1 2; do pids+=("$(rank_pid "$SERVER_PID" "$rank")"); done
