@@ -16,7 +16,7 @@ BIN="$(readlink -f "$1")" ROUNDS="${2:-20}"
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 TOKENIZER="$(pwd)/../shared/models/tokenizer.bin"
 [ -f "$TOKENIZER" ] || TOKENIZER=byte-level
-export TOKENIZER TOY_FLAGS="--dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 --seq-len 512"
+export SIGNALS=KILL TOKENIZER TOY_FLAGS="--dim 288 --layers 6 --heads 6 --kv-heads 6 --vocab 32000 --seq-len 512"
 LOG="$(mktemp)" RESULTS="$(mktemp)"
 passed=0
 for round in $(seq "$ROUNDS"); do
