@@ -30,16 +30,16 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
       return std::move(request).error().Prefixed("regroup: ");
     }
     const Json json = Json::parse(request->body, nullptr, false);
-    const bool well_formed = json.is_object() && json.value("generation", -1) >= 0 && json.contains("rank") &&
-                             json.at("rank").is_number_integer();
+    const bool well_formed = json.is_object() && json.contains("generation") && json.contains("rank") &&
+                             json.at("generation").is_number_integer() && json.at("rank").is_number_integer();
+    const int asked = well_formed ? json.at("generation").get<int>() : -1;
     const int rank = well_formed ? json.at("rank").get<int>() : -1;
     std::string refusal;
     if (!well_formed) {
       refusal = "a malformed regroup request";
-    } else if (json.value("generation", -1) != generation) {
-      refusal = "rank " + std::to_string(rank) + " asked to join generation " +
-                std::to_string(json.value("generation", -1)) + ", the leader forms generation " +
-                std::to_string(generation);
+    } else if (asked != generation) {
+      refusal = "rank " + std::to_string(rank) + " asked to join generation " + std::to_string(asked) +
+                ", the leader forms generation " + std::to_string(generation);
     } else if (rank <= 0 || rank >= ended.world_size || arrived.count(rank) > 0) {
       refusal = "rank " + std::to_string(rank) + " arrived twice or is out of range";
     }

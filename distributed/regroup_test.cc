@@ -78,6 +78,21 @@ TEST(Regroup, ARequestForAnotherGenerationIsRefusedWithTheReason) {
       << refused.error().message;
 }
 
+TEST(Regroup, AMalformedRequestIsRefusedAndTheLeaderGoesOn) {
+  const int port = FreePort();
+  auto stranger = std::async(std::launch::async, [port]() -> std::string {
+    Result<std::unique_ptr<RendezvousClient>> client =
+        RendezvousClient::Connect("127.0.0.1", port, SecretFilledWith(7));
+    if (!client || !(*client)->Send(R"({"generation": "one", "rank": 1})")) return "not sent";
+    Result<std::string> reply = (*client)->Receive(Clock::now() + milliseconds(5000));
+    return reply ? *reply : reply.error().ToString();
+  });
+  Result<Regrouped> leader = Regroup(Ended(0, 3, port), 1, milliseconds(1000));
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0}));
+  EXPECT_EQ(stranger.get(), R"({"error":"a malformed regroup request"})");
+}
+
 TEST(Regroup, ASurvivorWithoutALeaderTimesOut) {
   const int port = FreePort();
   Result<Regrouped> alone = Regroup(Ended(1, 3, port), 1, milliseconds(200));
