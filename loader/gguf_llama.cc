@@ -65,6 +65,14 @@ constexpr std::pair<std::string_view, ExpertMatrix> kExpertStacks[] = {
     {"ffn_up_exps.weight", ExpertMatrix::kUp},
     {"ffn_down_exps.weight", ExpertMatrix::kDown},
 };
+// The same experts one tensor each, as the first Mixtral GGUFs hold them:
+// "blk.{i}.<prefix>{expert}.weight".
+constexpr std::string_view kWeightSuffix = ".weight";
+constexpr std::pair<std::string_view, ExpertMatrix> kExpertsApart[] = {
+    {"ffn_gate.", ExpertMatrix::kGate},
+    {"ffn_up.", ExpertMatrix::kUp},
+    {"ffn_down.", ExpertMatrix::kDown},
+};
 
 // The layer and suffix of "blk.{layer}.{suffix}"; nullopt for other names.
 std::optional<std::pair<int64_t, std::string_view>> SplitBlockName(std::string_view name) {
@@ -388,6 +396,22 @@ Result<bool> AppendExpertTensors(const GgufTensor& tensor, const std::string& so
                                tensor.begin + static_cast<uint64_t>(e * ne[1] * *row_bytes),
                                0});
     }
+    return true;
+  }
+  for (const auto& [prefix, matrix] : kExpertsApart) {
+    if (!suffix.starts_with(prefix) || !suffix.ends_with(kWeightSuffix)) continue;
+    const std::string_view digits =
+        suffix.substr(prefix.size(), suffix.size() - prefix.size() - kWeightSuffix.size());
+    int64_t expert = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), expert);
+    if (ec != std::errc() || end != digits.data() + digits.size()) continue;
+    if (expert < 0 || expert >= c.num_experts || ne.size() != 2) {
+      return Error::Corruption(source + ": tensor '" + tensor.info.name + "' (ne " + ShapeToString(ne) +
+                               ") is not a matrix of one of the " + std::to_string(c.num_experts) +
+                               " experts");
+    }
+    model.tensors.push_back(
+        {{LayerTensorName(layer, ExpertSuffix(c, expert, matrix)), dtype, {ne[1], ne[0]}}, tensor.begin, 0});
     return true;
   }
   return false;

@@ -53,6 +53,9 @@
 //   blk.{i}.ffn_{gate,up,down}_exps.weight  every expert's gate, up or down
 //                                     stacked: ne = {columns, rows, experts},
 //                                     expert e's matrix at e's slab of rows
+//   blk.{i}.ffn_{gate,up,down}.{e}.weight  expert e's alone, ne = {columns,
+//                                     rows}: the first Mixtral GGUFs' layout,
+//                                     which llama.cpp still reads
 // A (rows, columns) tensor is stored with ne = {columns, rows}. For "llama"
 // (only: Architecture::gguf_interleaved_rope), llama.cpp's converter stores
 // attn_q and attn_k rows in Meta's interleaved RoPE order
