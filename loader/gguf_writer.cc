@@ -134,9 +134,9 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
     }
     const std::string gguf_name = expert ? expert->first : GgufTensorName(t.info.name, config);
     const bool router = expert && expert->second < 0;  // llama.cpp keeps it f32
-    const DType dtype =
-        router ? DType::kF32
-               : GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers, has_output);
+    const DType dtype = router ? DType::kF32
+                               : GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers,
+                                                config.num_experts, has_output);
     gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.info.shape.rbegin(), t.info.shape.rend()}});
     if (expert && expert->second == 0) gguf_tensors.back().ne.push_back(config.num_experts);
     parts.push_back(t.parts);
