@@ -53,6 +53,7 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/default_threads.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
@@ -113,7 +114,7 @@ const CommandSpec kSpec{
      {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
      {"top-p", "P", "nucleus sampling mass (default 1)"},
      {"seed", "S", "sampling seed (default 42)"},
-     {"threads", "N", "compute threads per rank (default 1)"},
+     {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
@@ -204,7 +205,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> top_k = flags.Int("top-k", 0, 0, INT32_MAX);
   Result<double> top_p = flags.Double("top-p", 1.0, 1e-6, 1.0);
   Result<int64_t> seed = flags.Int("seed", 42, 0, INT64_MAX);
-  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
   for (const Error* error :
        {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
         seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),

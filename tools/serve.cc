@@ -37,6 +37,7 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/default_threads.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/rendezvous.h"
@@ -80,7 +81,7 @@ const CommandSpec kSpec{
      {"max-connections", "N",
       "client connections served at once (running and queued requests hold one each); more are answered "
       "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
-     {"threads", "N", "compute threads per rank (default 1)"},
+     {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
@@ -151,7 +152,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> queue = flags.Int("queue", 64, 0, 1 << 20);
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
   Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
-  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
   Result<int64_t> cache_mib = flags.Int("cache-mib", kDefaultCacheMib, 0, int64_t{1} << 30);
   for (const Error* error :
        {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(), body ? nullptr : &body.error(),
