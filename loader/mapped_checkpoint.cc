@@ -311,4 +311,13 @@ std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRows(const std::strin
       .dtype = s.info.dtype, .bytes = {bytes, static_cast<size_t>(last - first)}, .mapping = file};
 }
 
+std::string MappedCheckpoint::FilesIdentity() const {
+  std::string identity;
+  for (const std::shared_ptr<const MappedFile>& file : files_) {
+    if (file->identity().empty()) return "";
+    identity += file->identity() + "\n";
+  }
+  return identity;
+}
+
 }  // namespace inferno

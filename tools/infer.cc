@@ -94,7 +94,8 @@ const CommandSpec kSpec{
       "secured channel); the other ranks need no model file and ignore --model"},
      {"cache", "DIR",
       "with --fetch-weights: keep the received shard in DIR by its content hash, and read it from there "
-      "(receiving nothing) when rank 0 offers the same bytes again; a damaged entry is fetched again"},
+      "(receiving nothing) when rank 0 offers the same bytes again; a damaged entry is fetched again. "
+      "Rank 0 keeps its shards' digests in DIR/digests, so that it hashes an unchanged model only once"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
@@ -501,8 +502,8 @@ const std::map<std::string, std::string> kFetchingFingerprint = {
 Status FetchWeights(const InferOptions& options, std::optional<PreparedRank>& prepared, ProcessGroup& group) {
   if (group.is_leader()) {
     const RankModel& model = prepared->setup.model;
-    return SendRankWeights(group, *model.mapped_model, model.plan, RunFingerprint(options, *prepared),
-                           "infer");
+    return SendRankWeights(group, *model.mapped_model, model.plan, options.model.cache,
+                           RunFingerprint(options, *prepared), "infer");
   }
   Result<ReceivedWeights> received = ReceiveRankWeights(group, options.model.cache, "infer");
   if (!received) return received.error();
