@@ -5,6 +5,7 @@
 
 #include "base/progress.h"
 #include "runtime/pipeline_protocol.h"
+#include "runtime/prompt_lookup.h"
 
 namespace inferno {
 namespace {
@@ -96,6 +97,7 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.prefix_pending = prefix_cache_ != nullptr && !spec.prefix.empty();
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
+    if (settings_.speculate > 0) s.tokens.assign(prompt.begin(), prompt.end());
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt, spec.prefix); !done) return done;
@@ -117,11 +119,14 @@ void Scheduler::Stop(int slot, FinishReason reason) {
 }
 
 std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, std::span<const float> hidden,
-                                                  std::span<float> normed) {
+                                                  std::span<float> normed, std::span<const int64_t> rows) {
   TimedScope scope(timeline_, SpanKind::kCompute, "final norm", StepLabel(slots.size(), slots[0]));
-  const int64_t dim = worker_.dim();
+  const size_t dim = static_cast<size_t>(worker_.dim());
   classified_.clear();
+  size_t in = 0;
+  size_t out = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
+    const size_t count = rows.empty() ? 1 : static_cast<size_t>(rows[i]);
     Slot& s = slots_[slots[i]];
     if (s.prefix_pending) {
       prefix_cache_->Prefilled(s.id);
@@ -129,15 +134,26 @@ std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, st
     }
     if (!SamplesAnother(slots[i])) {
       Stop(slots[i], FinishReason::kLength);
+      in += count;
       continue;
     }
-    worker_.stage().FinalNorm(hidden.subspan(i * dim, dim), normed.subspan(classified_.size() * dim, dim));
+    for (size_t r = 0; r < count; ++r, ++in, ++out) {
+      worker_.stage().FinalNorm(hidden.subspan(in * dim, dim), normed.subspan(out * dim, dim));
+    }
     classified_.push_back(slots[i]);
   }
   return classified_;
 }
 
-Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
+std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
+  Slot& s = slots_[slot];
+  const int64_t room = std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
+                                 worker_.stage().context_length() - worker_.position(slot) - 2});
+  DraftByPromptLookup(s.tokens, std::max<int64_t>(room, 0), s.draft);
+  return s.draft;
+}
+
+Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft) {
   Slot& s = slots_[slot];
   if (s.cancelled) {
     Stop(slot, FinishReason::kCancelled);
@@ -161,7 +177,7 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
   if (leader_ || !s.leader_picks) {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
     if (report_logits) observer_->OnLogits(s.id, logits);
-    token = s.sampler->Sample(logits);
+    token = s.sampler->Sample(logits, draft);
     if (observer_ != nullptr && s.sampler->options().logprobs >= 0) {
       observer_->OnLogprobs(s.id, s.sampler->last_logprobs());
     }
@@ -188,6 +204,7 @@ int32_t Scheduler::Accept(int slot, int32_t token) {
   ++report_.generated_tokens;
   if (observer_ != nullptr) observer_->OnToken(s.id, s.previous, token);
   s.previous = token;
+  if (settings_.speculate > 0) s.tokens.push_back(token);
   const bool context_full = worker_.position(slot) >= worker_.stage().context_length();
   if (!SamplesAnother(slot) || context_full) {
     Stop(slot, FinishReason::kLength);
