@@ -76,6 +76,10 @@ struct GeneratorSettings {
   // one_stage_loop.h); 0 = off. One stage only (plan.pp == 1) for now.
   // Every rank must be given the same.
   int64_t speculate = 0;
+  // When set, called on the leader, from the generator's thread (it must not
+  // block), after each step of a sequence that ran a draft: its drafted
+  // tokens and those kept.
+  std::function<void(int64_t drafted, int64_t accepted)> report_drafts;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the

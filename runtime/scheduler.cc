@@ -153,6 +153,12 @@ std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
   return s.draft;
 }
 
+void Scheduler::CountDraft(int64_t drafted, int64_t accepted) {
+  report_.drafted_tokens += drafted;
+  report_.accepted_tokens += accepted;
+  if (leader_ && settings_.report_drafts) settings_.report_drafts(drafted, accepted);
+}
+
 Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft) {
   Slot& s = slots_[slot];
   if (s.cancelled) {

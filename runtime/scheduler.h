@@ -125,10 +125,7 @@ class Scheduler {
 
   // Speculation: `drafted` tokens of a sequence were run in a step, and
   // `accepted` of them kept.
-  void CountDraft(int64_t drafted, int64_t accepted) {
-    report_.drafted_tokens += drafted;
-    report_.accepted_tokens += accepted;
-  }
+  void CountDraft(int64_t drafted, int64_t accepted);
 
   // A classifier pass that samples the next token of a group's sequences.
   void CountSamplingStep() { ++report_.sampling_steps; }
