@@ -103,7 +103,7 @@ Status OneStageLoop::Classify(std::span<const int> slots, std::span<const float>
     }
     row += static_cast<size_t>(positions);
     if (positions > 1) {
-      scheduler_.CountDraft(positions - 1, kept);
+      scheduler_.CountDraft(slot, positions - 1, kept);
       if (scheduler_.slot(slot).busy) worker_.CutBack(slot, first + 1 + kept);
     }
   }

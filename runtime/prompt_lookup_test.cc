@@ -18,21 +18,27 @@ TEST(PromptLookupTest, ProposesWhatFollowedTheLongestSuffixLastTime) {
 }
 
 TEST(PromptLookupTest, PrefersTheLongerMatchOverTheMoreRecentShorterOne) {
-  // (1, 2) occurred at 0 followed by 7; 2 alone occurred later at 4,
-  // followed by 5: the 2-gram wins.
-  EXPECT_EQ(Draft({1, 2, 7, 3, 2, 5, 1, 2}, 1), (std::vector<int32_t>{7}));
-  // With no 2-gram match, the latest 1-gram.
-  EXPECT_EQ(Draft({6, 2, 7, 3, 2, 5, 1, 2}, 1), (std::vector<int32_t>{5}));
+  // (1, 2, 3) occurred at 0 followed by 7; (2, 3) occurred later at 5,
+  // followed by 5: the 3-gram wins.
+  EXPECT_EQ(Draft({1, 2, 3, 7, 9, 2, 3, 5, 1, 2, 3}, 1), (std::vector<int32_t>{7}));
+  // With no 3-gram match, the latest 2-gram.
+  EXPECT_EQ(Draft({6, 2, 3, 7, 9, 2, 3, 5, 1, 2, 3}, 1), (std::vector<int32_t>{5}));
+}
+
+TEST(PromptLookupTest, ASingleTokenIsNotLookedUp) {
+  // 2 occurred before, followed by 7, but no 2-token suffix did.
+  EXPECT_TRUE(Draft({2, 7, 3, 2}, 2).empty());
 }
 
 TEST(PromptLookupTest, TakesTheMostRecentOccurrence) {
   EXPECT_EQ(Draft({1, 2, 3, 1, 2, 4, 1, 2}, 1), (std::vector<int32_t>{4}));
 }
 
-TEST(PromptLookupTest, DraftStopsAtTheEndOfTheTokens) {
-  // A run of one token: the match just before the end has one follower.
-  EXPECT_EQ(Draft({5, 5, 5, 5}, 4), (std::vector<int32_t>{5}));
-  EXPECT_EQ(Draft({1, 2, 1, 2}, 8), (std::vector<int32_t>{1, 2}));
+TEST(PromptLookupTest, ADraftPastTheEndRepeatsThePeriod) {
+  // A run of one token: the latest match ends one token before the end.
+  EXPECT_EQ(Draft({5, 5, 5, 5}, 4), (std::vector<int32_t>{5, 5, 5, 5}));
+  EXPECT_EQ(Draft({1, 2, 1, 2}, 5), (std::vector<int32_t>{1, 2, 1, 2, 1}));
+  EXPECT_EQ(Draft({4, 1, 2, 3, 1, 2}, 4), (std::vector<int32_t>{3, 1, 2, 3}));
 }
 
 TEST(PromptLookupTest, NothingWithoutAnEarlierOccurrenceOrRoom) {

@@ -98,6 +98,8 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
     if (settings_.speculate > 0) s.tokens.assign(prompt.begin(), prompt.end());
+    s.missed_drafts = 0;
+    s.undrafted_steps = 0;
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt, spec.prefix); !done) return done;
@@ -147,13 +149,22 @@ std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, st
 
 std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
   Slot& s = slots_[slot];
+  if (s.undrafted_steps > 0) {
+    --s.undrafted_steps;
+    s.draft.clear();
+    return s.draft;
+  }
   const int64_t room = std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
                                  worker_.stage().context_length() - worker_.position(slot) - 2});
   DraftByPromptLookup(s.tokens, std::max<int64_t>(room, 0), s.draft);
   return s.draft;
 }
 
-void Scheduler::CountDraft(int64_t drafted, int64_t accepted) {
+void Scheduler::CountDraft(int slot, int64_t drafted, int64_t accepted) {
+  Slot& s = slots_[slot];
+  s.missed_drafts = accepted == 0 ? s.missed_drafts + 1 : 0;
+  if (s.missed_drafts > 0)
+    s.undrafted_steps = std::min(int64_t{1} << std::min<int64_t>(s.missed_drafts, 30), kMaxUndraftedSteps);
   report_.drafted_tokens += drafted;
   report_.accepted_tokens += accepted;
   if (leader_ && settings_.report_drafts) settings_.report_drafts(drafted, accepted);

@@ -53,9 +53,12 @@ struct Slot {
   bool prefix_pending = false;     // leader: holds prefix-cache blocks until its prefill has run
   std::optional<Sampler> sampler;  // while busy
   // With speculation: the prompt and the tokens kept, and the draft of the
-  // step under way.
+  // step under way; the drafts in a row of which none was kept, and the
+  // steps still to run without a draft after them.
   std::vector<int32_t> tokens;
   std::vector<int32_t> draft;
+  int64_t missed_drafts = 0;
+  int64_t undrafted_steps = 0;
 };
 
 class Scheduler {
@@ -109,9 +112,13 @@ class Scheduler {
   // up to settings.speculate tokens by prompt lookup, no more than the
   // sequence may still sample after its next token, than fit in the
   // context behind it, or than one step of `max_rows` positions holds;
-  // empty when off. A pure function of the tokens every rank of the stage
-  // agreed on, so each computes the same.
+  // empty when off. A draft costs a step its positions whether kept or not,
+  // so after m drafts in a row of which nothing was kept the sequence runs
+  // min(2^m, kMaxUndraftedSteps) steps without one (a text that does not
+  // repeat itself drafts rarely). A pure function of the tokens every rank
+  // of the stage agreed on, so each computes the same.
   std::span<const int32_t> Draft(int slot, int64_t max_rows);
+  static constexpr int64_t kMaxUndraftedSteps = 64;
 
   // The next token of the sequence in `slot` from the logits of the ring's
   // rows, `ring_logits` (TpClassifierRows of this rank), which it may
@@ -123,9 +130,9 @@ class Scheduler {
   // NormForClassifier since its last token.
   Result<int32_t> SampleNext(int slot, std::span<float> ring_logits, int32_t draft = -1);
 
-  // Speculation: `drafted` tokens of a sequence were run in a step, and
-  // `accepted` of them kept.
-  void CountDraft(int64_t drafted, int64_t accepted);
+  // Speculation: `drafted` tokens of the sequence in `slot` were run in a
+  // step, and `accepted` of them kept.
+  void CountDraft(int slot, int64_t drafted, int64_t accepted);
 
   // A classifier pass that samples the next token of a group's sequences.
   void CountSamplingStep() { ++report_.sampling_steps; }
