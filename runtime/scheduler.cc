@@ -162,7 +162,7 @@ std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
 
 void Scheduler::CountDraft(int slot, int64_t drafted, int64_t accepted) {
   Slot& s = slots_[slot];
-  s.missed_drafts = accepted == 0 ? s.missed_drafts + 1 : 0;
+  s.missed_drafts = 2 * accepted < drafted ? s.missed_drafts + 1 : 0;
   if (s.missed_drafts > 0)
     s.undrafted_steps = std::min(int64_t{1} << std::min<int64_t>(s.missed_drafts, 30), kMaxUndraftedSteps);
   report_.drafted_tokens += drafted;

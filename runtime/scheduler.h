@@ -53,8 +53,8 @@ struct Slot {
   bool prefix_pending = false;     // leader: holds prefix-cache blocks until its prefill has run
   std::optional<Sampler> sampler;  // while busy
   // With speculation: the prompt and the tokens kept, and the draft of the
-  // step under way; the drafts in a row of which none was kept, and the
-  // steps still to run without a draft after them.
+  // step under way; the drafts in a row of which less than half was kept,
+  // and the steps still to run without a draft after them.
   std::vector<int32_t> tokens;
   std::vector<int32_t> draft;
   int64_t missed_drafts = 0;
@@ -113,9 +113,9 @@ class Scheduler {
   // sequence may still sample after its next token, than fit in the
   // context behind it, or than one step of `max_rows` positions holds;
   // empty when off. A draft costs a step its positions whether kept or not,
-  // so after m drafts in a row of which nothing was kept the sequence runs
-  // min(2^m, kMaxUndraftedSteps) steps without one (a text that does not
-  // repeat itself drafts rarely). A pure function of the tokens every rank
+  // so after m drafts in a row of which less than half was kept the
+  // sequence runs min(2^m, kMaxUndraftedSteps) steps without one (a text
+  // that does not repeat itself drafts rarely). A pure function of the tokens every rank
   // of the stage agreed on, so each computes the same.
   std::span<const int32_t> Draft(int slot, int64_t max_rows);
   static constexpr int64_t kMaxUndraftedSteps = 64;
