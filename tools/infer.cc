@@ -35,7 +35,9 @@
 // longest prompt plus --max-new-tokens positions (at most --context).
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
-// (f32, native byte order, prompt by prompt) for exactness tests. Statistics
+// (f32, native byte order, prompt by prompt) for exactness tests.
+// --speculate K drafts up to K tokens per step by prompt lookup and keeps
+// those the sampler agrees with (docs/serving.md). Statistics
 // go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <cstdio>
