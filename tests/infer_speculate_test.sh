@@ -4,7 +4,9 @@
 # every sampled-from logit vector (--dump-logits, bit for bit) equal the run
 # without speculation, at K = 1, 4 and 8, on 1 rank, with --tp 2 (against
 # --tp 2 without), and with several micro-batched prompts; the runs accept
-# drafted tokens (else the check would not exercise them). Seeded sampling
+# drafted tokens (else the check would not exercise them). The same where
+# the context fills up (--context), and, on stories260K, where the model
+# samples its stop token after drafts. Seeded sampling
 # with speculation runs and is repeatable. --speculate with --pp 2 is a
 # one-line error.
 #
@@ -22,10 +24,14 @@ case "$MODEL_KIND" in
     "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
     MODEL="$WORK/toy"
     PART="79 111 99 101 32 117 112 111 110 32 97 32"
+    STOPPING=()
     ;;
   stories260K)
     shared_model stories260K.bin
     PART="403 407 261 378 431 293 430 417 363 416 315 342"
+    # Stops after 47 tokens.
+    STOP_PART="461 461 401 401 401 461 378 455 473 456 435 299"
+    STOPPING=(--prompt-ids "1 $STOP_PART $STOP_PART $STOP_PART")
     ;;
   *)
     echo "unknown model kind '$MODEL_KIND'" >&2
@@ -64,6 +70,15 @@ for k in 1 4 8; do
   run "spec$k" 1 "${PROMPT[@]}" --speculate "$k" && same plain "spec$k" && drafts_kept "spec$k"
 done
 echo "1 rank: $(tr -d '\n' <"$WORK/plain.ids" | wc -w) tokens; kept drafts at K=4: $(accepted spec4)"
+
+run context_plain 1 "${PROMPT[@]}" --context 60
+run context_spec 1 "${PROMPT[@]}" --context 60 --speculate 8 && same context_plain context_spec
+[ "$(wc -w <"$WORK/context_plain.ids")" -lt 80 ] || fail "--context 60 did not end the run early"
+if [ ${#STOPPING[@]} -gt 0 ]; then
+  run stop_plain 1 "${STOPPING[@]}"
+  run stop_spec 1 "${STOPPING[@]}" --speculate 4 && same stop_plain stop_spec
+  [ "$(wc -w <"$WORK/stop_plain.ids")" -lt 80 ] || fail "the stopping prompt did not stop"
+fi
 
 run tp_plain 2 "${PROMPT[@]}" --tp 2
 run tp_spec 2 "${PROMPT[@]}" --tp 2 --speculate 4 && same tp_plain tp_spec && drafts_kept tp_spec
