@@ -6,9 +6,9 @@
 # --tp 2 without), and with several micro-batched prompts; the runs accept
 # drafted tokens (else the check would not exercise them). The same where
 # the context fills up (--context), and, on stories260K, where the model
-# samples its stop token after drafts. Seeded sampling
-# with speculation runs and is repeatable. --speculate with --pp 2 is a
-# one-line error.
+# samples its stop token after drafts. Seeded sampling with speculation
+# runs and is repeatable, on 1 rank and with --tp 2. --speculate with
+# --pp 2 is a one-line error.
 #
 # Usage: infer_speculate_test.sh LAUNCH INFER MAKE_TOY_MODEL (toy | stories260K)
 # With "stories260K" (../shared/models/stories260K.bin beside the checkout;
@@ -94,6 +94,11 @@ for name in sample_a sample_b; do
 done
 same sample_a sample_b
 [ "$(wc -w <"$WORK/sample_a.ids")" -gt 0 ] || fail "sampling with speculation generated nothing"
+# Under tensor parallelism the stage's ranks draw the same (gathered logits).
+for name in tp_sample_a tp_sample_b; do
+  run "$name" 2 "${PROMPT[@]}" --tp 2 --speculate 4 --temperature 0.7 --seed 5
+done
+same tp_sample_a tp_sample_b
 
 # One-line error with pipeline stages.
 if timeout 60 "$LAUNCH" -n 2 --timeout 30 --grace 2 -- "$INFER" --model "$MODEL" --output ids "${PROMPT[@]}" --pp 2 \
