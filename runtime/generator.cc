@@ -50,10 +50,9 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
     blocks.emplace(stage, prefix_blocks);
     if (group.is_leader()) prefix_cache.emplace(prefix_blocks, JobBytesPerBlock(stage.config()));
   }
-  if (settings.speculate < 0 || (settings.speculate > 0 && plan.pp > 1)) {
+  if (settings.speculate < 0) {
     return Error::InvalidArgument("speculative decoding of " + std::to_string(settings.speculate) +
-                                  " drafted tokens with " + std::to_string(plan.pp) +
-                                  " pipeline stages: it takes 0 or more tokens, and one stage (--pp 1)");
+                                  " drafted tokens: it takes 0 or more");
   }
   StageWorker worker(stage, timeline, blocks ? &*blocks : nullptr, group.rank(), *test_only_hang_step,
                      settings.speculate);
@@ -69,7 +68,7 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   if (plan.pp == 1) {
     status = OneStageLoop(scheduler, worker, agreement).Run();
   } else {
-    PipelineRing ring(group, plan, stage.part(), stage.num_slots(), worker.max_group(), timeline);
+    PipelineRing ring(group, plan, stage.part(), stage.num_slots(), worker.max_classified(), timeline);
     status = PipelinedLoop(plan, ring, scheduler, worker, agreement).Run();
   }
   if (!status) return status.error();

@@ -89,23 +89,11 @@ Status OneStageLoop::Classify(std::span<const int> slots, std::span<const float>
   size_t row = 0;
   for (int slot : classified) {
     const int64_t positions = rows.empty() ? 1 : rows_[slot];
-    const std::vector<int32_t>& draft = scheduler_.slot(slot).draft;
-    const int64_t first = worker_.position(slot) - positions;  // the next token's
-    int64_t kept = 0;                                          // draft tokens
-    for (int64_t j = 0; j < positions; ++j) {
-      const int32_t drafted = j + 1 < positions ? draft[static_cast<size_t>(j)] : -1;
-      const Result<int32_t> token =
-          scheduler_.SampleNext(slot, logits.subspan((row + j) * width, width), drafted);
-      if (!token) return token.error();
-      next_[slot] = *token;
-      if (*token < 0 || *token != drafted) break;
-      ++kept;
-    }
+    const Result<int32_t> token = scheduler_.SampleDrafted(
+        slot, positions, [&](int64_t j) { return logits.subspan((row + j) * width, width); });
+    if (!token) return token.error();
+    next_[slot] = *token;
     row += static_cast<size_t>(positions);
-    if (positions > 1) {
-      scheduler_.CountDraft(slot, positions - 1, kept);
-      if (scheduler_.slot(slot).busy) worker_.CutBack(slot, first + 1 + kept);
-    }
   }
   return {};
 }

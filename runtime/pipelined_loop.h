@@ -96,15 +96,17 @@ class PipelinedLoop {
   // the final-normed hidden state, then the logits of the ring's rows so far
   // (the sampler may overwrite them).
   std::vector<float> classify_;
-  std::vector<int32_t> prompt_;         // first stage: an admitted prompt
-  std::vector<int32_t> plan_ids_;       // a prefix plan's restored then stored block ids
-  std::vector<int32_t> tokens_;         // first stage: the tokens of a step
-  std::vector<SlotPositions> batch_;    // the positions of a step
-  std::vector<MessageHeader> headers_;  // the messages of a step being sent
-  std::vector<int> at_classifier_;      // last stage: the sequences of a step at the classifier
-  bool ended_ = false;                  // the end message has come
-  bool tick_on_the_way_ = false;        // last stage: a tick is on its way round the ring
-  std::vector<double> tick_times_;      // a tick's payload: (stages, tp, kTickValuesPerRank) on ring 0
+  std::vector<int32_t> prompt_;           // first stage: an admitted prompt
+  std::vector<int32_t> plan_ids_;         // a prefix plan's restored then stored block ids
+  std::vector<int32_t> tokens_;           // first stage: the tokens of a step
+  std::vector<SlotPositions> batch_;      // the positions of a step
+  std::vector<MessageHeader> headers_;    // the messages of a step being sent
+  std::vector<int> at_classifier_;        // last stage: the sequences of a step at the classifier
+  std::vector<int64_t> classifier_rows_;  // last stage: the positions of each of them there
+  std::vector<int64_t> rows_;             // last stage: (num_slots) the same by slot
+  bool ended_ = false;                    // the end message has come
+  bool tick_on_the_way_ = false;          // last stage: a tick is on its way round the ring
+  std::vector<double> tick_times_;        // a tick's payload: (stages, tp, kTickValuesPerRank) on ring 0
 };
 
 }  // namespace inferno

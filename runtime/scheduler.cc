@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <glog/logging.h>
+
 #include "base/progress.h"
 #include "runtime/pipeline_protocol.h"
 #include "runtime/prompt_lookup.h"
@@ -98,6 +100,7 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
     if (settings_.speculate > 0) s.tokens.assign(prompt.begin(), prompt.end());
+    s.draft.clear();
     s.missed_drafts = 0;
     s.undrafted_steps = 0;
     ++running_;
@@ -160,14 +163,31 @@ std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
   return s.draft;
 }
 
-void Scheduler::CountDraft(int slot, int64_t drafted, int64_t accepted) {
+Result<int32_t> Scheduler::SampleDrafted(int slot, int64_t positions,
+                                         const std::function<std::span<float>(int64_t)>& row) {
   Slot& s = slots_[slot];
-  s.missed_drafts = 2 * accepted < drafted ? s.missed_drafts + 1 : 0;
+  CHECK(positions == 1 || static_cast<int64_t>(s.draft.size()) + 1 == positions) << "slot " << slot;
+  const int64_t first = worker_.position(slot) - positions;  // the next token's
+  int64_t kept = 0;                                          // drafted tokens
+  int32_t token = -1;
+  for (int64_t j = 0; j < positions; ++j) {
+    const int32_t drafted = j + 1 < positions ? s.draft[static_cast<size_t>(j)] : -1;
+    Result<int32_t> sampled = SampleNext(slot, row(j), drafted);
+    if (!sampled) return sampled;
+    token = *sampled;
+    if (token < 0 || token != drafted) break;
+    ++kept;
+  }
+  if (positions == 1) return token;
+  const int64_t drafted = positions - 1;
+  s.missed_drafts = 2 * kept < drafted ? s.missed_drafts + 1 : 0;
   if (s.missed_drafts > 0)
     s.undrafted_steps = std::min(int64_t{1} << std::min<int64_t>(s.missed_drafts, 30), kMaxUndraftedSteps);
   report_.drafted_tokens += drafted;
-  report_.accepted_tokens += accepted;
-  if (leader_ && settings_.report_drafts) settings_.report_drafts(drafted, accepted);
+  report_.accepted_tokens += kept;
+  if (leader_ && settings_.report_drafts) settings_.report_drafts(drafted, kept);
+  if (s.busy) worker_.CutBack(slot, first + 1 + kept);
+  return token;
 }
 
 Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft) {

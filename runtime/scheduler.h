@@ -96,6 +96,8 @@ class Scheduler {
   Status Admit(const StepDecisions& decisions, const Started& started);
 
   const Slot& slot(int slot) const { return slots_[slot]; }
+  // Whether sequences run drafts (GeneratorSettings::speculate > 0).
+  bool speculating() const { return settings_.speculate > 0; }
   int64_t running() const { return running_; }
 
   // Stops the sequences of `slots` that sample no more, and writes the
@@ -130,9 +132,16 @@ class Scheduler {
   // NormForClassifier since its last token.
   Result<int32_t> SampleNext(int slot, std::span<float> ring_logits, int32_t draft = -1);
 
-  // Speculation: `drafted` tokens of the sequence in `slot` were run in a
-  // step, and `accepted` of them kept.
-  void CountDraft(int slot, int64_t drafted, int64_t accepted);
+  // The next tokens of the sequence in `slot` from a step of `positions`
+  // positions, its next token's and its draft's (Draft): row(j) gives the
+  // ring's logits of position j (as SampleNext takes them). Samples
+  // position after position, each with its drafted token, while the
+  // sampler picks the draft; cuts the slot back behind the last kept
+  // position (StageWorker::CutBack) and counts the draft. Returns the last
+  // token sampled, the one to run next, or -1 when the sequence stops.
+  // Without a draft (positions == 1) it is SampleNext.
+  Result<int32_t> SampleDrafted(int slot, int64_t positions,
+                                const std::function<std::span<float>(int64_t)>& row);
 
   // A classifier pass that samples the next token of a group's sequences.
   void CountSamplingStep() { ++report_.sampling_steps; }
