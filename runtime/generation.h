@@ -73,7 +73,7 @@ struct GeneratorSettings {
   // Speculative decoding: at each step a running sequence runs, besides its
   // next token, up to this many tokens drafted by prompt lookup
   // (prompt_lookup.h), and keeps those its sampler agrees with (see
-  // one_stage_loop.h); 0 = off. One stage only (plan.pp == 1) for now.
+  // one_stage_loop.h, pipelined_loop.h); 0 = off.
   // Every rank must be given the same.
   int64_t speculate = 0;
   // When set, called on the leader, from the generator's thread (it must not

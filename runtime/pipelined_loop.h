@@ -11,6 +11,15 @@
 //   go to the first stage in groups (TokenGroups);
 // - control: ticks carry every stage's time to the leader; the end stops
 //   every rank.
+// With speculative decoding (GeneratorSettings::speculate; the rule is
+// one_stage_loop.h's) the last stage drafts a sequence's next step when it
+// samples its token, and a drafted step travels alone: the token message
+// carries the draft, the first stage runs both (1 + K positions), the
+// hidden states go on as one message, and the classify step carries a row
+// per position. The last stage samples them with Scheduler::SampleDrafted,
+// which cuts its KV back; every token message names the position its token
+// runs at, so the first stage cuts back there, and each later stage to the
+// position of the next hidden states it receives.
 // The last stage admits sequences between messages (the Scheduler's step
 // decisions), and when none runs, waits for the source and sends a tick
 // or, once it is exhausted, the end.

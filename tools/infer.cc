@@ -118,8 +118,7 @@ const CommandSpec kSpec{
      {"speculate", "K",
       "speculative decoding: run up to K tokens drafted by prompt lookup (the tokens that followed the "
       "last earlier occurrence of the sequence's latest 1-3 tokens) with each step, keeping those the "
-      "sampler agrees with; greedy output is unchanged, sampling keeps its distribution; --pp 1 only "
-      "(default 0: off)"},
+      "sampler agrees with; greedy output is unchanged, sampling keeps its distribution (default 0: off)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",

@@ -74,8 +74,7 @@ const CommandSpec kSpec{
       "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
      {"speculate", "K",
       "speculative decoding: run up to K tokens drafted by prompt lookup with each step, keeping those the "
-      "sampler agrees with (greedy output unchanged, sampling keeps its distribution); --pp 1 only "
-      "(default 0: off)"},
+      "sampler agrees with (greedy output unchanged, sampling keeps its distribution) (default 0: off)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"read-deadline-ms", "N",
