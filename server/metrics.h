@@ -6,7 +6,8 @@
 // and wait seconds in the generator loop, and the prefix cache's lookups,
 // hits, positions restored, evictions and bytes (the leader's
 // PrefixCacheIndex stats, runtime/prefix_cache_index.h; bytes are the whole
-// job's, summed over its ranks).
+// job's, summed over its ranks), and with speculative decoding (--speculate)
+// the drafted tokens run and those kept.
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
 // (its base/timeline.h Timeline, which infer's --trace also reads). The
@@ -47,6 +48,9 @@ class ServerMetrics {
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
   // The prefix cache's stats so far (they replace the earlier ones).
   void SetPrefixCache(const PrefixCacheStats& stats);
+  // Speculative decoding: `drafted` more drafted tokens were run, `accepted`
+  // of them kept.
+  void CountDrafts(int64_t drafted, int64_t accepted);
 
   // The exposition text; `queued` and `running` are the queue's gauges,
   // `refused_connections` the HTTP server's count of connections refused
@@ -70,6 +74,8 @@ class ServerMetrics {
   Histogram time_per_token_;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
+  int64_t drafted_tokens_ = 0;
+  int64_t accepted_tokens_ = 0;
 };
 
 }  // namespace inferno

@@ -35,7 +35,9 @@
 // longest prompt plus --max-new-tokens positions (at most --context).
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
-// (f32, native byte order, prompt by prompt) for exactness tests. Statistics
+// (f32, native byte order, prompt by prompt) for exactness tests.
+// --speculate K drafts up to K tokens per step by prompt lookup and keeps
+// those the sampler agrees with (docs/serving.md). Statistics
 // go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <cstdio>
@@ -115,6 +117,11 @@ const CommandSpec kSpec{
      {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
      {"top-p", "P", "nucleus sampling mass (default 1)"},
      {"seed", "S", "sampling seed (default 42)"},
+     {"speculate", "K",
+      "speculative decoding: run up to K tokens drafted by prompt lookup (the tokens that followed the "
+      "last earlier occurrence of the sequence's latest 3, else 2, tokens) with each step, keeping those "
+      "the sampler agrees with; greedy output is unchanged, sampling keeps its distribution (default 0: "
+      "off)"},
      {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
@@ -207,10 +214,12 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   Result<double> top_p = flags.Double("top-p", 1.0, 1e-6, 1.0);
   Result<int64_t> seed = flags.Int("seed", 42, 0, INT64_MAX);
   Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
+  Result<int64_t> speculate = flags.Int("speculate", 0, 0, TransformerStage::kMaxPositionsPerCall - 1);
   for (const Error* error :
        {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
-        seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
-        temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
+        speculate ? nullptr : &speculate.error(), seed ? nullptr : &seed.error(),
+        threads ? nullptr : &threads.error(), temperature ? nullptr : &temperature.error(),
+        top_p ? nullptr : &top_p.error()}) {
     if (error != nullptr) return *error;
   }
   if (*temperature > 0 && *temperature < kMinTemperature) {
@@ -218,6 +227,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
                                   std::to_string(kMinTemperature) + "; use 0 for greedy sampling");
   }
   options.generation.max_new_tokens = *max_new;
+  options.generation.speculate = *speculate;
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -338,6 +348,12 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
       report.time_to_first_token_seconds * 1e3,
       report.decode_seconds > 0 ? std::max<int64_t>(decoded, 0) / report.decode_seconds : 0.0,
       report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
+  if (report.drafted_tokens > 0) {
+    std::fprintf(stderr, "speculation: %lld drafted tokens, %lld accepted (%.1f%%)\n",
+                 static_cast<long long>(report.drafted_tokens),
+                 static_cast<long long>(report.accepted_tokens),
+                 100.0 * report.accepted_tokens / report.drafted_tokens);
+  }
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
@@ -406,7 +422,8 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   for (int32_t id : prepared.setup.stop_ids) generation << id << ",";
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
-             << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
+             << " top_p=" << sampling.top_p << " seed=" << sampling.seed
+             << " speculate=" << options.generation.speculate;
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();

@@ -73,6 +73,9 @@ const CommandSpec kSpec{
       "same way restores instead of prefilling (default 1024; 0: off)"},
      {"context", "N",
       "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
+     {"speculate", "K",
+      "speculative decoding: run up to K tokens drafted by prompt lookup with each step, keeping those the "
+      "sampler agrees with (greedy output unchanged, sampling keeps its distribution) (default 0: off)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"read-deadline-ms", "N",
@@ -112,6 +115,7 @@ struct ServeOptions {
   int slots = 8;
   int64_t queue = 64;
   int64_t cache_mib = kDefaultCacheMib;
+  int64_t speculate = 0;
   std::optional<int64_t> context;
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
@@ -154,10 +158,11 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
   Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
   Result<int64_t> cache_mib = flags.Int("cache-mib", kDefaultCacheMib, 0, int64_t{1} << 30);
+  Result<int64_t> speculate = flags.Int("speculate", 0, 0, TransformerStage::kMaxPositionsPerCall - 1);
   for (const Error* error :
        {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(), body ? nullptr : &body.error(),
         read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error(),
-        cache_mib ? nullptr : &cache_mib.error()}) {
+        cache_mib ? nullptr : &cache_mib.error(), speculate ? nullptr : &speculate.error()}) {
     if (error != nullptr) return *error;
   }
   Result<int64_t> connections =
@@ -171,6 +176,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.read_deadline_ms = *read_deadline;
   options.threads = static_cast<int>(*threads);
   options.cache_mib = *cache_mib;
+  options.speculate = *speculate;
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -222,7 +228,7 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
-           << " cache_mib=" << options.cache_mib << " stop_ids=";
+           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -331,9 +337,13 @@ int main(int argc, char** argv) {
   settings.stop_ids = prepared->setup.stop_ids;
   settings.report_logits = false;
   settings.prefix_cache_bytes = options->cache_mib << 20;
+  settings.speculate = options->speculate;
   if (leader) {
     settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
       metrics.SetPrefixCache(stats);
+    };
+    settings.report_drafts = [&metrics](int64_t drafted, int64_t accepted) {
+      metrics.CountDrafts(drafted, accepted);
     };
     settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
       for (const RankTimes& times : ranks) {
