@@ -371,6 +371,59 @@ TEST(GgufCheckpoint, ExpertsInADenseFamilyAreRefused) {
             std::string::npos);
 }
 
+ModelConfig Phi3Config(bool longrope) {
+  ModelConfig phi3 = TestConfig(2, false);
+  phi3.architecture = "Phi3ForCausalLM";
+  if (longrope) {
+    RopeScaling& scaling = phi3.rope_scaling;
+    scaling.type = RopeScaling::Type::kLongRope;
+    scaling.original_max_position_embeddings = 8;
+    for (int64_t i = 0; i < phi3.head_dim() / 2; ++i) {
+      scaling.short_factor.push_back(1.0f + 0.25f * static_cast<float>(i));
+      scaling.long_factor.push_back(2.0f + 0.5f * static_cast<float>(i));
+    }
+    scaling.attention_factor = 1.125f;
+  }
+  return phi3;
+}
+
+// Phi-3's longrope as llama.cpp's converter writes it (rope_factors_*
+// tensors, original context and attention factor keys) reads back whole; a
+// file of Phi-3-mini-4k carries the original context key alone.
+TEST(GgufCheckpoint, Phi3LongRopeReadsBackAndHalfOfItIsRefused) {
+  const std::string longrope = ValidModel("phi3_longrope.gguf", Phi3Config(true));
+  Result<std::unique_ptr<Checkpoint>> read = Checkpoint::Open(longrope);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ((*read)->config().rope_scaling, Phi3Config(true).rope_scaling);
+
+  const std::string four_k = TestPath("phi3_4k.gguf");
+  Rewrite(ValidModel("phi3.gguf", Phi3Config(false)), four_k, [](GgufFile& f) {
+    f.metadata.push_back({"phi3.rope.scaling.original_context_length",
+                          {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{4096}}}});
+  });
+  read = Checkpoint::Open(four_k);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ((*read)->config().rope_scaling.type, RopeScaling::Type::kNone);
+
+  const std::string factor_alone = TestPath("phi3_attn_factor.gguf");
+  Rewrite(ValidModel("phi3b.gguf", Phi3Config(false)), factor_alone, [](GgufFile& f) {
+    f.metadata.push_back(
+        {"phi3.rope.scaling.attn_factor", {GgufValueType::kFloat32, GgufValueType::kFloat32, {1.5}}});
+  });
+  EXPECT_NE(
+      ExpectOpenFails(factor_alone)
+          .find("'phi3.rope.scaling.attn_factor' is set without the tensors rope_factors_long/short.weight"),
+      std::string::npos);
+
+  const std::string short_list = TestPath("phi3_short_list.gguf");
+  Rewrite(longrope, short_list, [](GgufFile& f) {
+    for (GgufTensor& t : f.tensors) {
+      if (t.info.name == "rope_factors_short.weight") t.info.ne = {t.info.ne[0] - 1};
+    }
+  });
+  EXPECT_NE(ExpectOpenFails(short_list).find("tensor 'rope_factors_short.weight' is not"), std::string::npos);
+}
+
 // llama.cpp writes Mixtral as "llama" with experts: read back as Mixtral.
 TEST(GgufCheckpoint, LlamaWithExpertsIsMixtral) {
   ModelConfig mixtral = TestConfig(2, false);

@@ -100,7 +100,7 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenGguf(const std::
   if (!file) return file.error();
   Result<GgufFile> gguf = ParseGgufFile((*file)->bytes(), path);
   if (!gguf) return gguf.error();
-  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, path);
+  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, (*file)->bytes(), path);
   if (!model) return model.error();
   std::vector<Storage> tensors;
   for (GgufLlamaTensor& t : model->tensors) {
