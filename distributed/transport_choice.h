@@ -17,15 +17,17 @@ inline constexpr char kTransportVariable[] = "INFERNO_TRANSPORT";
 enum class TransportChoice {
   // Shared memory between ranks with the same HostIdentity (boot, host name,
   // network, IPC and pid namespaces: truly one machine) that both offer it,
-  // ZeroMQ between the others.
+  // ZeroMQ over ipc:// between other ranks of one IPC domain, and the direct
+  // TCP data path (distributed/tcp) between ranks on different hosts.
   kAuto,
-  // ZeroMQ between every pair.
+  // ZeroMQ (data and control) between every pair.
   kZmq,
   // Shared memory between every pair: every rank must be on this host.
   kShm,
-  // ZeroMQ over tcp:// between every pair, even ranks on one host, which
-  // then talk as ranks on different hosts do (for tests and measurements of
-  // the multi-host path on one machine).
+  // TCP between every pair, even ranks on one host, which then talk as ranks
+  // on different hosts do (for tests and measurements of the multi-host path
+  // on one machine): data over the direct TCP data path (distributed/tcp),
+  // control over ZeroMQ on tcp://.
   kTcp,
 };
 
