@@ -313,16 +313,16 @@ Result<std::shared_ptr<ShmTransport>> CreateShmTransport(const RendezvousConfig&
   return created;
 }
 
-// This rank's direct TCP data path toward peers on other hosts (every peer
-// under kTcp), listening on `address`, its waits joined to the ZeroMQ
-// control plane's abort notices and liveness verdicts; null under kZmq and
-// kShm.
+// This rank's direct TCP data path, used under kTcp only (docs/network.md:
+// it halves the latency of an isolated all_reduce, but decode across the
+// namespace hosts ran slower on it, not yet understood), listening on
+// `address`, its waits joined to the ZeroMQ control plane's abort notices
+// and liveness verdicts; null under every other choice.
 Result<std::shared_ptr<TcpTransport>> CreateTcpTransport(const RendezvousConfig& config,
                                                          TransportChoice choice,
                                                          const std::shared_ptr<ZmqTransport>& control,
                                                          const std::string& address) {
-  if (choice == TransportChoice::kZmq || choice == TransportChoice::kShm)
-    return std::shared_ptr<TcpTransport>();
+  if (choice != TransportChoice::kTcp) return std::shared_ptr<TcpTransport>();
   TcpTransportOptions options;
   options.rank = config.rank;
   options.world_size = config.world_size;

@@ -17,17 +17,16 @@ inline constexpr char kTransportVariable[] = "INFERNO_TRANSPORT";
 enum class TransportChoice {
   // Shared memory between ranks with the same HostIdentity (boot, host name,
   // network, IPC and pid namespaces: truly one machine) that both offer it,
-  // ZeroMQ over ipc:// between other ranks of one IPC domain, and the direct
-  // TCP data path (distributed/tcp) between ranks on different hosts.
+  // ZeroMQ between the others (over ipc:// within one IPC domain).
   kAuto,
   // ZeroMQ (data and control) between every pair.
   kZmq,
   // Shared memory between every pair: every rank must be on this host.
   kShm,
-  // TCP between every pair, even ranks on one host, which then talk as ranks
-  // on different hosts do (for tests and measurements of the multi-host path
-  // on one machine): data over the direct TCP data path (distributed/tcp),
-  // control over ZeroMQ on tcp://.
+  // The direct TCP data path (distributed/tcp) between every pair, control
+  // over ZeroMQ on tcp://, even between ranks of one host (for tests and
+  // measurements of a path between hosts on one machine). Not yet the
+  // default between hosts: see docs/network.md.
   kTcp,
 };
 

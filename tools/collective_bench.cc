@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
       inferno::BenchFlagSpecs()};
   spec.flags.push_back(
       {"transport", "T",
-       "auto (shared memory on one host, else ZeroMQ or the direct TCP data path), shm (every rank on one "
+       "auto (shared memory on one host, else ZeroMQ), shm (every rank on one "
        "host), ipc or zmq (ZeroMQ only, over ipc:// or tcp://), tcp (the direct TCP data path) (default "
        "auto)"});
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);

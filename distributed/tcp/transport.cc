@@ -79,14 +79,15 @@ Result<sockaddr_in> ParseAddress(const std::string& where, const std::string& ad
 struct TcpTransport::Impl {
   struct Peer {
     bool reachable = false;  // set by Connect, then fixed
+    // The pair's one connection, both directions (set by Connect): writes
+    // under send_mutex, reads under recv_mutex.
+    int fd = -1;
     std::mutex send_mutex;
-    int out_fd = -1;
     std::optional<FrameSealer> sealer;
     std::unique_ptr<std::byte[]> send_buffer;  // kMaxWireFrame bytes
     bool send_closed = false;                  // after the last frame (send_mutex)
 
     std::mutex recv_mutex;  // guards everything below but the atomics
-    int in_fd = -1;
     std::optional<FrameOpener> opener;
     std::unique_ptr<std::byte[]> in_buffer;  // 2 * kMaxWireFrame bytes
     size_t in_begin = 0;
@@ -110,8 +111,7 @@ struct TcpTransport::Impl {
   ~Impl() {
     if (listen_fd >= 0) close(listen_fd);
     for (const std::unique_ptr<Peer>& peer : peers) {
-      if (peer->out_fd >= 0) close(peer->out_fd);
-      if (peer->in_fd >= 0) close(peer->in_fd);
+      if (peer->fd >= 0) close(peer->fd);
     }
   }
 
@@ -222,7 +222,7 @@ struct TcpTransport::Impl {
         source.in_end -= source.in_begin;
         source.in_begin = 0;
       }
-      const ssize_t got = recv(source.in_fd, source.in_buffer.get() + source.in_end,
+      const ssize_t got = recv(source.fd, source.in_buffer.get() + source.in_end,
                                2 * kMaxWireFrame - source.in_end, MSG_DONTWAIT);
       if (got > 0) {
         source.in_end += got;
@@ -244,7 +244,7 @@ struct TcpTransport::Impl {
       Peer& source = *peers[peer];
       if (!source.reachable || peer == skip) continue;
       std::unique_lock<std::mutex> reading(source.recv_mutex, std::try_to_lock);
-      if (!reading.owns_lock() || source.in_fd < 0 || source.ended) continue;
+      if (!reading.owns_lock() || source.fd < 0 || source.ended) continue;
       // A broken stream is recorded in the mailbox, where its reader finds it.
       (void)ReadAvailable(source, peer, std::nullopt);
       reading.unlock();
@@ -286,7 +286,7 @@ struct TcpTransport::Impl {
         if (Status checked = Checks(); !checked) return checked.error();
         next_check = now + options.check_interval;
       }
-      pollfd wait{source.in_fd, POLLIN, 0};
+      pollfd wait{source.fd, POLLIN, 0};
       poll(&wait, 1, std::max(1, PollMs(std::min(deadline, next_check), options.check_interval)));
     }
   }
@@ -298,8 +298,12 @@ struct TcpTransport::Impl {
           mailbox.TakeUntil(peer, tag, started, deadline, Deadline::min());
       if (!queued) return WhyLost(std::move(queued).error());
       if (*queued) return std::move(**queued);
+      // Counted as a waiter before trying the lock, so that a reader that
+      // releases it after this try sees the count and wakes this caller.
+      ++source.mailbox_waiters;
       std::unique_lock<std::mutex> reading(source.recv_mutex, std::try_to_lock);
       if (reading.owns_lock()) {
+        --source.mailbox_waiters;
         // Deliveries happen under this lock: one made before it is queued.
         queued = mailbox.TakeUntil(peer, tag, started, deadline, Deadline::min());
         Result<Message> message = !queued   ? Result<Message>(WhyLost(std::move(queued).error()))
@@ -309,7 +313,6 @@ struct TcpTransport::Impl {
         if (source.mailbox_waiters.load() > 0) mailbox.WakeAll();
         return message;
       }
-      ++source.mailbox_waiters;
       queued = mailbox.TakeUntil(peer, tag, started, deadline, Clock::now() + kMailboxSlice);
       --source.mailbox_waiters;
       if (!queued) return WhyLost(std::move(queued).error());
@@ -326,7 +329,7 @@ struct TcpTransport::Impl {
     const Deadline started = Clock::now();
     Deadline next_check = started + options.check_interval;
     while (!bytes.empty()) {
-      const ssize_t sent = send(target.out_fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t sent = send(target.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (sent > 0) {
         bytes = bytes.subspan(sent);
         continue;
@@ -349,7 +352,7 @@ struct TcpTransport::Impl {
             next_check = now + options.check_interval;
           }
         }
-        pollfd wait{target.out_fd, POLLOUT, 0};
+        pollfd wait{target.fd, POLLOUT, 0};
         poll(&wait, 1, kSendPollMs);
         continue;
       }
@@ -399,39 +402,7 @@ struct TcpTransport::Impl {
   }
 
   // Connects to `peer` at `address` and sends the hello.
-  Status ConnectTo(int peer, const TcpPeerAddress& address, Deadline deadline) {
-    const std::string where = "data path: " + RankText(options.rank) + " to " + RankText(peer) + " at " +
-                              address.address + ":" + std::to_string(address.port);
-    Result<sockaddr_in> target = ParseAddress(where, address.address, address.port);
-    if (!target) return target.error();
-    Peer& to = *peers[peer];
-    to.out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (to.out_fd < 0) return Error::Transport(where + ": socket: " + std::strerror(errno));
-    ConfigureSocket(to.out_fd, options.socket_buffer_bytes);
-    if (connect(to.out_fd, reinterpret_cast<const sockaddr*>(&*target), sizeof(*target)) != 0 &&
-        errno != EINPROGRESS) {
-      return Error::Transport(where + ": connect: " + std::strerror(errno));
-    }
-    pollfd wait{to.out_fd, POLLOUT, 0};
-    while (poll(&wait, 1, PollMs(deadline, options.check_interval)) == 0) {
-      if (Clock::now() >= deadline) return Error{ErrorKind::kTimeout, where + ": connect timed out"};
-    }
-    int failure = 0;
-    socklen_t length = sizeof(failure);
-    getsockopt(to.out_fd, SOL_SOCKET, SO_ERROR, &failure, &length);
-    if (failure != 0) return Error::Transport(where + ": connect: " + std::strerror(failure));
-    to.sealer.emplace(address.key, options.rank);
-    std::byte* hello = to.send_buffer.get();
-    StoreLittleEndian(std::span(hello, 4), static_cast<uint32_t>(options.rank));
-    FrameHeader header;
-    header.op = CollectiveOp::kHello;
-    header.job_id = job_id;
-    header.source_rank = options.rank;
-    const EncodedFrameHeader encoded = EncodeFrameHeader(header);
-    std::memcpy(hello + 4 + kSealedLengthBytes, encoded.data(), encoded.size());
-    to.sealer->Seal(std::span(hello + 4, kHelloBytes - 4));
-    return WriteAll(peer, std::span(hello, kHelloBytes), deadline, /*last=*/false);
-  }
+  Status ConnectTo(int peer, const TcpPeerAddress& address, Deadline deadline);
 
   // A connection accepted in Connect, until its hello proves a rank.
   struct Pending {
@@ -443,89 +414,11 @@ struct TcpTransport::Impl {
 
   // Reads more of `pending`'s hello. Returns the rank it proved once whole,
   // -1 while incomplete; an error says why the connection is refused.
-  Result<int> ReadHello(Pending& pending) {
-    const ssize_t got = recv(pending.fd, pending.hello.data() + pending.have, kHelloBytes - pending.have, 0);
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
-    if (got <= 0) return Error::Transport("closed before its hello was complete");
-    pending.have += got;
-    if (pending.have >= 4 + kSealedLengthBytes) {
-      const uint32_t claimed = LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello).first(4));
-      const uint32_t sealed =
-          LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello).subspan(4, 4));
-      if (claimed >= static_cast<uint32_t>(options.world_size) ||
-          claimed == static_cast<uint32_t>(options.rank) || !peers[claimed]->reachable ||
-          peers[claimed]->in_fd >= 0) {
-        return Error::Transport("claims to be rank " + std::to_string(claimed) + ", which is not expected");
-      }
-      if (sealed != kHelloBytes - 4 - kSealedLengthBytes) {
-        return Error::Transport("a hello of " + std::to_string(sealed) + " bytes");
-      }
-    }
-    if (pending.have < kHelloBytes) return -1;
-    const int claimed =
-        static_cast<int>(LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello)));
-    Result<std::span<std::byte>> plain = peers[claimed]->opener->Open(std::span(pending.hello).subspan(4));
-    if (!plain) return std::move(plain).error();
-    Result<FrameHeader> header = DecodeFrameHeader(*plain, job_id, options.world_size);
-    if (!header) return std::move(header).error();
-    if (header->op != CollectiveOp::kHello || header->source_rank != static_cast<uint32_t>(claimed)) {
-      return Error::Transport("its first frame is no hello of rank " + std::to_string(claimed));
-    }
-    return claimed;
-  }
+  Result<int> ReadHello(Pending& pending);
 
   // Accepts a connection from every reachable peer by `deadline`, refusing
   // any other.
-  Status AcceptPeers(Deadline deadline) {
-    size_t missing = 0;
-    for (int peer = 0; peer < options.world_size; ++peer) missing += peers[peer]->reachable;
-    std::vector<Pending> pending;
-    const auto refuse = [this](Pending& connection, const std::string& why) {
-      LOG(WARNING) << RankText(options.rank) << ": data path: refused a connection from " << connection.from
-                   << ": " << why;
-      close(connection.fd);
-    };
-    while (missing > 0) {
-      if (Clock::now() >= deadline) {
-        std::string ranks;
-        for (int peer = 0; peer < options.world_size; ++peer) {
-          if (peers[peer]->reachable && peers[peer]->in_fd < 0)
-            ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
-        }
-        for (Pending& connection : pending) close(connection.fd);
-        return Error{ErrorKind::kTimeout, "data path: " + RankText(options.rank) +
-                                              ": no connection arrived from rank(s) " + ranks};
-      }
-      std::vector<pollfd> waits{{listen_fd, POLLIN, 0}};
-      for (const Pending& connection : pending) waits.push_back({connection.fd, POLLIN, 0});
-      poll(waits.data(), waits.size(), PollMs(deadline, options.check_interval));
-      for (size_t i = pending.size(); i-- > 0;) {
-        if (waits[i + 1].revents == 0) continue;
-        Result<int> proved = ReadHello(pending[i]);
-        if (proved && *proved < 0) continue;
-        if (!proved) {
-          refuse(pending[i], proved.error().message);
-        } else {
-          Peer& from = *peers[*proved];
-          from.in_fd = pending[i].fd;
-          ConfigureSocket(from.in_fd, options.socket_buffer_bytes);
-          --missing;
-        }
-        pending.erase(pending.begin() + i);
-      }
-      if (waits[0].revents != 0) {
-        for (int fd; (fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
-          pending.push_back({fd, PeerName(fd)});
-          if (pending.size() > kMaxPendingConnections) {
-            refuse(pending.front(), "too many connections without a hello");
-            pending.erase(pending.begin());
-          }
-        }
-      }
-    }
-    for (Pending& connection : pending) refuse(connection, "every rank is connected");
-    return {};
-  }
+  Status AcceptPeers(Deadline deadline);
 
   // Closes once: writes `last` (a goodbye, or an abort notice) to every
   // peer, then shuts the connections down.
@@ -536,18 +429,18 @@ struct TcpTransport::Impl {
       Peer& target = *peers[peer];
       if (!target.reachable) continue;
       std::lock_guard<std::mutex> sending(target.send_mutex);
-      if (target.out_fd >= 0 && target.sealer && !target.send_closed) {
+      if (target.fd >= 0 && target.sealer && !target.send_closed) {
         FrameKey key;
         key.op = last;
         // Best effort: a peer that is gone or takes nothing for kLinger
         // learns of the end from the closed connection instead.
         (void)SendLocked(peer, key, bytes, {}, Clock::now() + kLinger, /*last=*/true);
-        shutdown(target.out_fd, SHUT_WR);
+        shutdown(target.fd, SHUT_WR);
       }
       target.send_closed = true;
     }
     for (const std::unique_ptr<Peer>& peer : peers) {
-      if (peer->in_fd >= 0) shutdown(peer->in_fd, SHUT_RD);  // wakes a reader in poll()
+      if (peer->fd >= 0) shutdown(peer->fd, SHUT_RD);  // wakes a reader in poll()
     }
     mailbox.Close();
   }
@@ -562,6 +455,120 @@ struct TcpTransport::Impl {
   std::atomic<bool> connected{false};
   std::atomic<bool> closed{false};
 };
+
+Status TcpTransport::Impl::ConnectTo(int peer, const TcpPeerAddress& address, Deadline deadline) {
+  const std::string where = "data path: " + RankText(options.rank) + " to " + RankText(peer) + " at " +
+                            address.address + ":" + std::to_string(address.port);
+  Result<sockaddr_in> target = ParseAddress(where, address.address, address.port);
+  if (!target) return target.error();
+  Peer& to = *peers[peer];
+  to.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (to.fd < 0) return Error::Transport(where + ": socket: " + std::strerror(errno));
+  ConfigureSocket(to.fd, options.socket_buffer_bytes);
+  if (connect(to.fd, reinterpret_cast<const sockaddr*>(&*target), sizeof(*target)) != 0 &&
+      errno != EINPROGRESS) {
+    return Error::Transport(where + ": connect: " + std::strerror(errno));
+  }
+  pollfd wait{to.fd, POLLOUT, 0};
+  while (poll(&wait, 1, PollMs(deadline, options.check_interval)) == 0) {
+    if (Clock::now() >= deadline) return Error{ErrorKind::kTimeout, where + ": connect timed out"};
+  }
+  int failure = 0;
+  socklen_t length = sizeof(failure);
+  getsockopt(to.fd, SOL_SOCKET, SO_ERROR, &failure, &length);
+  if (failure != 0) return Error::Transport(where + ": connect: " + std::strerror(failure));
+  std::byte* hello = to.send_buffer.get();
+  StoreLittleEndian(std::span(hello, 4), static_cast<uint32_t>(options.rank));
+  FrameHeader header;
+  header.op = CollectiveOp::kHello;
+  header.job_id = job_id;
+  header.source_rank = options.rank;
+  const EncodedFrameHeader encoded = EncodeFrameHeader(header);
+  std::memcpy(hello + 4 + kSealedLengthBytes, encoded.data(), encoded.size());
+  to.sealer->Seal(std::span(hello + 4, kHelloBytes - 4));
+  return WriteAll(peer, std::span(hello, kHelloBytes), deadline, /*last=*/false);
+}
+
+Result<int> TcpTransport::Impl::ReadHello(Pending& pending) {
+  const ssize_t got = recv(pending.fd, pending.hello.data() + pending.have, kHelloBytes - pending.have, 0);
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
+  if (got <= 0) return Error::Transport("closed before its hello was complete");
+  pending.have += got;
+  if (pending.have >= 4 + kSealedLengthBytes) {
+    const uint32_t claimed = LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello).first(4));
+    const uint32_t sealed =
+        LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello).subspan(4, 4));
+    // Lower ranks connect to higher ones.
+    if (claimed >= static_cast<uint32_t>(options.rank) || !peers[claimed]->reachable ||
+        peers[claimed]->fd >= 0) {
+      return Error::Transport("claims to be rank " + std::to_string(claimed) + ", which is not expected");
+    }
+    if (sealed != kHelloBytes - 4 - kSealedLengthBytes) {
+      return Error::Transport("a hello of " + std::to_string(sealed) + " bytes");
+    }
+  }
+  if (pending.have < kHelloBytes) return -1;
+  const int claimed = static_cast<int>(LoadLittleEndian<uint32_t>(std::span<const std::byte>(pending.hello)));
+  Result<std::span<std::byte>> plain = peers[claimed]->opener->Open(std::span(pending.hello).subspan(4));
+  if (!plain) return std::move(plain).error();
+  Result<FrameHeader> header = DecodeFrameHeader(*plain, job_id, options.world_size);
+  if (!header) return std::move(header).error();
+  if (header->op != CollectiveOp::kHello || header->source_rank != static_cast<uint32_t>(claimed)) {
+    return Error::Transport("its first frame is no hello of rank " + std::to_string(claimed));
+  }
+  return claimed;
+}
+
+Status TcpTransport::Impl::AcceptPeers(Deadline deadline) {
+  size_t missing = 0;
+  for (int peer = 0; peer < options.rank; ++peer) missing += peers[peer]->reachable;
+  std::vector<Pending> pending;
+  const auto refuse = [this](Pending& connection, const std::string& why) {
+    LOG(WARNING) << RankText(options.rank) << ": data path: refused a connection from " << connection.from
+                 << ": " << why;
+    close(connection.fd);
+  };
+  while (missing > 0) {
+    if (Clock::now() >= deadline) {
+      std::string ranks;
+      for (int peer = 0; peer < options.rank; ++peer) {
+        if (peers[peer]->reachable && peers[peer]->fd < 0)
+          ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
+      }
+      for (Pending& connection : pending) close(connection.fd);
+      return Error{ErrorKind::kTimeout,
+                   "data path: " + RankText(options.rank) + ": no connection arrived from rank(s) " + ranks};
+    }
+    std::vector<pollfd> waits{{listen_fd, POLLIN, 0}};
+    for (const Pending& connection : pending) waits.push_back({connection.fd, POLLIN, 0});
+    poll(waits.data(), waits.size(), PollMs(deadline, options.check_interval));
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (waits[i + 1].revents == 0) continue;
+      Result<int> proved = ReadHello(pending[i]);
+      if (proved && *proved < 0) continue;
+      if (!proved) {
+        refuse(pending[i], proved.error().message);
+      } else {
+        Peer& from = *peers[*proved];
+        from.fd = pending[i].fd;
+        ConfigureSocket(from.fd, options.socket_buffer_bytes);
+        --missing;
+      }
+      pending.erase(pending.begin() + i);
+    }
+    if (waits[0].revents != 0) {
+      for (int fd; (fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+        pending.push_back({fd, PeerName(fd)});
+        if (pending.size() > kMaxPendingConnections) {
+          refuse(pending.front(), "too many connections without a hello");
+          pending.erase(pending.begin());
+        }
+      }
+    }
+  }
+  for (Pending& connection : pending) refuse(connection, "every rank is connected");
+  return {};
+}
 
 Result<std::shared_ptr<TcpTransport>> TcpTransport::Listen(const TcpTransportOptions& options) {
   if (options.rank < 0 || options.rank >= options.world_size) {
@@ -610,8 +617,9 @@ Status TcpTransport::Connect(const std::vector<std::optional<TcpPeerAddress>>& p
     entry.send_buffer.reset(new std::byte[kMaxWireFrame]);
     entry.in_buffer.reset(new std::byte[2 * kMaxWireFrame]);
     entry.opener.emplace(impl.key, peer);
+    entry.sealer.emplace(peers[peer]->key, impl.options.rank);
   }
-  for (int peer = 0; peer < impl.options.world_size; ++peer) {
+  for (int peer = impl.options.rank + 1; peer < impl.options.world_size; ++peer) {
     if (!impl.peers[peer]->reachable) continue;
     if (Status connected = impl.ConnectTo(peer, *peers[peer], deadline); !connected) return connected;
   }

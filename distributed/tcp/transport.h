@@ -1,12 +1,16 @@
-// TcpTransport: a Transport over one plain TCP connection per direction
-// between ranks on different hosts, written and read by the calling threads
-// themselves (no I/O thread), each frame sealed (frame_seal.h). It carries
+// TcpTransport: a Transport over one plain TCP connection per pair of ranks
+// on different hosts, both directions on it (so acknowledgements ride on the
+// reverse traffic: with one connection per direction, the receiver's delayed
+// ACKs stalled decode's small messages for tens of ms), written and read by
+// the calling threads themselves (no I/O thread), each frame sealed
+// (frame_seal.h). It carries
 // data only: the job's control plane (rendezvous, heartbeats, liveness and
 // abort notices) stays on ZeroMQ, and reaches this transport's waits through
 // TcpTransportOptions::also_check (RoutedTransport joins the two).
 //
 // Each rank listens on one port (Listen) and, in Connect, connects to every
-// peer's port, sends a sealed hello, and accepts its peers' connections: a
+// higher peer's port, sends a sealed hello, and accepts the connections of
+// its lower peers: a
 // connection whose first frame does not open under the key of the rank it
 // claims to be (a stranger, junk, a replay, a rank already connected) is
 // closed and logged, and the job goes on. Once every peer is in, the
