@@ -160,8 +160,8 @@ Error MissingRanks(const std::string& where, const std::vector<bool>& arrived,
                                    " did not arrive within " + std::to_string(waited.count()) + " ms"};
 }
 
-// Where `theirs` (rank `rank`'s fingerprint) differs from rank 0's `mine`,
-// naming the first entry that differs; empty when they agree.
+}  // namespace
+
 std::string FingerprintDifference(int rank, const std::map<std::string, std::string>& theirs,
                                   const std::map<std::string, std::string>& mine) {
   const auto shown = [](const std::map<std::string, std::string>& fingerprint, const std::string& name) {
@@ -179,6 +179,8 @@ std::string FingerprintDifference(int rank, const std::map<std::string, std::str
   }
   return "";
 }
+
+namespace {
 
 // Rank 0: collects every rank's endpoints, then sends everyone the table.
 Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions& options,

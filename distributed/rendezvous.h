@@ -109,6 +109,14 @@ struct RendezvousConfig {
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 
+// Where `theirs` (rank `rank`'s fingerprint, see RendezvousOptions) differs
+// from rank 0's `mine`: "rank R and rank 0 run different things: NAME is
+// 'X' on rank R, 'Y' on rank 0", naming the first entry that differs; empty
+// when they agree. Join compares with it; so does a rank that learns rank 0's
+// fingerprint later (runtime/weight_transfer.h).
+std::string FingerprintDifference(int rank, const std::map<std::string, std::string>& theirs,
+                                  const std::map<std::string, std::string>& mine);
+
 // Joins the group described by `config`. Errors: Io naming the path when
 // the private ipc directory cannot be made (see IpcDirectory); Transport naming addr:port
 // when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses

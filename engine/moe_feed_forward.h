@@ -15,10 +15,13 @@
 // same way whatever the batch, and each row sums its experts in a fixed
 // order).
 //
-// Tensor parallelism: with each expert's hidden units divided over a stage's
-// ranks (loader/shard_plan.h), the router is whole on every rank, so all of
-// them choose the same experts from the same bits; each computes its units'
-// part of `out`, which the caller sums over the stage as for a dense MLP.
+// Tensor and expert parallelism: with each expert's hidden units divided
+// over a stage's ranks, or whole experts placed on them (loader/shard_plan.h),
+// the router is whole on every rank and its input is the same bits on every
+// rank (the stage's all-reduce gives each the same sum), so all of them
+// choose the same experts; each computes its part of `out` — its units of
+// every chosen expert, or the chosen experts it holds (zero when it holds
+// none of a row's) — which the caller sums over the stage as for a dense MLP.
 //
 // Thread-safety: not thread-safe (it owns scratch buffers); one owner, the
 // stage, calls it. The ThreadPool splits the work inside each call.
@@ -30,6 +33,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/stage_weights.h"
+#include "loader/shard_plan.h"
 #include "model/model_config.h"
 
 namespace inferno {
@@ -46,13 +50,14 @@ class MoeFeedForward {
  public:
   // No scratch: for a stage without sparse layers.
   MoeFeedForward() = default;
-  // Scratch for up to `max_positions` rows per call, experts of `expert_hidden`
-  // units each (the rank's part of config.expert_intermediate_size).
-  MoeFeedForward(const ModelConfig& config, int64_t max_positions, int64_t expert_hidden);
+  // Scratch for up to `max_positions` rows per call; the rank holds experts
+  // `held` (a range of config.num_experts), of `expert_hidden` units each
+  // (the rank's part of config.expert_intermediate_size).
+  MoeFeedForward(const ModelConfig& config, int64_t max_positions, RowRange held, int64_t expert_hidden);
 
-  // out (n, dim) = the mixture's output (this rank's units' part of it) for
-  // the n rows of normed (n, dim), with the router and experts of `layer`.
-  // Preconditions: 1 <= n <= max_positions; layer.experts has num_experts
+  // out (n, dim) = the mixture's output (this rank's part of it) for the n
+  // rows of normed (n, dim), with the router and experts of `layer`.
+  // Preconditions: 1 <= n <= max_positions; layer.experts has held.size()
   // entries of expert_hidden units; `out` does not alias `normed`.
   void Forward(const LayerWeights& layer, std::span<const float> normed, int64_t n, std::span<float> out,
                ThreadPool& pool);
@@ -60,6 +65,7 @@ class MoeFeedForward {
  private:
   int64_t dim_ = 0;
   int64_t num_experts_ = 0;
+  RowRange held_;
   int64_t top_k_ = 0;
   int64_t expert_hidden_ = 0;
   bool renormalise_ = false;

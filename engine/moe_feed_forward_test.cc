@@ -61,13 +61,14 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
     checkpoint_ = std::move(*checkpoint);
   }
 
-  // The layer's weights on tensor-parallel index t of a stage of tp ranks.
-  LayerWeights Layer(int tp, int t) {
-    Result<ShardPlan> plan = MakeShardPlan(config_, 1, tp, std::nullopt);
+  // The weights of index t of a stage of tp ranks, experts placed whole when
+  // `expert_parallel`.
+  StageWeights Stage(int tp, int t, bool expert_parallel = false) {
+    Result<ShardPlan> plan = MakeShardPlan(config_, 1, tp, std::nullopt, expert_parallel);
     EXPECT_TRUE(plan.ok());
     Result<StageWeights> weights = LoadStageWeights(*checkpoint_, plan->ranks[static_cast<size_t>(t)]);
     EXPECT_TRUE(weights.ok()) << weights.error().message;
-    return weights->layers[0];
+    return std::move(*weights);
   }
 
   // The formula of moe_feed_forward.h in double precision, from the
@@ -113,6 +114,44 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
     return x;
   }
 
+  // The parts of a stage of 3 ranks (each expert's units split, or with
+  // `expert_parallel` the 5 experts placed 2, 2, 1) sum to the whole mixture,
+  // and each rank's batched part of a row is bit for bit its part alone.
+  void ExpectPartsSumToTheWhole(bool expert_parallel) {
+    const ModelConfig& config = config_;
+    const int64_t n = 5, dim = config.hidden_size;
+    ThreadPool pool(1);
+    const std::vector<float> x = Inputs(n);
+    std::vector<double> sum(static_cast<size_t>(n * dim));
+    for (int t = 0; t < 3; ++t) {
+      const StageWeights stage = Stage(3, t, expert_parallel);
+      const LayerWeights& layer = stage.layers[0];
+      const RowRange held =
+          expert_parallel ? EvenPart(config.num_experts, 3, t) : RowRange{0, config.num_experts};
+      ASSERT_EQ(stage.part.experts, held);
+      ASSERT_EQ(layer.experts.size(), static_cast<size_t>(held.size()));
+      const int64_t units = layer.experts[0].w_gate.rows();
+      EXPECT_EQ(units, expert_parallel ? config.expert_intermediate_size
+                                       : EvenPart(config.expert_intermediate_size, 3, t).size());
+      MoeFeedForward moe(config, n, held, units);
+      std::vector<float> part(static_cast<size_t>(n * dim));
+      moe.Forward(layer, x, n, part, pool);
+      for (size_t i = 0; i < part.size(); ++i) sum[i] += part[i];
+      // Grouped by expert over the batch, each row's part is the one it gets alone.
+      for (int64_t row = 0; row < n; ++row) {
+        std::vector<float> alone(static_cast<size_t>(dim));
+        moe.Forward(layer, std::span<const float>(x).subspan(row * dim, dim), 1, alone, pool);
+        for (int64_t i = 0; i < dim; ++i)
+          ASSERT_EQ(part[row * dim + i], alone[i]) << t << ", " << row << ", " << i;
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      const std::vector<double> expected =
+          Reference(std::vector<float>(x.begin() + t * dim, x.begin() + (t + 1) * dim));
+      for (int64_t i = 0; i < dim; ++i) ASSERT_NEAR(sum[t * dim + i], expected[i], 1e-5) << t << ", " << i;
+    }
+  }
+
   ModelConfig config_;
   std::map<std::string, std::vector<float>> tensors_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -120,9 +159,9 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(MoeFeedForwardTest, MatchesTheFormulaAndEachRowAloneBitForBit) {
   const int64_t n = 9, dim = config_.hidden_size;
-  const LayerWeights layer = Layer(1, 0);
+  const LayerWeights layer = Stage(1, 0).layers[0];
   ThreadPool pool(2);
-  MoeFeedForward moe(config_, n, config_.expert_intermediate_size);
+  MoeFeedForward moe(config_, n, {0, config_.num_experts}, config_.expert_intermediate_size);
   const std::vector<float> x = Inputs(n);
   std::vector<float> batched(static_cast<size_t>(n * dim));
   moe.Forward(layer, x, n, batched, pool);
@@ -138,27 +177,9 @@ TEST_P(MoeFeedForwardTest, MatchesTheFormulaAndEachRowAloneBitForBit) {
   }
 }
 
-TEST_P(MoeFeedForwardTest, TensorParallelPartsSumToTheWhole) {
-  const int64_t n = 5, dim = config_.hidden_size;
-  ThreadPool pool(1);
-  const std::vector<float> x = Inputs(n);
-  std::vector<double> sum(static_cast<size_t>(n * dim));
-  for (int t = 0; t < 3; ++t) {
-    const LayerWeights layer = Layer(3, t);
-    ASSERT_EQ(layer.experts.size(), static_cast<size_t>(config_.num_experts));
-    const int64_t units = layer.experts[0].w_gate.rows();
-    EXPECT_EQ(units, EvenPart(config_.expert_intermediate_size, 3, t).size());
-    MoeFeedForward moe(config_, n, units);
-    std::vector<float> part(static_cast<size_t>(n * dim));
-    moe.Forward(layer, x, n, part, pool);
-    for (size_t i = 0; i < part.size(); ++i) sum[i] += part[i];
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    const std::vector<double> expected =
-        Reference(std::vector<float>(x.begin() + t * dim, x.begin() + (t + 1) * dim));
-    for (int64_t i = 0; i < dim; ++i) ASSERT_NEAR(sum[t * dim + i], expected[i], 1e-5) << t << ", " << i;
-  }
-}
+TEST_P(MoeFeedForwardTest, TensorParallelPartsSumToTheWhole) { ExpectPartsSumToTheWhole(false); }
+
+TEST_P(MoeFeedForwardTest, ExpertParallelPartsSumToTheWhole) { ExpectPartsSumToTheWhole(true); }
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeFeedForwardTest,
                          ::testing::Values("MixtralForCausalLM", "Qwen3MoeForCausalLM"));

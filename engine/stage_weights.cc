@@ -114,8 +114,9 @@ const TensorSlice& SliceNamed(const RankShard& part, const std::string& name) {
   LOG(FATAL) << "rank " << part.rank << "'s plan has no tensor " << name;
 }
 
-// The router and the experts of sparse layer `layer` into `weights`, each
-// expert's matrices holding the units of the plan's slice of them.
+// The router and the rank's experts (part.experts) of sparse layer `layer`
+// into `weights`, each expert's matrices holding the units of the plan's
+// slice of them.
 Status LoadExperts(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
                    WeightPlacement placement, WeightArena& arena, LayerWeights& weights) {
   const ModelConfig& config = checkpoint.config();
@@ -129,11 +130,11 @@ Status LoadExperts(const Checkpoint& checkpoint, const RankShard& part, int64_t 
   };
   if (Status s = load(RouterSuffix(config), config.num_experts * dim, weights.router); !s) return s;
   const TensorSlice& first =
-      SliceNamed(part, LayerTensorName(layer, ExpertSuffix(config, 0, ExpertMatrix::kGate)));
+      SliceNamed(part, LayerTensorName(layer, ExpertSuffix(config, part.experts.begin, ExpertMatrix::kGate)));
   const int64_t units = first.split_dim < 0 ? config.expert_intermediate_size : first.end - first.begin;
-  weights.experts.resize(static_cast<size_t>(config.num_experts));
-  for (int64_t e = 0; e < config.num_experts; ++e) {
-    ExpertWeights& expert = weights.experts[static_cast<size_t>(e)];
+  weights.experts.resize(static_cast<size_t>(part.experts.size()));
+  for (int64_t e = part.experts.begin; e < part.experts.end; ++e) {
+    ExpertWeights& expert = weights.experts[static_cast<size_t>(e - part.experts.begin)];
     const std::tuple<ExpertMatrix, int64_t, WeightTensor*> matrices[] = {
         {ExpertMatrix::kGate, units * dim, &expert.w_gate},
         {ExpertMatrix::kUp, units * dim, &expert.w_up},

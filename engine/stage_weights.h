@@ -76,7 +76,8 @@ class WeightTensor {
 
 // One expert of a mixture-of-experts layer: a SwiGLU MLP of the part's
 // expert_hidden units (the plan divides each expert's hidden units over a
-// stage as it divides the dense MLP's).
+// stage as it divides the dense MLP's, or under expert parallelism gives the
+// rank whole experts).
 struct ExpertWeights {
   WeightTensor w_gate;  // (expert_hidden, dim)
   WeightTensor w_up;    // (expert_hidden, dim)
@@ -106,7 +107,7 @@ struct LayerWeights {
   // A sparse layer (config.IsSparseLayer) has these in place of w_gate, w_up
   // and w_down, which are empty then.
   WeightTensor router;                 // (num_experts, dim); whole on every rank
-  std::vector<ExpertWeights> experts;  // num_experts entries
+  std::vector<ExpertWeights> experts;  // part.experts: experts[i] is expert part.experts.begin + i
 };
 
 struct StageWeights {

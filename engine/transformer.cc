@@ -73,7 +73,7 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   }
   for (const LayerWeights& layer : weights_.layers) {
     if (!layer.experts.empty()) {
-      moe_ = MoeFeedForward(config_, positions, layer.experts.front().w_gate.rows());
+      moe_ = MoeFeedForward(config_, positions, part.experts, layer.experts.front().w_gate.rows());
       break;
     }
   }
@@ -315,6 +315,47 @@ void TransformerStage::ClassifierSlice(std::span<const float> normed, std::span<
   if (const float cap = config_.final_logit_softcapping; cap > 0.0f) {
     for (float& logit : logits) logit = std::tanh(logit / cap) * cap;
   }
+}
+
+template <typename Copy>
+void TransformerStage::ForEachKvRow(int slot, int64_t pos, int64_t n, Copy copy) const {
+  const int64_t kv_dim = part().kv_heads.size() * config_.head_dim();
+  int64_t at = 0;  // kv's float
+  for (size_t l = 0; l < state_.cache_capacity.size(); ++l) {
+    const int64_t offset =
+        static_cast<int64_t>(slot) * state_.cache_layer_begin.back() + state_.cache_layer_begin[l];
+    for (bool values : {false, true}) {
+      for (int64_t p = pos; p < pos + n; ++p, at += kv_dim) {
+        copy(offset + (p % state_.cache_capacity[l]) * kv_dim, at, kv_dim, values);
+      }
+    }
+  }
+}
+
+void TransformerStage::CopyKvOut(int slot, int64_t pos, int64_t n, std::span<float> kv) const {
+  CHECK_EQ(static_cast<int64_t>(kv.size()), n * KvFloatsPerPosition());
+  ForEachKvRow(slot, pos, n, [&](int64_t cached, int64_t at, int64_t count, bool values) {
+    const std::vector<float>& cache = values ? state_.value_cache : state_.key_cache;
+    std::copy_n(cache.data() + cached, count, kv.data() + at);
+  });
+}
+
+void TransformerStage::CopyKvIn(int slot, int64_t pos, std::span<const float> kv) {
+  const int64_t n = static_cast<int64_t>(kv.size()) / KvFloatsPerPosition();
+  CHECK_EQ(static_cast<int64_t>(kv.size()), n * KvFloatsPerPosition());
+  CHECK_LE(pos + n, context_length_);
+  ForEachKvRow(slot, pos, n, [&](int64_t cached, int64_t at, int64_t count, bool values) {
+    std::vector<float>& cache = values ? state_.value_cache : state_.key_cache;
+    std::copy_n(kv.data() + at, count, cache.data() + cached);
+  });
+}
+
+int64_t TransformerStage::SmallestWindow() const {
+  int64_t window = context_length_;
+  for (int64_t l = 0; l < part().layers.size(); ++l) {
+    if (config_.LayerSlides(part().layers.begin + l)) window = std::min(window, config_.sliding_window);
+  }
+  return window;
 }
 
 }  // namespace inferno

@@ -146,6 +146,27 @@ class TransformerStage {
     return static_cast<int64_t>((state_.key_cache.size() + state_.value_cache.size()) * sizeof(float));
   }
 
+  // The floats one position of a slot takes in the caches: its key and its
+  // value, each kv_dim, in each of the stage's layers.
+  int64_t KvFloatsPerPosition() const {
+    return 2 * part().layers.size() * part().kv_heads.size() * config_.head_dim();
+  }
+
+  // Copies the keys and values of positions [pos, pos + n) of `slot`, every
+  // layer, into kv (L, 2, n, kv_dim): layer by layer, its keys then its
+  // values. Preconditions: the slot has run the positions, and on a sliding
+  // layer they are among the last capacity positions it ran (see
+  // StageState); kv.size() == n * KvFloatsPerPosition().
+  void CopyKvOut(int slot, int64_t pos, int64_t n, std::span<float> kv) const;
+  // The reverse: the caches of positions [pos, pos + n) of `slot` from kv
+  // (L, 2, n, kv_dim), as if the slot had run them (a sliding layer keeps
+  // the last capacity of them). Preconditions: pos + n <= context_length(),
+  // kv.size() == n * KvFloatsPerPosition().
+  void CopyKvIn(int slot, int64_t pos, std::span<const float> kv);
+  // The fewest positions a sliding layer of the stage holds beyond one
+  // Forward call's (its window); context_length() when none slides.
+  int64_t SmallestWindow() const;
+
   // The vocabulary ids whose logits ClassifierSlice computes.
   RowRange classifier_rows() const { return weights_.part.classifier_rows; }
 
@@ -155,6 +176,11 @@ class TransformerStage {
   // keys and values enter the caches, their heads' outputs
   // state_.attention (n, q_dim).
   void Attend(int64_t l, std::span<const float> x, int64_t n);
+  // Calls copy(cache row, kv row, kv_dim) for each position of [pos, pos +
+  // n) of `slot` in each layer, keys then values, in kv's (L, 2, n, kv_dim)
+  // order: the one walk CopyKvOut and CopyKvIn share.
+  template <typename Copy>
+  void ForEachKvRow(int slot, int64_t pos, int64_t n, Copy copy) const;
 
   ModelConfig config_;
   StageWeights weights_;

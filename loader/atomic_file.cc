@@ -47,6 +47,14 @@ Status AtomicFile::Commit() {
   CHECK_GE(fd_, 0) << "AtomicFile::Commit twice: " << path_;
   const int fd = fd_;
   fd_ = -1;
+  // On disk before it has its final name: a crash after the rename never
+  // leaves a final name over bytes that were still in the page cache.
+  if (::fsync(fd) != 0) {
+    const std::string message = partial_path() + ": fsync failed: " + std::strerror(errno);
+    ::close(fd);
+    ::unlink(partial_path().c_str());
+    return Error::Io(message);
+  }
   if (::close(fd) != 0) {
     const std::string message = partial_path() + ": close failed: " + std::strerror(errno);
     ::unlink(partial_path().c_str());

@@ -1,5 +1,6 @@
 // AtomicFile: an output file that appears under its final name only when it is
-// complete. Bytes go to "<path>.partial"; Commit() renames it to `path`; a file
+// complete. Bytes go to "<path>.partial"; Commit() fsyncs it and renames it
+// to `path`; a file
 // destroyed without Commit() removes the partial file, so an interrupted
 // writer never leaves anything that looks finished (a killed process leaves
 // only a ".partial" file, which the next run overwrites).
@@ -30,7 +31,8 @@ class AtomicFile {
   // disk).
   Status Write(std::span<const std::byte> bytes);
   Status Write(const std::string& bytes);
-  // Closes the file and renames it to its final name. Precondition: called at
+  // Flushes the file to disk (fsync), closes it and renames it to its final
+  // name; on any failure removes the partial file. Precondition: called at
   // most once.
   Status Commit();
 

@@ -38,6 +38,7 @@ json RankToJson(const RankShard& shard) {
           {"heads", {shard.heads.begin, shard.heads.end}},
           {"kv_heads", {shard.kv_heads.begin, shard.kv_heads.end}},
           {"hidden_units", {shard.hidden_units.begin, shard.hidden_units.end}},
+          {"experts", {shard.experts.begin, shard.experts.end}},
           {"classifier_rows", {shard.classifier_rows.begin, shard.classifier_rows.end}},
           {"embedding_rows", {shard.embedding_rows.begin, shard.embedding_rows.end}},
           {"has_final_norm", shard.has_final_norm},
@@ -47,7 +48,7 @@ json RankToJson(const RankShard& shard) {
 json PlanToJson(const ShardPlan& plan) {
   json ranks = json::array();
   for (const RankShard& shard : plan.ranks) ranks.push_back(RankToJson(shard));
-  return {{"pp", plan.pp}, {"tp", plan.tp}, {"ranks", ranks}};
+  return {{"pp", plan.pp}, {"tp", plan.tp}, {"expert_parallel", plan.expert_parallel}, {"ranks", ranks}};
 }
 
 // Throws nlohmann's exceptions on a malformed document; ParseManifestJson
@@ -65,6 +66,7 @@ RankShard RankFromJson(const json& j) {
   shard.heads = range("heads");
   shard.kv_heads = range("kv_heads");
   shard.hidden_units = range("hidden_units");
+  shard.experts = range("experts");
   shard.classifier_rows = range("classifier_rows");
   shard.embedding_rows = range("embedding_rows");
   shard.has_final_norm = j.at("has_final_norm").get<bool>();
@@ -106,15 +108,15 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
   m.config = *config;
   m.plan.pp = j.at("world").at("pp").get<int>();
   m.plan.tp = j.at("world").at("tp").get<int>();
+  m.plan.expert_parallel = j.at("world").at("expert_parallel").get<bool>();
   if (m.plan.pp < 1 || m.plan.tp < 1 || m.plan.pp > m.config.num_hidden_layers) {
-    return Error::Corruption(source + ": world " + WorldLayoutText(m.plan.pp, m.plan.tp) +
-                             " is invalid for " + std::to_string(m.config.num_hidden_layers) + " layers");
+    return Error::Corruption(source + ": world " + WorldLayoutText(m.plan) + " is invalid for " +
+                             std::to_string(m.config.num_hidden_layers) + " layers");
   }
   const json& ranks = j.at("ranks");
   if (!ranks.is_array() || static_cast<int>(ranks.size()) != m.plan.world_size()) {
     return Error::Corruption(source + ": lists " + std::to_string(ranks.size()) + " ranks but the world " +
-                             WorldLayoutText(m.plan.pp, m.plan.tp) + " has " +
-                             std::to_string(m.plan.world_size()));
+                             WorldLayoutText(m.plan) + " has " + std::to_string(m.plan.world_size()));
   }
   for (int rank = 0; rank < m.plan.world_size(); ++rank) {
     const json& r = ranks[static_cast<size_t>(rank)];
@@ -124,7 +126,7 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
       return Error::Corruption(source + ": entry " + std::to_string(rank) + " (rank " +
                                std::to_string(shard.rank) + ", stage " + std::to_string(shard.stage) +
                                ", tp_index " + std::to_string(shard.tp_index) +
-                               ") does not fit the world layout " + WorldLayoutText(m.plan.pp, m.plan.tp));
+                               ") does not fit the world layout " + WorldLayoutText(m.plan));
     }
     ShardFile file{rank,
                    r.at("file").get<std::string>(),
@@ -168,8 +170,12 @@ std::string ShardFileName(int rank, int world_size) {
   return name;
 }
 
-std::string WorldLayoutText(int pp, int tp) {
-  return "pp=" + std::to_string(pp) + " tp=" + std::to_string(tp);
+std::string WorldLayoutText(int pp, int tp, bool expert_parallel) {
+  return "pp=" + std::to_string(pp) + (expert_parallel ? " ep=" : " tp=") + std::to_string(tp);
+}
+
+std::string WorldLayoutText(const ShardPlan& plan) {
+  return WorldLayoutText(plan.pp, plan.tp, plan.expert_parallel);
 }
 
 std::string PlanDigest(const ShardPlan& plan) {
@@ -183,7 +189,7 @@ std::map<std::string, std::string> ShardMetadata(const ModelConfig& config, cons
   return {{kShardMetadataFormat, "pt"},
           {kShardMetadataProducer, kShardToolVersion},
           {kShardMetadataRank, std::to_string(rank)},
-          {kShardMetadataWorld, WorldLayoutText(plan.pp, plan.tp)},
+          {kShardMetadataWorld, WorldLayoutText(plan)},
           {kShardMetadataPlan, PlanDigest(plan)},
           {kShardMetadataConfig, ModelConfigToJson(config)}};
 }
@@ -246,7 +252,10 @@ std::string ManifestToJson(const Manifest& manifest) {
       {"source_fingerprint", manifest.source_fingerprint},
       {"config", json::parse(ModelConfigToJson(manifest.config))},
       {"world",
-       {{"pp", manifest.plan.pp}, {"tp", manifest.plan.tp}, {"world_size", manifest.plan.world_size()}}},
+       {{"pp", manifest.plan.pp},
+        {"tp", manifest.plan.tp},
+        {"expert_parallel", manifest.plan.expert_parallel},
+        {"world_size", manifest.plan.world_size()}}},
       {"plan_sha256", PlanDigest(manifest.plan)},
       {"ranks", ranks},
   };

@@ -29,7 +29,7 @@ inline constexpr char kManifestFormat[] = "inferno-shards";
 // 2: the plan records each rank's heads, KV heads, hidden units and
 // classifier rows (issue 12); 3: and its embedding rows, which tensor
 // parallelism splits.
-inline constexpr int kManifestFormatVersion = 3;
+inline constexpr int kManifestFormatVersion = 4;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.
@@ -67,8 +67,10 @@ struct Manifest {
 
 // "rank-00000-of-00003.safetensors".
 std::string ShardFileName(int rank, int world_size);
-// "pp=3 tp=1" — how messages name a world layout.
-std::string WorldLayoutText(int pp, int tp);
+// "pp=3 tp=1", or "pp=2 ep=2" with experts placed whole — how messages name
+// a world layout.
+std::string WorldLayoutText(int pp, int tp, bool expert_parallel);
+std::string WorldLayoutText(const ShardPlan& plan);
 // The SHA-256 of the plan's canonical JSON: identifies the plan in each shard
 // file's metadata.
 std::string PlanDigest(const ShardPlan& plan);

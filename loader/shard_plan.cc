@@ -1,6 +1,7 @@
 #include "loader/shard_plan.h"
 
 #include <map>
+#include <set>
 #include <string_view>
 
 #include <glog/logging.h>
@@ -20,9 +21,11 @@ TensorSlice SliceOf(std::string name, int split_dim, RowRange range, int64_t ful
 // The slices of layer `layer`'s tensors held by `shard` (heads and hidden
 // units set) of a stage of `tp` ranks: q, k, v (weights and biases), gate
 // and up by rows, o_proj and down by columns; norms and the o_proj bias
-// whole. A sparse layer's router is whole, and each expert's hidden units are
-// divided over the stage as the dense MLP's are.
-std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const RankShard& shard, int tp) {
+// whole. A sparse layer's router is whole; each expert's hidden units are
+// divided over the stage as the dense MLP's are, or under expert parallelism
+// the rank's experts are whole and the others absent.
+std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const RankShard& shard, int tp,
+                                     bool expert_parallel) {
   const int64_t head_dim = c.head_dim();
   const RowRange q{shard.heads.begin * head_dim, shard.heads.end * head_dim};
   const RowRange kv{shard.kv_heads.begin * head_dim, shard.kv_heads.end * head_dim};
@@ -46,10 +49,16 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const 
       {kVBiasSuffix, {0, kv, c.kv_dim()}},
   };
   std::map<std::string, Split, std::less<>> expert_splits;
+  std::set<std::string, std::less<>> others_experts;
   if (c.IsSparseLayer(layer)) {
     const int64_t full = c.expert_intermediate_size;
-    const RowRange expert_units = EvenPart(full, tp, shard.tp_index);
+    const RowRange expert_units = expert_parallel ? RowRange{0, full} : EvenPart(full, tp, shard.tp_index);
     for (int64_t e = 0; e < c.num_experts; ++e) {
+      if (e < shard.experts.begin || e >= shard.experts.end) {
+        for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown})
+          others_experts.insert(ExpertSuffix(c, e, matrix));
+        continue;
+      }
       expert_splits[ExpertSuffix(c, e, ExpertMatrix::kGate)] = {0, expert_units, full};
       expert_splits[ExpertSuffix(c, e, ExpertMatrix::kUp)] = {0, expert_units, full};
       expert_splits[ExpertSuffix(c, e, ExpertMatrix::kDown)] = {1, expert_units, full};
@@ -58,6 +67,7 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const 
   std::vector<TensorSlice> slices;
   for (const TensorSpec& spec : LayerTensorSpecs(c, layer)) {
     const std::string_view suffix = LayerTensorSuffix(spec.name);
+    if (others_experts.contains(suffix)) continue;
     const Split* split = nullptr;
     if (const auto dense = splits.find(suffix); dense != splits.end()) split = &dense->second;
     if (const auto expert = expert_splits.find(suffix); expert != expert_splits.end())
@@ -119,10 +129,16 @@ RowRange EvenPart(int64_t total, int parts, int index) {
 }
 
 Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
-                                const std::optional<std::vector<int64_t>>& layers_per_stage) {
+                                const std::optional<std::vector<int64_t>>& layers_per_stage,
+                                bool expert_parallel) {
   const int64_t n_layers = c.num_hidden_layers;
+  const std::string tp_flag = expert_parallel ? "--ep " : "--tp ";
   if (pp < 1) return Error::InvalidArgument("--pp " + std::to_string(pp) + " must be at least 1");
-  if (tp < 1) return Error::InvalidArgument("--tp " + std::to_string(tp) + " must be at least 1");
+  if (tp < 1) return Error::InvalidArgument(tp_flag + std::to_string(tp) + " must be at least 1");
+  if (expert_parallel && c.num_experts == 0) {
+    return Error::InvalidArgument(tp_flag + std::to_string(tp) +
+                                  " needs a mixture of experts; the model is dense (use --tp)");
+  }
   if (pp > n_layers) {
     return Error::InvalidArgument("--pp " + std::to_string(pp) + " exceeds the " + std::to_string(n_layers) +
                                   " layers of the model");
@@ -130,11 +146,13 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
   const std::pair<const char*, int64_t> limits[] = {
       {"attention heads", c.num_attention_heads},
       {"MLP hidden units", c.intermediate_size},
-      {"hidden units of an expert", c.num_experts > 0 ? c.expert_intermediate_size : tp},
+      expert_parallel
+          ? std::pair{"experts", c.num_experts}
+          : std::pair{"hidden units of an expert", c.num_experts > 0 ? c.expert_intermediate_size : tp},
       {"vocabulary rows", c.vocab_size}};
   for (const auto& [what, count] : limits) {
     if (tp > count) {
-      return Error::InvalidArgument("--tp " + std::to_string(tp) + " exceeds the " + std::to_string(count) +
+      return Error::InvalidArgument(tp_flag + std::to_string(tp) + " exceeds the " + std::to_string(count) +
                                     " " + what + " of the model");
     }
   }
@@ -151,6 +169,7 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
   ShardPlan plan;
   plan.pp = pp;
   plan.tp = tp;
+  plan.expert_parallel = expert_parallel;
   plan.ranks.resize(static_cast<size_t>(pp * tp));
   for (int t = 0; t < tp; ++t) {
     const RowRange part = EvenPart(c.vocab_size, tp, t);
@@ -167,6 +186,7 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
       shard.kv_heads = {shard.heads.begin / heads_per_kv,
                         (shard.heads.end + heads_per_kv - 1) / heads_per_kv};
       shard.hidden_units = EvenPart(c.intermediate_size, tp, t);
+      shard.experts = expert_parallel ? EvenPart(c.num_experts, tp, t) : RowRange{0, c.num_experts};
       const RowRange in_part = ClassifierRowsOfStage(rows, stage);
       shard.classifier_rows = {part.begin + in_part.begin, part.begin + in_part.end};
       if (stage == 0) shard.embedding_rows = part;
@@ -174,7 +194,8 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
 
       if (stage == 0) shard.tensors.push_back(SliceOf(kEmbedTokensName, 0, part, c.vocab_size));
       for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
-        for (TensorSlice& slice : LayerSlices(c, layer, shard, tp)) shard.tensors.push_back(std::move(slice));
+        for (TensorSlice& slice : LayerSlices(c, layer, shard, tp, expert_parallel))
+          shard.tensors.push_back(std::move(slice));
       }
       if (shard.has_final_norm) shard.tensors.push_back({kFinalNormName, -1, 0, 0});
       if (shard.classifier_rows.size() > 0 && !shard.ClassifierRowsInEmbedding(tied)) {

@@ -19,6 +19,16 @@
 // so q/k/v/gate/up are split by output rows and o_proj/down by input
 // columns; norms and the o_proj bias are whole on every rank.
 //
+// A mixture-of-experts layer's router is whole on every rank. Its experts
+// are either split like the dense MLP (each expert's hidden units divided
+// over the stage: tensor parallelism), or, with `expert_parallel` (--ep),
+// placed whole: tensor-parallel index t holds the contiguous experts
+// `experts` (divided as evenly as possible, earlier indices taking the
+// remainder, e.g. 128 experts over 3 ranks as 43, 43, 42) and nothing of the
+// others. Either way each rank computes its part of the mixture's output and
+// the stage sums the parts with the all-reduce that follows a dense MLP;
+// attention is split by heads as above.
+//
 // The classifier (vocab × dim) is split by rows over the whole grid: the
 // vocabulary is divided evenly into tp parts, part t going to the ranks of
 // index t, and each part is spread over the stages to balance their compute
@@ -73,6 +83,7 @@ struct RankShard {
   RowRange heads;               // query heads
   RowRange kv_heads;            // key/value heads (those `heads` read)
   RowRange hidden_units;        // MLP hidden units (of intermediate_size)
+  RowRange experts;             // experts it holds (all of num_experts unless expert-parallel)
   RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
   RowRange embedding_rows;      // vocabulary ids whose embedding it holds; empty after stage 0
   bool has_final_norm = false;  // the final norm (stage pp-1)
@@ -93,6 +104,9 @@ struct RankShard {
 struct ShardPlan {
   int pp = 1;
   int tp = 1;
+  // Whether a stage's tp ranks hold whole experts (--ep tp) rather than
+  // every expert's share of hidden units.
+  bool expert_parallel = false;
   std::vector<RankShard> ranks;  // indexed by rank
 
   int world_size() const { return pp * tp; }
@@ -110,12 +124,16 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 // earlier parts taking the remainder. Precondition: 0 <= index < parts.
 RowRange EvenPart(int64_t total, int parts, int index);
 
-// Computes the plan of a pp × tp grid for a model of `config`.
+// Computes the plan of a pp × tp grid for a model of `config`, experts
+// placed whole when `expert_parallel` (then tp is --ep's value).
 // `layers_per_stage`, if given, has pp entries summing to the layer count
 // (each >= 1); otherwise layers are split evenly (pipeline_split.h). Fails
 // with a one-line error naming the flag's value, e.g. "--pp 7 exceeds the 5
-// layers of the model", "--tp 5 exceeds the 4 attention heads of the model".
+// layers of the model", "--tp 5 exceeds the 4 attention heads of the model",
+// "--ep 9 exceeds the 8 experts of the model", "--ep 2 needs a mixture of
+// experts; the model is dense (use --tp)".
 Result<ShardPlan> MakeShardPlan(const ModelConfig& config, int pp, int tp,
-                                const std::optional<std::vector<int64_t>>& layers_per_stage);
+                                const std::optional<std::vector<int64_t>>& layers_per_stage,
+                                bool expert_parallel = false);
 
 }  // namespace inferno

@@ -250,5 +250,52 @@ TEST(MakeShardPlan, EachExpertsHiddenUnitsAreSplitLikeTheMlpsAndTheRouterIsWhole
       << too_many.error().message;
 }
 
+TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
+  ModelConfig config = TestConfig(2, false);
+  config.architecture = "Qwen3MoeForCausalLM";
+  config.num_experts = 128;
+  config.num_experts_per_tok = 8;
+  config.expert_intermediate_size = 40;
+  Result<ShardPlan> plan = MakeShardPlan(config, 2, 3, std::nullopt, /*expert_parallel=*/true);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_TRUE(plan->expert_parallel);
+  const RowRange expected[] = {{0, 43}, {43, 86}, {86, 128}};
+  for (const RankShard& shard : plan->ranks) {
+    EXPECT_EQ(shard.experts, expected[shard.tp_index]) << "rank " << shard.rank;
+    EXPECT_EQ(shard.heads, EvenPart(config.num_attention_heads, 3, shard.tp_index));
+    std::map<std::string, TensorSlice> by_name;
+    for (const TensorSlice& slice : shard.tensors) by_name[slice.name] = slice;
+    const int64_t layer = shard.layers.begin;
+    EXPECT_EQ(by_name.at(LayerTensorName(layer, RouterSuffix(config))).split_dim, -1);
+    for (int64_t e = 0; e < 128; ++e) {
+      for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown}) {
+        const std::string name = LayerTensorName(layer, ExpertSuffix(config, e, matrix));
+        const bool held = e >= shard.experts.begin && e < shard.experts.end;
+        ASSERT_EQ(by_name.contains(name), held) << "rank " << shard.rank << " " << name;
+        if (held) {
+          EXPECT_EQ(by_name.at(name).split_dim, -1) << name;
+        }
+      }
+    }
+  }
+  Result<ShardPlan> tensor_parallel = MakeShardPlan(config, 1, 3, std::nullopt);
+  ASSERT_TRUE(tensor_parallel);
+  EXPECT_EQ(tensor_parallel->ranks[1].experts, (RowRange{0, 128}));
+}
+
+TEST(MakeShardPlan, ExpertParallelBeyondTheExpertsOrOnADenseModel) {
+  ModelConfig config = TestConfig(2, false);
+  config.architecture = "MixtralForCausalLM";
+  config.num_experts = 3;
+  config.num_experts_per_tok = 2;
+  config.expert_intermediate_size = 40;
+  Result<ShardPlan> too_many = MakeShardPlan(config, 1, 4, std::nullopt, /*expert_parallel=*/true);
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error().message, "--ep 4 exceeds the 3 experts of the model");
+  Result<ShardPlan> dense = MakeShardPlan(TestConfig(2, false), 1, 2, std::nullopt, /*expert_parallel=*/true);
+  ASSERT_FALSE(dense);
+  EXPECT_EQ(dense.error().message, "--ep 2 needs a mixture of experts; the model is dense (use --tp)");
+}
+
 }  // namespace
 }  // namespace inferno

@@ -12,14 +12,16 @@ namespace {
 
 Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::string& folder) {
   const ShardPlan& plan = manifest.plan;
-  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan.pp, plan.tp) +
-                               " (" + std::to_string(plan.world_size()) + " ranks); ";
+  const std::string made_for = folder + ": these shards were made for " + WorldLayoutText(plan) + " (" +
+                               std::to_string(plan.world_size()) + " ranks); ";
   if (job.world_size != plan.world_size()) {
     return Error::InvalidArgument(made_for + "this job has " + std::to_string(job.world_size) + " ranks");
   }
-  if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp)) {
+  if ((job.pp && *job.pp != plan.pp) || (job.tp && *job.tp != plan.tp) ||
+      (job.expert_parallel && *job.expert_parallel != plan.expert_parallel)) {
     return Error::InvalidArgument(made_for + "this job asks for " +
-                                  WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp)));
+                                  WorldLayoutText(job.pp.value_or(plan.pp), job.tp.value_or(plan.tp),
+                                                  job.expert_parallel.value_or(plan.expert_parallel)));
   }
   if (job.rank < 0 || job.rank >= plan.world_size()) {
     return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
@@ -28,25 +30,22 @@ Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::stri
   // stages: the engine relies on it (ring order, classifier rows).
   std::vector<int64_t> layers(static_cast<size_t>(plan.pp));
   for (const RankShard& shard : plan.ranks) layers[static_cast<size_t>(shard.stage)] = shard.layers.size();
-  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers);
+  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers, plan.expert_parallel);
   if (!expected) return expected.error().Prefixed(folder + ": the manifest's plan: ");
   if (*expected != plan) {
-    return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan.pp, plan.tp) +
+    return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan) +
                              " is not the plan this version computes for that grid; re-run shard");
   }
   return {};
 }
 
 // Checks the file's metadata names this rank and plan.
-Status CheckShardMetadata(const std::string& path, const Manifest& manifest, int rank) {
-  Result<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
-  if (!file) return file.error();
-  Result<SafetensorsHeader> header = ParseSafetensorsHeader((*file)->bytes(), path);
-  if (!header) return header.error();
+Status CheckShardMetadata(const SafetensorsHeader& header, const std::string& path, const Manifest& manifest,
+                          int rank) {
   const std::map<std::string, std::string> expected = ShardMetadata(manifest.config, manifest.plan, rank);
   for (const char* key : {kShardMetadataPlan, kShardMetadataWorld, kShardMetadataRank}) {
-    auto it = header->metadata.find(key);
-    const std::string found = it == header->metadata.end() ? "(absent)" : it->second;
+    auto it = header.metadata.find(key);
+    const std::string found = it == header.metadata.end() ? "(absent)" : it->second;
     if (found != expected.at(key)) {
       return Error::Corruption(path + ": a shard of another " +
                                (std::string(key) == kShardMetadataRank ? "rank" : "plan") + ": metadata " +
@@ -96,9 +95,15 @@ Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const Shard
   if (job.verify_checksum) {
     if (Status s = VerifyShardFile(folder, file); !s) return s.error();
   }
-  if (Status s = CheckShardMetadata(path, *manifest, job.rank); !s) return s.error();
+  Result<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path);
+  if (!mapped) return mapped.error();
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader((*mapped)->bytes(), path);
+  if (!header) return header.error();
+  if (Status s = CheckShardMetadata(*header, path, *manifest, job.rank); !s) return s.error();
+  std::vector<std::unique_ptr<MappedFile>> files;
+  files.push_back(std::move(*mapped));
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint =
-      MappedCheckpoint::OpenSafetensors({path}, manifest->config);
+      MappedCheckpoint::FromSafetensorsFiles(std::move(files), manifest->config);
   if (!checkpoint) return checkpoint.error();
   const RankShard& shard = manifest->plan.ranks[static_cast<size_t>(job.rank)];
   if (Status s = CheckShardTensors(**checkpoint, shard, path); !s) return s.error();
@@ -111,6 +116,38 @@ Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const Shard
     }
   }
   return RankShardCheckpoint{std::move(*manifest), std::move(*checkpoint)};
+}
+
+Result<LoneShard> OpenLoneShard(std::unique_ptr<MappedFile> file, int rank,
+                                const std::function<Result<ShardPlan>(const ModelConfig&)>& plan_for) {
+  const std::string path = file->path();
+  Result<SafetensorsHeader> header = ParseSafetensorsHeader(file->bytes(), path);
+  if (!header) return header.error();
+  const auto config_text = header->metadata.find(kShardMetadataConfig);
+  if (config_text == header->metadata.end()) {
+    return Error::Corruption(path + ": not a shard: no " + std::string(kShardMetadataConfig) + " metadata");
+  }
+  Result<ModelConfig> config = ParseModelConfigJson(config_text->second, path + " (metadata)");
+  if (!config) return config.error();
+  Result<ShardPlan> plan = plan_for(*config);
+  if (!plan) return plan.error();
+  if (rank < 0 || rank >= plan->world_size()) {
+    return Error::InvalidArgument(path + ": rank " + std::to_string(rank) + " is outside the plan's " +
+                                  std::to_string(plan->world_size()) + " ranks");
+  }
+  Manifest expected;
+  expected.config = *config;
+  expected.plan = *std::move(plan);
+  if (Status s = CheckShardMetadata(*header, path, expected, rank); !s) return s.error();
+  std::vector<std::unique_ptr<MappedFile>> files;
+  files.push_back(std::move(file));
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint =
+      MappedCheckpoint::FromSafetensorsFiles(std::move(files), *config);
+  if (!checkpoint) return checkpoint.error();
+  if (Status s = CheckShardTensors(**checkpoint, expected.plan.ranks[static_cast<size_t>(rank)], path); !s) {
+    return s.error();
+  }
+  return LoneShard{std::move(expected.plan), std::move(*checkpoint)};
 }
 
 }  // namespace inferno

@@ -11,6 +11,7 @@
 // Thread-safety: OpenRankShard may be called from several threads at once.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "base/error.h"
 #include "loader/checkpoint.h"
 #include "loader/manifest.h"
+#include "loader/mapped_file.h"
 #include "loader/shard_plan.h"
 
 namespace inferno {
@@ -26,8 +28,9 @@ namespace inferno {
 struct ShardJob {
   int rank = 0;
   int world_size = 1;
-  std::optional<int> pp;  // if set, must match the plan's
-  std::optional<int> tp;
+  std::optional<int> pp;                // if set, must match the plan's
+  std::optional<int> tp;                // --tp, or --ep's value with expert_parallel
+  std::optional<bool> expert_parallel;  // if set (--tp or --ep given), must match the plan's
   // Hash the rank's file and compare with the manifest (reads the file once).
   bool verify_checksum = true;
 };
@@ -47,5 +50,20 @@ struct RankShardCheckpoint {
 // MakeShardPlan's for its grid and layers; tensors that differ from the
 // rank's plan.
 Result<RankShardCheckpoint> OpenRankShard(const std::string& folder, const ShardJob& job);
+
+// One rank's shard file without a manifest (received from the leader: see
+// runtime/weight_transfer.h): its own metadata gives the model's config.
+struct LoneShard {
+  ShardPlan plan;                          // plan_for(config)
+  std::unique_ptr<Checkpoint> checkpoint;  // the rank's tensors, over `file`
+};
+
+// Opens `file` as rank `rank`'s shard of the plan `plan_for` gives for the
+// config in its metadata. Fails with a one-line message on: a file that is
+// not a shard (no config metadata, a bad header); plan_for's error; metadata
+// naming another rank or plan (e.g. the job's --pp differs from the
+// leader's); tensors that differ from the rank's plan.
+Result<LoneShard> OpenLoneShard(std::unique_ptr<MappedFile> file, int rank,
+                                const std::function<Result<ShardPlan>(const ModelConfig&)>& plan_for);
 
 }  // namespace inferno

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/timeline.h"
 #include "model/model_config.h"
+#include "runtime/prefix_cache_index.h"
 #include "runtime/sequence_source.h"
 #include "runtime/token_logprobs.h"
 
@@ -60,6 +61,15 @@ struct GeneratorSettings {
   // tensor parallelism a stage's ranks gather theirs on its index 0 (one
   // gather over the stage's group per tick).
   std::function<void(std::span<const RankTimes>)> report_rank_times;
+  // The prefix cache's budget over the whole job's ranks, in bytes: it
+  // holds PrefixCacheBlocks (kv_block_store.h) blocks; 0 = off. Every rank
+  // must be given the same.
+  int64_t prefix_cache_bytes = 0;
+  // When set, called on the leader, from the generator's thread (it must not
+  // block), with the prefix cache's stats after each step that admitted
+  // sequences and each sequence that dropped blocks; never with the cache
+  // off.
+  std::function<void(const PrefixCacheStats&)> report_prefix_cache;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the

@@ -8,9 +8,11 @@
 #include <glog/logging.h>
 
 #include "base/progress.h"
+#include "runtime/kv_block_store.h"
 #include "runtime/one_stage_loop.h"
 #include "runtime/pipeline_ring.h"
 #include "runtime/pipelined_loop.h"
+#include "runtime/prefix_cache_index.h"
 #include "runtime/scheduler.h"
 #include "runtime/stage_worker.h"
 #include "runtime/tensor_parallel_agreement.h"
@@ -39,11 +41,19 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   Result<std::optional<int64_t>> test_only_hang_step =
       TestOnlyHangStep([](const char* name) { return std::getenv(name); }, group.rank());
   if (!test_only_hang_step) return test_only_hang_step.error();
-  StageWorker worker(stage, timeline, group.rank(), *test_only_hang_step);
+  const int64_t prefix_blocks = PrefixCacheBlocks(stage.config(), settings.prefix_cache_bytes);
+  std::optional<KvBlockStore> blocks;
+  std::optional<PrefixCacheIndex> prefix_cache;
+  if (prefix_blocks > 0) {
+    if (Status supported = KvBlockStore::CheckSupports(stage); !supported) return supported.error();
+    blocks.emplace(stage, prefix_blocks);
+    if (group.is_leader()) prefix_cache.emplace(prefix_blocks, JobBytesPerBlock(stage.config()));
+  }
+  StageWorker worker(stage, timeline, blocks ? &*blocks : nullptr, group.rank(), *test_only_hang_step);
   TensorParallelAgreement agreement(tensor_parallel, plan, stage.part().tp_index, stage.config().vocab_size,
                                     group.is_leader(), timeline);
   Scheduler scheduler(plan, settings, source, observer, group.is_leader(), idle_tick, worker, agreement,
-                      timeline);
+                      timeline, prefix_cache ? &*prefix_cache : nullptr);
   scheduler.Begin();
   // Every step must progress, or wait on a peer or a client (base/progress.h):
   // the liveness watch calls a rank stalled in one hung.

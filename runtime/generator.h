@@ -24,7 +24,11 @@
 // leader at each step of its loop (before each message it handles, or each
 // round with one stage): which sequences start in the free KV-cache slots,
 // which running ones are cancelled; the last stage sends a new sequence's
-// prompt to the first (an admit message), which prefills it. So sequences join a running
+// prompt to the first (an admit message), which prefills it; with the
+// prefix cache on (GeneratorSettings::prefix_cache_bytes) the leader's
+// PrefixCacheIndex plans which of its blocks come from the cache, and a
+// prefix message ahead of the admit carries the plan once around the ring,
+// so every stage restores and stores the same blocks (prefix_cache_index.h). So sequences join a running
 // pipeline at its next step and leave when they stop (infer's fixed prompts
 // and serve's request queue are two sources of the one loop). While no
 // sequence runs, the last stage sends a tick around the ring every

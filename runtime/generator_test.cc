@@ -18,6 +18,7 @@
 #include "engine/toy_model.h"
 #include "loader/checkpoint.h"
 #include "loader/shard_plan.h"
+#include "runtime/kv_block_store.h"
 #include "runtime/pipeline_protocol.h"
 
 namespace inferno {
@@ -390,6 +391,56 @@ TEST(Generator, TensorParallelGridsMatchOneRank) {
     const Outcome exchanged = RunPipeline(pp * tp, kPrompts, best_only, {.tp = tp});
     EXPECT_EQ(exchanged.tokens, alone.tokens) << pp << "x" << tp << " without logits";
     EXPECT_TRUE(exchanged.logits.empty());
+  }
+}
+
+// Prompts that share their first blocks, one after the other (one slot):
+// with the prefix cache on, later ones restore the blocks earlier ones
+// stored on every rank and prefill only the rest, and every token and logit
+// is the run's without the cache, bit for bit, on every grid; a cache too
+// small for them all evicts and stays within its budget.
+TEST(Generator, PrefixCacheRestoresSharedBlocksAndChangesNoLogit) {
+  std::vector<int32_t> first(40);
+  for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int32_t>((i * 7 + 3) % 97);
+  std::vector<int32_t> longer = first;
+  for (int32_t i = 0; i < 20; ++i) longer.push_back(50 + i);
+  std::vector<int32_t> forked(first.begin(), first.begin() + 20);
+  forked.insert(forked.end(), 12, 9);
+  std::vector<int32_t> past_one_call = longer;  // 70 positions: restored 48, then 22 run
+  past_one_call.insert(past_one_call.end(), 10, 11);
+  const std::vector<std::vector<int32_t>> prompts = {first, longer, longer, forked, past_one_call};
+  GenerationOptions options;
+  options.max_new_tokens = 6;
+  const int64_t block = JobBytesPerBlock(
+      RunStages(1, {}, 1, [](ProcessGroup&, const ShardPlan&, TransformerStage& stage, TensorParallelGroup*) {
+        return stage.config();
+      })[0]);
+  for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}}) {
+    const PipelineShape shape{.tp = tp, .slots = 1};
+    const Outcome uncached = RunPipeline(pp * tp, prompts, options, shape);
+    for (const int64_t budget_blocks : {64, 3}) {
+      SCOPED_TRACE(std::to_string(pp) + "x" + std::to_string(tp) + ", " + std::to_string(budget_blocks) +
+                   " blocks");
+      PrefixCacheStats stats;
+      GenerationOptions cached = options;
+      cached.prefix_cache_bytes = budget_blocks * block + block / 2;
+      cached.report_prefix_cache = [&stats](const PrefixCacheStats& now) {
+        EXPECT_LE(now.bytes_in_use, now.capacity_bytes);
+        stats = now;
+      };
+      const Outcome outcome = RunPipeline(pp * tp, prompts, cached, shape);
+      EXPECT_EQ(outcome.tokens, uncached.tokens);
+      EXPECT_EQ(outcome.logits, uncached.logits);
+      EXPECT_EQ(stats.capacity_blocks, budget_blocks);
+      EXPECT_EQ(stats.lookups, 5);
+      if (budget_blocks == 64) {
+        EXPECT_EQ(stats.hits, 4);
+        EXPECT_EQ(stats.hit_positions, 32 + 48 + 16 + 48);
+        EXPECT_EQ(stats.evictions, 0);
+      } else {
+        EXPECT_GT(stats.evictions, 0);
+      }
+    }
   }
 }
 

@@ -15,16 +15,18 @@ Status OneStageLoop::Run() {
   while (true) {
     Result<StepDecisions> decisions = scheduler_.Decide();
     if (!decisions) return decisions.error();
-    Status admitted = scheduler_.Admit(*decisions, [&](int slot, std::span<const int32_t> prompt) {
-      std::span<const float> last;
-      Status prefilled = worker_.Prefill(slot, prompt, [&](int64_t, std::span<const float> x) {
-        last = x.last(dim);
-        return Status();
-      });
-      if (!prefilled) return prefilled;
-      const int slots[] = {slot};
-      return Classify(slots, last);
-    });
+    Status admitted =
+        scheduler_.Admit(*decisions, [&](int slot, std::span<const int32_t> prompt, const PrefixPlan& plan) {
+          if (Status started = worker_.Start(slot, plan); !started) return started;
+          std::span<const float> last;
+          Status prefilled = worker_.Prefill(slot, prompt, [&](int64_t, std::span<const float> x) {
+            last = x.last(dim);
+            return Status();
+          });
+          if (!prefilled) return prefilled;
+          const int slots[] = {slot};
+          return Classify(slots, last);
+        });
     if (!admitted) return admitted;
     if (decisions->tick_due) {
       Result<std::vector<double>> times = agreement_.StageTimes();

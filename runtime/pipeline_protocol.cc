@@ -19,7 +19,8 @@ struct Words {
 Words WordsOf(const HiddenMessage& m) { return {m.sequence, m.pos, m.n}; }
 Words WordsOf(const TokenMessage& m) { return {m.sequence, m.token, 0}; }
 Words WordsOf(const ClassifyMessage& m) { return {m.sequence, m.rows, 0}; }
-Words WordsOf(const AdmitMessage& m) { return {m.sequence, m.n, 0}; }
+Words WordsOf(const AdmitMessage& m) { return {m.sequence, m.n, m.first}; }
+Words WordsOf(const PrefixMessage& m) { return {m.sequence, m.restored, m.stored}; }
 Words WordsOf(const ControlMessage& m) { return {m.sequence, m.signal, 0}; }
 
 MessageKind KindOfMessage(const HiddenMessage&) { return MessageKind::kHidden; }
@@ -27,6 +28,7 @@ MessageKind KindOfMessage(const TokenMessage&) { return MessageKind::kToken; }
 MessageKind KindOfMessage(const ClassifyMessage&) { return MessageKind::kClassify; }
 MessageKind KindOfMessage(const AdmitMessage&) { return MessageKind::kAdmit; }
 MessageKind KindOfMessage(const ControlMessage&) { return MessageKind::kControl; }
+MessageKind KindOfMessage(const PrefixMessage&) { return MessageKind::kPrefix; }
 
 }  // namespace
 
@@ -83,7 +85,10 @@ Result<PipelineMessage> DecodePipelineMessage(std::span<const std::byte> bytes) 
         message.header = ClassifyMessage{sequence, a};
         return message;
       case MessageKind::kAdmit:
-        message.header = AdmitMessage{sequence, a};
+        message.header = AdmitMessage{sequence, a, b};
+        return message;
+      case MessageKind::kPrefix:
+        message.header = PrefixMessage{sequence, a, b};
         return message;
       case MessageKind::kControl:
         message.header = ControlMessage{sequence, a};

@@ -14,9 +14,11 @@
 //                           final-normed hidden state, then the logits of
 //                           classifier rows [0, rows). Last stage to first,
 //                           then around the ring to the last.
-//   kind 3, AdmitMessage    a = n: payload n i32 token ids, the prompt of a
-//                           sequence starting in slot `sequence`. Last stage
-//                           to first.
+//   kind 3, AdmitMessage    a = n, b = first: payload n i32 token ids, the
+//                           prompt of a sequence starting in slot
+//                           `sequence`, to be run from position `first`
+//                           (0, or after a PrefixMessage, its plan's first
+//                           position). Last stage to first.
 //   kind 4, ControlMessage  sequence 0, a = signal (kTick: the ring is
 //                           alive, and the stages' time so far; kEnd: the
 //                           run ends). From the last stage once around the
@@ -40,6 +42,13 @@
 //                           carries the (count, dim) rows of one batched
 //                           forward, and a classify group the (count, dim +
 //                           rows) of one batched classifier pass.
+//   kind 6, PrefixMessage   a = r, b = s: payload r + s i32 block ids, the
+//                           prefix plan (prefix_plan.h) of the sequence
+//                           about to start in slot `sequence`: r blocks to
+//                           restore, s to store. From the last stage, just
+//                           before the sequence's admit, once around the
+//                           ring: each stage starts the slot with it as it
+//                           passes (the last when it comes back).
 // A sequence's number is its KV-cache slot; a slot is reused once its
 // sequence has stopped. Where a kind has no b, it is written as 0 and not
 // read.
@@ -85,6 +94,7 @@ enum class MessageKind : int32_t {
   kAdmit = 3,
   kControl = 4,
   kGroup = 5,
+  kPrefix = 6,
 };
 
 // Four i32 words: kind, sequence, a, b.
@@ -110,10 +120,20 @@ struct ClassifyMessage {
   int32_t rows = 0;
 };
 
-// The prompt of a sequence starting in slot `sequence`: n token ids (i32).
+// The prompt of a sequence starting in slot `sequence`: n token ids (i32),
+// run from position `first`.
 struct AdmitMessage {
   int32_t sequence = 0;
   int32_t n = 0;
+  int32_t first = 0;
+};
+
+// The prefix plan of the sequence starting in slot `sequence`: `restored`
+// then `stored` block ids (i32).
+struct PrefixMessage {
+  int32_t sequence = 0;
+  int32_t restored = 0;
+  int32_t stored = 0;
 };
 
 // A message about the ring itself rather than a sequence (`sequence` is 0).
@@ -128,10 +148,10 @@ struct ControlMessage {
 inline constexpr size_t kTickValuesPerRank = 2;
 
 using MessageHeader =
-    std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage>;
+    std::variant<HiddenMessage, TokenMessage, ClassifyMessage, AdmitMessage, ControlMessage, PrefixMessage>;
 
 // A received message: its header and a view of its payload (f32 values, or
-// for AdmitMessage i32 token ids),
+// for AdmitMessage and PrefixMessage i32 ids),
 // which lives as long as the bytes it was decoded from.
 struct PipelineMessage {
   MessageHeader header;

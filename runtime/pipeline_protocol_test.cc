@@ -75,11 +75,20 @@ TEST(PipelineProtocol, DecodeGivesBackEveryKindAndViewsThePayloadInPlace) {
   EXPECT_EQ(std::get<ClassifyMessage>(classify->header).rows, 5);
   EXPECT_EQ(classify->payload_floats(), 9u);
 
-  Result<PipelineMessage> admit = DecodePipelineMessage(MessageBytes(AdmitMessage{6, 3}, 3));
+  Result<PipelineMessage> admit = DecodePipelineMessage(MessageBytes(AdmitMessage{6, 3, 32}, 3));
   ASSERT_TRUE(admit.ok()) << admit.error().message;
   ASSERT_TRUE(std::holds_alternative<AdmitMessage>(admit->header));
   EXPECT_EQ(std::get<AdmitMessage>(admit->header).n, 3);
+  EXPECT_EQ(std::get<AdmitMessage>(admit->header).first, 32);
   EXPECT_EQ(KindOf(admit->header), MessageKind::kAdmit);
+
+  Result<PipelineMessage> prefix = DecodePipelineMessage(MessageBytes(PrefixMessage{2, 4, 1}, 5));
+  ASSERT_TRUE(prefix.ok()) << prefix.error().message;
+  ASSERT_TRUE(std::holds_alternative<PrefixMessage>(prefix->header));
+  EXPECT_EQ(std::get<PrefixMessage>(prefix->header).restored, 4);
+  EXPECT_EQ(std::get<PrefixMessage>(prefix->header).stored, 1);
+  EXPECT_EQ(KindOf(prefix->header), MessageKind::kPrefix);
+  EXPECT_EQ(SequenceOf(prefix->header), 2);
 
   Result<PipelineMessage> end =
       DecodePipelineMessage(MessageBytes(ControlMessage{0, ControlMessage::kEnd}, 0));

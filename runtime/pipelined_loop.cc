@@ -38,12 +38,23 @@ Status PipelinedLoop::Run() {
 Status PipelinedLoop::Schedule() {
   Result<StepDecisions> decisions = scheduler_.Decide();
   if (!decisions) return decisions.error();
-  Status admitted = scheduler_.Admit(*decisions, [&](int slot, std::span<const int32_t> prompt) {
-    Status sent = ring_.Send("send admit", AdmitMessage{slot, static_cast<int32_t>(prompt.size())},
-                             std::as_bytes(prompt));
-    if (sent) groups_.Departed();
-    return sent;
-  });
+  Status admitted =
+      scheduler_.Admit(*decisions, [&](int slot, std::span<const int32_t> prompt, const PrefixPlan& plan) {
+        if (!plan.empty()) {
+          plan_ids_.assign(plan.restore.begin(), plan.restore.end());
+          plan_ids_.insert(plan_ids_.end(), plan.save.begin(), plan.save.end());
+          const PrefixMessage header{slot, static_cast<int32_t>(plan.restore.size()),
+                                     static_cast<int32_t>(plan.save.size())};
+          if (Status sent = ring_.Send("send prefix", header, std::as_bytes(std::span(plan_ids_))); !sent) {
+            return sent;
+          }
+        }
+        const AdmitMessage header{slot, static_cast<int32_t>(prompt.size()),
+                                  static_cast<int32_t>(plan.first_position())};
+        Status sent = ring_.Send("send admit", header, std::as_bytes(prompt));
+        if (sent) groups_.Departed();
+        return sent;
+      });
   if (!admitted) return admitted;
   const bool idle = scheduler_.running() == 0;
   if (tick_on_the_way_ || !(idle || decisions->tick_due)) return {};
@@ -67,6 +78,8 @@ Status PipelinedLoop::Handle(const std::vector<PipelineMessage>& step) {
       return HandleAdmit(std::get<AdmitMessage>(step[0].header), step[0]);
     case MessageKind::kControl:
       return HandleControl(std::get<ControlMessage>(step[0].header), step[0]);
+    case MessageKind::kPrefix:
+      return HandlePrefix(std::get<PrefixMessage>(step[0].header), step[0]);
     case MessageKind::kGroup:
       break;
   }
@@ -102,11 +115,33 @@ Status PipelinedLoop::HandleControl(const ControlMessage& header, const Pipeline
   return ring_.Send("send tick", header, std::as_bytes(std::span<const double>(tick_times_)));
 }
 
-Status PipelinedLoop::HandleAdmit(const AdmitMessage& header, const PipelineMessage& message) {
-  if (!stage_.is_first() || header.n < 1 || header.n > stage_.context_length()) {
-    return ring_.Malformed("admit of sequence " + std::to_string(header.sequence) + " with " +
-                           std::to_string(header.n) + " tokens");
+Status PipelinedLoop::HandlePrefix(const PrefixMessage& header, const PipelineMessage& message) {
+  if (header.restored < 0 || header.stored < 0 || header.restored + header.stored < 1 ||
+      (stage_.is_last() && !scheduler_.slot(header.sequence).busy)) {
+    return ring_.Malformed("prefix plan of sequence " + std::to_string(header.sequence) + " restoring " +
+                           std::to_string(header.restored) + " blocks, storing " +
+                           std::to_string(header.stored));
   }
+  plan_ids_.resize(static_cast<size_t>(header.restored + header.stored));
+  if (Status taken = ring_.TakePayload("recv prefix", message, std::span<int32_t>(plan_ids_)); !taken) {
+    return taken;
+  }
+  const auto middle = plan_ids_.begin() + header.restored;
+  const PrefixPlan plan{std::vector<int32_t>(plan_ids_.begin(), middle),
+                        std::vector<int32_t>(middle, plan_ids_.end())};
+  if (Status started = worker_.Start(header.sequence, plan); !started) return started;
+  return stage_.is_last() ? Status{} : ring_.Send("send prefix", header, std::as_bytes(std::span(plan_ids_)));
+}
+
+Status PipelinedLoop::HandleAdmit(const AdmitMessage& header, const PipelineMessage& message) {
+  // A sequence run from `first` > 0 was started by its prefix plan, just before.
+  if (!stage_.is_first() || header.n < 1 || header.n > stage_.context_length() || header.first < 0 ||
+      header.first >= header.n || (header.first > 0 && worker_.position(header.sequence) != header.first)) {
+    return ring_.Malformed("admit of sequence " + std::to_string(header.sequence) + " with " +
+                           std::to_string(header.n) + " tokens from position " +
+                           std::to_string(header.first));
+  }
+  if (header.first == 0) worker_.Restart(header.sequence);
   prompt_.resize(static_cast<size_t>(header.n));
   if (Status taken = ring_.TakePayload("recv admit", message, std::span<int32_t>(prompt_)); !taken) {
     return taken;

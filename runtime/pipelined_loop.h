@@ -61,6 +61,9 @@ class PipelinedLoop {
   Status HandleControl(const ControlMessage& header, const PipelineMessage& message);
   // First stage: the prompt of a sequence starting in its slot: prefills it.
   Status HandleAdmit(const AdmitMessage& header, const PipelineMessage& message);
+  // Starts the slot with the prefix plan on this stage, and passes it on
+  // unless this is the last stage (where it began).
+  Status HandlePrefix(const PrefixMessage& header, const PipelineMessage& message);
   // First stage: the next token of each sequence of the step: one batched
   // forward; their hidden states go on as one step.
   Status HandleTokens(const std::vector<PipelineMessage>& step);
@@ -94,6 +97,7 @@ class PipelinedLoop {
   // (the sampler may overwrite them).
   std::vector<float> classify_;
   std::vector<int32_t> prompt_;         // first stage: an admitted prompt
+  std::vector<int32_t> plan_ids_;       // a prefix plan's restored then stored block ids
   std::vector<int32_t> tokens_;         // first stage: the tokens of a step
   std::vector<SlotPositions> batch_;    // the positions of a step
   std::vector<MessageHeader> headers_;  // the messages of a step being sent

@@ -16,16 +16,30 @@ namespace inferno {
 
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program) {
   ModelChoice choice;
-  if (flags.Has("shards") == flags.Has("model")) {
+  choice.fetch = flags.Has("fetch-weights");
+  choice.cache = flags.Last("cache");
+  if (choice.cache && !choice.fetch) {
+    return Error::InvalidArgument("--cache keeps the weights a rank receives with --fetch-weights; add it");
+  }
+  if (choice.fetch && flags.Has("shards")) {
+    return Error::InvalidArgument(
+        "--fetch-weights sends shards of --model; with --shards every rank reads its own");
+  }
+  if (!choice.fetch && flags.Has("shards") == flags.Has("model")) {
     return Error::InvalidArgument("exactly one of --model and --shards is required (see " + program +
                                   " --help)");
   }
   choice.shards = flags.Has("shards");
-  choice.model = *flags.Last(choice.shards ? "shards" : "model");
+  choice.model = flags.Last(choice.shards ? "shards" : "model").value_or("");
   if (choice.shards && flags.Has("layers")) {
     return Error::InvalidArgument("--layers cannot be combined with --shards: the shards fix the split");
   }
-  for (const auto& [name, out] : {std::pair{"tp", &choice.tp}, std::pair{"pp", &choice.pp}}) {
+  if (flags.Has("tp") && flags.Has("ep")) {
+    return Error::InvalidArgument(
+        "--tp and --ep both given: --ep N splits attention over its N ranks as --tp N does; give one");
+  }
+  for (const auto& [name, out] :
+       {std::pair{"tp", &choice.tp}, std::pair{"ep", &choice.ep}, std::pair{"pp", &choice.pp}}) {
     if (!flags.Has(name)) continue;
     Result<int64_t> value = flags.Int(name, 1, 1, 1 << 16);
     if (!value) return value.error();
@@ -53,26 +67,47 @@ std::string ShortDigest(std::string_view text) {
 }
 
 Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size) {
-  const int tp = choice.tp.value_or(1);
+  const int tp = choice.ep.value_or(choice.tp.value_or(1));
+  const std::string tp_flag = choice.ep ? "--ep " : "--tp ";
   if (world_size % tp != 0) {
-    return Error::InvalidArgument("--tp " + std::to_string(tp) + " does not divide the job's " +
+    return Error::InvalidArgument(tp_flag + std::to_string(tp) + " does not divide the job's " +
                                   std::to_string(world_size) + " ranks");
   }
   const int pp = choice.pp.value_or(world_size / tp);
   if (pp * tp != world_size) {
-    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x --tp " + std::to_string(tp) + " is " +
-                                  std::to_string(pp * tp) + " ranks, but the job has " +
+    return Error::InvalidArgument("--pp " + std::to_string(pp) + " x " + tp_flag + std::to_string(tp) +
+                                  " is " + std::to_string(pp * tp) + " ranks, but the job has " +
                                   std::to_string(world_size));
   }
   return std::pair{pp, tp};
 }
 
+namespace {
+
+// The plan of the job's `grid` (stages, ranks per stage) for `config`, as
+// every rank makes it: from the model it opened, or from the shard it
+// received.
+Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, std::pair<int, int> grid,
+                          int world_size) {
+  Result<ShardPlan> plan =
+      MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage, choice.ep.has_value());
+  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  return plan;
+}
+
+}  // namespace
+
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size) {
+  if (choice.fetch && choice.model.empty()) {
+    return Error::InvalidArgument("--fetch-weights: rank " + std::to_string(rank) +
+                                  " sends the weights and needs --model");
+  }
   if (choice.shards) {
     ShardJob job;
     job.rank = rank;
     job.world_size = world_size;
-    job.tp = choice.tp;
+    job.tp = choice.ep ? choice.ep : choice.tp;
+    if (choice.ep || choice.tp) job.expert_parallel = choice.ep.has_value();
     job.pp = choice.pp;
     auto opened = OpenRankShard(choice.model, job);
     if (!opened) return opened.error().Prefixed("--shards: ");
@@ -81,11 +116,11 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   }
   Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
   if (!grid) return grid.error();
-  auto checkpoint = Checkpoint::Open(choice.model);
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(choice.model);
   if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
   const ModelConfig& config = (*checkpoint)->config();
-  auto plan = MakeShardPlan(config, grid->first, grid->second, choice.layers_per_stage);
-  if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
+  Result<ShardPlan> plan = JobPlan(config, choice, *grid, world_size);
+  if (!plan) return plan.error();
   if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
     return whole.error().Prefixed("--model: ");
   }
@@ -95,13 +130,25 @@ Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_s
   }
   const std::string_view row_bytes(reinterpret_cast<const char*>(first_row.data()),
                                    first_row.size() * sizeof(float));
-  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes)};
+  const MappedCheckpoint* mapped = checkpoint->get();
+  return RankModel{std::move(*checkpoint), std::move(*plan), ShortDigest(row_bytes), mapped};
+}
+
+Result<RankModel> OpenReceivedRankModel(std::unique_ptr<MappedFile> file, const ModelChoice& choice, int rank,
+                                        int world_size, std::string weights_digest) {
+  Result<std::pair<int, int>> grid = JobGrid(choice, world_size);
+  if (!grid) return grid.error();
+  const auto plan_for = [&](const ModelConfig& config) { return JobPlan(config, choice, *grid, world_size); };
+  Result<LoneShard> shard = OpenLoneShard(std::move(file), rank, plan_for);
+  if (!shard) return shard.error().Prefixed("--fetch-weights: ");
+  return RankModel{std::move(shard->checkpoint), std::move(shard->plan), std::move(weights_digest)};
 }
 
 std::string ModelFolder(const ModelChoice& choice) {
   namespace fs = std::filesystem;
   const fs::path path(choice.model);
   std::error_code ec;
+  if (choice.model.empty()) return "";
   if (choice.shards || fs::is_directory(path, ec)) return choice.model;
   if (path.extension() == ".safetensors" || path.extension() == ".json") return path.parent_path().string();
   if (path.extension() == ".gguf") return choice.model;

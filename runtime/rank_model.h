@@ -19,6 +19,8 @@
 #include "base/error.h"
 #include "engine/stage_weights.h"
 #include "loader/checkpoint.h"
+#include "loader/mapped_checkpoint.h"
+#include "loader/mapped_file.h"
 #include "loader/shard_plan.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer_files.h"
@@ -26,18 +28,27 @@
 namespace inferno {
 
 // Where the model comes from and how the job splits it (the --model or
-// --shards, --tp, --pp and --layers flags).
+// --shards, --fetch-weights, --cache, --tp, --ep, --pp and --layers flags).
 struct ModelChoice {
-  std::string model;  // a checkpoint path, or with `shards` a shard folder
+  std::string model;  // a checkpoint path, or with `shards` a shard folder; may be empty with `fetch`
   bool shards = false;
+  // --fetch-weights: rank 0 reads `model`; every other rank receives its
+  // shard from rank 0 (runtime/weight_transfer.h) and reads no file of it.
+  bool fetch = false;
+  std::optional<std::string> cache;  // --cache DIR: where a fetching rank keeps what it received
   std::optional<int> tp;
+  // --ep N: stages of N ranks holding whole experts (attention split by heads
+  // as under --tp N); at most one of tp and ep is set.
+  std::optional<int> ep;
   std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
 };
 
-// The --model or --shards (exactly one), --tp, --pp and --layers flags (not
-// --layers with --shards, whose manifest fixes the split); `program` names
-// the tool in the error for a missing model.
+// The --model or --shards (exactly one; or with --fetch-weights --model or
+// neither), --fetch-weights, --cache (only with --fetch-weights), --tp or
+// --ep (not both), --pp and --layers flags (not --layers with --shards, whose
+// manifest fixes the split); `program` names the tool in the error for a
+// missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 
 // The --weights copy|mapped flag (default copy).
@@ -50,18 +61,31 @@ struct RankModel {
   // manifest's fingerprint of the source checkpoint, else the embedding's
   // first row.
   std::string weights_digest;
+  // With --model: `checkpoint` as the mapped file it is, from which the
+  // leader of a --fetch-weights job streams the other ranks' shards; null
+  // otherwise.
+  const MappedCheckpoint* mapped_model = nullptr;
 };
 
 // The first 16 hex digits of the SHA-256 of `text`: enough to tell apart
 // what ranks load, short enough for a one-line error.
 std::string ShortDigest(std::string_view text);
 
-// The grid of a job of `world_size` ranks: --tp (default 1) and --pp
+// The grid of a job of `world_size` ranks: --tp or --ep (default 1) and --pp
 // (default world_size / tp), which must multiply to world_size.
 Result<std::pair<int, int>> JobGrid(const ModelChoice& choice, int world_size);
 
 // Rank `rank`'s view of the model and the job's plan. Errors name the flag.
+// With choice.fetch, for rank 0 only (which must have --model).
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size);
+
+// A fetching rank's view: its shard as received from rank 0 (`file`, see
+// runtime/weight_transfer.h), the plan its own --tp, --pp and --layers give
+// for the config the shard carries (which must be the one the shard was
+// cut for: the rank's flags are rank 0's), and `weights_digest`, rank 0's
+// (the bytes are rank 0's, by their content hash).
+Result<RankModel> OpenReceivedRankModel(std::unique_ptr<MappedFile> file, const ModelChoice& choice, int rank,
+                                        int world_size, std::string weights_digest);
 
 // Where the default --tokenizer comes from (see LoadTokenizer): the model
 // folder or the folder of its safetensors file or index, the shard folder,

@@ -10,9 +10,13 @@ namespace inferno {
 Result<RankSetup> OpenRank(const RankSetupOptions& options, int rank, int world_size) {
   Result<RankModel> model = OpenRankModel(options.model, rank, world_size);
   if (!model) return model.error();
+  return OpenRank(options, std::move(*model));
+}
+
+Result<RankSetup> OpenRank(const RankSetupOptions& options, RankModel model) {
   RankSetup setup;
-  setup.config = model->checkpoint->config();
-  setup.model = std::move(*model);
+  setup.config = model.checkpoint->config();
+  setup.model = std::move(model);
   const ModelConfig& config = setup.config;
 
   // The tokenizer beside the model is read only when text is needed; one

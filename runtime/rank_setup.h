@@ -41,6 +41,9 @@ struct RankSetup {
 // needs_tokenizer, and then required), the stop ids, and checks --context
 // against the model's positions. Reads no weights.
 Result<RankSetup> OpenRank(const RankSetupOptions& options, int rank, int world_size);
+// The same over a model already opened (a fetching rank's, received from
+// rank 0: OpenReceivedRankModel).
+Result<RankSetup> OpenRank(const RankSetupOptions& options, RankModel model);
 
 // The fingerprint entries (see RendezvousOptions::fingerprint) every tool's
 // ranks must agree on: the model's config, its weights, the plan and the

@@ -17,7 +17,8 @@ double Seconds(Scheduler::Clock::time_point begin, Scheduler::Clock::time_point 
 
 Scheduler::Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
                      GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
-                     StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline)
+                     StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline,
+                     PrefixCacheIndex* prefix_cache)
     : plan_(plan),
       settings_(settings),
       source_(source),
@@ -27,6 +28,7 @@ Scheduler::Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, S
       worker_(worker),
       agreement_(agreement),
       timeline_(timeline),
+      prefix_cache_(leader ? prefix_cache : nullptr),
       slots_(static_cast<size_t>(worker.stage().num_slots())) {}
 
 void Scheduler::Begin() {
@@ -43,8 +45,10 @@ Result<StepDecisions> Scheduler::Decide() {
       const WaitingOutside waiting;  // for a client's request, when idle
       std::optional<SequenceSpec> spec = source_->Next(i == 0 ? deadline : Clock::time_point::min());
       if (!spec) break;
+      if (prefix_cache_ != nullptr) spec->prefix = prefix_cache_->Admit(spec->id, spec->prompt);
       mine.admitted.push_back(std::move(*spec));
     }
+    if (!mine.admitted.empty()) ReportPrefixCache();
     for (const Slot& s : slots_) {
       if (s.busy && source_->Cancelled(s.id)) mine.cancelled.push_back(s.id);
     }
@@ -73,6 +77,11 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     if (Status valid = ValidatePrompts({prompt}, stage.config(), stage.context_length()); !valid) {
       return valid.error().Prefixed("sequence " + std::to_string(spec.id) + ": ");
     }
+    if (spec.prefix.first_position() >= static_cast<int64_t>(prompt.size())) {
+      return Error::Corruption("step decisions from rank 0: sequence " + std::to_string(spec.id) + " of " +
+                               std::to_string(prompt.size()) + " tokens restores " +
+                               std::to_string(spec.prefix.first_position()) + " positions");
+    }
     const int slot = static_cast<int>(free - slots_.begin());
     Slot& s = *free;
     s.busy = true;
@@ -84,11 +93,12 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.max_new_tokens = spec.max_new_tokens;
     s.cancelled = false;
     s.leader_picks = spec.constraint != nullptr || spec.leader_picks;
+    s.prefix_pending = prefix_cache_ != nullptr && !spec.prefix.empty();
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
     ++running_;
     report_.prompt_tokens += s.prompt_length;
-    if (Status done = started(slot, prompt); !done) return done;
+    if (Status done = started(slot, prompt, spec.prefix); !done) return done;
   }
   return {};
 }
@@ -96,6 +106,11 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
 void Scheduler::Stop(int slot, FinishReason reason) {
   Slot& s = slots_[slot];
   if (observer_ != nullptr) observer_->OnSequenceDone(s.id, reason);
+  if (s.prefix_pending) {
+    prefix_cache_->Ended(s.id);
+    s.prefix_pending = false;
+    ReportPrefixCache();
+  }
   s.busy = false;
   s.sampler.reset();
   --running_;
@@ -107,6 +122,11 @@ std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, st
   const int64_t dim = worker_.dim();
   classified_.clear();
   for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots_[slots[i]];
+    if (s.prefix_pending) {
+      prefix_cache_->Prefilled(s.id);
+      s.prefix_pending = false;
+    }
     if (!SamplesAnother(slots[i])) {
       Stop(slots[i], FinishReason::kLength);
       continue;
@@ -174,6 +194,12 @@ int32_t Scheduler::Accept(int slot, int32_t token) {
     return -1;
   }
   return token;
+}
+
+void Scheduler::ReportPrefixCache() const {
+  if (prefix_cache_ != nullptr && settings_.report_prefix_cache) {
+    settings_.report_prefix_cache(prefix_cache_->stats());
+  }
 }
 
 void Scheduler::ReportRankTimes(std::span<const double> times) {

@@ -6,7 +6,12 @@
 // it picks each next token (sampling, or agreeing on it under tensor
 // parallelism), reports it to the observer, stops sequences (stop token,
 // max_new_tokens, full context, cancelled) and keeps the leader's report.
-// It also keeps the clock of the rank-time reports (ticks).
+// It also keeps the clock of the rank-time reports (ticks). On the leader,
+// with the prefix cache on, it asks the PrefixCacheIndex for each admitted
+// sequence's plan (which travels with the step's decisions), and tells it
+// when a sequence's prefill has run on every rank (its first pass through
+// the classifier: the last stage runs a prompt's positions last) and when
+// it ends.
 //
 // It sends nothing: the loops (one_stage_loop.h, pipelined_loop.h) move the
 // sequences it starts through the stage.
@@ -26,6 +31,7 @@
 #include "base/timeline.h"
 #include "loader/shard_plan.h"
 #include "runtime/generation.h"
+#include "runtime/prefix_cache_index.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence_source.h"
 #include "runtime/stage_worker.h"
@@ -44,6 +50,7 @@ struct Slot {
   int64_t max_new_tokens = 0;
   bool cancelled = false;          // stops before its next token is sampled
   bool leader_picks = false;       // SequenceSpec::leader_picks, or the leader's constraint
+  bool prefix_pending = false;     // leader: holds prefix-cache blocks until its prefill has run
   std::optional<Sampler> sampler;  // while busy
 };
 
@@ -51,26 +58,29 @@ class Scheduler {
  public:
   using Clock = Timeline::Clock;
 
-  // `source` (non-null) and `observer` (may be null) are used on the leader
-  // only; `idle_tick` is how long an idle loop waits for a sequence, and how
-  // often the ranks' times are reported. All must outlive this.
+  // `source` (non-null), `observer` (may be null) and `prefix_cache` (null
+  // when the cache is off) are used on the leader only; `idle_tick` is how
+  // long an idle loop waits for a sequence, and how often the ranks' times
+  // are reported. All must outlive this.
   Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
             GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
-            StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline);
+            StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline,
+            PrefixCacheIndex* prefix_cache = nullptr);
 
   // Starts the run's clock.
   void Begin();
 
   // This step's decisions (a collective of the stage's group under tensor
   // parallelism): the leader asks the source for sequences for the free
-  // slots — waiting up to idle_tick for the first when none runs — which
-  // running ones are cancelled, whether more will come and whether a tick
-  // is due. Marks the cancelled sequences. Errors: the agreement's.
+  // slots — waiting up to idle_tick for the first when none runs — and the
+  // prefix cache for their plans, which running ones are cancelled, whether
+  // more will come and whether a tick is due. Marks the cancelled
+  // sequences. Errors: the agreement's.
   Result<StepDecisions> Decide();
 
   // What a loop does with a sequence just started in `slot`: prefill its
-  // `prompt`, or send it to the first stage.
-  using Started = std::function<Status(int slot, std::span<const int32_t> prompt)>;
+  // `prompt` after its prefix `plan`, or send them to the first stage.
+  using Started = std::function<Status(int slot, std::span<const int32_t> prompt, const PrefixPlan& plan)>;
 
   // Starts each admitted sequence of `decisions` in a free slot, in order,
   // from position 0, and calls `started` for it. Errors: no free slot (the
@@ -115,6 +125,8 @@ class Scheduler {
   bool SamplesAnother(int slot) const { return slots_[slot].generated < slots_[slot].max_new_tokens; }
   // The end of the sequence in `slot`, which frees it.
   void Stop(int slot, FinishReason reason);
+  // Leader: reports the prefix cache's stats, if the settings ask.
+  void ReportPrefixCache() const;
   // The token (or a stop) from the sampled `token` of the slot's sequence.
   int32_t Accept(int slot, int32_t token);
 
@@ -127,8 +139,9 @@ class Scheduler {
   StageWorker& worker_;
   TensorParallelAgreement& agreement_;
   Timeline& timeline_;
-  std::vector<Slot> slots_;  // (num_slots)
-  int64_t running_ = 0;      // busy slots
+  PrefixCacheIndex* prefix_cache_;  // leader, cache on
+  std::vector<Slot> slots_;         // (num_slots)
+  int64_t running_ = 0;             // busy slots
   std::vector<int> classified_;
   Clock::time_point next_report_;  // when the ranks' times are next reported
   GenerationReport report_;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/prefix_plan.h"
 #include "runtime/sampler.h"
 
 namespace inferno {
@@ -43,6 +44,11 @@ struct SequenceSpec {
   // What the other ranks learn of a constraint (runtime/step_decisions.h
   // sets it from `constraint`): the leader picks the tokens.
   bool leader_picks = false;
+  // Which of the prompt's blocks come from the prefix cache and which go
+  // into it: the leader's PrefixCacheIndex (prefix_cache_index.h) sets it
+  // at admission, and the step decisions carry it; a source leaves it
+  // empty.
+  PrefixPlan prefix = {};
 
   bool operator==(const SequenceSpec&) const = default;
 };

@@ -12,6 +12,19 @@ constexpr uint8_t kTickDue = 2;
 
 // A sequence's bytes before its prompt ids.
 constexpr size_t kSequenceHeadBytes = 8 + 8 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 1 + 4;
+// And its least after them: the prefix plan's two counts.
+constexpr size_t kSequenceLeastBytes = kSequenceHeadBytes + 4 + 4;
+
+// Reads a u32 count and that many i32 ids into `ids`.
+bool GetIds(ByteReader& reader, std::vector<int32_t>& ids) {
+  uint32_t n = 0;
+  if (!reader.Get(n) || n > reader.remaining() / 4) return false;
+  ids.resize(n);
+  for (int32_t& id : ids) {
+    if (!reader.Get(id)) return false;
+  }
+  return true;
+}
 
 Error Malformed(const std::string& what, size_t offset) {
   return Error::Corruption("step decisions: " + what + " at byte " + std::to_string(offset));
@@ -21,7 +34,10 @@ Error Malformed(const std::string& what, size_t offset) {
 
 std::vector<std::byte> EncodeStepDecisions(const StepDecisions& decisions) {
   size_t size = 1 + 4 + 4 + 8 * decisions.cancelled.size();
-  for (const SequenceSpec& spec : decisions.admitted) size += kSequenceHeadBytes + 4 * spec.prompt.size();
+  for (const SequenceSpec& spec : decisions.admitted) {
+    size +=
+        kSequenceLeastBytes + 4 * (spec.prompt.size() + spec.prefix.restore.size() + spec.prefix.save.size());
+  }
   std::vector<std::byte> bytes(size);
   ByteWriter writer(bytes);
   writer.Put<uint8_t>((decisions.exhausted ? kExhausted : 0) | (decisions.tick_due ? kTickDue : 0));
@@ -40,6 +56,10 @@ std::vector<std::byte> EncodeStepDecisions(const StepDecisions& decisions) {
     writer.Put<uint8_t>(spec.constraint != nullptr || spec.leader_picks ? 1 : 0);
     writer.Put<uint32_t>(static_cast<uint32_t>(spec.prompt.size()));
     for (int32_t id : spec.prompt) writer.Put<int32_t>(id);
+    for (const std::vector<int32_t>* ids : {&spec.prefix.restore, &spec.prefix.save}) {
+      writer.Put<uint32_t>(static_cast<uint32_t>(ids->size()));
+      for (int32_t id : *ids) writer.Put<int32_t>(id);
+    }
   }
   writer.Put<uint32_t>(static_cast<uint32_t>(decisions.cancelled.size()));
   for (int64_t id : decisions.cancelled) writer.Put<int64_t>(id);
@@ -57,7 +77,7 @@ Result<StepDecisions> DecodeStepDecisions(std::span<const std::byte> bytes) {
   }
   decisions.exhausted = (flags & kExhausted) != 0;
   decisions.tick_due = (flags & kTickDue) != 0;
-  if (admitted > reader.remaining() / kSequenceHeadBytes) {
+  if (admitted > reader.remaining() / kSequenceLeastBytes) {
     return Malformed(
         std::to_string(admitted) + " sequences in " + std::to_string(reader.remaining()) + " bytes",
         reader.offset());
@@ -97,6 +117,9 @@ Result<StepDecisions> DecodeStepDecisions(std::span<const std::byte> bytes) {
     spec.prompt.resize(n);
     for (int32_t& id : spec.prompt) {
       if (!reader.Get(id)) return Malformed("truncated prompt", reader.offset());
+    }
+    if (!GetIds(reader, spec.prefix.restore) || !GetIds(reader, spec.prefix.save)) {
+      return Malformed("truncated prefix plan of sequence " + std::to_string(spec.id), reader.offset());
     }
     decisions.admitted.push_back(std::move(spec));
   }

@@ -16,7 +16,9 @@
 //                       f32 repetition_penalty, i32 logprobs,
 //                       u8 leader_picks (1 when the leader's spec has a
 //                       constraint or leader_picks; 0 otherwise),
-//                       u32 n, then n i32 prompt ids
+//                       u32 n, then n i32 prompt ids,
+//                       u32 r, then r i32 blocks to restore, u32 s,
+//                       then s i32 blocks to store (its PrefixPlan)
 //   u32 cancelled     then that many i64 sequence ids
 // Decoding checks what the bytes alone can tell: lengths, flags, counts
 // against the bytes left, nothing after the end, and sampling options a

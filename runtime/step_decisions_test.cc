@@ -13,6 +13,7 @@ StepDecisions Sample() {
   StepDecisions decisions;
   decisions.admitted.push_back(
       SequenceSpec{7, {1, 72, 101}, 30, {0.8f, 40, 0.9f, 1234, -0.5f, 1.25f, 1.1f, 5}});
+  decisions.admitted[0].prefix = PrefixPlan{{3}, {4, 5}};
   decisions.admitted.push_back(SequenceSpec{-3, {5}, 0, {}, nullptr, /*leader_picks=*/true});
   decisions.cancelled = {2, int64_t{1} << 40};
   decisions.exhausted = true;
@@ -90,6 +91,10 @@ TEST(StepDecisions, CountsLargerThanTheBytesFailWithoutAllocating) {
   // The prompt's length word: after the flags, the count and 53 bytes of sequence.
   for (size_t i = 58; i < 62; ++i) bytes[i] = std::byte{0xff};
   EXPECT_NE(DecodeError(bytes).find("a prompt of 4294967295 ids"), std::string::npos);
+  bytes = EncodeStepDecisions(one);
+  // The prefix plan's restored count: after the one prompt id.
+  for (size_t i = 66; i < 70; ++i) bytes[i] = std::byte{0xff};
+  EXPECT_NE(DecodeError(bytes).find("truncated prefix plan of sequence 1"), std::string::npos);
 }
 
 TEST(StepDecisions, SamplingASamplerRefusesFails) {

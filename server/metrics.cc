@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 #include <cstdio>
+#include <initializer_list>
 
 namespace inferno {
 
@@ -63,6 +64,11 @@ void ServerMetrics::Write(std::string& out, const std::string& name, const std::
   out += name + "_sum " + Number(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
 }
 
+void ServerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prefix_cache_ = stats;
+}
+
 std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refused_connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -102,6 +108,31 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
     for (const auto& [rank, seconds] : rank_times_) {
       out += std::string(name) + "{rank=\"" + std::to_string(rank) + "\"} " + Number(seconds[i]) + "\n";
     }
+  }
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t value;
+  };
+  const PrefixCacheStats& cache = prefix_cache_;
+  for (const Family& family : std::initializer_list<Family>{
+           {"inferno_prefix_cache_lookups_total", "counter", "Requests admitted with the prefix cache on.",
+            cache.lookups},
+           {"inferno_prefix_cache_hits_total", "counter",
+            "Requests whose prompt started with a cached prefix.", cache.hits},
+           {"inferno_prefix_cache_hit_positions_total", "counter",
+            "Prompt positions restored from the prefix cache instead of run.", cache.hit_positions},
+           {"inferno_prefix_cache_evictions_total", "counter", "Cached blocks evicted to make room.",
+            cache.evictions},
+           {"inferno_prefix_cache_bytes", "gauge", "Bytes the cached blocks take, summed over the ranks.",
+            cache.bytes_in_use},
+           {"inferno_prefix_cache_capacity_bytes", "gauge",
+            "The prefix cache's budget in whole blocks (--cache-mib), summed over the ranks.",
+            cache.capacity_bytes},
+       }) {
+    out += std::string("# HELP ") + family.name + " " + family.help + "\n# TYPE " + family.name + " " +
+           family.type + "\n" + family.name + " " + std::to_string(family.value) + "\n";
   }
   return out;
 }

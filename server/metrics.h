@@ -2,8 +2,11 @@
 // (version 0.0.4): requests by endpoint and HTTP status, connections refused
 // over the limit (--max-connections), prompt and generated
 // tokens, requests queued and running, histograms of the time to first
-// token and the time between tokens of a request, and each rank's compute
-// and wait seconds in the generator loop.
+// token and the time between tokens of a request, each rank's compute
+// and wait seconds in the generator loop, and the prefix cache's lookups,
+// hits, positions restored, evictions and bytes (the leader's
+// PrefixCacheIndex stats, runtime/prefix_cache_index.h; bytes are the whole
+// job's, summed over its ranks).
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
 // (its base/timeline.h Timeline, which infer's --trace also reads). The
@@ -26,6 +29,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/prefix_cache_index.h"
+
 namespace inferno {
 
 class ServerMetrics {
@@ -40,6 +45,8 @@ class ServerMetrics {
   void ObserveTimePerToken(double seconds);
   // Rank `rank`'s totals so far (they replace its earlier ones).
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
+  // The prefix cache's stats so far (they replace the earlier ones).
+  void SetPrefixCache(const PrefixCacheStats& stats);
 
   // The exposition text; `queued` and `running` are the queue's gauges,
   // `refused_connections` the HTTP server's count of connections refused
@@ -62,6 +69,7 @@ class ServerMetrics {
   Histogram time_to_first_token_;
   Histogram time_per_token_;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
+  PrefixCacheStats prefix_cache_;
 };
 
 }  // namespace inferno

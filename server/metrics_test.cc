@@ -58,5 +58,27 @@ TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
       << text;
 }
 
+TEST(ServerMetrics, RendersThePrefixCachesLatestStats) {
+  ServerMetrics metrics;
+  EXPECT_NE(metrics.Render(0, 0, 0).find("inferno_prefix_cache_hits_total 0\n"), std::string::npos);
+  metrics.SetPrefixCache({.lookups = 9,
+                          .hits = 4,
+                          .hit_positions = 320,
+                          .evictions = 2,
+                          .blocks_in_use = 3,
+                          .capacity_blocks = 8,
+                          .bytes_in_use = 3000,
+                          .capacity_bytes = 8000});
+  const std::string text = metrics.Render(0, 0, 0);
+  for (const char* line :
+       {"# TYPE inferno_prefix_cache_lookups_total counter\ninferno_prefix_cache_lookups_total 9\n",
+        "# TYPE inferno_prefix_cache_hits_total counter\ninferno_prefix_cache_hits_total 4\n",
+        "inferno_prefix_cache_hit_positions_total 320\n", "inferno_prefix_cache_evictions_total 2\n",
+        "# TYPE inferno_prefix_cache_bytes gauge\ninferno_prefix_cache_bytes 3000\n",
+        "inferno_prefix_cache_capacity_bytes 8000\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  }
+}
+
 }  // namespace
 }  // namespace inferno

@@ -16,12 +16,7 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_mpirun.XXXXXX")"
 # The namespaces of the two-host part (and host1's TMPDIR, /tmp/NAME).
 NAMESPACES=()
 cleanup() {
-  local ns pid
-  for ns in "${NAMESPACES[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-    rm -rf "/tmp/$ns"
-  done
+  remove_namespaces
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -31,12 +31,8 @@ SPOOL="$(mktemp -d /tmp/slurm_test.XXXXXX)"
 PIDS=()
 NAMESPACES=()
 cleanup() {
-  local ns pid
   stop_cluster
-  for ns in "${NAMESPACES[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
+  remove_namespaces
   rm -rf "$WORK" "$SPOOL"
 }
 trap cleanup EXIT

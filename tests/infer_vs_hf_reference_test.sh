@@ -1,6 +1,8 @@
 #!/bin/bash
 # //tools:infer on synthetic checkpoints of each Llama-family layout, on 1
-# rank, 2 pipeline stages and 2 tensor-parallel ranks, against an independent
+# rank, 2 pipeline stages and 2 tensor-parallel ranks (the mixtures of
+# experts with EP=1 also on 2 and 3 expert-parallel ranks, uneven expert
+# counts included, and on 2 stages x 2 expert-parallel ranks), against an independent
 # plain-Python forward pass of the Hugging Face layout (hf_reference.py): the
 # same greedy ids, logits within 1e-4. Families: Llama 3.1 style (GQA,
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
@@ -11,7 +13,7 @@
 # dense layers from decoder_sparse_step and mlp_only_layers: only layer 1 of
 # 4 sparse) over 200+ positions (STEPS set per family; with GGUF=1, the
 # family also as a GGUF file, make_toy_model --format gguf, f32, on 1 rank
-# and --tp 2); and over 320 positions Qwen3, windowed Mistral, Gemma 3 and
+# and --tp 2, with EP=1 also --ep 3); and over 320 positions Qwen3, windowed Mistral, Gemma 3 and
 # Phi-3. Prompt plus generation run past the scaled RoPE's original context,
 # so scaling matters.
 # Usage: infer_vs_hf_reference_test.sh LAUNCH INFER MAKE_TOY_MODEL REFERENCE_PY COMPARE_PY
@@ -38,6 +40,7 @@ check_family() {
     return
   fi
   local grids=("1" "2 --pp 2" "2 --tp 2")
+  [ "${EP:-0}" = 1 ] && grids+=("2 --ep 2" "3 --ep 3" "4 --pp 2 --ep 2")
   if [ "${GGUF:-0}" = 1 ]; then
     if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len "$SEQ_LEN" "$@" \
         >/dev/null; then
@@ -45,6 +48,7 @@ check_family() {
       FAILURES=$((FAILURES + 1))
     fi
     grids+=("1 gguf" "2 --tp 2 gguf")
+    [ "${EP:-0}" = 1 ] && grids+=("3 --ep 3 gguf")
   fi
   for grid in "${grids[@]}"; do
     local model="$WORK/$name"
@@ -75,11 +79,11 @@ check_family phi3_longrope --kv-heads 2 --architecture phi3 --rope-scaling longr
 check_family gemma3_scalar --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \
   --query-pre-attn-scalar 24
 
-GGUF=1 STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
+EP=1 GGUF=1 STEPS=200 check_family mixtral --seq-len 256 --layers 2 --kv-heads 2 --architecture mixtral --experts 4 \
   --experts-per-token 2 --hidden 32
-GGUF=1 STEPS=200 check_family qwen3_moe --seq-len 256 --kv-heads 2 --architecture qwen3_moe --head-dim 16 --hidden 48 \
-  --experts 6 --experts-per-token 2 --expert-hidden 16 --norm-topk-prob
-check_family qwen3_moe_dense_layers --layers 4 --kv-heads 2 --architecture qwen3_moe --experts 3 \
+EP=1 GGUF=1 STEPS=200 check_family qwen3_moe --seq-len 256 --kv-heads 2 --architecture qwen3_moe --head-dim 16 \
+  --hidden 48 --experts 7 --experts-per-token 2 --expert-hidden 16 --norm-topk-prob
+EP=1 check_family qwen3_moe_dense_layers --layers 4 --kv-heads 2 --architecture qwen3_moe --experts 3 \
   --experts-per-token 2 --expert-hidden 24 --decoder-sparse-step 2 --mlp-only-layers 3
 
 # Qwen3 and the sliding families over 320 positions: a 100-token prompt (two prefill

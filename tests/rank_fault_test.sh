@@ -20,19 +20,22 @@
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
 # they must notice the loss themselves.
 # With TP > 1 the grid is WORLD/TP stages of TP tensor-parallel ranks, whose
-# all_reduces are where most survivors wait when the victim goes.
+# all_reduces are where most survivors wait when the victim goes. With
+# PARALLEL=ep the model is a mixture of experts (Qwen3-MoE layout) and the
+# stage's TP ranks are expert-parallel (--ep TP): each victim holds experts.
 #
 # The time of a fault is taken just before the signal (or, for a hang, the
 # time the hook prints as it blocks), and a survivor's time is when its
 # error line reached launch's output (polled every 20 ms), so the bound is
 # met on a loaded machine as long as the survivors' liveness is.
 #
-# Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD [TP [TRANSPORT]]
+# Usage: rank_fault_test.sh LAUNCH INFER MAKE_TOY_MODEL WORLD [TP [TRANSPORT [PARALLEL]]]
 # TRANSPORT: INFERNO_TRANSPORT (auto, the default: shared memory on one host;
 # tcp: ZeroMQ over tcp:// as between hosts; zmq: ZeroMQ over ipc://).
+# PARALLEL: tp (the default) or ep.
 set -u
 source tests/test_lib.sh
-LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4" TP="${5:-1}" TRANSPORT="${6:-auto}"
+LAUNCH="$1" INFER="$2" MAKE_TOY="$3" WORLD="$4" TP="${5:-1}" TRANSPORT="${6:-auto}" PARALLEL="${7:-tp}"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rank_fault.XXXXXX")"
 BOUND_MS=3000
 SHM_BEFORE="$(ls /dev/shm | sort)"
@@ -43,7 +46,10 @@ PROMPT="$PROMPT_LINE
 # A generation of several seconds even on an idle machine (dim 384: a 1000-token
 # run of the default dim-64 model ends in under a second), so that the fault
 # lands mid-decode.
-"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+MOE=()
+[ "$PARALLEL" = ep ] && MOE=(--architecture qwen3_moe --kv-heads 2 --experts 6 --experts-per-token 2)
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 1024 "${MOE[@]}" >/dev/null ||
+  { echo "FAIL: make_toy_model" >&2; exit 1; }
 
 # rank_pids LAUNCH_PID: prints "rank pid" for every child of launch.
 rank_pids() {
@@ -58,7 +64,7 @@ rank_pids() {
 # run_case FAULT VICTIM: FAULT is KILL, STOP or HANG.
 run_case() {
   local fault="$1" victim="$2"
-  local name="$fault-rank$victim-of$WORLD-tp$TP-$TRANSPORT"
+  local name="$fault-rank$victim-of$WORLD-$PARALLEL$TP-$TRANSPORT"
   local out="$WORK/$name.out" hang=""
   # A forward pass of the victim's well inside the 1000-token generation.
   [ "$fault" = HANG ] && hang="$victim:$((20 + RANDOM % 40))"
@@ -68,7 +74,7 @@ run_case() {
     export INFERNO_TRANSPORT="$TRANSPORT"
     [ -n "$hang" ] && export INFERNO_TEST_ONLY_HANG="$hang"
     exec "$LAUNCH" -n "$WORLD" --tag-output --timeout 60 --grace 3 -- \
-      "$INFER" --model "$WORK/toy" --prompt "$PROMPT" --max-new-tokens 1000 --tp "$TP"
+      "$INFER" --model "$WORK/toy" --prompt "$PROMPT" --max-new-tokens 1000 "--$PARALLEL" "$TP"
   ) >"$out" 2>&1 &
   local launch_pid=$!
 
@@ -211,4 +217,4 @@ LEFT_IN_SHM="$(comm -13 <(echo "$SHM_BEFORE") <(echo "$SHM_AFTER"))"
 [ -z "$LEFT_IN_SHM" ] || fail "left in /dev/shm: $LEFT_IN_SHM"
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1
-echo "PASS: $WORLD ranks (tp $TP, $TRANSPORT), victims ${VICTIMS[*]}, SIGKILL, SIGSTOP and a hung generator thread"
+echo "PASS: $WORLD ranks ($PARALLEL $TP, $TRANSPORT), victims ${VICTIMS[*]}, SIGKILL, SIGSTOP and a hung generator thread"

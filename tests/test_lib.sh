@@ -83,6 +83,18 @@ use_model() {
   ARGS+=(--output ids --max-new-tokens 40)
 }
 
+# remove_namespaces: kills every process in the namespaces NAMESPACES
+# lists (bridged_hosts fills it) and deletes them, with a host's /tmp/NAME
+# if the caller made one.
+remove_namespaces() {
+  local ns pid
+  for ns in "${NAMESPACES[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+    rm -rf "/tmp/$ns"
+  done
+}
+
 # bridged_hosts ID: two "hosts", namespaces ID"h0" and ID"h1" (lo up), on
 # the /24 $BRIDGED_SUBNET (ID"h0" holds .1, ID"h1" .2) that exists only
 # inside them, joined by a bridge in namespace ID"br"; NAMESPACES lists the

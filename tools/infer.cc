@@ -2,13 +2,15 @@
 // `launch -n W` on a grid of --pp pipeline stages × --tp tensor-parallel
 // ranks (each rank runs its part of the plan, loader/shard_plan.h: a range of
 // layers, or its heads and hidden units of them, and a slice of the
-// classifier's rows; rank 0 samples and prints).
+// classifier's rows; rank 0 samples and prints). --ep E in place of --tp E
+// places a mixture of experts' experts whole on a stage's E ranks.
 //
-//   infer (--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids "1 300 45")...
+//   infer (--model PATH | --shards DIR | --fetch-weights [--model PATH] [--cache DIR])
+//         (--prompt TEXT | --prompt-ids "1 300 45")...
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--tp T] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
+//         [--tp T | --ep E] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
 //         [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
@@ -26,7 +28,10 @@
 // tokenizer.json is used, or for a model with the byte tokenizer's 259-token
 // vocabulary the byte-level tokenizer; any other model needs --tokenizer for
 // text. Sequences stop at the model's eos_token_id (config.json,
-// generation_config.json; llama2.c files: 2 and 1). The KV cache holds the
+// generation_config.json; llama2.c files: 2 and 1). With --fetch-weights
+// only rank 0 reads --model; it streams every other rank its shard after the
+// rendezvous (runtime/weight_transfer.h), which a rank with --cache DIR keeps
+// by content hash and next time reads from there. The KV cache holds the
 // longest prompt plus --max-new-tokens positions (at most --context).
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
@@ -60,6 +65,7 @@
 #include "runtime/rank_setup.h"
 #include "runtime/sampler.h"
 #include "runtime/tensor_parallel_group.h"
+#include "runtime/weight_transfer.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_files.h"
@@ -73,13 +79,21 @@ constexpr int64_t kDefaultMaxPromptBytes = int64_t{1} << 20;
 
 const CommandSpec kSpec{
     "infer",
-    "(--model PATH | --shards DIR) (--prompt TEXT | --prompt-ids IDS | --prompts-file FILE) [flags]",
+    "(--model PATH | --shards DIR | --fetch-weights) (--prompt TEXT | --prompt-ids IDS | --prompts-file "
+    "FILE) "
+    "[flags]",
     "Generates a continuation of every prompt, over a grid of pipeline stages x tensor-parallel ranks\n"
     "(alone, under launch, mpirun or srun). Several prompts are micro-batched. Errors are one line on\n"
     "every rank.",
     {{"model", "PATH",
       "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
+     {"fetch-weights", "",
+      "only rank 0 reads --model: it sends every other rank its shard (checked by BLAKE2b, over the job's "
+      "secured channel); the other ranks need no model file and ignore --model"},
+     {"cache", "DIR",
+      "with --fetch-weights: keep the received shard in DIR by its content hash, and read it from there "
+      "(receiving nothing) when rank 0 offers the same bytes again; a damaged entry is fetched again"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
@@ -101,7 +115,10 @@ const CommandSpec kSpec{
      {"seed", "S", "sampling seed (default 42)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
-     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
+     {"ep", "E",
+      "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
+      "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"weights", "copy|mapped",
@@ -322,14 +339,18 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
-    std::fprintf(stderr,
-                 "rank %zu (layers [%lld, %lld), heads [%lld, %lld), classifier rows [%lld, %lld)): compute "
-                 "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
-                 rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
-                 static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end),
-                 static_cast<long long>(part.classifier_rows.begin),
-                 static_cast<long long>(part.classifier_rows.end), t.seconds(SpanKind::kCompute),
-                 t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv), t.seconds(SpanKind::kWait));
+    const std::string experts = plan.expert_parallel ? ", experts [" + std::to_string(part.experts.begin) +
+                                                           ", " + std::to_string(part.experts.end) + ")"
+                                                     : "";
+    std::fprintf(
+        stderr,
+        "rank %zu (layers [%lld, %lld), heads [%lld, %lld)%s, classifier rows [%lld, %lld)): compute "
+        "%.3f s, send %.3f s, recv %.3f s, wait %.3f s\n",
+        rank, static_cast<long long>(part.layers.begin), static_cast<long long>(part.layers.end),
+        static_cast<long long>(part.heads.begin), static_cast<long long>(part.heads.end), experts.c_str(),
+        static_cast<long long>(part.classifier_rows.begin), static_cast<long long>(part.classifier_rows.end),
+        t.seconds(SpanKind::kCompute), t.seconds(SpanKind::kSend), t.seconds(SpanKind::kRecv),
+        t.seconds(SpanKind::kWait));
   }
 }
 
@@ -390,14 +411,16 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   return fingerprint;
 }
 
-Result<PreparedRank> Prepare(const InferOptions& options, int rank, int world_size) {
+// Prepares rank `rank` over its view of the model (OpenRankModel, or a
+// fetching rank's OpenReceivedRankModel).
+Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int rank) {
   RankSetupOptions setup_options;
   setup_options.model = options.model;
   setup_options.tokenizer = options.tokenizer;
   setup_options.needs_tokenizer =
       !options.text_prompts.empty() || !options.chats.empty() || !options.output_ids;
   setup_options.context = options.context;
-  Result<RankSetup> setup = OpenRank(setup_options, rank, world_size);
+  Result<RankSetup> setup = OpenRank(setup_options, std::move(model));
   if (!setup) return setup.error();
   PreparedRank prepared;
   prepared.setup = std::move(*setup);
@@ -465,6 +488,40 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   return {};
 }
 
+// With --fetch-weights, what the ranks compare at the rendezvous, where the
+// ranks other than 0 have no model yet: each compares its RunFingerprint
+// with rank 0's once it has received its weights (FetchWeights).
+const std::map<std::string, std::string> kFetchingFingerprint = {
+    {"weights", "sent by rank 0 (--fetch-weights)"}};
+
+// --fetch-weights after the rendezvous: rank 0 (`prepared` set) sends every
+// other rank its shard; each other rank receives it (or reads its cache),
+// prepares over it into `prepared`, and checks that it runs what rank 0 runs.
+Status FetchWeights(const InferOptions& options, std::optional<PreparedRank>& prepared, ProcessGroup& group) {
+  if (group.is_leader()) {
+    const RankModel& model = prepared->setup.model;
+    return SendRankWeights(group, *model.mapped_model, model.plan, RunFingerprint(options, *prepared),
+                           "infer");
+  }
+  Result<ReceivedWeights> received = ReceiveRankWeights(group, options.model.cache, "infer");
+  if (!received) return received.error();
+  InferOptions own = options;
+  own.model.model.clear();  // rank 0's path: no tokenizer is looked for beside it here
+  Result<RankModel> model =
+      OpenReceivedRankModel(std::move(received->file), own.model, group.rank(), group.world_size(),
+                            received->leader_fingerprint["weights"]);
+  if (!model) return model.error();
+  Result<PreparedRank> mine = Prepare(own, std::move(*model), group.rank());
+  if (!mine) return mine.error();
+  if (const std::string difference =
+          FingerprintDifference(group.rank(), RunFingerprint(own, *mine), received->leader_fingerprint);
+      !difference.empty()) {
+    return Error::InvalidArgument(difference);
+  }
+  prepared = std::move(*mine);
+  return {};
+}
+
 }  // namespace
 }  // namespace inferno
 
@@ -493,20 +550,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "infer: rank %d: %s\n", rank, options.error().ToString().c_str());
     return 2;
   }
-  Result<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
-  if (!prepared) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", rank, prepared.error().ToString().c_str());
-    return 1;
+  const bool fetching = options->model.fetch && rank != 0;
+  std::optional<PreparedRank> prepared;
+  if (!fetching) {
+    Result<RankModel> model = OpenRankModel(options->model, rank, where->world_size);
+    Result<PreparedRank> mine =
+        model ? Prepare(*options, std::move(*model), rank) : Result<PreparedRank>(model.error());
+    if (!mine) {
+      std::fprintf(stderr, "infer: rank %d: %s\n", rank, mine.error().ToString().c_str());
+      return 1;
+    }
+    prepared = std::move(*mine);
   }
   RendezvousOptions rendezvous;
-  rendezvous.fingerprint = RunFingerprint(*options, *prepared);
+  rendezvous.fingerprint = options->model.fetch ? kFetchingFingerprint : RunFingerprint(*options, *prepared);
   Result<ProcessGroup> group = Join(*where, rendezvous);
   if (!group) {
     std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank,
                  group.error().ToString().c_str());
     return 1;
   }
-  if (Status status = Run(*options, *prepared, *group); !status) {
+  Status status = options->model.fetch ? FetchWeights(*options, prepared, *group) : Status{};
+  if (status) status = Run(*options, *prepared, *group);
+  if (!status) {
     std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().ToString().c_str());
     // The other ranks fail at once with this reason rather than time out one
     // after the other, each naming the neighbour it waited for.

@@ -2,7 +2,7 @@
 // rank or under `launch -n W` on a grid of W ranks: W / T pipeline stages of
 // T tensor-parallel ranks each (--tp T, default 1):
 //
-//   launch -n 2 -- serve --model PATH [--tp T] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
+//   launch -n 2 -- serve --model PATH [--tp T | --ep E] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
 //         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
 //
 // Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
@@ -67,6 +67,9 @@ const CommandSpec kSpec{
      {"chat-template", "FILE", "a Jinja chat template instead of tokenizer_config.json's"},
      {"slots", "N", "sequences generated at once: KV-cache slots per rank (default 8)"},
      {"queue", "N", "requests that may wait for a slot; more get 429 (default 64)"},
+     {"cache-mib", "MIB",
+      "the prefix cache's budget over all ranks: KV blocks of earlier prompts a new prompt starting the "
+      "same way restores instead of prefilling (default 1024; 0: off)"},
      {"context", "N",
       "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
@@ -79,7 +82,10 @@ const CommandSpec kSpec{
       "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
      {"threads", "N", "compute threads per rank (default 1)"},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
-     {"pp", "P", "pipeline stages (default: the world size / --tp; with --shards, the shards')"},
+     {"ep", "E",
+      "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
+      "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
 
@@ -88,6 +94,12 @@ const CommandSpec kSpec{
 // still sending their request, /health and /metrics find a connection.
 constexpr int kMaxConnections = 256;
 constexpr int kReaderConnections = 32;
+// --cache-mib by default. Blocks take memory only once filled, so an idle
+// server holds none of it. 1 GiB holds 4096 positions of an 8B Llama's f32
+// keys and values (256 KiB a position: about two 2000-token chats) and
+// 76,000 of stories15M's; it is small beside the slots' own KV caches at any
+// long context (8 slots of 8192 positions of that 8B model: 16 GiB).
+constexpr int64_t kDefaultCacheMib = 1024;
 
 struct ServeOptions {
   ModelChoice model;
@@ -98,6 +110,7 @@ struct ServeOptions {
   std::optional<std::string> chat_template;
   int slots = 8;
   int64_t queue = 64;
+  int64_t cache_mib = kDefaultCacheMib;
   std::optional<int64_t> context;
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
@@ -139,9 +152,11 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
   Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
   Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  Result<int64_t> cache_mib = flags.Int("cache-mib", kDefaultCacheMib, 0, int64_t{1} << 30);
   for (const Error* error :
        {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(), body ? nullptr : &body.error(),
-        read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error()}) {
+        read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error(),
+        cache_mib ? nullptr : &cache_mib.error()}) {
     if (error != nullptr) return *error;
   }
   Result<int64_t> connections =
@@ -154,6 +169,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.max_body_bytes = *body;
   options.read_deadline_ms = *read_deadline;
   options.threads = static_cast<int>(*threads);
+  options.cache_mib = *cache_mib;
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -204,7 +220,8 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
 std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
-  settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots << " stop_ids=";
+  settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
+           << " cache_mib=" << options.cache_mib << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -312,7 +329,11 @@ int main(int argc, char** argv) {
   GeneratorSettings settings;
   settings.stop_ids = prepared->setup.stop_ids;
   settings.report_logits = false;
+  settings.prefix_cache_bytes = options->cache_mib << 20;
   if (leader) {
+    settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
+      metrics.SetPrefixCache(stats);
+    };
     settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
       for (const RankTimes& times : ranks) {
         metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);

@@ -1,7 +1,10 @@
 // shard: splits a checkpoint into one safetensors file per rank of a
-// pipeline- (x tensor-) parallel job, plus manifest.json.
+// pipeline- (x tensor- or expert-) parallel job, plus manifest.json.
 //
-//   shard --model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR
+//   shard --model PATH --pp N [--tp M | --ep M] [--layers a,b,...] [--dtype T] --out DIR
+//
+// With --ep M each of a stage's M ranks holds whole experts of every
+// mixture-of-experts layer, and its file only those (loader/shard_plan.h).
 //
 // PATH is a safetensors file or folder (with config.json), a Hugging Face
 // sharded folder, a GGUF file (whose embedded tokenizer infer reads with
@@ -31,14 +34,18 @@ int Fail(const Error& error) {
 
 const CommandSpec kSpec{
     "shard",
-    "--model PATH --pp N [--tp M] [--layers a,b,...] [--dtype T] --out DIR",
-    "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor-) parallel job,\n"
+    "--model PATH --pp N [--tp M | --ep M] [--layers a,b,...] [--dtype T] --out DIR",
+    "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor- or expert-) parallel "
+    "job,\n"
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
     "folder, a GGUF file, or a llama2.c .bin. Re-running over a finished DIR verifies the files and skips "
     "them.",
     {{"model", "PATH", "the checkpoint to split"},
      {"pp", "N", "pipeline stages"},
      {"tp", "M", "tensor-parallel ranks per stage (default 1)"},
+     {"ep", "M",
+      "expert-parallel ranks per stage: each holds whole experts of a mixture of experts, attention split "
+      "by heads as under --tp M"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
      {"dtype", "T",
       "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
@@ -54,7 +61,12 @@ int Run(int argc, char** argv) {
   const std::optional<std::string> out = flags.Last("out");
   Result<int64_t> pp = flags.Int("pp", 1, 1, 1 << 16);
   if (!pp) return Fail(pp.error());
-  Result<int64_t> tp = flags.Int("tp", 1, 1, 1 << 16);
+  if (flags.Has("tp") && flags.Has("ep")) {
+    return Fail(Error::InvalidArgument(
+        "--tp and --ep both given: --ep M splits attention over its M ranks as --tp M does; give one"));
+  }
+  const bool expert_parallel = flags.Has("ep");
+  Result<int64_t> tp = flags.Int(expert_parallel ? "ep" : "tp", 1, 1, 1 << 16);
   if (!tp) return Fail(tp.error());
   std::optional<std::vector<int64_t>> layers;
   if (std::optional<std::string> text = flags.Last("layers")) {
@@ -76,8 +88,8 @@ int Run(int argc, char** argv) {
 
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
   if (!checkpoint) return Fail(checkpoint.error());
-  Result<ShardPlan> plan =
-      MakeShardPlan((*checkpoint)->config(), static_cast<int>(*pp), static_cast<int>(*tp), layers);
+  Result<ShardPlan> plan = MakeShardPlan((*checkpoint)->config(), static_cast<int>(*pp),
+                                         static_cast<int>(*tp), layers, expert_parallel);
   if (!plan) return Fail(plan.error());
   if (!dtype) {  // shards keep the checkpoint's types
     if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
@@ -98,13 +110,17 @@ int Run(int argc, char** argv) {
   if (report->files_written > 0) display.Finish(last_done, last_total);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "shard: %s: %d files written (%llu bytes), %d verified and kept, in %.2f s\n",
-               WorldLayoutText(plan->pp, plan->tp).c_str(), report->files_written,
+               WorldLayoutText(*plan).c_str(), report->files_written,
                static_cast<unsigned long long>(report->bytes_written), report->files_verified, seconds);
   for (const RankShard& shard : plan->ranks) {
-    const std::string embedding = shard.embedding_rows.size() == 0
-                                      ? ""
-                                      : ", embedding rows [" + std::to_string(shard.embedding_rows.begin) +
-                                            ", " + std::to_string(shard.embedding_rows.end) + ")";
+    std::string embedding = shard.embedding_rows.size() == 0
+                                ? ""
+                                : ", embedding rows [" + std::to_string(shard.embedding_rows.begin) + ", " +
+                                      std::to_string(shard.embedding_rows.end) + ")";
+    if (plan->expert_parallel) {
+      embedding += ", experts [" + std::to_string(shard.experts.begin) + ", " +
+                   std::to_string(shard.experts.end) + ")";
+    }
     std::fprintf(stderr,
                  "shard:   rank %d: stage %d tp %d, layers [%lld, %lld), heads [%lld, %lld), classifier rows "
                  "[%lld, %lld)%s%s -> %s\n",

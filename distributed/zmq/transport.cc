@@ -400,6 +400,10 @@ Status ZmqTransport::Send(int peer, const FrameKey& key, std::span<const std::by
   }
   Impl::Peer& peer_state = *impl.peers[peer];
   if (peer_state.lost.load()) return Error::PeerLost(impl.SendWhere(peer), peer);
+  // A job another rank gave up on ends every send at once, room or not: a
+  // send that never waits for room would never look (the peer's beat thread
+  // drains its queue every beat, so the queue may never stay full).
+  if (Status aborted = impl.mailbox->JobAborted(); !aborted) return aborted;
   const WaitingOutside waiting;  // for room in the peer's queue
   return impl.SendChunks(peer_state, key, GatheredBytes{head, tail}, deadline, peer);
 }
