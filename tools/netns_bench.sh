@@ -40,7 +40,10 @@ ip netns exec "$H1" "$BIN/tcp_probe" --listen 0 >"$WORK/probe.port" &
 for _ in $(seq 50); do grep -q '^port ' "$WORK/probe.port" && break; sleep 0.1; done
 PROBE_PORT=$(awk '/^port /{print $2}' "$WORK/probe.port")
 
-# on_both NAME LAUNCH_FLAGS -- COMMAND...: one launch per host, rank 0 on host 0;
+# on_both NAME LAUNCH_FLAGS -- COMMAND...: one launch per host, rank 0 on host 0,
+# each in a session of its own (setsid), as on separate hosts: in one session
+# both "hosts" would share one scheduler autogroup, and so one CPU share
+# against the other processes of this machine (docs/network.md).
 # rank 0's stdout and stderr land in $WORK/NAME.out and .err.
 on_both() {
   local name="$1" flags=()
@@ -50,7 +53,7 @@ on_both() {
   PORT=$((PORT + 1))
   local pids=() r
   for r in 0 1; do
-    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
+    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
       --master-addr "$A0" --master-port $PORT --timeout 280 "${flags[@]}" -- "$@" \
       >"$WORK/$name.$r.out" 2>"$WORK/$name.$r.err" &
     pids+=($!)
@@ -85,10 +88,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
     done
   done
   [ -n "$DLLAMA" ] || continue
-  ip netns exec "$H1" "$DLLAMA" worker --host "$A1" --port 9999 --nthreads 1 >"$WORK/dworker.out" 2>&1 &
+  ip netns exec "$H1" setsid -w "$DLLAMA" worker --host "$A1" --port 9999 --nthreads 1 >"$WORK/dworker.out" 2>&1 &
   worker=$!
   sleep 1
-  ip netns exec "$H0" timeout 300 "$DLLAMA" inference --model "$DLLAMA_MODEL" --tokenizer "$DLLAMA_TOKENIZER" \
+  ip netns exec "$H0" timeout 300 setsid -w "$DLLAMA" inference --model "$DLLAMA_MODEL" --tokenizer "$DLLAMA_TOKENIZER" \
     --prompt "" --steps "$STEPS" --temperature 0 --nthreads 1 --buffer-float-type f32 --workers "$A1:9999" \
     >"$WORK/droot.out" 2>&1
   sed -n "s/^ *tokens\/s: \([0-9.]*\).*/round $round dllama - \1 tok_s/p" "$WORK/droot.out" | tail -1  # Prediction's
