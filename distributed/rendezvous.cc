@@ -315,16 +315,18 @@ Result<std::shared_ptr<ShmTransport>> CreateShmTransport(const RendezvousConfig&
   return created;
 }
 
-// This rank's direct TCP data path, used under kTcp only (docs/network.md:
-// it cuts the latency of an isolated all_reduce, but decode across the
-// namespace hosts is only on par with ZeroMQ's), listening on
+// This rank's direct TCP data path (docs/network.md), listening on
 // `address`, its waits joined to the ZeroMQ control plane's abort notices
-// and liveness verdicts; null under every other choice.
+// and liveness verdicts: under kTcp, and under kAuto when the job has a
+// secret (its key then travels in the CURVE-encrypted table); null
+// otherwise.
 Result<std::shared_ptr<TcpTransport>> CreateTcpTransport(const RendezvousConfig& config,
                                                          TransportChoice choice,
                                                          const std::shared_ptr<ZmqTransport>& control,
                                                          const std::string& address) {
-  if (choice != TransportChoice::kTcp) return std::shared_ptr<TcpTransport>();
+  const bool wanted =
+      choice == TransportChoice::kTcp || (choice == TransportChoice::kAuto && config.job_secret.has_value());
+  if (!wanted) return std::shared_ptr<TcpTransport>();
   TcpTransportOptions options;
   options.rank = config.rank;
   options.world_size = config.world_size;
@@ -570,9 +572,16 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   Status connected = (*transport)->Connect(endpoints, job_id);
   if (!connected) return std::move(connected).error();
   std::shared_ptr<Transport> routed = *transport;
-  if (std::find(data_peers.begin(), data_peers.end(), true) != data_peers.end()) {
+  if (std::find(data_peers.begin(), data_peers.end(), true) == data_peers.end()) {
+    tcp_transport->reset();  // no peer on another host: stop listening
+  } else {
     Status data_connected = (*tcp_transport)->Connect(data_addresses, job_id, Clock::now() + waits.timeout);
     if (!data_connected) return std::move(data_connected).error();
+    std::string ranks;
+    for (int peer = 0; peer < config.world_size; ++peer) {
+      if (data_peers[peer]) ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
+    }
+    LOG(INFO) << "rank " << config.rank << ": data to rank(s) " << ranks << " over the direct TCP data path";
     routed = std::make_shared<RoutedTransport>(routed, *tcp_transport, data_peers);
   }
   if (std::find(local_peers.begin(), local_peers.end(), true) != local_peers.end()) {
