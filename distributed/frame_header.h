@@ -73,15 +73,18 @@ enum class CollectiveOp : uint8_t {
   // sender has been stalled, in milliseconds, as 8 little-endian bytes (see
   // base/progress.h).
   kHeartbeat = 15,
+  // The first frame on a direct data connection (distributed/tcp): header
+  // only; its sealing proves the connecting rank holds the key.
+  kHello = 16,
 };
 
 // The name of op value v at index v (index 0 is no op): the one list of the
 // ops a frame may carry.
 inline constexpr std::string_view kCollectiveOpNames[] = {
-    "",           "point_to_point", "barrier",        "all_reduce",
-    "all_gather", "broadcast",      "reduce_scatter", "gather",
-    "scatter",    "split",          "goodbye",        "abort",
-    "ping",       "pong",           "set_up_area",    "heartbeat",
+    "",          "point_to_point", "barrier", "all_reduce", "all_gather",
+    "broadcast", "reduce_scatter", "gather",  "scatter",    "split",
+    "goodbye",   "abort",          "ping",    "pong",       "set_up_area",
+    "heartbeat", "hello",
 };
 
 // "all_reduce", "point_to_point", ...; "op#<n>" for values outside the enum.

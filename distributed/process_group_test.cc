@@ -747,7 +747,9 @@ TEST_P(ProcessGroupErrorTest, PayloadReceiveAndGatherSendErrorsNameThePeerAndTag
     return errors;
   });
   ASSERT_EQ(results[0].size(), 4u);
-  EXPECT_EQ(results[0][0].rfind("recv from rank 1 tag 0x00000009: ", 0), 0u) << results[0][0];
+  EXPECT_EQ(results[0][0].rfind("recv from rank 1 tag 0x00000009", 0), 0u) << results[0][0];
+  EXPECT_EQ(results[0][0].find("recv from rank 1 tag 0x00000009", 1), std::string::npos)
+      << "the call named twice: " << results[0][0];
   EXPECT_EQ(results[0][1].rfind("InvalidTag: recv from rank 1 tag 0xfff00000", 0), 0u) << results[0][1];
   EXPECT_EQ(results[0][2], "UnknownRank");
   EXPECT_EQ(results[0][3], "UnknownRank");

@@ -26,6 +26,7 @@
 #include "distributed/routed/transport.h"
 #include "distributed/shm/host_identity.h"
 #include "distributed/shm/transport.h"
+#include "distributed/tcp/transport.h"
 #include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
 
@@ -48,13 +49,19 @@ struct RankEndpoints {
   // SegmentAddress) and HostIdentity(); else empty.
   std::string shm;
   std::string host_identity;
+  // Unless the rank offers no direct TCP data path: its data port as
+  // "address:port" and the key frames to it are sealed for (a DataKey in
+  // hex; the table travels CURVE-encrypted when the job has a secret).
+  std::string data;
+  std::string data_key;
 };
 
 Json ToJson(const RankEndpoints& entry) {
   return Json{{"rank", entry.rank}, {"world_size", entry.world_size},
               {"host", entry.host}, {"tcp", entry.tcp},
               {"ipc", entry.ipc},   {"fingerprint", entry.fingerprint},
-              {"shm", entry.shm},   {"host_identity", entry.host_identity}};
+              {"shm", entry.shm},   {"host_identity", entry.host_identity},
+              {"data", entry.data}, {"data_key", entry.data_key}};
 }
 
 // nullopt when `json` is not a well-formed entry (a stranger's bytes).
@@ -69,6 +76,8 @@ std::optional<RankEndpoints> EntryFromJson(const Json& json) {
     entry.fingerprint = json.at("fingerprint").get<std::map<std::string, std::string>>();
     entry.shm = json.value("shm", std::string());
     entry.host_identity = json.value("host_identity", std::string());
+    entry.data = json.value("data", std::string());
+    entry.data_key = json.value("data_key", std::string());
     return entry;
   } catch (const Json::exception&) {
     return std::nullopt;
@@ -306,6 +315,41 @@ Result<std::shared_ptr<ShmTransport>> CreateShmTransport(const RendezvousConfig&
   return created;
 }
 
+// This rank's direct TCP data path (docs/network.md), listening on
+// `address`, its waits joined to the ZeroMQ control plane's abort notices
+// and liveness verdicts: under kTcp, and under kAuto when the job has a
+// secret (its key then travels in the CURVE-encrypted table); null
+// otherwise.
+Result<std::shared_ptr<TcpTransport>> CreateTcpTransport(const RendezvousConfig& config,
+                                                         TransportChoice choice,
+                                                         const std::shared_ptr<ZmqTransport>& control,
+                                                         const std::string& address) {
+  const bool wanted =
+      choice == TransportChoice::kTcp || (choice == TransportChoice::kAuto && config.job_secret.has_value());
+  if (!wanted) return std::shared_ptr<TcpTransport>();
+  TcpTransportOptions options;
+  options.rank = config.rank;
+  options.world_size = config.world_size;
+  options.timeout = config.op_timeout;
+  options.bind_address = address;
+  options.also_check = [control] { return control->CheckAbortNotices(); };
+  return TcpTransport::Listen(options);
+}
+
+// The data path entry of a table row: nullopt when the row offers none, an
+// error when it is malformed.
+Result<std::optional<TcpPeerAddress>> DataAddressOf(const RankEndpoints& entry) {
+  if (entry.data.empty()) return std::optional<TcpPeerAddress>();
+  const size_t colon = entry.data.rfind(':');
+  const std::string where = "rendezvous: rank " + std::to_string(entry.rank) + "'s data path";
+  Result<DataKey> key = DataKey::Parse(where, entry.data_key);
+  if (!key) return std::move(key).error();
+  if (colon == std::string::npos) return Error::Transport(where + " '" + entry.data + "' has no port");
+  Result<int> port = ParseInt("data port", entry.data.c_str() + colon + 1, 1, 65535);
+  if (!port) return Error::Transport(where + ": " + port.error().message);
+  return std::optional<TcpPeerAddress>(TcpPeerAddress{entry.data.substr(0, colon), *port, *key});
+}
+
 }  // namespace
 
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
@@ -466,6 +510,13 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
     mine.shm = (*shm_transport)->inbox().ToString();
     mine.host_identity = HostIdentity();
   }
+  Result<std::shared_ptr<TcpTransport>> tcp_transport =
+      CreateTcpTransport(config, choice, *transport, *local_address);
+  if (!tcp_transport) return std::move(tcp_transport).error();
+  if (*tcp_transport) {
+    mine.data = *local_address + ":" + std::to_string((*tcp_transport)->port());
+    mine.data_key = (*tcp_transport)->key().ToHex();
+  }
 
   RendezvousOptions waits = options;
   waits.timeout = config.rendezvous_timeout.value_or(options.timeout);
@@ -476,6 +527,9 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   // Rank i's inbox when it is reached over shared memory.
   std::vector<std::optional<SegmentAddress>> inboxes;
   std::vector<bool> local_peers;
+  // Rank i's data port when it is reached over the direct TCP data path.
+  std::vector<std::optional<TcpPeerAddress>> data_addresses;
+  std::vector<bool> data_peers;
   uint64_t job_id = 0;
   bool well_formed = table->contains("job_id") && table->at("job_id").is_number_unsigned() &&
                      table->contains("ranks") && table->at("ranks").is_array();
@@ -499,6 +553,12 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
       }
       inboxes.push_back(local ? std::optional<SegmentAddress>(*inbox) : std::nullopt);
       local_peers.push_back(local);
+      Result<std::optional<TcpPeerAddress>> data = DataAddressOf(*entry);
+      if (!data) return std::move(data).error();
+      const bool direct =
+          *tcp_transport && *data && entry->rank != config.rank && !local && !(prefer_ipc && same_host);
+      data_addresses.push_back(direct ? *data : std::nullopt);
+      data_peers.push_back(direct);
     }
   }
   if (!well_formed) {
@@ -512,10 +572,22 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   Status connected = (*transport)->Connect(endpoints, job_id);
   if (!connected) return std::move(connected).error();
   std::shared_ptr<Transport> routed = *transport;
+  if (std::find(data_peers.begin(), data_peers.end(), true) == data_peers.end()) {
+    tcp_transport->reset();  // no peer on another host: stop listening
+  } else {
+    Status data_connected = (*tcp_transport)->Connect(data_addresses, job_id, Clock::now() + waits.timeout);
+    if (!data_connected) return std::move(data_connected).error();
+    std::string ranks;
+    for (int peer = 0; peer < config.world_size; ++peer) {
+      if (data_peers[peer]) ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
+    }
+    LOG(INFO) << "rank " << config.rank << ": data to rank(s) " << ranks << " over the direct TCP data path";
+    routed = std::make_shared<RoutedTransport>(routed, *tcp_transport, data_peers);
+  }
   if (std::find(local_peers.begin(), local_peers.end(), true) != local_peers.end()) {
     Status shm_connected = (*shm_transport)->Connect(inboxes, Clock::now() + waits.timeout);
     if (!shm_connected) return std::move(shm_connected).error();
-    routed = std::make_shared<RoutedTransport>(*transport, *shm_transport, local_peers);
+    routed = std::make_shared<RoutedTransport>(routed, *shm_transport, local_peers);
   }
 
   ProcessGroup group(routed);

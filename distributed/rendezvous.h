@@ -8,8 +8,12 @@
 // listens at MASTER_ADDR:MASTER_PORT and sends every rank the table of
 // endpoints and a job id. Ranks then connect to each other, run a barrier,
 // and return. Which peers talk over shared memory is decided from the table
-// (see TransportChoice), so both ranks of a pair decide alike; ZeroMQ always
-// connects every pair, as the control plane (see distributed/routed). With a
+// (see TransportChoice), so both ranks of a pair decide alike; pairs on
+// different hosts of a job with a secret (and every pair under
+// INFERNO_TRANSPORT=tcp) carry their data over the direct TCP data path
+// (distributed/tcp), whose port and key every rank reports in the table
+// too; ZeroMQ always connects every pair, as the control plane (see
+// distributed/routed). With a
 // job secret (INFERNO_JOB_SECRET; required from the environment unless
 // INFERNO_INSECURE=1), the rendezvous and every connection after it admit
 // only processes holding the secret, before any routing id or byte of theirs

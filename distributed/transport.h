@@ -3,8 +3,9 @@
 // to a peer under a frame key, receive the oldest message from a peer with a
 // given tag before a deadline, close. Implementations: inproc/ (ranks as
 // threads), zmq/ (processes, over tcp:// or ipc://), shm/ (processes of one
-// host, over shared memory) and routed/ (shm within a host, ZeroMQ between
-// hosts). Collectives live above it, in distributed/collectives/, one file
+// host, over shared memory), tcp/ (data between hosts over plain sealed TCP,
+// beside ZeroMQ's control plane) and routed/ (each peer's data over one of
+// two of them). Collectives live above it, in distributed/collectives/, one file
 // per collective: its algorithm over messages, written once for every
 // implementation, and beside it its variant in a shared segment, which a
 // group uses instead when SharesMemoryWith holds for every member.

@@ -1,5 +1,5 @@
 // TransportChoice: what carries a job's data between two ranks, as chosen by
-// INFERNO_TRANSPORT or `launch --transport` (auto, zmq or shm) and applied
+// INFERNO_TRANSPORT or `launch --transport` (auto, zmq, shm or tcp) and applied
 // at the rendezvous (distributed/rendezvous.h).
 //
 // Thread-safety: plain values and pure functions.
@@ -17,15 +17,18 @@ inline constexpr char kTransportVariable[] = "INFERNO_TRANSPORT";
 enum class TransportChoice {
   // Shared memory between ranks with the same HostIdentity (boot, host name,
   // network, IPC and pid namespaces: truly one machine) that both offer it,
-  // ZeroMQ between the others.
+  // ZeroMQ over ipc:// between the others within one IPC domain, and between
+  // the rest the direct TCP data path when the job has a secret (ZeroMQ
+  // over tcp:// without one).
   kAuto,
-  // ZeroMQ between every pair.
+  // ZeroMQ (data and control) between every pair.
   kZmq,
   // Shared memory between every pair: every rank must be on this host.
   kShm,
-  // ZeroMQ over tcp:// between every pair, even ranks on one host, which
-  // then talk as ranks on different hosts do (for tests and measurements of
-  // the multi-host path on one machine).
+  // The direct TCP data path (distributed/tcp) between every pair, control
+  // over ZeroMQ on tcp://, even between ranks of one host (for tests and
+  // measurements of a path between hosts on one machine); also without a
+  // job secret (its keys then travel in clear, docs/network.md).
   kTcp,
 };
 

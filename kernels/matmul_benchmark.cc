@@ -1,4 +1,5 @@
-// MatMul throughput per weight type on the TinyLlama-1.1B shapes: the
+// MatMul throughput per weight type on the TinyLlama-1.1B shapes and a
+// Qwen3-30B-A3B expert's (768 hidden units, dim 2048): the
 // matrix-vector product of decode (n = 1, bound by reading the weights:
 // reported as weight GB/s) and the matrix-matrix product of prefill (n = 64
 // positions: reported as GFLOP/s, 2 flops per multiply-add). The matrix is
@@ -61,6 +62,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
     for (int64_t dtype = 0; dtype < static_cast<int64_t>(std::size(kAllDTypes)); ++dtype) {
       b->Args({dtype, 5632, 2048, n});  // gate or up
       b->Args({dtype, 2048, 5632, n});  // down
+      b->Args({dtype, 1536, 2048, n});  // a Qwen3-30B-A3B expert's gate and up
+      b->Args({dtype, 2048, 768, n});   // its down
     }
   }
 }

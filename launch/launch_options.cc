@@ -59,8 +59,9 @@ const CommandSpec& LaunchCommandSpec() {
         "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
         "INFERNO_JOB_SECRET: launch's if set, else new; or launch's INFERNO_JOB_SECRET_FILE)"},
        {"transport", "T",
-        "what carries the ranks' data: auto (shared memory between ranks on one host, ZeroMQ between "
-        "hosts), zmq, shm, or tcp (ZeroMQ over tcp:// even within a host) (sets INFERNO_TRANSPORT)"},
+        "what carries the ranks' data: auto (shared memory between ranks on one host, the direct TCP "
+        "data path between hosts, ZeroMQ there under --insecure), zmq (ZeroMQ between every pair), shm, "
+        "or tcp (the direct TCP data path even within a host) (sets INFERNO_TRANSPORT)"},
        {"bind", "core|none",
         "core: local rank i runs on the i-th of as many equal runs of the allowed CPUs as ranks, when the "
         "ranks do not outnumber them (default, but none with --transport zmq); none: the kernel places "

@@ -327,9 +327,12 @@ class Supervisor {
       dup2(out_fd, STDOUT_FILENO);
       dup2(err_fd, STDERR_FILENO);
     }
-    if (!rank_cpus_.empty()) {
-      // A failure leaves the rank unbound.
-      sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus_[local_rank]);
+    // A failure leaves the rank unbound; a bound rank's default --threads
+    // is every CPU of its own (base/default_threads.h).
+    if (!rank_cpus_.empty() && sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus_[local_rank]) == 0) {
+      setenv("INFERNO_CPUS_BOUND", "1", /*overwrite=*/1);
+    } else {
+      unsetenv("INFERNO_CPUS_BOUND");
     }
     if (const int null_fd = open("/dev/null", O_RDONLY); null_fd >= 0) {
       dup2(null_fd, STDIN_FILENO);

@@ -284,6 +284,73 @@ TEST(GgufCheckpoint, StacksExpertsAndReadsEachBackUnderItsHuggingFaceName) {
   }
 }
 
+// The first Mixtral GGUFs hold each expert apart (blk.{i}.ffn_gate.{e}.weight
+// ...): the same bytes, split, read back as the stacked file's experts.
+TEST(GgufCheckpoint, ReadsExpertsHeldApartAsTheStackedFileHoldsThem) {
+  ModelConfig config = Qwen3MoeConfig();
+  config.hidden_size = 64;  // each expert's matrix a multiple of the 32-byte alignment
+  for (DType dtype : {DType::kF32, DType::kQ8_0}) {
+    const std::string stacked = TestPath("stacked_" + std::string(DTypeName(dtype)) + ".gguf");
+    ASSERT_TRUE(WriteTestGgufModel(stacked, config, dtype));
+    const std::string apart = TestPath("apart_" + std::string(DTypeName(dtype)) + ".gguf");
+    int split = 0;
+    Rewrite(stacked, apart, [&split](GgufFile& f) {
+      std::vector<GgufTensor> tensors;
+      for (const GgufTensor& t : f.tensors) {
+        const size_t at = t.info.name.find("_exps.weight");
+        if (at == std::string::npos) {
+          tensors.push_back(t);
+          continue;
+        }
+        ++split;
+        for (int64_t e = 0; e < t.info.ne[2]; ++e) {
+          GgufTensor one = t;
+          one.info.name = t.info.name.substr(0, at) + "." + std::to_string(e) + ".weight";
+          one.info.ne = {t.info.ne[0], t.info.ne[1]};
+          tensors.push_back(one);
+        }
+      }
+      f.tensors = tensors;
+    });
+    EXPECT_EQ(split, 6);  // gate, up and down of 2 layers
+    Result<std::unique_ptr<Checkpoint>> expected = Checkpoint::Open(stacked);
+    Result<std::unique_ptr<Checkpoint>> read = Checkpoint::Open(apart);
+    ASSERT_TRUE(expected) << expected.error().message;
+    ASSERT_TRUE(read) << read.error().message;
+    EXPECT_EQ((*read)->config().num_experts, 3);
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      for (int64_t e = 0; e < 3; ++e) {
+        for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown}) {
+          const std::string name = LayerTensorName(layer, ExpertSuffix(config, e, matrix));
+          const TensorInfo info = (*expected)->Find(name).value();
+          ASSERT_TRUE((*read)->Find(name)) << name;
+          EXPECT_EQ((*read)->Find(name)->shape, info.shape) << name;
+          EXPECT_EQ((*read)->Find(name)->dtype, dtype) << name;
+          std::vector<float> want(static_cast<size_t>(info.num_elements())), got(want.size());
+          ASSERT_TRUE((*expected)->ReadF32(name, want));
+          ASSERT_TRUE((*read)->ReadF32(name, got));
+          EXPECT_EQ(got, want) << name;
+        }
+      }
+    }
+  }
+}
+
+TEST(GgufCheckpoint, FailsOnAnExpertHeldApartBeyondTheExpertCount) {
+  const std::string path = TestPath("expert_apart_3.gguf");
+  Rewrite(ValidModel("apart_base.gguf", Qwen3MoeConfig()), path, [](GgufFile& f) {
+    for (GgufTensor& t : f.tensors) {
+      if (t.info.name == "blk.0.ffn_up_exps.weight") {
+        t.info.name = "blk.0.ffn_up.3.weight";
+        t.info.ne = {t.info.ne[0], t.info.ne[1] * t.info.ne[2]};
+      }
+    }
+  });
+  EXPECT_NE(ExpectOpenFails(path).find("tensor 'blk.0.ffn_up.3.weight' (ne [16, 96]) is not a matrix of one "
+                                       "of the 3 experts"),
+            std::string::npos);
+}
+
 TEST(GgufCheckpoint, FailsOnAnExpertStackOfTheWrongCount) {
   const std::string path = TestPath("two_experts.gguf");
   Rewrite(ValidModel("three_experts.gguf", Qwen3MoeConfig()), path,
@@ -302,6 +369,59 @@ TEST(GgufCheckpoint, ExpertsInADenseFamilyAreRefused) {
   });
   EXPECT_NE(ExpectOpenFails(path).find("'qwen3.expert_count' = 8: mixture of experts is not implemented"),
             std::string::npos);
+}
+
+ModelConfig Phi3Config(bool longrope) {
+  ModelConfig phi3 = TestConfig(2, false);
+  phi3.architecture = "Phi3ForCausalLM";
+  if (longrope) {
+    RopeScaling& scaling = phi3.rope_scaling;
+    scaling.type = RopeScaling::Type::kLongRope;
+    scaling.original_max_position_embeddings = 8;
+    for (int64_t i = 0; i < phi3.head_dim() / 2; ++i) {
+      scaling.short_factor.push_back(1.0f + 0.25f * static_cast<float>(i));
+      scaling.long_factor.push_back(2.0f + 0.5f * static_cast<float>(i));
+    }
+    scaling.attention_factor = 1.125f;
+  }
+  return phi3;
+}
+
+// Phi-3's longrope as llama.cpp's converter writes it (rope_factors_*
+// tensors, original context and attention factor keys) reads back whole; a
+// file of Phi-3-mini-4k carries the original context key alone.
+TEST(GgufCheckpoint, Phi3LongRopeReadsBackAndHalfOfItIsRefused) {
+  const std::string longrope = ValidModel("phi3_longrope.gguf", Phi3Config(true));
+  Result<std::unique_ptr<Checkpoint>> read = Checkpoint::Open(longrope);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ((*read)->config().rope_scaling, Phi3Config(true).rope_scaling);
+
+  const std::string four_k = TestPath("phi3_4k.gguf");
+  Rewrite(ValidModel("phi3.gguf", Phi3Config(false)), four_k, [](GgufFile& f) {
+    f.metadata.push_back({"phi3.rope.scaling.original_context_length",
+                          {GgufValueType::kUint32, GgufValueType::kUint32, {uint64_t{4096}}}});
+  });
+  read = Checkpoint::Open(four_k);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ((*read)->config().rope_scaling.type, RopeScaling::Type::kNone);
+
+  const std::string factor_alone = TestPath("phi3_attn_factor.gguf");
+  Rewrite(ValidModel("phi3b.gguf", Phi3Config(false)), factor_alone, [](GgufFile& f) {
+    f.metadata.push_back(
+        {"phi3.rope.scaling.attn_factor", {GgufValueType::kFloat32, GgufValueType::kFloat32, {1.5}}});
+  });
+  EXPECT_NE(
+      ExpectOpenFails(factor_alone)
+          .find("'phi3.rope.scaling.attn_factor' is set without the tensors rope_factors_long/short.weight"),
+      std::string::npos);
+
+  const std::string short_list = TestPath("phi3_short_list.gguf");
+  Rewrite(longrope, short_list, [](GgufFile& f) {
+    for (GgufTensor& t : f.tensors) {
+      if (t.info.name == "rope_factors_short.weight") t.info.ne = {t.info.ne[0] - 1};
+    }
+  });
+  EXPECT_NE(ExpectOpenFails(short_list).find("tensor 'rope_factors_short.weight' is not"), std::string::npos);
 }
 
 // llama.cpp writes Mixtral as "llama" with experts: read back as Mixtral.

@@ -135,7 +135,7 @@ uint32_t LlamaFtype(const GgufFileType& file_type) {
 }
 
 DType GgufTensorType(const GgufFileType& file_type, std::string_view gguf_name,
-                     std::span<const int64_t> shape, int64_t layers, bool has_output) {
+                     std::span<const int64_t> shape, int64_t layers, int64_t experts, bool has_output) {
   if (shape.size() < 2) return DType::kF32;
   const DType base = file_type.matrix_type;
   if (DTypeBlockElements(base) == 1) return base;
@@ -145,10 +145,18 @@ DType GgufTensorType(const GgufFileType& file_type, std::string_view gguf_name,
     const bool is_output = gguf_name == "output.weight" || (!has_output && gguf_name == "token_embd.weight");
     const std::optional<int64_t> layer = LayerOf(gguf_name);
     const bool more_bits = layer && UseMoreBits(*layer, layers);
+    const bool attn_v = gguf_name.ends_with(".attn_v.weight");
+    // llama.cpp's 8-expert rule (Mixtral-shaped mixtures): attention's k and
+    // v in Q8_0, its output in Q5_K.
+    const bool eight_experts = experts == 8;
     if (is_output) {
       dtype = columns % DTypeBlockElements(base) != 0 ? DType::kQ8_0 : DType::kQ6_K;
-    } else if (more_bits &&
-               (gguf_name.ends_with(".attn_v.weight") || gguf_name.ends_with(".ffn_down.weight"))) {
+    } else if (eight_experts && (attn_v || gguf_name.ends_with(".attn_k.weight"))) {
+      dtype = DType::kQ8_0;
+    } else if (eight_experts && gguf_name.ends_with(".attn_output.weight")) {
+      dtype = DType::kQ5_K;
+    } else if (more_bits && (attn_v || gguf_name.ends_with(".ffn_down.weight") ||
+                             gguf_name.ends_with(".ffn_down_exps.weight"))) {
       dtype = DType::kQ6_K;
     }
   }

@@ -56,9 +56,11 @@ uint32_t LlamaFtype(const GgufFileType& file_type);
 
 // The type of the tensor named `gguf_name` ("blk.3.attn_v.weight",
 // "output.weight") of shape `shape` (rows, columns; 1-D: {n}) in a model of
-// `layers` layers; `has_output` says whether the file has an output.weight
-// (without one, token_embd.weight is the output too).
+// `layers` layers and `experts` experts per sparse layer (0: dense; an expert
+// stack "blk.3.ffn_down_exps.weight" is typed by one expert's shape);
+// `has_output` says whether the file has an output.weight (without one,
+// token_embd.weight is the output too).
 DType GgufTensorType(const GgufFileType& file_type, std::string_view gguf_name,
-                     std::span<const int64_t> shape, int64_t layers, bool has_output);
+                     std::span<const int64_t> shape, int64_t layers, int64_t experts, bool has_output);
 
 }  // namespace inferno

@@ -9,8 +9,8 @@ namespace inferno {
 namespace {
 
 DType TypeOf(std::string_view file_type, const std::string& name, std::vector<int64_t> shape,
-             int64_t layers = 8, bool has_output = true) {
-  return GgufTensorType(*ParseGgufFileType(file_type), name, shape, layers, has_output);
+             int64_t layers = 8, bool has_output = true, int64_t experts = 0) {
+  return GgufTensorType(*ParseGgufFileType(file_type), name, shape, layers, experts, has_output);
 }
 
 TEST(ParseGgufFileType, RoundTripsEveryNameAndRejectsOthers) {
@@ -56,6 +56,30 @@ TEST(GgufTensorType, Q4KMGivesMoreBitsToOutputAndSomeLayersAttnVAndFfnDown) {
   EXPECT_EQ(TypeOf("q4_k_m", "output.weight", {320, 512}), DType::kQ6_K);
   EXPECT_EQ(TypeOf("q4_k_m", "token_embd.weight", {320, 512}), DType::kQ4_K);
   EXPECT_EQ(TypeOf("q4_k_m", "token_embd.weight", {320, 512}, 8, /*has_output=*/false), DType::kQ6_K);
+}
+
+// What llama_model_quantize gives a mixture of experts (seen on qwen3moe toys
+// of 4 and 8 experts, 8 layers): the experts' down stack takes ffn_down's
+// extra bits; with exactly 8 experts attention's k and v are Q8_0 and its
+// output Q5_K.
+TEST(GgufTensorType, MixturesGetLlamaCppsExpertRules) {
+  for (int layer = 0; layer < 8; ++layer) {
+    const bool more = layer == 0 || layer == 3 || layer == 6 || layer == 7;
+    const std::string prefix = "blk." + std::to_string(layer) + ".";
+    for (int64_t experts : {4, 8}) {
+      EXPECT_EQ(TypeOf("q4_k_m", prefix + "ffn_down_exps.weight", {256, 256}, 8, true, experts),
+                more ? DType::kQ6_K : DType::kQ4_K)
+          << layer;
+      EXPECT_EQ(TypeOf("q4_k_m", prefix + "ffn_gate_exps.weight", {256, 256}, 8, true, experts),
+                DType::kQ4_K);
+    }
+    EXPECT_EQ(TypeOf("q4_k_m", prefix + "attn_k.weight", {128, 256}, 8, true, 8), DType::kQ8_0);
+    EXPECT_EQ(TypeOf("q5_k_m", prefix + "attn_v.weight", {128, 256}, 8, true, 8), DType::kQ8_0);
+    EXPECT_EQ(TypeOf("q4_k_m", prefix + "attn_output.weight", {256, 256}, 8, true, 8), DType::kQ5_K);
+    EXPECT_EQ(TypeOf("q4_k_m", prefix + "attn_k.weight", {128, 256}, 8, true, 4), DType::kQ4_K);
+    EXPECT_EQ(TypeOf("q4_k_m", prefix + "attn_output.weight", {256, 256}, 8, true, 4), DType::kQ4_K);
+    EXPECT_EQ(TypeOf("q4_k", prefix + "attn_k.weight", {128, 256}, 8, true, 8), DType::kQ4_K);  // pure
+  }
 }
 
 TEST(GgufTensorType, RowsNotWholeSuperBlocksFallBackAsLlamaCppDoes) {

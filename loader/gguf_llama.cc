@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include <glog/logging.h>
@@ -64,6 +65,14 @@ constexpr std::pair<std::string_view, ExpertMatrix> kExpertStacks[] = {
     {"ffn_gate_exps.weight", ExpertMatrix::kGate},
     {"ffn_up_exps.weight", ExpertMatrix::kUp},
     {"ffn_down_exps.weight", ExpertMatrix::kDown},
+};
+// The same experts one tensor each, as the first Mixtral GGUFs hold them:
+// "blk.{i}.<prefix>{expert}.weight".
+constexpr std::string_view kWeightSuffix = ".weight";
+constexpr std::pair<std::string_view, ExpertMatrix> kExpertsApart[] = {
+    {"ffn_gate.", ExpertMatrix::kGate},
+    {"ffn_up.", ExpertMatrix::kUp},
+    {"ffn_down.", ExpertMatrix::kDown},
 };
 
 // The layer and suffix of "blk.{layer}.{suffix}"; nullopt for other names.
@@ -192,6 +201,10 @@ bool IsFamilyKey(std::string_view key, const Architecture& family) {
   if (std::find(std::begin(kKnownFamilyKeys), std::end(kKnownFamilyKeys), key) != std::end(kKnownFamilyKeys))
     return true;
   if (key == "attention.sliding_window") return family.gemma_layout || family.fused_projections;
+  // Phi-3's longrope: its original context (written for every Phi-3) and
+  // attention factor, beside the rope_factors_* tensors.
+  if (key == "rope.scaling.original_context_length" || key == "rope.scaling.attn_factor")
+    return family.fused_projections;
   return family.gemma_layout && (key == "attention.sliding_window_pattern" || key == "rope.freq_base_swa" ||
                                  key == "final_logit_softcapping");
 }
@@ -390,6 +403,22 @@ Result<bool> AppendExpertTensors(const GgufTensor& tensor, const std::string& so
     }
     return true;
   }
+  for (const auto& [prefix, matrix] : kExpertsApart) {
+    if (!suffix.starts_with(prefix) || !suffix.ends_with(kWeightSuffix)) continue;
+    const std::string_view digits =
+        suffix.substr(prefix.size(), suffix.size() - prefix.size() - kWeightSuffix.size());
+    int64_t expert = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), expert);
+    if (ec != std::errc() || end != digits.data() + digits.size()) continue;
+    if (expert < 0 || expert >= c.num_experts || ne.size() != 2) {
+      return Error::Corruption(source + ": tensor '" + tensor.info.name + "' (ne " + ShapeToString(ne) +
+                               ") is not a matrix of one of the " + std::to_string(c.num_experts) +
+                               " experts");
+    }
+    model.tensors.push_back(
+        {{LayerTensorName(layer, ExpertSuffix(c, expert, matrix)), dtype, {ne[1], ne[0]}}, tensor.begin, 0});
+    return true;
+  }
   return false;
 }
 
@@ -410,7 +439,66 @@ int64_t GgufSlidingPattern(const ModelConfig& c) {
   return -1;
 }
 
-Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source) {
+// Phi-3's longrope factors (rope_factors_long.weight and
+// rope_factors_short.weight: f32, head_dim / 2 each, as llama.cpp's
+// converter writes them) into `c`'s rope_scaling, with the original context
+// and attention factor keys; absent tensors leave `c` as it is. The factors
+// are applied as from a config.json (the short ones, within the original
+// context).
+Status ReadLongRopeFactors(const GgufFile& file, std::span<const std::byte> bytes, const std::string& source,
+                           ModelConfig& c) {
+  const GgufTensor* factors[2] = {nullptr, nullptr};  // long, short
+  for (const GgufTensor& tensor : file.tensors) {
+    for (int i = 0; i < 2; ++i) {
+      if (tensor.info.name == kGgufRopeFactorNames[i]) factors[i] = &tensor;
+    }
+  }
+  const FamilyKeys keys(file, source, c.family().gguf_name);
+  if (factors[0] == nullptr && factors[1] == nullptr) {
+    if (keys.Find("rope.scaling.attn_factor") != nullptr) {
+      return keys.Fail("rope.scaling.attn_factor",
+                       "is set without the tensors rope_factors_long/short.weight");
+    }
+    return {};
+  }
+  if (!c.family().fused_projections) {
+    return Error::Unimplemented(source + ": tensors rope_factors_*.weight are read for phi3 only (" +
+                                c.architecture + " here)");
+  }
+  const int64_t half = c.head_dim() / 2;
+  std::vector<float>* lists[2] = {&c.rope_scaling.long_factor, &c.rope_scaling.short_factor};
+  for (int i = 0; i < 2; ++i) {
+    const GgufTensor* tensor = factors[i];
+    const std::string name(kGgufRopeFactorNames[i]);
+    if (tensor == nullptr)
+      return Error::Corruption(source + ": tensor '" + name + "' is missing beside the other");
+    if (tensor->info.type != GgmlType::kF32 || tensor->info.ne != std::vector<int64_t>{half} ||
+        tensor->end - tensor->begin != static_cast<uint64_t>(half) * sizeof(float) ||
+        tensor->end > bytes.size()) {
+      return Error::Corruption(source + ": tensor '" + name + "' is not " + std::to_string(half) +
+                               " f32 values (head_dim / 2)");
+    }
+    lists[i]->resize(static_cast<size_t>(half));
+    std::memcpy(lists[i]->data(), bytes.data() + tensor->begin, static_cast<size_t>(half) * sizeof(float));
+    if (!std::all_of(lists[i]->begin(), lists[i]->end(), [](float f) { return f > 0.0f; })) {
+      return Error::Corruption(source + ": tensor '" + name + "' holds a factor that is not positive");
+    }
+  }
+  Result<int64_t> original = keys.Int("rope.scaling.original_context_length");
+  if (!original) return original.error();
+  if (*original <= 0) return keys.Fail("rope.scaling.original_context_length", "is not positive");
+  Result<float> attention =
+      keys.Float("rope.scaling.attn_factor", LongRopeAttentionFactor(c.max_position_embeddings, *original));
+  if (!attention) return attention.error();
+  if (!(*attention > 0.0f)) return keys.Fail("rope.scaling.attn_factor", "is not positive");
+  c.rope_scaling.type = RopeScaling::Type::kLongRope;
+  c.rope_scaling.original_max_position_embeddings = *original;
+  c.rope_scaling.attention_factor = *attention;
+  return {};
+}
+
+Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, std::span<const std::byte> bytes,
+                                     const std::string& source) {
   int64_t vocab_size = 0;
   for (const GgufTensor& tensor : file.tensors) {
     if (tensor.info.name == kGlobalNames[0].first && tensor.info.ne.size() == 2)
@@ -426,7 +514,12 @@ Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& so
   GgufLlamaModel model;
   model.config = std::move(*config);
   model.config.tie_word_embeddings = true;
+  if (Status s = ReadLongRopeFactors(file, bytes, source, model.config); !s) return s.error();
   for (const GgufTensor& tensor : file.tensors) {
+    if (std::find(std::begin(kGgufRopeFactorNames), std::end(kGgufRopeFactorNames), tensor.info.name) !=
+        std::end(kGgufRopeFactorNames)) {
+      continue;  // read into the config above
+    }
     Result<bool> expert = AppendExpertTensors(tensor, source, model);
     if (!expert) return expert.error();
     if (*expert) continue;
@@ -480,7 +573,9 @@ std::optional<std::pair<std::string, int64_t>> GgufExpertTensorName(const ModelC
 }
 
 std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
-  CHECK(c.rope_scaling.type == RopeScaling::Type::kNone) << "RoPE scaling is not written to GGUF";
+  const bool longrope = c.rope_scaling.type == RopeScaling::Type::kLongRope;
+  CHECK(c.rope_scaling.type == RopeScaling::Type::kNone || (longrope && c.family().fused_projections))
+      << "RoPE scaling other than Phi-3's longrope is not written to GGUF";
   const std::string_view family = c.family().gguf_name;
   CHECK(!family.empty()) << c.architecture << " has no GGUF architecture of its own";
   const auto key = [&](std::string_view suffix) { return std::string(family) + "." + std::string(suffix); };
@@ -510,6 +605,11 @@ std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& c) {
     metadata.push_back({key("rope.freq_base_swa"), Float32(c.local_rope_theta)});
     if (c.final_logit_softcapping > 0.0f)
       metadata.push_back({key("final_logit_softcapping"), Float32(c.final_logit_softcapping)});
+  }
+  if (longrope) {
+    metadata.push_back({key("rope.scaling.original_context_length"),
+                        Uint32(c.rope_scaling.original_max_position_embeddings)});
+    metadata.push_back({key("rope.scaling.attn_factor"), Float32(c.rope_scaling.attention_factor)});
   }
   if (c.num_experts > 0) {
     metadata.push_back({key("expert_count"), Uint32(c.num_experts)});

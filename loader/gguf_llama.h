@@ -46,6 +46,10 @@
 //   blk.{i}.ffn_down.weight  ...mlp.down_proj.weight
 //   output_norm.weight       model.norm.weight
 //   output.weight            lm_head.weight (absent: tied to token_embd)
+//   rope_factors_long.weight, rope_factors_short.weight  Phi-3's longrope
+//                            factors (f32, head_dim / 2 each; read into the
+//                            config with phi3.rope.scaling.original_context_length
+//                            and .attn_factor)
 //   blk.{i}.attn_{q,k,v,output}.bias  the biases (Qwen2's q, k, v)
 //   blk.{i}.attn_{q,k}_norm.weight    ...self_attn.{q,k}_norm.weight (Qwen3)
 //   blk.{i}.ffn_gate_inp.weight       the router, ...mlp.gate.weight (always f32,
@@ -53,6 +57,9 @@
 //   blk.{i}.ffn_{gate,up,down}_exps.weight  every expert's gate, up or down
 //                                     stacked: ne = {columns, rows, experts},
 //                                     expert e's matrix at e's slab of rows
+//   blk.{i}.ffn_{gate,up,down}.{e}.weight  expert e's alone, ne = {columns,
+//                                     rows}: the first Mixtral GGUFs' layout,
+//                                     which llama.cpp still reads
 // A (rows, columns) tensor is stored with ne = {columns, rows}. For "llama"
 // (only: Architecture::gguf_interleaved_rope), llama.cpp's converter stores
 // attn_q and attn_k rows in Meta's interleaved RoPE order
@@ -92,11 +99,14 @@ struct GgufLlamaModel {
   std::vector<GgufLlamaTensor> tensors;  // in file order
 };
 
-// The model of a parsed GGUF file. Fails, naming `source` and the key or
-// tensor, on another architecture, a missing, mistyped, contradictory or
-// unknown llama.* key, or a tensor name outside the list above. Shapes are
-// checked against the config by the caller (CheckTensorsMatchConfig).
-Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, const std::string& source);
+// The model of a parsed GGUF file whose bytes are `bytes` (the tensors
+// read into the config, Phi-3's rope_factors_*, come from there). Fails,
+// naming `source` and the key or tensor, on another architecture, a missing,
+// mistyped, contradictory or unknown llama.* key, or a tensor name outside
+// the list above. Shapes are checked against the config by the caller
+// (CheckTensorsMatchConfig).
+Result<GgufLlamaModel> ReadGgufLlama(const GgufFile& file, std::span<const std::byte> bytes,
+                                     const std::string& source);
 
 // The GGUF name of a Hugging Face tensor name of `config`'s family (the list
 // above; Gemma's and Phi-3's own names). Precondition: `hf_name` is one of
@@ -120,7 +130,12 @@ std::optional<std::pair<std::string, int64_t>> GgufExpertTensorName(const ModelC
                                                                     std::string_view hf_name);
 
 // general.architecture and the llama.* keys of `config`, in the order
-// llama.cpp's converter writes them.
+// llama.cpp's converter writes them. Precondition: no RoPE scaling, or
+// Phi-3's longrope.
 std::vector<GgufKeyValue> GgufLlamaMetadata(const ModelConfig& config);
+
+// Phi-3's longrope factor tensors: the long factors, then the short.
+inline constexpr std::string_view kGgufRopeFactorNames[] = {"rope_factors_long.weight",
+                                                            "rope_factors_short.weight"};
 
 }  // namespace inferno

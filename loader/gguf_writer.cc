@@ -92,11 +92,13 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
                       const GgufFileType& file_type, const GgufVocabulary& vocabulary,
                       const std::string& name) {
   const Architecture& family = config.family();
+  const bool longrope = config.rope_scaling.type == RopeScaling::Type::kLongRope;
   if (family.gguf_name.empty() || config.qkv_bias != family.fixed_qkv_bias || config.o_proj_bias ||
-      config.rope_scaling.type != RopeScaling::Type::kNone) {
+      (config.rope_scaling.type != RopeScaling::Type::kNone && !(longrope && family.fused_projections))) {
     return Error::InvalidArgument(path +
                                   ": GGUF holds Llama, Qwen2, Qwen3, Gemma 3, Phi-3, Mixtral and Qwen3-MoE "
-                                  "models without RoPE scaling or biases beyond Qwen2's (" +
+                                  "models without RoPE scaling (but Phi-3's longrope) or biases beyond "
+                                  "Qwen2's (" +
                                   config.architecture + " here)");
   }
   if (Status s = CheckWindowExpressible(config, path); !s) return s;
@@ -119,9 +121,23 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   const bool has_output =
       std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo& t) { return t.name == kLmHeadName; });
   // GGUF tensor g holds the converted bytes of parts[g], back to back: one
-  // tensor, Phi-3's fused rows, or every expert's matrix of a layer (stacked).
+  // tensor, Phi-3's fused rows, or every expert's matrix of a layer
+  // (stacked); or, with no parts, the f32 values literal[g] (Phi-3's
+  // longrope factors, first, as llama.cpp's converter writes them).
   std::vector<GgufTensorInfo> gguf_tensors;
   std::vector<std::vector<size_t>> parts;
+  std::vector<const std::vector<float>*> literal;
+  if (longrope) {
+    const std::vector<float>* factors[] = {&config.rope_scaling.long_factor,
+                                           &config.rope_scaling.short_factor};
+    for (size_t i = 0; i < std::size(factors); ++i) {
+      gguf_tensors.push_back({std::string(kGgufRopeFactorNames[i]),
+                              DTypeGgmlType(DType::kF32),
+                              {static_cast<int64_t>(factors[i]->size())}});
+      parts.emplace_back();
+      literal.push_back(factors[i]);
+    }
+  }
   for (const StoredTensor& t : StoredTensors(config, tensors)) {
     const std::optional<std::pair<std::string, int64_t>> expert = GgufExpertTensorName(config, t.info.name);
     if (expert && expert->second > 0) {  // the next expert of a stack started by expert 0
@@ -134,12 +150,13 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
     }
     const std::string gguf_name = expert ? expert->first : GgufTensorName(t.info.name, config);
     const bool router = expert && expert->second < 0;  // llama.cpp keeps it f32
-    const DType dtype =
-        router ? DType::kF32
-               : GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers, has_output);
+    const DType dtype = router ? DType::kF32
+                               : GgufTensorType(file_type, gguf_name, t.info.shape, config.num_hidden_layers,
+                                                config.num_experts, has_output);
     gguf_tensors.push_back({gguf_name, DTypeGgmlType(dtype), {t.info.shape.rbegin(), t.info.shape.rend()}});
     if (expert && expert->second == 0) gguf_tensors.back().ne.push_back(config.num_experts);
     parts.push_back(t.parts);
+    literal.push_back(nullptr);
   }
 
   Result<AtomicFile> file = AtomicFile::Create(path);
@@ -152,6 +169,8 @@ Status WriteGgufLlama(const std::string& path, const ModelConfig& config,
   for (size_t g = 0; g < gguf_tensors.size(); ++g) {
     const DType dtype = GgmlTypeDType(gguf_tensors[g].type);
     stored.assign(GgufPadded(GgufTensorBytes(gguf_tensors[g]), kGgufDefaultAlignment), std::byte{0});
+    if (literal[g] != nullptr)
+      std::memcpy(stored.data(), literal[g]->data(), literal[g]->size() * sizeof(float));
     size_t offset = 0;
     for (const size_t i : parts[g]) {
       const TensorInfo& t = tensors[i];

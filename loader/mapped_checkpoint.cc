@@ -100,7 +100,7 @@ Result<std::unique_ptr<MappedCheckpoint>> MappedCheckpoint::OpenGguf(const std::
   if (!file) return file.error();
   Result<GgufFile> gguf = ParseGgufFile((*file)->bytes(), path);
   if (!gguf) return gguf.error();
-  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, path);
+  Result<GgufLlamaModel> model = ReadGgufLlama(*gguf, (*file)->bytes(), path);
   if (!model) return model.error();
   std::vector<Storage> tensors;
   for (GgufLlamaTensor& t : model->tensors) {
@@ -309,6 +309,15 @@ std::optional<Checkpoint::MappedRows> MappedCheckpoint::MapRows(const std::strin
   file->KeepMapped(first, last);
   return MappedRows{
       .dtype = s.info.dtype, .bytes = {bytes, static_cast<size_t>(last - first)}, .mapping = file};
+}
+
+std::string MappedCheckpoint::FilesIdentity() const {
+  std::string identity;
+  for (const std::shared_ptr<const MappedFile>& file : files_) {
+    if (file->identity().empty()) return "";
+    identity += file->identity() + "\n";
+  }
+  return identity;
 }
 
 }  // namespace inferno

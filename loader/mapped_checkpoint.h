@@ -66,6 +66,9 @@ class MappedCheckpoint final : public Checkpoint {
 
   const ModelConfig& config() const override { return config_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  // The identities (MappedFile::identity) of the files read, in order, one
+  // per line; empty when one of them has none (held in memory).
+  std::string FilesIdentity() const;
   Status ReadF32(const std::string& name, std::span<float> out) const override;
   Status ReadRowsF32(const std::string& name, int64_t row_begin, int64_t row_end,
                      std::span<float> out) const override;

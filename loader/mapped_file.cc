@@ -52,6 +52,9 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   ::close(fd);
   auto file = std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
   file->mapped_ = size > 0;
+  file->identity_ = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                    std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                    std::to_string(st.st_mtim.tv_nsec);
   return file;
 }
 

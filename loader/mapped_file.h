@@ -31,6 +31,12 @@ class MappedFile {
   ~MappedFile();
 
   const std::string& path() const { return path_; }
+  // Which file was mapped, as its descriptor's fstat gave it when opened:
+  // "device:inode:size:modification time in ns". Two opens of an unchanged
+  // file give the same identity; a file replaced or rewritten since (whose
+  // modification time the writer changed) gives another. Empty for
+  // FromBytes files.
+  const std::string& identity() const { return identity_; }
   std::span<const std::byte> bytes() const { return {data_, size_}; }
 
   // Prepares bytes [begin, end) to be read soon: maps their pages at once
@@ -51,6 +57,7 @@ class MappedFile {
       : path_(std::move(path)), data_(data), size_(size) {}
 
   std::string path_;
+  std::string identity_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   std::vector<std::byte> owned_;  // FromBytes: the contents; data_ points here

@@ -153,9 +153,8 @@ Status ReadArchitecture(const json& object, ModelConfig& config, const std::stri
 
 // Phi-3's original context (the top-level original_max_position_embeddings,
 // else rope_scaling's, else Phi3Config's default 4096) and, unless
-// rope_scaling gives it, the attention factor sqrt(1 + ln(s) /
-// ln(original)) for s = max_position_embeddings / original (1 when s <= 1),
-// as transformers' longrope computes them.
+// rope_scaling gives it, LongRopeAttentionFactor, as transformers' longrope
+// computes them.
 Status FinishLongRope(const json& object, ModelConfig& config, const std::string& source) {
   RopeScaling& scaling = config.rope_scaling;
   if (scaling.type != RopeScaling::Type::kLongRope) return {};
@@ -176,11 +175,8 @@ Status FinishLongRope(const json& object, ModelConfig& config, const std::string
                              std::to_string(half) + " entries each");
   }
   if (!Present(object.at("rope_scaling"), "attention_factor")) {
-    const double s = static_cast<double>(config.max_position_embeddings) /
-                     static_cast<double>(scaling.original_max_position_embeddings);
-    const double original = static_cast<double>(scaling.original_max_position_embeddings);
     scaling.attention_factor =
-        s <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(s) / std::log(original)));
+        LongRopeAttentionFactor(config.max_position_embeddings, scaling.original_max_position_embeddings);
   } else if (!(scaling.attention_factor > 0.0f)) {
     return Error::Corruption(source + ": rope_scaling's attention_factor is not positive");
   }
@@ -658,6 +654,13 @@ std::string ModelConfigToJson(const ModelConfig& config) {
     }
   }
   return object.dump(2) + "\n";
+}
+
+float LongRopeAttentionFactor(int64_t max_positions, int64_t original) {
+  const double s = static_cast<double>(max_positions) / static_cast<double>(original);
+  return s <= 1.0
+             ? 1.0f
+             : static_cast<float>(std::sqrt(1.0 + std::log(s) / std::log(static_cast<double>(original))));
 }
 
 }  // namespace inferno

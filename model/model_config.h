@@ -45,6 +45,11 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
+// longrope's attention factor when a file does not give it, as transformers
+// (and llama.cpp's converter) compute it: sqrt(1 + ln(s) / ln(original)) for
+// s = max_positions / original, 1 when s <= 1.
+float LongRopeAttentionFactor(int64_t max_positions, int64_t original);
+
 // The feed-forward's gate activation: silu(gate) * up (SwiGLU), or GELU with
 // the tanh approximation (Gemma's "gelu_pytorch_tanh", GeGLU).
 enum class Activation { kSilu, kGeluTanh };

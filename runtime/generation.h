@@ -70,6 +70,16 @@ struct GeneratorSettings {
   // sequences and each sequence that dropped blocks; never with the cache
   // off.
   std::function<void(const PrefixCacheStats&)> report_prefix_cache;
+  // Speculative decoding: at each step a running sequence runs, besides its
+  // next token, up to this many tokens drafted by prompt lookup
+  // (prompt_lookup.h), and keeps those its sampler agrees with (see
+  // one_stage_loop.h, pipelined_loop.h); 0 = off.
+  // Every rank must be given the same.
+  int64_t speculate = 0;
+  // When set, called on the leader, from the generator's thread (it must not
+  // block), after each step of a sequence that ran a draft: its drafted
+  // tokens and those kept.
+  std::function<void(int64_t drafted, int64_t accepted)> report_drafts;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the
@@ -81,6 +91,10 @@ struct GenerationReport {
   // of every sequence of a group at once (generated_tokens / sampling_steps
   // is the mean group size).
   int64_t sampling_steps = 0;
+  // Speculative decoding: the drafted tokens run, and those kept (each
+  // also counts in generated_tokens).
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
   double time_to_first_token_seconds = 0;  // start to the first sampled token
   double decode_seconds = 0;               // first sampled token to the end
   double total_seconds = 0;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <string>
 
 #include <glog/logging.h>
 
@@ -49,7 +50,12 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
     blocks.emplace(stage, prefix_blocks);
     if (group.is_leader()) prefix_cache.emplace(prefix_blocks, JobBytesPerBlock(stage.config()));
   }
-  StageWorker worker(stage, timeline, blocks ? &*blocks : nullptr, group.rank(), *test_only_hang_step);
+  if (settings.speculate < 0) {
+    return Error::InvalidArgument("speculative decoding of " + std::to_string(settings.speculate) +
+                                  " drafted tokens: it takes 0 or more");
+  }
+  StageWorker worker(stage, timeline, blocks ? &*blocks : nullptr, group.rank(), *test_only_hang_step,
+                     settings.speculate);
   TensorParallelAgreement agreement(tensor_parallel, plan, stage.part().tp_index, stage.config().vocab_size,
                                     group.is_leader(), timeline);
   Scheduler scheduler(plan, settings, source, observer, group.is_leader(), idle_tick, worker, agreement,
@@ -62,7 +68,7 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   if (plan.pp == 1) {
     status = OneStageLoop(scheduler, worker, agreement).Run();
   } else {
-    PipelineRing ring(group, plan, stage.part(), stage.num_slots(), worker.max_group(), timeline);
+    PipelineRing ring(group, plan, stage.part(), stage.num_slots(), worker.max_classified(), timeline);
     status = PipelinedLoop(plan, ring, scheduler, worker, agreement).Run();
   }
   if (!status) return status.error();

@@ -79,7 +79,11 @@
 //
 // With one stage, every running sequence runs one token per round, the
 // round in groups of up to max_positions_per_call sequences, each group
-// one batched step.
+// one batched step; with speculative decoding (GeneratorSettings::speculate)
+// also a draft of its next tokens, verified in the same step
+// (one_stage_loop.h; with several stages, pipelined_loop.h: a drafted step
+// travels alone, its positions through every stage and round the
+// classifier ring).
 //
 // The pieces, one per file: scheduler.h (admission, sampling, stopping, on
 // the last stage), token_groups.h (group forming), stage_worker.h (the

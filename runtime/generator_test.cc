@@ -597,7 +597,7 @@ TEST(Generator, LeaderRejectsMalformedMessagesNamingItselfAndThePeer) {
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 1, 0, 1}, 32)),
             "malformed message from rank 1: kind 0, sequence 1");
   EXPECT_EQ(LeaderErrorOn(Bytes({kToken, 0, 5, 0}, 0)),
-            "malformed message from rank 1: token 5 with 0 floats");
+            "malformed message from rank 1: token 5 at position 0 with 0 drafted tokens");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 2, 1}, 32)),
             "malformed message from rank 1: hidden states of sequence 0 at position 2, 1 positions");
   EXPECT_EQ(LeaderErrorOn(Bytes({kHidden, 0, 0, 3}, 31)),

@@ -6,6 +6,20 @@
 // of up to max_group sequences, each group one batched step (one forward,
 // one classifier pass). No pipeline message is sent.
 //
+// Speculative decoding (GeneratorSettings::speculate): a sequence's step
+// runs its next token and its draft d1..dk (Scheduler::Draft) at the
+// positions after it, and the classifier runs over all k + 1 of them. The
+// sampler then picks from the first position's logits; when it picks d1
+// (Sampler::Sample with the draft), d1's position was run on the right
+// token, so the next position's logits are the sequence's next ones, and so
+// on: the sequence keeps the draft up to the first token the sampler did
+// not pick, plus that token, and its KV cache is cut back behind the last
+// kept position (StageWorker::CutBack). Since every logit of a batched
+// pass is bit for bit what it is alone (transformer.h), greedy tokens are
+// those of decoding without a draft. Under tensor parallelism every rank of
+// the stage drafts, samples and cuts back the same (the draft comes from
+// the tokens they agreed on).
+//
 // Thread-safety: not thread-safe; Run is called once, from the rank's
 // generator thread.
 #pragma once
@@ -34,8 +48,11 @@ class OneStageLoop {
  private:
   // The classifier over `hidden` (slots.size(), dim), the last position run
   // of each sequence of `slots`, in one pass, and their next tokens, kept in
-  // next_ unless the sequence stops.
-  Status Classify(std::span<const int> slots, std::span<const float> hidden);
+  // next_ unless the sequence stops. With `rows` (per slot: 1 + its draft's
+  // tokens; empty = 1 each) `hidden` holds every position of the step, and
+  // each sequence keeps what its sampler agrees to of its draft.
+  Status Classify(std::span<const int> slots, std::span<const float> hidden,
+                  std::span<const int64_t> rows = {});
   // One token of every running sequence.
   Status RunRound();
 
@@ -45,6 +62,9 @@ class OneStageLoop {
   std::vector<int32_t> next_;         // (num_slots) the sampled token to run next
   std::vector<int32_t> tokens_;       // the tokens of a step
   std::vector<SlotPositions> batch_;  // the positions of a step
+  std::vector<int> group_;            // the slots of a step
+  std::vector<int64_t> rows_;         // (num_slots) the positions of each slot's step
+  std::vector<int64_t> group_rows_;   // the positions of each slot of a step
 };
 
 }  // namespace inferno

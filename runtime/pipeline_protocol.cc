@@ -17,7 +17,7 @@ struct Words {
 };
 
 Words WordsOf(const HiddenMessage& m) { return {m.sequence, m.pos, m.n}; }
-Words WordsOf(const TokenMessage& m) { return {m.sequence, m.token, 0}; }
+Words WordsOf(const TokenMessage& m) { return {m.sequence, m.token, m.pos}; }
 Words WordsOf(const ClassifyMessage& m) { return {m.sequence, m.rows, 0}; }
 Words WordsOf(const AdmitMessage& m) { return {m.sequence, m.n, m.first}; }
 Words WordsOf(const PrefixMessage& m) { return {m.sequence, m.restored, m.stored}; }
@@ -79,7 +79,7 @@ Result<PipelineMessage> DecodePipelineMessage(std::span<const std::byte> bytes) 
         message.header = HiddenMessage{sequence, a, b};
         return message;
       case MessageKind::kToken:
-        message.header = TokenMessage{sequence, a};
+        message.header = TokenMessage{sequence, a, b};
         return message;
       case MessageKind::kClassify:
         message.header = ClassifyMessage{sequence, a};

@@ -8,12 +8,19 @@
 //                           states of positions [pos, pos + n); pos = 0
 //                           starts the sequence in its slot anew. Stage to
 //                           next stage.
-//   kind 1, TokenMessage    a = the next token; no payload. Last stage to
-//                           first.
+//   kind 1, TokenMessage    a = the next token, b = pos, the position it
+//                           runs at (behind the positions the stages ran
+//                           when a draft was not kept: they cut back);
+//                           no payload, or with speculative decoding
+//                           (one_stage_loop.h), in a message alone, the
+//                           draft: i32 token ids to run at the positions
+//                           after it. Last stage to first.
 //   kind 2, ClassifyMessage a = rows: payload (dim + rows), the
 //                           final-normed hidden state, then the logits of
 //                           classifier rows [0, rows). Last stage to first,
-//                           then around the ring to the last.
+//                           then around the ring to the last. A drafted
+//                           step's positions are consecutive members of
+//                           one group, naming the same sequence.
 //   kind 3, AdmitMessage    a = n, b = first: payload n i32 token ids, the
 //                           prompt of a sequence starting in slot
 //                           `sequence`, to be run from position `first`
@@ -107,10 +114,11 @@ struct HiddenMessage {
   int32_t n = 0;
 };
 
-// The next token of `sequence`.
+// The next token of `sequence`, to run at position `pos`.
 struct TokenMessage {
   int32_t sequence = 0;
   int32_t token = 0;
+  int32_t pos = 0;
 };
 
 // The final-normed hidden state of `sequence` (dim) and the logits of

@@ -38,9 +38,9 @@ TEST(PipelineProtocol, HeaderIsFourLittleEndianWordsKindSequenceAB) {
   const std::array<std::byte, kMessageHeaderBytes> hidden = EncodeMessageHeader(HiddenMessage{3, 258, 2});
   EXPECT_EQ(std::vector<std::byte>(hidden.begin(), hidden.end()),
             Raw({0, 0, 0, 0, 3, 0, 0, 0, 2, 1, 0, 0, 2, 0, 0, 0}));
-  const std::array<std::byte, kMessageHeaderBytes> token = EncodeMessageHeader(TokenMessage{1, 0x1ff});
+  const std::array<std::byte, kMessageHeaderBytes> token = EncodeMessageHeader(TokenMessage{1, 0x1ff, 3});
   EXPECT_EQ(std::vector<std::byte>(token.begin(), token.end()),
-            Raw({1, 0, 0, 0, 1, 0, 0, 0, 0xff, 0x01, 0, 0, 0, 0, 0, 0}));
+            Raw({1, 0, 0, 0, 1, 0, 0, 0, 0xff, 0x01, 0, 0, 3, 0, 0, 0}));
   const std::array<std::byte, kMessageHeaderBytes> classify = EncodeMessageHeader(ClassifyMessage{0, 70000});
   EXPECT_EQ(std::vector<std::byte>(classify.begin(), classify.end()),
             Raw({2, 0, 0, 0, 0, 0, 0, 0, 0x70, 0x11, 0x01, 0, 0, 0, 0, 0}));
@@ -61,10 +61,11 @@ TEST(PipelineProtocol, DecodeGivesBackEveryKindAndViewsThePayloadInPlace) {
   std::memcpy(&last, hidden->payload.data() + 5 * sizeof(float), sizeof last);
   EXPECT_EQ(last, 5.0f);
 
-  Result<PipelineMessage> token = DecodePipelineMessage(MessageBytes(TokenMessage{4, 31}, 0));
+  Result<PipelineMessage> token = DecodePipelineMessage(MessageBytes(TokenMessage{4, 31, 9}, 0));
   ASSERT_TRUE(token.ok()) << token.error().message;
   ASSERT_TRUE(std::holds_alternative<TokenMessage>(token->header));
   EXPECT_EQ(std::get<TokenMessage>(token->header).token, 31);
+  EXPECT_EQ(std::get<TokenMessage>(token->header).pos, 9);
   EXPECT_EQ(SequenceOf(token->header), 4);
   EXPECT_EQ(KindOf(token->header), MessageKind::kToken);
   EXPECT_TRUE(token->payload.empty());

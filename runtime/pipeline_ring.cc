@@ -3,12 +3,12 @@
 namespace inferno {
 
 PipelineRing::PipelineRing(ProcessGroup& group, const ShardPlan& plan, const RankShard& part, int num_slots,
-                           int64_t max_group, Timeline& timeline)
+                           int64_t max_messages, Timeline& timeline)
     : group_(group),
       successor_(plan.RankOf((part.stage + 1) % plan.pp, part.tp_index)),
       predecessor_(plan.RankOf((part.stage + plan.pp - 1) % plan.pp, part.tp_index)),
       num_slots_(num_slots),
-      max_group_(max_group),
+      max_messages_(max_messages),
       timeline_(timeline) {}
 
 Error PipelineRing::Malformed(const std::string& what) const {
@@ -48,11 +48,17 @@ Result<PipelineRing::Received> PipelineRing::Receive() {
                        std::to_string(SequenceOf(header)));
     }
   }
-  if (step->size() > static_cast<size_t>(max_group_)) {
-    return Malformed("a group of " + std::to_string(step->size()) + " sequences, more than " +
-                     std::to_string(max_group_));
+  if (step->size() > static_cast<size_t>(max_messages_)) {
+    return Malformed("a group of " + std::to_string(step->size()) + " messages, more than " +
+                     std::to_string(max_messages_));
   }
   for (size_t i = 0; i < step->size(); ++i) {
+    const MessageHeader& header = (*step)[i].header;
+    // A drafted sequence's rows at the classifier follow one another.
+    if (i > 0 && KindOf(header) == MessageKind::kClassify &&
+        SequenceOf(header) == SequenceOf((*step)[i - 1].header)) {
+      continue;
+    }
     for (size_t j = 0; j < i; ++j) {
       if (SequenceOf((*step)[i].header) == SequenceOf((*step)[j].header)) {
         return Malformed("a group naming sequence " + std::to_string(SequenceOf((*step)[i].header)) +

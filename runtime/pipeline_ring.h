@@ -7,7 +7,8 @@
 // Contract: Send never waits for the peer (the transport queues); Receive
 // waits for the next message, up to the transport's timeout, and hands out
 // its headers checked against what every rank knows (sequences are slots of
-// the stage, distinct within a step, at most max_group of them) with
+// the stage, distinct within a step but for a classify step's consecutive
+// rows of one drafted sequence, at most max_messages of them) with
 // payloads viewing the transport's buffer, so a hop copies its payload once,
 // in TakePayload, into the caller's buffer. Errors name the peer and the op
 // ("send hidden: send to rank 1: ...", "malformed message from rank 2: ...").
@@ -41,11 +42,11 @@ class PipelineRing {
   };
 
   // The ring of `part` (this rank's part of `plan`) over `group`, whose
-  // steps name sequences in [0, num_slots) and hold at most `max_group`
+  // steps name sequences in [0, num_slots) and hold at most `max_messages`
   // messages. `timeline` records sends, waits and payload copies. All must
   // outlive this.
   PipelineRing(ProcessGroup& group, const ShardPlan& plan, const RankShard& part, int num_slots,
-               int64_t max_group, Timeline& timeline);
+               int64_t max_messages, Timeline& timeline);
 
   int successor() const { return successor_; }
   int predecessor() const { return predecessor_; }
@@ -90,7 +91,7 @@ class PipelineRing {
   const int successor_;
   const int predecessor_;
   const int num_slots_;
-  const int64_t max_group_;
+  const int64_t max_messages_;
   Timeline& timeline_;
 };
 

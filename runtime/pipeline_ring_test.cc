@@ -30,7 +30,7 @@ std::string SendAndReceive(Send send, Receive receive) {
   std::vector<std::string> results = RunRanks(transports, [&](ProcessGroup& group) {
     Timeline timeline(false);
     PipelineRing ring(group, plan, plan.ranks[static_cast<size_t>(group.rank())], /*num_slots=*/4,
-                      /*max_group=*/2, timeline);
+                      /*max_messages=*/2, timeline);
     if (group.rank() == 1) {
       EXPECT_EQ(ring.successor(), 0);
       Status sent = send(ring);
@@ -72,6 +72,19 @@ TEST(PipelineRing, GroupNamingASequenceTwiceIsMalformed) {
       },
       [](PipelineRing&, const PipelineRing::Received&) { return std::string("accepted"); });
   EXPECT_EQ(result, "malformed message from rank 1: a group naming sequence 1 twice");
+}
+
+TEST(PipelineRing, ClassifyRowsOfOneDraftedSequenceFollowOneAnother) {
+  const std::vector<float> rows(6);
+  const std::string accepted = SendAndReceive(
+      [&](PipelineRing& ring) {
+        const std::vector<MessageHeader> headers = {ClassifyMessage{1, 0}, ClassifyMessage{1, 0}};
+        return ring.SendStep("send classify", headers, std::as_bytes(std::span(rows)));
+      },
+      [](PipelineRing&, const PipelineRing::Received& received) {
+        return std::to_string(received.step.size()) + " rows";
+      });
+  EXPECT_EQ(accepted, "2 rows");
 }
 
 TEST(PipelineRing, SequenceOutsideTheSlotsIsMalformed) {

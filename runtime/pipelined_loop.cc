@@ -19,7 +19,8 @@ PipelinedLoop::PipelinedLoop(const ShardPlan& plan, PipelineRing& ring, Schedule
       dim_(worker.dim()),
       ring_rows_(plan.TpClassifierRows(stage_.part().tp_index)),
       groups_(plan.pp, worker.max_group()),
-      classify_(worker.max_group() * (dim_ + ring_rows_.size())) {
+      classify_(worker.max_classified() * (dim_ + ring_rows_.size())),
+      rows_(static_cast<size_t>(worker.stage().num_slots())) {
   CHECK_GT(plan.pp, 1);
 }
 
@@ -164,19 +165,40 @@ Status PipelinedLoop::HandleTokens(const std::vector<PipelineMessage>& step) {
   batch_.clear();
   for (const PipelineMessage& message : step) {
     const TokenMessage& header = std::get<TokenMessage>(message.header);
+    // A draft (i32 ids) comes alone; the token runs where the last stage
+    // says, behind the positions of a draft it did not keep.
+    const int64_t drafted = static_cast<int64_t>(message.payload_floats());
+    const int64_t position = worker_.position(header.sequence);
+    const bool cut_back = header.pos < position;
     if (!stage_.is_first() || header.token < 0 || header.token >= stage_.config().vocab_size ||
-        message.payload.size() != 0 || worker_.position(header.sequence) >= stage_.context_length()) {
-      return ring_.Malformed("token " + std::to_string(header.token) + " with " +
-                             std::to_string(message.payload_floats()) + " floats");
+        header.pos < 1 || header.pos > position || (cut_back && !scheduler_.speculating()) ||
+        (drafted > 0 && (!scheduler_.speculating() || step.size() != 1)) ||
+        1 + drafted > worker_.max_classified() || header.pos + 1 + drafted > stage_.context_length()) {
+      return ring_.Malformed("token " + std::to_string(header.token) + " at position " +
+                             std::to_string(header.pos) + " with " + std::to_string(drafted) +
+                             " drafted tokens");
     }
+    if (cut_back) worker_.CutBack(header.sequence, header.pos);
+    const size_t at = tokens_.size();
     tokens_.push_back(header.token);
-    batch_.push_back(SlotPositions{header.sequence, worker_.position(header.sequence), 1});
+    tokens_.resize(at + 1 + static_cast<size_t>(drafted));
+    if (Status taken = ring_.TakePayload("recv token", message, std::span<int32_t>(tokens_).subspan(at + 1));
+        !taken) {
+      return taken;
+    }
+    for (size_t i = at + 1; i < tokens_.size(); ++i) {
+      if (tokens_[i] < 0 || tokens_[i] >= stage_.config().vocab_size) {
+        return ring_.Malformed("drafted token " + std::to_string(tokens_[i]));
+      }
+    }
+    batch_.push_back(SlotPositions{header.sequence, header.pos, 1 + drafted});
   }
   Result<std::span<float>> x = worker_.EmbedAndForward(tokens_, batch_);
   if (!x) return x.error();
   headers_.clear();
   for (const SlotPositions& part : batch_) {
-    headers_.push_back(HiddenMessage{part.slot, static_cast<int32_t>(part.pos), 1});
+    headers_.push_back(
+        HiddenMessage{part.slot, static_cast<int32_t>(part.pos), static_cast<int32_t>(part.n)});
   }
   return ring_.SendStep("send hidden", headers_, std::as_bytes(*x));
 }
@@ -187,6 +209,10 @@ Status PipelinedLoop::HandleHidden(const std::vector<PipelineMessage>& step) {
   for (const PipelineMessage& message : step) {
     const HiddenMessage& header = std::get<HiddenMessage>(message.header);
     if (header.pos == 0) worker_.Restart(header.sequence);
+    // Behind where the slot is: a draft not kept (the first stage checked it).
+    if (scheduler_.speculating() && header.pos > 0 && header.pos < worker_.position(header.sequence)) {
+      worker_.CutBack(header.sequence, header.pos);
+    }
     const int64_t pos = worker_.position(header.sequence);
     if (stage_.is_first() || header.pos != pos || header.n < 1 ||
         header.n > stage_.max_positions_per_call() - rows || pos + header.n > stage_.context_length() ||
@@ -209,28 +235,36 @@ Status PipelinedLoop::HandleHidden(const std::vector<PipelineMessage>& step) {
 }
 
 Status PipelinedLoop::StartClassifier(std::span<float> x) {
-  // The last position of each sequence whose prompt is in, and its slot.
+  // The last position of each sequence whose prompt is in — every position
+  // of a decode step with a draft — moved to the front of x, and its slot.
   at_classifier_.clear();
+  classifier_rows_.clear();
   int64_t row = 0;
+  int64_t kept = 0;
   for (const SlotPositions& part : batch_) {
     row += part.n;
     if (worker_.position(part.slot) < scheduler_.slot(part.slot).prompt_length) continue;
-    if (row - 1 != static_cast<int64_t>(at_classifier_.size())) {
-      std::copy_n(x.data() + (row - 1) * dim_, dim_, x.data() + at_classifier_.size() * dim_);
-    }
+    const bool drafted = part.pos >= scheduler_.slot(part.slot).prompt_length;
+    const int64_t rows = drafted ? part.n : 1;
+    if (row - rows != kept) std::copy_n(x.data() + (row - rows) * dim_, rows * dim_, x.data() + kept * dim_);
     at_classifier_.push_back(part.slot);
+    classifier_rows_.push_back(rows);
+    rows_[part.slot] = rows;
+    kept += rows;
   }
   if (at_classifier_.empty()) return {};  // a prompt chunk before the last
   const std::span<const int> classified =
-      scheduler_.NormForClassifier(at_classifier_, x.first(at_classifier_.size() * dim_), classify_);
+      scheduler_.NormForClassifier(at_classifier_, x.first(kept * dim_), classify_, classifier_rows_);
   if (classified.empty()) {
     groups_.Returned();
     return SendTokens();
   }
   headers_.clear();
-  for (int slot : classified) headers_.push_back(ClassifyMessage{slot, 0});
+  for (int slot : classified) {
+    for (int64_t r = 0; r < rows_[slot]; ++r) headers_.push_back(ClassifyMessage{slot, 0});
+  }
   return ring_.SendStep("send classify", headers_,
-                        std::as_bytes(std::span<const float>(classify_).first(classified.size() * dim_)));
+                        std::as_bytes(std::span<const float>(classify_).first(headers_.size() * dim_)));
 }
 
 Status PipelinedLoop::HandleClassify(const std::vector<PipelineMessage>& step) {
@@ -268,12 +302,32 @@ Status PipelinedLoop::HandleClassify(const std::vector<PipelineMessage>& step) {
   }
   scheduler_.CountSamplingStep();
   groups_.Returned();
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n;) {
+    // A sequence's rows: its next token's, then its draft's (one_stage_loop.h).
     const int slot = SequenceOf(step[i].header);
-    const Result<int32_t> token = scheduler_.SampleNext(
-        slot, std::span<float>(classify_).subspan(i * stride + dim_, ring_rows_.size()));
-    if (!token) return token.error();
-    if (*token >= 0) groups_.Add(TokenMessage{slot, *token});
+    int64_t positions = 1;
+    while (i + positions < n && SequenceOf(step[i + positions].header) == slot) ++positions;
+    const int64_t draft = static_cast<int64_t>(scheduler_.slot(slot).draft.size());
+    if (positions > 1 && draft != positions - 1) {
+      return ring_.Malformed("logits of " + std::to_string(positions) + " positions of sequence " +
+                             std::to_string(slot) + ", whose draft has " + std::to_string(draft));
+    }
+    const Result<int32_t> sampled = scheduler_.SampleDrafted(slot, positions, [&](int64_t j) {
+      return std::span<float>(classify_).subspan((i + j) * stride + dim_, ring_rows_.size());
+    });
+    if (!sampled) return sampled.error();
+    const int32_t token = *sampled;
+    i += positions;
+    if (token < 0) continue;
+    const TokenMessage next{slot, token, static_cast<int32_t>(worker_.position(slot))};
+    const std::span<const int32_t> next_draft = scheduler_.Draft(slot, worker_.max_classified());
+    if (next_draft.empty()) {
+      groups_.Add(next);
+      continue;
+    }
+    // A drafted step travels alone.
+    if (Status sent = ring_.Send("send token", next, std::as_bytes(next_draft)); !sent) return sent;
+    groups_.Departed();
   }
   return SendTokens();
 }

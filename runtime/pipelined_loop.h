@@ -11,6 +11,15 @@
 //   go to the first stage in groups (TokenGroups);
 // - control: ticks carry every stage's time to the leader; the end stops
 //   every rank.
+// With speculative decoding (GeneratorSettings::speculate; the rule is
+// one_stage_loop.h's) the last stage drafts a sequence's next step when it
+// samples its token, and a drafted step travels alone: the token message
+// carries the draft, the first stage runs both (1 + K positions), the
+// hidden states go on as one message, and the classify step carries a row
+// per position. The last stage samples them with Scheduler::SampleDrafted,
+// which cuts its KV back; every token message names the position its token
+// runs at, so the first stage cuts back there, and each later stage to the
+// position of the next hidden states it receives.
 // The last stage admits sequences between messages (the Scheduler's step
 // decisions), and when none runs, waits for the source and sends a tick
 // or, once it is exhausted, the end.
@@ -96,15 +105,17 @@ class PipelinedLoop {
   // the final-normed hidden state, then the logits of the ring's rows so far
   // (the sampler may overwrite them).
   std::vector<float> classify_;
-  std::vector<int32_t> prompt_;         // first stage: an admitted prompt
-  std::vector<int32_t> plan_ids_;       // a prefix plan's restored then stored block ids
-  std::vector<int32_t> tokens_;         // first stage: the tokens of a step
-  std::vector<SlotPositions> batch_;    // the positions of a step
-  std::vector<MessageHeader> headers_;  // the messages of a step being sent
-  std::vector<int> at_classifier_;      // last stage: the sequences of a step at the classifier
-  bool ended_ = false;                  // the end message has come
-  bool tick_on_the_way_ = false;        // last stage: a tick is on its way round the ring
-  std::vector<double> tick_times_;      // a tick's payload: (stages, tp, kTickValuesPerRank) on ring 0
+  std::vector<int32_t> prompt_;           // first stage: an admitted prompt
+  std::vector<int32_t> plan_ids_;         // a prefix plan's restored then stored block ids
+  std::vector<int32_t> tokens_;           // first stage: the tokens of a step
+  std::vector<SlotPositions> batch_;      // the positions of a step
+  std::vector<MessageHeader> headers_;    // the messages of a step being sent
+  std::vector<int> at_classifier_;        // last stage: the sequences of a step at the classifier
+  std::vector<int64_t> classifier_rows_;  // last stage: the positions of each of them there
+  std::vector<int64_t> rows_;             // last stage: (num_slots) the same by slot
+  bool ended_ = false;                    // the end message has come
+  bool tick_on_the_way_ = false;          // last stage: a tick is on its way round the ring
+  std::vector<double> tick_times_;        // a tick's payload: (stages, tp, kTickValuesPerRank) on ring 0
 };
 
 }  // namespace inferno

@@ -79,8 +79,9 @@ void Sampler::Penalize(std::span<float> logits) const {
   }
 }
 
-int32_t Sampler::Sample(std::span<float> logits) {
+int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
   CHECK_EQ(logits.size(), candidates_.size());
+  CHECK(draft >= -1 && static_cast<size_t>(draft + 1) <= logits.size()) << draft;
   if (options_.logprobs >= 0) std::copy(logits.begin(), logits.end(), raw_.begin());
   const bool penalized = Penalized(options_);
   if (penalized) Penalize(logits);
@@ -94,16 +95,11 @@ int32_t Sampler::Sample(std::span<float> logits) {
     const float coin = NextUniform();
     const size_t vocab = logits.size();
     const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
+    // The distribution: `kept` (probability, id) pairs of total `mass`.
+    size_t kept = vocab;
+    float mass = 1.0f;
     if (!limit_k && options_.top_p >= 1.0f) {
-      float cumulative = 0.0f;
-      token = static_cast<int32_t>(vocab - 1);  // rounding left the sum below the coin
-      for (size_t i = 0; i < vocab; ++i) {
-        cumulative += logits[i];
-        if (coin < cumulative) {
-          token = static_cast<int32_t>(i);
-          break;
-        }
-      }
+      for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
     } else {
       // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
       // it (together they hold less than 1 - top_p), so they are not sorted.
@@ -112,10 +108,10 @@ int32_t Sampler::Sample(std::span<float> logits) {
       for (size_t i = 0; i < vocab; ++i) {
         if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
       }
-      size_t kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
+      kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
       std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count,
                         MoreLikely);
-      float mass = 0.0f;
+      mass = 0.0f;
       for (size_t i = 0; i < kept; ++i) {
         mass += candidates_[i].first;
         if (mass > options_.top_p) {
@@ -123,16 +119,26 @@ int32_t Sampler::Sample(std::span<float> logits) {
           break;
         }
       }
-      const float target = coin * mass;
-      float cumulative = 0.0f;
-      token = candidates_[kept - 1].second;
+    }
+    // The draft's share of the mass: the coin below it accepts the draft;
+    // above it, the rest of the coin, uniform over the other tokens' mass,
+    // picks one of them.
+    float draft_mass = 0.0f;
+    for (size_t i = 0; draft >= 0 && i < kept; ++i) {
+      if (candidates_[i].second == draft) draft_mass = candidates_[i].first;
+    }
+    const float target = coin * mass;
+    if (target < draft_mass) {
+      token = draft;
+    } else {
+      float cumulative = draft_mass;
       for (size_t i = 0; i < kept; ++i) {
+        if (candidates_[i].second == draft) continue;
+        token = candidates_[i].second;  // the last one if rounding left the sum below the target
         cumulative += candidates_[i].first;
-        if (target < cumulative) {
-          token = candidates_[i].second;
-          break;
-        }
+        if (target < cumulative) break;
       }
+      if (token < 0) token = draft;  // the draft is the only token kept
     }
   }
   if (penalized) See(token, true);

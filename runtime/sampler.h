@@ -87,7 +87,15 @@ class Sampler {
   // The next token id; it counts as seen from now on. `logits` (vocab) is
   // used as scratch and overwritten. Allocates nothing after the first call
   // but to remember a token seen for the first time.
-  int32_t Sample(std::span<float> logits);
+  //
+  // With a `draft` token (>= 0; speculative decoding, prompt_lookup.h) the
+  // token is drawn from the same distribution p, with the draft accepted as
+  // often as p gives it: one coin u; below p(draft) the draft, else the rest
+  // of u, (u - p(draft)) / (1 - p(draft)), picks from p without the draft,
+  // renormalised. Greedy picks the argmax either way. The caller keeps the
+  // draft's continuation only when the draft is returned. Precondition:
+  // draft in [-1, vocab); -1 = no draft.
+  int32_t Sample(std::span<float> logits, int32_t draft = -1);
 
   const SamplingOptions& options() const { return options_; }
 

@@ -1,5 +1,6 @@
 #include "runtime/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -155,6 +156,70 @@ TEST(Sampler, OptionsOutOfRangeAreInvalid) {
   EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = std::nanf("")}));
   EXPECT_FALSE(ValidSamplingOptions({.logprobs = -2}));
   EXPECT_FALSE(ValidSamplingOptions({.temperature = std::numeric_limits<float>::infinity()}));
+}
+
+// Pearson's chi-square of `count` draws of `options` with `draft` over
+// `logits` against `expected` probabilities (every one > 0 where drawn).
+double ChiSquareWithDraft(const SamplingOptions& options, const std::vector<float>& logits, int32_t draft,
+                          const std::vector<double>& expected, int count) {
+  Sampler sampler(options, static_cast<int32_t>(logits.size()), {});
+  std::vector<int> counts(logits.size());
+  for (int i = 0; i < count; ++i) {
+    std::vector<float> scratch = logits;
+    ++counts[static_cast<size_t>(sampler.Sample(scratch, draft))];
+  }
+  double chi_square = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
+      continue;
+    }
+    const double e = expected[i] * count;
+    chi_square += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi_square;
+}
+
+std::vector<double> SoftmaxOf(const std::vector<float>& logits, double temperature, size_t keep) {
+  std::vector<double> p(logits.size());
+  std::vector<size_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  double sum = 0;
+  for (size_t r = 0; r < keep; ++r) sum += p[order[r]] = std::exp(logits[order[r]] / temperature);
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// 5 degrees of freedom (6 tokens): P(chi-square > 20.5) = 0.001. The seeds
+// are fixed, so the test is deterministic; a wrong rule (e.g. always
+// accepting the draft, or not renormalising the rest) lands far above.
+constexpr double kChiSquare5Dof999 = 20.5;
+
+TEST(Sampler, DraftedSamplingKeepsTheDistribution) {
+  const SamplingOptions options{.temperature = 0.8f, .seed = 17};
+  const std::vector<double> expected = SoftmaxOf(kLogits, 0.8, kLogits.size());
+  // A likely draft, an unlikely one, and none.
+  for (int32_t draft : {1, 3, 5, -1}) {
+    EXPECT_LT(ChiSquareWithDraft(options, kLogits, draft, expected, 60000), kChiSquare5Dof999)
+        << "draft " << draft;
+  }
+}
+
+TEST(Sampler, DraftedSamplingKeepsTheTopKDistribution) {
+  // top_k 3 keeps ids 1, 4 (2.0) and 2 (1.5); a draft outside them is never taken.
+  const SamplingOptions options{.temperature = 1.0f, .top_k = 3, .seed = 23};
+  const std::vector<double> expected = SoftmaxOf(kLogits, 1.0, 3);
+  for (int32_t draft : {2, 0}) {
+    // 2 degrees of freedom: P(chi-square > 13.8) = 0.001.
+    EXPECT_LT(ChiSquareWithDraft(options, kLogits, draft, expected, 60000), 13.8) << "draft " << draft;
+  }
+}
+
+TEST(Sampler, GreedyWithADraftIsTheArgMax) {
+  Sampler sampler({}, static_cast<int32_t>(kLogits.size()), {});
+  std::vector<float> scratch = kLogits;
+  EXPECT_EQ(sampler.Sample(scratch, 3), 1);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include <glog/logging.h>
+
 #include "base/progress.h"
 #include "runtime/pipeline_protocol.h"
+#include "runtime/prompt_lookup.h"
 
 namespace inferno {
 namespace {
@@ -96,6 +99,10 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.prefix_pending = prefix_cache_ != nullptr && !spec.prefix.empty();
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
+    if (settings_.speculate > 0) s.tokens.assign(prompt.begin(), prompt.end());
+    s.draft.clear();
+    s.missed_drafts = 0;
+    s.undrafted_steps = 0;
     ++running_;
     report_.prompt_tokens += s.prompt_length;
     if (Status done = started(slot, prompt, spec.prefix); !done) return done;
@@ -117,11 +124,14 @@ void Scheduler::Stop(int slot, FinishReason reason) {
 }
 
 std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, std::span<const float> hidden,
-                                                  std::span<float> normed) {
+                                                  std::span<float> normed, std::span<const int64_t> rows) {
   TimedScope scope(timeline_, SpanKind::kCompute, "final norm", StepLabel(slots.size(), slots[0]));
-  const int64_t dim = worker_.dim();
+  const size_t dim = static_cast<size_t>(worker_.dim());
   classified_.clear();
+  size_t in = 0;
+  size_t out = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
+    const size_t count = rows.empty() ? 1 : static_cast<size_t>(rows[i]);
     Slot& s = slots_[slots[i]];
     if (s.prefix_pending) {
       prefix_cache_->Prefilled(s.id);
@@ -129,15 +139,58 @@ std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, st
     }
     if (!SamplesAnother(slots[i])) {
       Stop(slots[i], FinishReason::kLength);
+      in += count;
       continue;
     }
-    worker_.stage().FinalNorm(hidden.subspan(i * dim, dim), normed.subspan(classified_.size() * dim, dim));
+    for (size_t r = 0; r < count; ++r, ++in, ++out) {
+      worker_.stage().FinalNorm(hidden.subspan(in * dim, dim), normed.subspan(out * dim, dim));
+    }
     classified_.push_back(slots[i]);
   }
   return classified_;
 }
 
-Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
+std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
+  Slot& s = slots_[slot];
+  if (s.undrafted_steps > 0) {
+    --s.undrafted_steps;
+    s.draft.clear();
+    return s.draft;
+  }
+  const int64_t room = std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
+                                 worker_.stage().context_length() - worker_.position(slot) - 2});
+  DraftByPromptLookup(s.tokens, std::max<int64_t>(room, 0), s.draft);
+  return s.draft;
+}
+
+Result<int32_t> Scheduler::SampleDrafted(int slot, int64_t positions,
+                                         const std::function<std::span<float>(int64_t)>& row) {
+  Slot& s = slots_[slot];
+  CHECK(positions == 1 || static_cast<int64_t>(s.draft.size()) + 1 == positions) << "slot " << slot;
+  const int64_t first = worker_.position(slot) - positions;  // the next token's
+  int64_t kept = 0;                                          // drafted tokens
+  int32_t token = -1;
+  for (int64_t j = 0; j < positions; ++j) {
+    const int32_t drafted = j + 1 < positions ? s.draft[static_cast<size_t>(j)] : -1;
+    Result<int32_t> sampled = SampleNext(slot, row(j), drafted);
+    if (!sampled) return sampled;
+    token = *sampled;
+    if (token < 0 || token != drafted) break;
+    ++kept;
+  }
+  if (positions == 1) return token;
+  const int64_t drafted = positions - 1;
+  s.missed_drafts = 2 * kept < drafted ? s.missed_drafts + 1 : 0;
+  if (s.missed_drafts > 0)
+    s.undrafted_steps = std::min(int64_t{1} << std::min<int64_t>(s.missed_drafts, 30), kMaxUndraftedSteps);
+  report_.drafted_tokens += drafted;
+  report_.accepted_tokens += kept;
+  if (leader_ && settings_.report_drafts) settings_.report_drafts(drafted, kept);
+  if (s.busy) worker_.CutBack(slot, first + 1 + kept);
+  return token;
+}
+
+Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft) {
   Slot& s = slots_[slot];
   if (s.cancelled) {
     Stop(slot, FinishReason::kCancelled);
@@ -161,7 +214,7 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits) {
   if (leader_ || !s.leader_picks) {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
     if (report_logits) observer_->OnLogits(s.id, logits);
-    token = s.sampler->Sample(logits);
+    token = s.sampler->Sample(logits, draft);
     if (observer_ != nullptr && s.sampler->options().logprobs >= 0) {
       observer_->OnLogprobs(s.id, s.sampler->last_logprobs());
     }
@@ -188,6 +241,7 @@ int32_t Scheduler::Accept(int slot, int32_t token) {
   ++report_.generated_tokens;
   if (observer_ != nullptr) observer_->OnToken(s.id, s.previous, token);
   s.previous = token;
+  if (settings_.speculate > 0) s.tokens.push_back(token);
   const bool context_full = worker_.position(slot) >= worker_.stage().context_length();
   if (!SamplesAnother(slot) || context_full) {
     Stop(slot, FinishReason::kLength);

@@ -52,6 +52,13 @@ struct Slot {
   bool leader_picks = false;       // SequenceSpec::leader_picks, or the leader's constraint
   bool prefix_pending = false;     // leader: holds prefix-cache blocks until its prefill has run
   std::optional<Sampler> sampler;  // while busy
+  // With speculation: the prompt and the tokens kept, and the draft of the
+  // step under way; the drafts in a row of which less than half was kept,
+  // and the steps still to run without a draft after them.
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> draft;
+  int64_t missed_drafts = 0;
+  int64_t undrafted_steps = 0;
 };
 
 class Scheduler {
@@ -89,22 +96,52 @@ class Scheduler {
   Status Admit(const StepDecisions& decisions, const Started& started);
 
   const Slot& slot(int slot) const { return slots_[slot]; }
+  // Whether sequences run drafts (GeneratorSettings::speculate > 0).
+  bool speculating() const { return settings_.speculate > 0; }
   int64_t running() const { return running_; }
 
   // Stops the sequences of `slots` that sample no more, and writes the
   // final-normed last hidden state of each other one — rows of `hidden`
   // (slots.size(), dim), in order — as the next row of `normed` (dim floats
-  // each); returns those sequences' slots, valid until the next call.
+  // each); returns those sequences' slots, valid until the next call. With
+  // `rows` (one count per slot; empty = 1 each), sequence i has rows[i]
+  // rows of `hidden`, its next token's and its draft's, and all of them
+  // go to `normed`.
   std::span<const int> NormForClassifier(std::span<const int> slots, std::span<const float> hidden,
-                                         std::span<float> normed);
+                                         std::span<float> normed, std::span<const int64_t> rows = {});
+
+  // Speculation: the slot's draft for its next step (kept in the Slot) —
+  // up to settings.speculate tokens by prompt lookup, no more than the
+  // sequence may still sample after its next token, than fit in the
+  // context behind it, or than one step of `max_rows` positions holds;
+  // empty when off. A draft costs a step its positions whether kept or not,
+  // so after m drafts in a row of which less than half was kept the
+  // sequence runs min(2^m, kMaxUndraftedSteps) steps without one (a text
+  // that does not repeat itself drafts rarely). A pure function of the tokens every rank
+  // of the stage agreed on, so each computes the same.
+  std::span<const int32_t> Draft(int slot, int64_t max_rows);
+  static constexpr int64_t kMaxUndraftedSteps = 64;
 
   // The next token of the sequence in `slot` from the logits of the ring's
   // rows, `ring_logits` (TpClassifierRows of this rank), which it may
   // overwrite; reports it, and returns it, or -1 when the sequence stops.
+  // With a `draft` token (>= 0) the sampler keeps the target distribution
+  // and returns the draft as often as it allows (Sampler::Sample).
   // Under tensor parallelism every rank of the last stage calls it and gets
   // the same token. Precondition: the slot's sequence went through
   // NormForClassifier since its last token.
-  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits);
+  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits, int32_t draft = -1);
+
+  // The next tokens of the sequence in `slot` from a step of `positions`
+  // positions, its next token's and its draft's (Draft): row(j) gives the
+  // ring's logits of position j (as SampleNext takes them). Samples
+  // position after position, each with its drafted token, while the
+  // sampler picks the draft; cuts the slot back behind the last kept
+  // position (StageWorker::CutBack) and counts the draft. Returns the last
+  // token sampled, the one to run next, or -1 when the sequence stops.
+  // Without a draft (positions == 1) it is SampleNext.
+  Result<int32_t> SampleDrafted(int slot, int64_t positions,
+                                const std::function<std::span<float>(int64_t)>& row);
 
   // A classifier pass that samples the next token of a group's sequences.
   void CountSamplingStep() { ++report_.sampling_steps; }

@@ -2,24 +2,32 @@
 
 #include <string>
 
+#include <glog/logging.h>
+
 #include "runtime/test_only_hang.h"
 
 namespace inferno {
 
 StageWorker::StageWorker(TransformerStage& stage, Timeline& timeline, KvBlockStore* blocks, int rank,
-                         std::optional<int64_t> test_only_hang_step)
+                         std::optional<int64_t> test_only_hang_step, int64_t max_draft)
     : stage_(stage),
       timeline_(timeline),
       blocks_(blocks),
       dim_(stage.config().hidden_size),
       max_group_(std::min<int64_t>(stage.max_positions_per_call(), stage.num_slots())),
+      max_classified_(std::min(stage.max_positions_per_call(), max_group_ * (1 + max_draft))),
       rank_(rank),
       test_only_hang_step_(test_only_hang_step),
       positions_(static_cast<size_t>(stage.num_slots())),
       saves_(static_cast<size_t>(stage.num_slots())),
       hidden_(stage.max_positions_per_call() * dim_),
-      normed_(max_group_ * dim_),
-      own_logits_(max_group_ * stage.classifier_rows().size()) {}
+      normed_(max_classified_ * dim_),
+      own_logits_(max_classified_ * stage.classifier_rows().size()) {}
+
+void StageWorker::CutBack(int slot, int64_t position) {
+  CHECK_LE(position, positions_[slot]) << "slot " << slot;
+  positions_[slot] = position;
+}
 
 Status StageWorker::Forward(std::span<const SlotPositions> batch, std::span<float> x) {
   if (++forward_passes_ == test_only_hang_step_) TestOnlyHangForever(rank_, forward_passes_);

@@ -36,21 +36,32 @@ inline int StepLabel(size_t sequences, int first) { return sequences == 1 ? firs
 class StageWorker {
  public:
   // `stage`, `timeline` (which records the compute) and `blocks` (null when
-  // the prefix cache is off) must outlive this. TEST ONLY: with
+  // the prefix cache is off) must outlive this. `max_draft`: the most
+  // drafted tokens a sequence runs in a step (GeneratorSettings::speculate),
+  // each of which may need its own classifier row. TEST ONLY: with
   // `test_only_hang_step`, the S-th Forward hangs forever (see
   // test_only_hang.h); `rank` is for its message.
   StageWorker(TransformerStage& stage, Timeline& timeline, KvBlockStore* blocks = nullptr, int rank = 0,
-              std::optional<int64_t> test_only_hang_step = std::nullopt);
+              std::optional<int64_t> test_only_hang_step = std::nullopt, int64_t max_draft = 0);
 
   TransformerStage& stage() { return stage_; }
   int64_t dim() const { return dim_; }
   // The most sequences in one step: a batched forward's positions, at most
   // one per slot.
   int64_t max_group() const { return max_group_; }
+  // The most positions of one step the classifier runs over: one per
+  // sequence, or with drafts 1 + max_draft, at most max_positions_per_call.
+  int64_t max_classified() const { return max_classified_; }
   // The positions the slot's sequence has run on this stage.
   int64_t position(int slot) const { return positions_[slot]; }
   // Starts the slot's sequence anew (its next step is at position 0).
   void Restart(int slot) { positions_[slot] = 0; }
+  // The slot's sequence continues at `position`: the positions it ran after
+  // it held drafted tokens that were not kept, and their keys and values
+  // are overwritten when run again. Preconditions: position <=
+  // position(slot), and not before the end of the slot's prompt (whose
+  // blocks its prefix plan may have stored).
+  void CutBack(int slot, int64_t position);
   // Starts the slot's sequence anew with `plan`: restores its blocks into
   // positions [0, plan.first_position()), where its next step starts, and
   // keeps its blocks to store; an empty plan is Restart. Errors: Corruption
@@ -93,7 +104,7 @@ class StageWorker {
   }
 
   // The first n rows (n, dim) of the classifier's input buffer, for the
-  // final-normed hidden states of a step. Precondition: n <= max_group().
+  // final-normed hidden states of a step. Precondition: n <= max_classified().
   std::span<float> normed(int64_t n) { return std::span<float>(normed_).first(n * dim_); }
 
   // The logits (n, this rank's classifier rows) of this rank's rows for the
@@ -117,14 +128,15 @@ class StageWorker {
   KvBlockStore* blocks_;  // null when the prefix cache is off
   const int64_t dim_;
   const int64_t max_group_;
+  const int64_t max_classified_;
   const int rank_;
   const std::optional<int64_t> test_only_hang_step_;
   int64_t forward_passes_ = 0;
   std::vector<int64_t> positions_;   // (num_slots)
   std::vector<PendingSaves> saves_;  // (num_slots)
   std::vector<float> hidden_;        // (max_positions_per_call, dim)
-  std::vector<float> normed_;        // (max_group, dim) the classifier's input
-  std::vector<float> own_logits_;    // (max_group, this rank's classifier rows)
+  std::vector<float> normed_;        // (max_classified, dim) the classifier's input
+  std::vector<float> own_logits_;    // (max_classified, this rank's classifier rows)
 };
 
 }  // namespace inferno

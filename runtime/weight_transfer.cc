@@ -9,6 +9,8 @@
 
 #include "base/byte_codec.h"
 #include "loader/content_hash.h"
+#include "loader/digest_memo.h"
+#include "loader/manifest.h"
 #include "loader/shard_stream.h"
 #include "loader/weight_cache.h"
 
@@ -91,6 +93,7 @@ struct SendCounters {
   std::atomic<uint64_t> sent_bytes{0};
   std::atomic<int> ranks_sent{0};
   std::atomic<int> ranks_from_cache{0};
+  std::atomic<int> digests_remembered{0};  // shards whose digests the memo held
   std::atomic<int64_t> first_piece_ns{0};  // Clock time of the first piece, 0 before it
 };
 
@@ -108,11 +111,45 @@ Status DigestRankShard(const MappedCheckpoint& checkpoint, const ShardPlan& plan
   return {};
 }
 
+// What rank `rank`'s shard bytes are made of, as the memo's key: the shard
+// file format, the checkpoint's files as mapped, the plan and the rank.
+// Empty when a file has no identity.
+std::string MemoKey(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank) {
+  const std::string files = checkpoint.FilesIdentity();
+  if (files.empty()) return "";
+  return std::string(kManifestFormat) + " " + std::to_string(kManifestFormatVersion) + "\n" + files +
+         "plan " + PlanDigest(plan) + "\nrank " + std::to_string(rank) + "\n";
+}
+
+// Sets `offer`'s digest and pieces of rank `rank`'s shard: from `memo` when
+// it remembers them, else by one pass over the shard's bytes (then
+// remembered there).
+Status OfferDigests(const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
+                    const DigestMemo* memo, Offer& offer, SendCounters& counters) {
+  const std::string key = memo != nullptr ? MemoKey(checkpoint, plan, rank) : "";
+  if (!key.empty()) {
+    if (std::optional<PieceDigests> known = memo->Find(key); known && known->bytes == offer.bytes) {
+      offer.digest = known->digest;
+      offer.pieces = std::move(known->pieces);
+      ++counters.digests_remembered;
+      return {};
+    }
+  }
+  if (Status s = DigestRankShard(checkpoint, plan, rank, offer); !s) return s;
+  if (!key.empty()) {
+    if (Status s = memo->Store(key, {offer.bytes, offer.digest, offer.pieces}); !s) {
+      return s.error().Prefixed("--cache: remembering the shard's digests: ");
+    }
+  }
+  return {};
+}
+
 Status SendToRank(ProcessGroup& group, const MappedCheckpoint& checkpoint, const ShardPlan& plan, int rank,
-                  const std::map<std::string, std::string>& fingerprint, SendCounters& counters) {
+                  const DigestMemo* memo, const std::map<std::string, std::string>& fingerprint,
+                  SendCounters& counters) {
   Offer offer;
   offer.bytes = RankShardBytes(checkpoint, plan, rank, std::nullopt);
-  if (Status s = DigestRankShard(checkpoint, plan, rank, offer); !s) return s;
+  if (Status s = OfferDigests(checkpoint, plan, rank, memo, offer, counters); !s) return s;
   offer.fingerprint = fingerprint;
   if (Status s = group.send_bytes(rank, kWeightOfferTag, EncodeOffer(offer)); !s) return s;
   Result<Payload> answer = group.recv_payload(rank, kWeightAnswerTag);
@@ -176,15 +213,22 @@ double Megabytes(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 }  // namespace
 
 Status SendRankWeights(ProcessGroup& group, const MappedCheckpoint& checkpoint, const ShardPlan& plan,
+                       const std::optional<std::string>& cache_folder,
                        const std::map<std::string, std::string>& fingerprint, const char* program) {
   if (group.world_size() == 1) return {};
   const Clock::time_point start = Clock::now();
+  std::optional<DigestMemo> memo;
+  if (cache_folder) {
+    Result<DigestMemo> opened = DigestMemo::Open(*cache_folder + "/" + kDigestMemoFolder);
+    if (!opened) return opened.error().Prefixed("--cache: ");
+    memo = std::move(*opened);
+  }
   SendCounters counters;
   std::vector<std::future<Status>> sends;
   for (int rank = 1; rank < group.world_size(); ++rank) {
     sends.push_back(std::async(std::launch::async, [&, rank] {
       ProcessGroup own = group;
-      Status s = SendToRank(own, checkpoint, plan, rank, fingerprint, counters);
+      Status s = SendToRank(own, checkpoint, plan, rank, memo ? &*memo : nullptr, fingerprint, counters);
       return s ? s : s.error().Prefixed("sending weights to rank " + std::to_string(rank) + ": ");
     }));
   }
@@ -208,12 +252,14 @@ Status SendRankWeights(ProcessGroup& group, const MappedCheckpoint& checkpoint, 
   const double hashing = std::chrono::duration<double>(Clock::now() - start).count() - seconds;
   std::fprintf(stderr,
                "%s: rank 0: sent %llu bytes of weights to %d rank(s) in %.2f s (%.1f MB/s, %.0f Mbit/s), "
-               "after %.2f s hashing; %d rank(s) read theirs from their cache\n",
+               "after %.2f s of digests and cache checks (%d shard digest(s) remembered from --cache); %d "
+               "rank(s) read "
+               "theirs from their cache\n",
                program, static_cast<unsigned long long>(counters.sent_bytes.load()),
                counters.ranks_sent.load(), seconds,
                seconds > 0 ? Megabytes(counters.sent_bytes) / seconds : 0.0,
                seconds > 0 ? 8 * Megabytes(counters.sent_bytes) / seconds : 0.0, hashing,
-               counters.ranks_from_cache.load());
+               counters.digests_remembered.load(), counters.ranks_from_cache.load());
   return {};
 }
 

@@ -4,7 +4,10 @@
 // over the job's ProcessGroup, so encrypted and authenticated by CURVE like
 // all its traffic (the job's secret; or plain under INFERNO_INSECURE=1).
 // A rank with a cache (--cache DIR, loader/weight_cache.h) keeps what it
-// received under its content hash and next time receives nothing.
+// received under its content hash and next time receives nothing. Rank 0
+// with --cache DIR remembers each shard's digests in DIR/digests
+// (loader/digest_memo.h), keyed by the checkpoint's files as mapped, so a
+// start with warm caches does not read and hash the model first.
 //
 // Protocol, between rank 0 and each other rank r, all of them at once:
 // 1. 0 -> r, kWeightOfferTag: the shard's size (u64), its content digest
@@ -45,15 +48,19 @@ inline constexpr uint32_t kWeightOfferTag = 110;
 inline constexpr uint32_t kWeightAnswerTag = 111;
 inline constexpr uint32_t kWeightPieceTag = 112;
 inline constexpr int kWeightWindow = 8;
+// Rank 0's digest memo, under its --cache folder.
+inline constexpr char kDigestMemoFolder[] = "digests";
 
 // Rank 0: sends every other rank of `group` its shard of `checkpoint` under
 // `plan` (the shard job's bytes for that rank, as stored: no conversion),
-// offered with `fingerprint` (see ReceiveRankWeights). Prints to stderr, at
+// offered with `fingerprint` (see ReceiveRankWeights); with `cache_folder`,
+// the shards' digests come from (or go to) its digest memo. Prints to stderr, at
 // most once a second while it runs, "<program>: rank 0: sending weights: X
 // of Y MB (Z MB/s)", and at the end what it sent, at what rate, and how many
 // ranks read their cache instead (nothing in a world of one). Fails naming
 // the rank: its transport's errors (a lost rank, a timeout).
 Status SendRankWeights(ProcessGroup& group, const MappedCheckpoint& checkpoint, const ShardPlan& plan,
+                       const std::optional<std::string>& cache_folder,
                        const std::map<std::string, std::string>& fingerprint, const char* program);
 
 struct ReceivedWeights {

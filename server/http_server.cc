@@ -206,6 +206,23 @@ HttpServer::HttpServer(std::chrono::milliseconds request_deadline, int max_conne
   set_refusal("too many connections\n", "text/plain");
 }
 
+bool HttpServer::bind_to_port(const std::string& host, int port, int socket_flags) {
+  if (!httplib::Server::bind_to_port(host, port, socket_flags)) return false;
+  WidenBacklog();
+  return true;
+}
+
+int HttpServer::bind_to_any_port(const std::string& host, int socket_flags) {
+  const int port = httplib::Server::bind_to_any_port(host, socket_flags);
+  if (port >= 0) WidenBacklog();
+  return port;
+}
+
+void HttpServer::WidenBacklog() {
+  // listen() on a listening socket only changes its backlog.
+  PCHECK(::listen(svr_sock_, SOMAXCONN) == 0) << "listen on the bound HTTP socket";
+}
+
 void HttpServer::set_refusal(const std::string& body, const std::string& content_type) {
   refusal_ = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + content_type +
              "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;

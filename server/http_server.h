@@ -1,4 +1,4 @@
-// HttpServer: cpp-httplib's Server (Debian's 0.11.4) with the three things a
+// HttpServer: cpp-httplib's Server (Debian's 0.11.4) with the four things a
 // server of long requests needs and that version lacks:
 // - a deadline for receiving a whole request: its line, headers and body
 //   must arrive within `request_deadline` of its first byte. httplib's read
@@ -18,6 +18,11 @@
 //   What the refused client has sent by then is read and dropped first, so
 //   the close is orderly; what it sends later meets a reset, after the
 //   answer.
+// - a listen backlog of SOMAXCONN (the kernel caps it at
+//   net.core.somaxconn): Debian's build listens with a backlog of 5, so a
+//   burst of clients connecting at once (16 streams opened together) had
+//   all but the first few wait for the kernel's handshake retries, seconds
+//   each, before the accepting thread saw them.
 // Everything else (routes, handlers, timeouts, keep-alive limits) is
 // httplib's, set through its Server interface; set no new_task_queue, the
 // limit is that task queue. A connection keeps one buffered stream for all
@@ -43,6 +48,11 @@ class HttpServer : public httplib::Server {
   // Precondition: max_connections >= 1.
   HttpServer(std::chrono::milliseconds request_deadline, int max_connections);
 
+  // httplib's binds (`port` 0 or bind_to_any_port: a free port), listening
+  // with the backlog above: the port bound, or -1 / false if it cannot be.
+  bool bind_to_port(const std::string& host, int port, int socket_flags = 0);
+  int bind_to_any_port(const std::string& host, int socket_flags = 0);
+
   // The answer to a connection over the limit: a 503 with this body and
   // content type. Call before listening.
   void set_refusal(const std::string& body, const std::string& content_type);
@@ -63,6 +73,8 @@ class HttpServer : public httplib::Server {
   // (httplib's own loop, with the deadline and ClientGone's thread-local);
   // or, for a connection over the limit, sends the refusal and closes it.
   bool process_and_close_socket(socket_t sock) override;
+  // Listens again on the bound socket with the wider backlog.
+  void WidenBacklog();
 
   const std::chrono::milliseconds request_deadline_;
   const int max_connections_;

@@ -1,14 +1,19 @@
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <string>
@@ -35,8 +40,13 @@ class RunningServer {
       res.set_content("error " + std::to_string(res.status), "text/plain");
     });
   }
-  void Start() {
+  void Bind() {
     port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+  }
+  // Binds first unless Bind was called.
+  void Start() {
+    if (port == 0) Bind();
     ASSERT_GT(port, 0);
     thread = std::thread([this] { server.listen_after_bind(); });
     const Clock::time_point until = Clock::now() + std::chrono::seconds(10);
@@ -231,6 +241,81 @@ TEST(HttpServer, ConnectionOverTheLimitGets503AtOnceWhileTheOthersComplete) {
   ASSERT_TRUE(after) << httplib::to_string(after.error());
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(running.server.refused_connections(), 1);
+}
+
+// This process's listening TCP socket on `port`, or -1.
+int ListeningSocket(int port) {
+  DIR* fds = opendir("/proc/self/fd");
+  if (fds == nullptr) return -1;
+  int found = -1;
+  while (const dirent* entry = readdir(fds)) {
+    const int fd = atoi(entry->d_name);
+    sockaddr_in address{};
+    socklen_t length = sizeof address;
+    int accepting = 0;
+    socklen_t flag_length = sizeof accepting;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+        address.sin_family == AF_INET && ntohs(address.sin_port) == port &&
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &flag_length) == 0 && accepting == 1) {
+      found = fd;
+    }
+  }
+  closedir(fds);
+  return found;
+}
+
+TEST(HttpServer, BurstOfConnectionsWaitsInTheAcceptQueueNotForHandshakeRetries) {
+  // 64 clients connect before the server accepts any. Each whose handshake
+  // the kernel completes waits in the listening socket's accept queue; with
+  // httplib's backlog of 5 only 6 would, the others' handshakes being
+  // dropped and retried seconds later.
+  constexpr int kClients = 64;
+  RunningServer running(milliseconds(5000), kClients);
+  running.server.Get(
+      "/hi", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  running.Bind();
+  const int listening = ListeningSocket(running.port);
+  ASSERT_GE(listening, 0) << "no listening socket on port " << running.port;
+  // Connected without waiting: a handshake the kernel drops would block a
+  // plain connect() for seconds.
+  std::vector<int> clients;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(running.port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    const int connected = connect(clients.back(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ASSERT_TRUE(connected == 0 || errno == EINPROGRESS) << strerror(errno);
+  }
+  // For a listening socket, TCP_INFO's tcpi_unacked is the accept queue's
+  // length and tcpi_sacked its limit.
+  tcp_info info{};
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    socklen_t length = sizeof info;
+    ASSERT_EQ(getsockopt(listening, IPPROTO_TCP, TCP_INFO, &info, &length), 0);
+    if (info.tcpi_unacked == kClients || Clock::now() > until) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  if (info.tcpi_unacked != kClients) {
+    for (int fd : clients) close(fd);
+    FAIL() << info.tcpi_unacked << " of " << kClients << " connections in the accept queue; backlog "
+           << info.tcpi_sacked;
+  }
+  for (int fd : clients) {
+    ASSERT_EQ(fcntl(fd, F_SETFL, 0), 0);
+    timeval timeout{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+
+  running.Start();
+  for (int fd : clients) Send(fd, "GET /hi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  for (int fd : clients) {
+    const std::string answer = ReadToEnd(fd);
+    close(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << answer;
+  }
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ void ServerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
   prefix_cache_ = stats;
 }
 
+void ServerMetrics::CountDrafts(int64_t drafted, int64_t accepted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  drafted_tokens_ += drafted;
+  accepted_tokens_ += accepted;
+}
+
 std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refused_connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -138,6 +144,10 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
            {"inferno_prefix_cache_capacity_bytes", "gauge",
             "The prefix cache's budget in whole blocks (--cache-mib), summed over the ranks.",
             cache.capacity_bytes},
+           {"inferno_speculative_drafted_tokens_total", "counter",
+            "Tokens drafted by prompt lookup and run to be verified (--speculate).", drafted_tokens_},
+           {"inferno_speculative_accepted_tokens_total", "counter",
+            "Drafted tokens kept: the sampler agreed with them.", accepted_tokens_},
        }) {
     out += std::string("# HELP ") + family.name + " " + family.help + "\n# TYPE " + family.name + " " +
            family.type + "\n" + family.name + " " + std::to_string(family.value) + "\n";

@@ -6,8 +6,9 @@
 // and wait seconds in the generator loop, and the prefix cache's lookups,
 // hits, positions restored, evictions and bytes (the leader's
 // PrefixCacheIndex stats, runtime/prefix_cache_index.h; bytes are the whole
-// job's, summed over its ranks), and a histogram of the failovers (serve
-// --failover): from the leader finding a rank lost to the job's next
+// job's, summed over its ranks), with speculative decoding (--speculate)
+// the drafted tokens run and those kept, and a histogram of the failovers
+// (serve --failover): from the leader finding a rank lost to the job's next
 // generation formed; its _count counts them.
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
@@ -51,6 +52,9 @@ class ServerMetrics {
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
   // The prefix cache's stats so far (they replace the earlier ones).
   void SetPrefixCache(const PrefixCacheStats& stats);
+  // Speculative decoding: `drafted` more drafted tokens were run, `accepted`
+  // of them kept.
+  void CountDrafts(int64_t drafted, int64_t accepted);
 
   // The exposition text; `queued` and `running` are the queue's gauges,
   // `refused_connections` the HTTP server's count of connections refused
@@ -75,6 +79,8 @@ class ServerMetrics {
   Histogram failover_;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
+  int64_t drafted_tokens_ = 0;
+  int64_t accepted_tokens_ = 0;
 };
 
 }  // namespace inferno

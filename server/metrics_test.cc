@@ -91,5 +91,17 @@ TEST(ServerMetrics, RendersThePrefixCachesLatestStats) {
   }
 }
 
+TEST(ServerMetrics, CountsDraftedAndAcceptedTokens) {
+  ServerMetrics metrics;
+  metrics.CountDrafts(8, 3);
+  metrics.CountDrafts(4, 4);
+  const std::string text = metrics.Render(0, 0, 0);
+  EXPECT_NE(text.find("# TYPE inferno_speculative_drafted_tokens_total counter\n"
+                      "inferno_speculative_drafted_tokens_total 12\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("inferno_speculative_accepted_tokens_total 7\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace inferno

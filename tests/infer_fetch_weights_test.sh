@@ -11,6 +11,9 @@
 # 3. A corrupted cache entry is detected, said, fetched again (the chosen
 #    behaviour, docs/deploy.md), and the tokens are the same; no ".partial"
 #    file is left in the cache.
+# Rank 0 has a --cache of its own: it hashes the shard on the first start,
+#    then takes its digests from there (loader/digest_memo.h) — but hashes
+#    again once the model file's modification time changed.
 # 4. A mixture of experts under --ep 2 (host 1 receives whole experts, and
 #    must plan its shard as rank 0 cut it) and under --tp 2: the tokens are
 #    the 1-rank tokens.
@@ -48,7 +51,8 @@ fetch_job() {
   MASTER_PORT=$((MASTER_PORT + 1))
   local node=("$LAUNCH" -n 1 --nnodes 2 --master-addr "$BRIDGED_SUBNET.1" --master-port "$MASTER_PORT"
     --timeout 120 --grace 2)
-  ip netns exec "${ID}h0" "${node[@]}" --node-rank 0 -- "$INFER" --fetch-weights --model "$model" "$@" \
+  ip netns exec "${ID}h0" "${node[@]}" --node-rank 0 -- "$INFER" --fetch-weights --model "$model" \
+    --cache "$WORK/cache0" "$@" \
     >"$WORK/$name.0.out" 2>"$WORK/$name.0.err" &
   pids+=($!)
   ip netns exec "${ID}h1" unshare -m /bin/sh -c 'mount -t tmpfs none "$0" && exec "$@"' "$WORK/models" \
@@ -66,6 +70,12 @@ fetch_job() {
 # received NAME: the bytes host 1 says it received.
 received() {
   sed -n 's/.*weights: received \([0-9]*\) bytes.*/\1/p' "$WORK/$1.1.err"
+}
+
+# remembered NAME N: rank 0 says it took N shard digests from its --cache.
+remembered() {
+  grep -q "($2 shard digest(s) remembered from --cache)" "$WORK/$1.0.err" ||
+    fail "$1: rank 0 did not take $2 shard digests from its cache: $(grep 'sent .* bytes' "$WORK/$1.0.err")"
 }
 
 same_tokens() {
@@ -88,10 +98,12 @@ for model in "${MODELS[@]}"; do
   grep -q "rank 0: sent $bytes bytes of weights to 1 rank" "$WORK/$model.first.0.err" ||
     fail "$model.first: rank 0 did not report sending $bytes bytes: $(grep weights "$WORK/$model.first.0.err")"
 
+  remembered "$model.first" 0
   fetch_job "$model.cached" "$path" "${ARGS[@]}"
   same_tokens "$model.cached"
   [ "$(received "$model.cached")" = 0 ] ||
     fail "$model.cached: host 1 received '$(received "$model.cached")' bytes from a warm cache, expected 0"
+  remembered "$model.cached" 1
 
   entry=$(ls "$WORK/cache"/*.safetensors)
   printf 'X' | dd of="$entry" bs=1 seek=200 conv=notrunc status=none
@@ -102,6 +114,10 @@ for model in "${MODELS[@]}"; do
   [ "$(received "$model.damaged")" = "$bytes" ] ||
     fail "$model.damaged: host 1 received '$(received "$model.damaged")' bytes, expected $bytes again"
   ls "$WORK/cache" | grep -q '\.partial$' && fail "$model: a .partial file is left in the cache"
+  find "$path" -type f -exec touch {} +
+  fetch_job "$model.touched" "$path" "${ARGS[@]}"
+  same_tokens "$model.touched"
+  remembered "$model.touched" 0
   echo "$model: host 1 received $bytes bytes, then 0 from its cache, then $bytes after damage"
 done
 

@@ -23,8 +23,10 @@ tools/yardsticks/fetch_llama_cpp.sh), driven through ctypes; inferno's side is
     from the F32 GGUF and from a safetensors folder, gives each tensor the
     type llama_model_quantize gives it, the same block bytes and the same
     general.file_type; so does --dtype q4_k_m of llama.cpp's F16 and BF16
-    files of the model, and --dtype q4_k_m and q8_0 of stories260K
-    (../shared/models, when present: tied embeddings, F16 fallbacks).
+    files of the model, --dtype q4_k_m and q5_k_m of qwen3moe toys of 8 and
+    4 experts (llama.cpp's expert rules), and --dtype q4_k_m and q8_0 of
+    stories260K (../shared/models, when present: tied embeddings, F16
+    fallbacks).
 
 Prints "SKIP: ..." and passes when the package is absent.
 
@@ -371,6 +373,21 @@ def check_files(base, llama, codec, make_toy, convert, work):
             continue
         theirs, their_file_type = gguf_tensor_bytes(theirs_path)
         compare_converted(convert, source, "q4_k_m", theirs, their_file_type, work)
+    # Mixtures of experts (qwen3moe, 8 layers): the experts' down stack gets
+    # ffn_down's extra bits, and with exactly 8 experts llama.cpp also
+    # raises attention's k, v and output.
+    for experts in ("8", "4"):
+        source = os.path.join(work, "toy_moe%s_f32.gguf" % experts)
+        run([make_toy, "--format", "gguf", "--out", source, "--dim", "256", "--hidden", "512", "--layers", "8",
+             "--heads", "4", "--kv-heads", "2", "--vocab", "320", "--architecture", "qwen3_moe", "--experts",
+             experts, "--experts-per-token", "2", "--expert-hidden", "256", "--norm-topk-prob"])
+        for dtype, ftype in (("q4_k_m", 15), ("q5_k_m", 17)):
+            theirs_path = os.path.join(work, "llama.gguf")
+            if not quantize(source, theirs_path, ftype):
+                fail("llama_model_quantize %s of the %s-expert toy failed" % (dtype, experts))
+                continue
+            theirs, their_file_type = gguf_tensor_bytes(theirs_path)
+            compare_converted(convert, source, dtype, theirs, their_file_type, work)
     # stories260K (../shared/models, when present): tied embeddings, so
     # token_embd.weight is the output, and rows of 64 and 172 elements, so
     # Q5_0, Q8_0 and F16 fallbacks.

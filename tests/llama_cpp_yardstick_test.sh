@@ -6,7 +6,8 @@
 # and toy GGUF files of each family we write (make_toy_model --format gguf:
 # llama, qwen2 with q/k/v biases, qwen3 with q/k norms and its own head_dim,
 # gemma3 with its norms, GeGLU and local/global layers, phi3 with fused
-# projections, qwen3moe with 4 experts, 2 per token, also in Q8_0 and Q4_K;
+# projections, also with longrope, qwen3moe with 4 experts, 2 per token,
+# also in Q8_0 and Q4_K;
 # Mixtral, which llama.cpp reads as "llama" with experts)
 # give llama.cpp's 16 greedy ids (or first differ at a near-tie in our
 # logits, tests/near_tie.py). Skips, passing, when node or the fetched package
@@ -36,6 +37,17 @@ for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --slid
   fi
   agrees_with_llama_cpp "$name" "$WORK/$name.gguf" "1 72 101" 16 0.01
 done
+# Phi-3 with longrope (its factor tensors and keys, as llama.cpp's converter
+# writes them; original context 256, which the 28 positions stay within, so
+# both engines use the short factors). Factors up to 50: without them, our
+# ids differ from the 6th on.
+if "$MAKE_TOY" --format gguf --architecture phi3 --rope-scaling longrope --rope-factor 50 --seq-len 512 \
+  --dim 64 --heads 4 --kv-heads 2 --out "$WORK/phi3_longrope.gguf" >/dev/null; then
+  agrees_with_llama_cpp phi3_longrope "$WORK/phi3_longrope.gguf" "1 72 101 108 108 111 32 119 111 114 108 100" 16 \
+    0.01
+else
+  fail "phi3_longrope: make_toy_model failed"
+fi
 # The mixture of experts in 8-bit and K-quant blocks (its router stays f32).
 for dtype in q8_0 q4_k; do
   if ! "$MAKE_TOY" --format gguf --dtype "$dtype" --architecture qwen3_moe --head-dim 32 --experts 4 \

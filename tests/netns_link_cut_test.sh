@@ -3,7 +3,9 @@
 # network namespace, joined to the others by a veth pair into a bridge
 # namespace, on a private subnet that exists only inside these namespaces.
 # Each rank runs under its own `launch --nnodes 3 --node-rank R`.
-# 1. A clean run over the namespaces prints the same token ids as one rank.
+# 1. A clean run over the namespaces prints the same token ids as one rank,
+#    its data between the ranks on the direct TCP data path (the default
+#    between hosts of a secured job; the rendezvous logs it).
 # 2. Cutting rank 1's link (`ip link set ... down`) mid-generation: every rank
 #    exits non-zero with PeerLost or Timeout within INFERNO_TIMEOUT_MS + 3 s
 #    (no hang), every launch exits non-zero, and nothing is left running.
@@ -82,6 +84,10 @@ start_job() {
 start_job clean 64 --prompt "Once upon a time" --output ids
 for ((r = 0; r < WORLD; r++)); do
   wait "${LAUNCH_PIDS[$r]}" || { fail "clean run: node $r exited $?"; cat "$WORK/clean.$r.err" >&2; }
+done
+for ((r = 0; r < WORLD; r++)); do
+  grep -q "rank $r: data to rank(s) .* over the direct TCP data path" "$WORK/clean.$r.err" ||
+    fail "clean run: rank $r did not use the direct TCP data path (see its log: $(grep -c . "$WORK/clean.$r.err") lines)"
 done
 if [ ! -s "$WORK/alone.ids" ] || ! cmp -s "$WORK/alone.ids" "$WORK/clean.0.out"; then
   fail "clean run over the namespaces printed '$(cat "$WORK/clean.0.out")', one rank printed '$(cat "$WORK/alone.ids")'"

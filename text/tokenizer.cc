@@ -1,5 +1,6 @@
 #include "text/tokenizer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -124,25 +125,66 @@ std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
   }
 
   // Merge the adjacent pair with the best-scoring merged piece (the first on
-  // ties) until no pair merges.
+  // ties) until no pair merges, as llama2.c does, in O(n log n): the symbols
+  // form a linked list in text order, and a heap holds every adjacent pair
+  // that merges, best score first, then leftmost. A merge adds the pairs it
+  // forms with its neighbours; an entry whose symbols changed since it was
+  // pushed is skipped when it comes up.
+  struct Symbol {
+    int32_t id;
+    int32_t prev;          // -1 at the start
+    int32_t next;          // -1 at the end
+    uint32_t version = 0;  // changes when the symbol merges or is merged away
+  };
+  struct Candidate {
+    float score;
+    int32_t left;  // the pair's first symbol; the second is its next
+    int32_t id;    // the merged piece
+    uint32_t left_version;
+    uint32_t right_version;
+  };
+  const auto after = [](const Candidate& a, const Candidate& b) {
+    return a.score != b.score ? a.score < b.score : a.left > b.left;
+  };
+  std::vector<Symbol> symbols(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    symbols[i] = {ids[i], static_cast<int32_t>(i) - 1, i + 1 < ids.size() ? static_cast<int32_t>(i + 1) : -1};
+  }
+  std::vector<Candidate> heap;
   std::string merged;
-  while (true) {
-    float best_score = -1e10f;
-    int32_t best_id = -1;
-    size_t best_index = 0;
-    for (size_t i = 0; i + 1 < ids.size(); ++i) {
-      merged = pieces_[ids[i]];
-      merged += pieces_[ids[i + 1]];
-      const int32_t id = Lookup(merged);
-      if (id >= 0 && scores_[id] > best_score) {
-        best_score = scores_[id];
-        best_id = id;
-        best_index = i;
-      }
-    }
-    if (best_id < 0) break;
-    ids[best_index] = best_id;
-    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(best_index) + 1);
+  const auto consider = [&](int32_t left) {
+    if (left < 0 || symbols[static_cast<size_t>(left)].next < 0) return;
+    const Symbol& a = symbols[static_cast<size_t>(left)];
+    const Symbol& b = symbols[static_cast<size_t>(a.next)];
+    merged = pieces_[a.id];
+    merged += pieces_[b.id];
+    const int32_t id = Lookup(merged);
+    // llama2.c starts its search for the best score at -1e10: no lower score
+    // (nor a NaN) ever merges.
+    if (id < 0 || !(scores_[id] > -1e10f)) return;
+    heap.push_back({scores_[id], left, id, a.version, b.version});
+    std::push_heap(heap.begin(), heap.end(), after);
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    const Candidate best = heap.back();
+    heap.pop_back();
+    Symbol& left = symbols[static_cast<size_t>(best.left)];
+    if (left.version != best.left_version || left.next < 0) continue;
+    Symbol& right = symbols[static_cast<size_t>(left.next)];
+    if (right.version != best.right_version) continue;
+    left.id = best.id;
+    ++left.version;
+    ++right.version;
+    left.next = right.next;
+    if (right.next >= 0) symbols[static_cast<size_t>(right.next)].prev = best.left;
+    consider(left.prev);
+    consider(best.left);
+  }
+  ids.clear();
+  for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) {
+    ids.push_back(symbols[static_cast<size_t>(i)].id);
   }
   return ids;
 }

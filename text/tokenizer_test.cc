@@ -1,8 +1,13 @@
 #include "text/tokenizer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +94,57 @@ TEST(BpeTokenizer, TruncatedFileFailsNamingTheOffset) {
 }
 
 // The Llama 2 vocabulary: ids as SentencePiece (and llama2.c) give them.
+// llama2.c's merge loop as written there: each step scans every adjacent
+// pair for the best score above -1e10 (the first on ties) and merges it.
+// O(n^2); the reference for Encode's heap of pairs.
+std::vector<int32_t> MergeLikeLlama2c(const BpeTokenizer& tokenizer, std::vector<int32_t> ids) {
+  std::map<std::string, int32_t> id_of;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) id_of.emplace(tokenizer.pieces()[id], id);
+  for (;;) {
+    float best_score = -1e10f;
+    int32_t best_id = -1;
+    size_t best_index = 0;
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      const auto it = id_of.find(tokenizer.pieces()[ids[i]] + tokenizer.pieces()[ids[i + 1]]);
+      if (it != id_of.end() && tokenizer.scores()[it->second] > best_score) {
+        best_score = tokenizer.scores()[it->second];
+        best_id = it->second;
+        best_index = i;
+      }
+    }
+    if (best_id < 0) return ids;
+    ids[best_index] = best_id;
+    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(best_index) + 1);
+  }
+}
+
+TEST(BpeTokenizer, MergesAsLlama2csLoopOnRandomVocabulariesAndTexts) {
+  // Pieces over a 3-letter alphabet, with many equal scores (ties) and some
+  // at or below -1e10 (never merged), so every rule of the loop is reached.
+  std::mt19937 rng(5);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Piece> extra = {{" ", -1}, {"a", -1}, {"b", -1}, {"c", -1}};
+    std::set<std::string> seen = {" ", "a", "b", "c"};
+    const float scores[] = {-1, -2, -3, -2, -1e10f, -1e11f};
+    while (extra.size() < 60) {
+      std::string piece;
+      const int length = 2 + static_cast<int>(rng() % 4);
+      for (int i = 0; i < length; ++i) piece += " abc"[rng() % 4];
+      if (seen.insert(piece).second) extra.push_back({piece, scores[rng() % std::size(scores)]});
+    }
+    auto tokenizer = BpeTokenizer::Load(WriteTokenizerFile("random.bin", extra));
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
+    std::string text;
+    const int length = 1 + static_cast<int>(rng() % 200);
+    for (int i = 0; i < length; ++i) text += " abc"[rng() % 4];
+    const std::vector<int32_t> ids = (*tokenizer)->Encode(text);
+    // The symbols before merging: the dummy space, then one per character.
+    std::vector<int32_t> symbols = {kFirstExtra};
+    for (char c : text) symbols.push_back(kFirstExtra + static_cast<int32_t>(std::string(" abc").find(c)));
+    EXPECT_EQ(ids, MergeLikeLlama2c(**tokenizer, symbols)) << "round " << round << ": '" << text << "'";
+  }
+}
+
 TEST(BpeTokenizer, MatchesLlama2EncodingsOnSharedTokenizer) {
   const std::optional<std::string> path = FindSharedModel("tokenizer.bin", "text/BUILD");
   if (!path) GTEST_SKIP() << "../shared/models/tokenizer.bin not found; skipping";
@@ -108,6 +164,17 @@ TEST(BpeTokenizer, MatchesLlama2EncodingsOnSharedTokenizer) {
     previous = id;
   }
   EXPECT_EQ(decoded, text);
+  // A longer prompt (about 1,100 characters, repeating words) encodes as
+  // llama2.c's loop does (which takes seconds at 10 times the length).
+  std::string story;
+  for (int i = 0; i < 10; ++i) story += text + " She liked to play " + std::to_string(i) + " games. ";
+  const std::vector<std::string>& pieces = (*tokenizer)->pieces();
+  const auto id_of = [&pieces](char c) {
+    return static_cast<int32_t>(std::find(pieces.begin(), pieces.end(), std::string(1, c)) - pieces.begin());
+  };
+  std::vector<int32_t> symbols = {id_of(' ')};  // the dummy space
+  for (char c : story) symbols.push_back(id_of(c));
+  EXPECT_EQ((*tokenizer)->Encode(story), MergeLikeLlama2c(**tokenizer, symbols));
 }
 
 }  // namespace

@@ -4,13 +4,15 @@
 //   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
 // Results are checked; any wrong element or failed call exits non-zero.
 //
-//   launch -n 4 -- collective_bench [--transport auto|shm|ipc|tcp] [--ops LIST] [--sizes LIST] [--iters N]
+//   launch -n 4 -- collective_bench [--transport auto|shm|ipc|zmq|tcp] [--ops LIST] [--sizes LIST] [--iters
+//   N]
 //
 // --transport auto (the library's default) uses shared memory
 // (distributed/shm) between ranks on the same host and ZeroMQ between the
 // others; shm uses shared memory between all ranks, which must then share one
-// host; ipc uses ZeroMQ only, over ipc:// between ranks on the same host; tcp
-// uses ZeroMQ over tcp:// between every pair (as across hosts). The
+// host; ipc uses ZeroMQ only, over ipc:// between ranks on the same host; zmq
+// uses ZeroMQ only, over tcp:// between every pair; tcp uses the direct TCP
+// data path between every pair (as across hosts, distributed/tcp). The
 // environment variable INFERNO_TRANSPORT, when set, overrides the choice
 // between auto, shm and ZeroMQ (see distributed/rendezvous.h).
 #include <algorithm>
@@ -80,13 +82,15 @@ int main(int argc, char** argv) {
       inferno::BenchFlagSpecs()};
   spec.flags.push_back(
       {"transport", "T",
-       "auto (shared memory on one host, else ZeroMQ), shm (every rank on one host), ipc or tcp (ZeroMQ "
-       "only) (default auto)"});
+       "auto (shared memory on one host, else ZeroMQ), shm (every rank on one "
+       "host), ipc or zmq (ZeroMQ only, over ipc:// or tcp://), tcp (the direct TCP data path) (default "
+       "auto)"});
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
   const std::string transport = flags.Last("transport").value_or("auto");
   auto config = inferno::ReadBenchConfig(flags);
-  if (config && transport != "auto" && transport != "shm" && transport != "ipc" && transport != "tcp") {
-    config = inferno::Error::InvalidArgument("--transport: expected auto, shm, ipc or tcp, got '" +
+  if (config && transport != "auto" && transport != "shm" && transport != "ipc" && transport != "zmq" &&
+      transport != "tcp") {
+    config = inferno::Error::InvalidArgument("--transport: expected auto, shm, ipc, zmq or tcp, got '" +
                                              transport + "'");
   }
   if (!config) {
@@ -97,6 +101,7 @@ int main(int argc, char** argv) {
   options.prefer_ipc_on_same_host = transport == "ipc";
   options.transport = transport == "auto"  ? inferno::TransportChoice::kAuto
                       : transport == "shm" ? inferno::TransportChoice::kShm
+                      : transport == "tcp" ? inferno::TransportChoice::kTcp
                                            : inferno::TransportChoice::kZmq;
   auto group = inferno::JoinFromEnvironment(options);
   if (!group) {

@@ -35,7 +35,9 @@
 // longest prompt plus --max-new-tokens positions (at most --context).
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
-// (f32, native byte order, prompt by prompt) for exactness tests. Statistics
+// (f32, native byte order, prompt by prompt) for exactness tests.
+// --speculate K drafts up to K tokens per step by prompt lookup and keeps
+// those the sampler agrees with (docs/serving.md). Statistics
 // go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <cstdio>
@@ -53,6 +55,7 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/default_threads.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
@@ -93,7 +96,8 @@ const CommandSpec kSpec{
       "secured channel); the other ranks need no model file and ignore --model"},
      {"cache", "DIR",
       "with --fetch-weights: keep the received shard in DIR by its content hash, and read it from there "
-      "(receiving nothing) when rank 0 offers the same bytes again; a damaged entry is fetched again"},
+      "(receiving nothing) when rank 0 offers the same bytes again; a damaged entry is fetched again. "
+      "Rank 0 keeps its shards' digests in DIR/digests, so that it hashes an unchanged model only once"},
      {"prompt", "TEXT", "a prompt (repeatable)"},
      {"prompt-ids", "IDS", "a prompt as token ids, e.g. \"1 300 45\" (repeatable)"},
      {"prompts-file", "FILE", "one prompt per non-empty line (repeatable)"},
@@ -113,7 +117,12 @@ const CommandSpec kSpec{
      {"top-k", "K", "sample among the K most likely tokens; 0 is all (default 0)"},
      {"top-p", "P", "nucleus sampling mass (default 1)"},
      {"seed", "S", "sampling seed (default 42)"},
-     {"threads", "N", "compute threads per rank (default 1)"},
+     {"speculate", "K",
+      "speculative decoding: run up to K tokens drafted by prompt lookup (the tokens that followed the "
+      "last earlier occurrence of the sequence's latest 3, else 2, tokens) with each step, keeping those "
+      "the sampler agrees with; greedy output is unchanged, sampling keeps its distribution (default 0: "
+      "off)"},
+     {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
@@ -204,11 +213,13 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> top_k = flags.Int("top-k", 0, 0, INT32_MAX);
   Result<double> top_p = flags.Double("top-p", 1.0, 1e-6, 1.0);
   Result<int64_t> seed = flags.Int("seed", 42, 0, INT64_MAX);
-  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
+  Result<int64_t> speculate = flags.Int("speculate", 0, 0, TransformerStage::kMaxPositionsPerCall - 1);
   for (const Error* error :
        {max_new ? nullptr : &max_new.error(), top_k ? nullptr : &top_k.error(),
-        seed ? nullptr : &seed.error(), threads ? nullptr : &threads.error(),
-        temperature ? nullptr : &temperature.error(), top_p ? nullptr : &top_p.error()}) {
+        speculate ? nullptr : &speculate.error(), seed ? nullptr : &seed.error(),
+        threads ? nullptr : &threads.error(), temperature ? nullptr : &temperature.error(),
+        top_p ? nullptr : &top_p.error()}) {
     if (error != nullptr) return *error;
   }
   if (*temperature > 0 && *temperature < kMinTemperature) {
@@ -216,6 +227,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
                                   std::to_string(kMinTemperature) + "; use 0 for greedy sampling");
   }
   options.generation.max_new_tokens = *max_new;
+  options.generation.speculate = *speculate;
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -336,6 +348,12 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
       report.time_to_first_token_seconds * 1e3,
       report.decode_seconds > 0 ? std::max<int64_t>(decoded, 0) / report.decode_seconds : 0.0,
       report.total_seconds, report.total_seconds > 0 ? report.generated_tokens / report.total_seconds : 0.0);
+  if (report.drafted_tokens > 0) {
+    std::fprintf(stderr, "speculation: %lld drafted tokens, %lld accepted (%.1f%%)\n",
+                 static_cast<long long>(report.drafted_tokens),
+                 static_cast<long long>(report.accepted_tokens),
+                 100.0 * report.accepted_tokens / report.drafted_tokens);
+  }
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
@@ -404,7 +422,8 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   for (int32_t id : prepared.setup.stop_ids) generation << id << ",";
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
-             << " top_p=" << sampling.top_p << " seed=" << sampling.seed;
+             << " top_p=" << sampling.top_p << " seed=" << sampling.seed
+             << " speculate=" << options.generation.speculate;
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
@@ -500,8 +519,8 @@ const std::map<std::string, std::string> kFetchingFingerprint = {
 Status FetchWeights(const InferOptions& options, std::optional<PreparedRank>& prepared, ProcessGroup& group) {
   if (group.is_leader()) {
     const RankModel& model = prepared->setup.model;
-    return SendRankWeights(group, *model.mapped_model, model.plan, RunFingerprint(options, *prepared),
-                           "infer");
+    return SendRankWeights(group, *model.mapped_model, model.plan, options.model.cache,
+                           RunFingerprint(options, *prepared), "infer");
   }
   Result<ReceivedWeights> received = ReceiveRankWeights(group, options.model.cache, "infer");
   if (!received) return received.error();

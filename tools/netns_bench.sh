@@ -2,11 +2,17 @@
 # What a sync costs between two namespace "hosts" (tools/netns_hosts.sh),
 # round by round, each side in turn within a round (docs/network.md):
 #   tcp      plain TCP ping-pong (tcp_probe), the floor
-#   pp/ar    collective_bench ping_pong and all_reduce over ZeroMQ, CURVE on
-#            (as launch runs it by default), then with launch --insecure
-#   infer    infer --tp 2 decode tok/s, CURVE on and --insecure (with MODEL)
+#   pp/ar    collective_bench ping_pong and all_reduce, for each data path of
+#            TRANSPORTS (zmq: ZeroMQ, as main had it; tcp: the direct TCP
+#            data path) and each of MODES (secure: CURVE on, as launch runs
+#            it by default; insecure: launch --insecure)
+#   infer    infer --tp 2 decode tok/s, likewise (with MODEL)
 #   dllama   distributed-llama root + 1 worker, f32 buffers (with DLLAMA)
-# Prints one line per measurement: "round R KIND SIZE VALUE UNIT".
+# Prints one line per measurement: "round R KIND SIZE VALUE UNIT", KIND
+# naming the data path and mode (e.g. all_reduce_tcp_secure).
+# Environment: SIZES (bytes, default 4096,8192,16384), STEPS (infer and
+# dllama tokens, default 128), TRANSPORTS (default "zmq tcp"), MODES
+# (default "secure insecure").
 #
 #   tools/netns_bench.sh BIN_DIR RATE_MBIT RTT_US ROUNDS [MODEL TOKENIZER [DLLAMA DLLAMA_MODEL DLLAMA_TOKENIZER]]
 #
@@ -18,7 +24,9 @@ cd "$(dirname "$0")/.." || exit 1
 source tools/netns_hosts.sh
 BIN="$1" RATE="$2" RTT="$3" ROUNDS="$4"
 MODEL="${5:-}" TOKENIZER="${6:-}" DLLAMA="${7:-}" DLLAMA_MODEL="${8:-}" DLLAMA_TOKENIZER="${9:-}"
-SIZES="${SIZES:-4096,16384}"
+SIZES="${SIZES:-4096,8192,16384}"
+TRANSPORTS="${TRANSPORTS:-zmq tcp}"
+MODES="${MODES:-secure insecure}"
 STEPS="${STEPS:-128}"
 WORK="$(mktemp -d /tmp/netns_bench.XXXXXX)"
 trap 'netns_hosts_down; rm -rf "$WORK"' EXIT
@@ -32,7 +40,10 @@ ip netns exec "$H1" "$BIN/tcp_probe" --listen 0 >"$WORK/probe.port" &
 for _ in $(seq 50); do grep -q '^port ' "$WORK/probe.port" && break; sleep 0.1; done
 PROBE_PORT=$(awk '/^port /{print $2}' "$WORK/probe.port")
 
-# on_both NAME LAUNCH_FLAGS -- COMMAND...: one launch per host, rank 0 on host 0;
+# on_both NAME LAUNCH_FLAGS -- COMMAND...: one launch per host, rank 0 on host 0,
+# each in a session of its own (setsid), as on separate hosts: in one session
+# both "hosts" would share one scheduler autogroup, and so one CPU share
+# against the other processes of this machine (docs/network.md).
 # rank 0's stdout and stderr land in $WORK/NAME.out and .err.
 on_both() {
   local name="$1" flags=()
@@ -42,7 +53,7 @@ on_both() {
   PORT=$((PORT + 1))
   local pids=() r
   for r in 0 1; do
-    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
+    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
       --master-addr "$A0" --master-port $PORT --timeout 280 "${flags[@]}" -- "$@" \
       >"$WORK/$name.$r.out" 2>"$WORK/$name.$r.err" &
     pids+=($!)
@@ -55,26 +66,32 @@ for ((round = 1; round <= ROUNDS; round++)); do
     ip netns exec "$H0" timeout 60 "$BIN/tcp_probe" --connect "$A1:$PROBE_PORT" --size "$size" --iters 500 |
       sed -n "s/.*median=\([0-9.]*\).*/round $round tcp_pingpong $size \1 us/p"
   done
-  for mode in secure insecure; do
-    flag=()
-    [ "$mode" = insecure ] && flag=(--insecure)
-    on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport tcp --ops ping_pong,all_reduce --sizes "$SIZES" --iters 500
-    awk -v r="$round" -v m="$mode" '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" m, $2, $4, "us"}' \
-      "$WORK/cb.0.out"
+  for transport in $TRANSPORTS; do
+    for mode in $MODES; do
+      flag=(--transport "$transport")
+      [ "$mode" = insecure ] && flag+=(--insecure)
+      on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport "$transport" --ops ping_pong,all_reduce \
+        --sizes "$SIZES" --iters 500
+      awk -v r="$round" -v k="${transport}_$mode" \
+        '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" k, $2, $4, "us"}' "$WORK/cb.0.out"
+    done
   done
   [ -n "$MODEL" ] || continue
-  for mode in secure insecure; do
-    flag=()
-    [ "$mode" = insecure ] && flag=(--insecure)
-    on_both infer "${flag[@]}" -- "$BIN/infer" --model "$MODEL" --tokenizer "$TOKENIZER" --tp 2 --threads 1 \
-      --prompt-ids 1 --max-new-tokens "$STEPS" --output ids
-    sed -n "s/.*decode: \([0-9.]*\) tok\/s.*/round $round infer_$mode - \1 tok_s/p" "$WORK/infer.0.err"
+  for transport in $TRANSPORTS; do
+    for mode in $MODES; do
+      flag=(--transport "$transport")
+      [ "$mode" = insecure ] && flag+=(--insecure)
+      on_both infer "${flag[@]}" -- "$BIN/infer" --model "$MODEL" --tokenizer "$TOKENIZER" --tp 2 --threads 1 \
+        --prompt-ids 1 --max-new-tokens "$STEPS" --output ids
+      sed -n "s/.*decode: \([0-9.]*\) tok\/s.*/round $round infer_${transport}_$mode - \1 tok_s/p" \
+        "$WORK/infer.0.err"
+    done
   done
   [ -n "$DLLAMA" ] || continue
-  ip netns exec "$H1" "$DLLAMA" worker --host "$A1" --port 9999 --nthreads 1 >"$WORK/dworker.out" 2>&1 &
+  ip netns exec "$H1" setsid -w "$DLLAMA" worker --host "$A1" --port 9999 --nthreads 1 >"$WORK/dworker.out" 2>&1 &
   worker=$!
   sleep 1
-  ip netns exec "$H0" timeout 300 "$DLLAMA" inference --model "$DLLAMA_MODEL" --tokenizer "$DLLAMA_TOKENIZER" \
+  ip netns exec "$H0" timeout 300 setsid -w "$DLLAMA" inference --model "$DLLAMA_MODEL" --tokenizer "$DLLAMA_TOKENIZER" \
     --prompt "" --steps "$STEPS" --temperature 0 --nthreads 1 --buffer-float-type f32 --workers "$A1:9999" \
     >"$WORK/droot.out" 2>&1
   sed -n "s/^ *tokens\/s: \([0-9.]*\).*/round $round dllama - \1 tok_s/p" "$WORK/droot.out" | tail -1  # Prediction's

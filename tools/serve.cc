@@ -43,6 +43,7 @@
 #include <glog/logging.h>
 
 #include "base/command_line.h"
+#include "base/default_threads.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/regroup.h"
@@ -79,6 +80,9 @@ const CommandSpec kSpec{
       "same way restores instead of prefilling (default 1024; 0: off)"},
      {"context", "N",
       "positions per sequence, prompt included (default: the model's max_position_embeddings)"},
+     {"speculate", "K",
+      "speculative decoding: run up to K tokens drafted by prompt lookup with each step, keeping those the "
+      "sampler agrees with (greedy output unchanged, sampling keeps its distribution) (default 0: off)"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"read-deadline-ms", "N",
@@ -87,7 +91,7 @@ const CommandSpec kSpec{
      {"max-connections", "N",
       "client connections served at once (running and queued requests hold one each); more are answered "
       "503 at once and closed (default: 256, or slots + queue + 32 if more)"},
-     {"threads", "N", "compute threads per rank (default 1)"},
+     {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
@@ -122,6 +126,7 @@ struct ServeOptions {
   int slots = 8;
   int64_t queue = 64;
   int64_t cache_mib = kDefaultCacheMib;
+  int64_t speculate = 0;
   std::optional<int64_t> context;
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
@@ -163,12 +168,13 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<int64_t> queue = flags.Int("queue", 64, 0, 1 << 20);
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
   Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
-  Result<int64_t> threads = flags.Int("threads", 1, 1, 256);
+  Result<int64_t> threads = flags.Int("threads", DefaultThreads().threads, 1, 256);
   Result<int64_t> cache_mib = flags.Int("cache-mib", kDefaultCacheMib, 0, int64_t{1} << 30);
+  Result<int64_t> speculate = flags.Int("speculate", 0, 0, TransformerStage::kMaxPositionsPerCall - 1);
   for (const Error* error :
        {slots ? nullptr : &slots.error(), queue ? nullptr : &queue.error(), body ? nullptr : &body.error(),
         read_deadline ? nullptr : &read_deadline.error(), threads ? nullptr : &threads.error(),
-        cache_mib ? nullptr : &cache_mib.error()}) {
+        cache_mib ? nullptr : &cache_mib.error(), speculate ? nullptr : &speculate.error()}) {
     if (error != nullptr) return *error;
   }
   Result<int64_t> connections =
@@ -182,6 +188,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.read_deadline_ms = *read_deadline;
   options.threads = static_cast<int>(*threads);
   options.cache_mib = *cache_mib;
+  options.speculate = *speculate;
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -241,7 +248,7 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
-           << " cache_mib=" << options.cache_mib << " stop_ids=";
+           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -320,10 +327,14 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   settings.stop_ids = prepared.setup.stop_ids;
   settings.report_logits = false;
   settings.prefix_cache_bytes = options.cache_mib << 20;
+  settings.speculate = options.speculate;
   if (leader != nullptr) {
     ServerMetrics& metrics = leader->metrics;
     settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
       metrics.SetPrefixCache(stats);
+    };
+    settings.report_drafts = [&metrics](int64_t drafted, int64_t accepted) {
+      metrics.CountDrafts(drafted, accepted);
     };
     settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
       for (const RankTimes& times : ranks) {

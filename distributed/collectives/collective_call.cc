@@ -40,7 +40,9 @@ void GroupState::RememberFailed(uint64_t sequence) {
 }
 
 Error WithContext(Error error, const std::string& context) {
-  error.message = context + ": " + error.message;
+  // A transport's wait names the same call ("recv from rank 1 tag ..."):
+  // said once.
+  if (!error.message.starts_with(context)) error.message = context + ": " + error.message;
   return error;
 }
 

@@ -80,7 +80,8 @@ struct CollectiveSpec {
   bool runs_in_area;
 };
 
-// Adds `context: ` in front of `error`'s message.
+// Adds `context: ` in front of `error`'s message, unless the message starts
+// with `context` already.
 Error WithContext(Error error, const std::string& context);
 
 class CollectiveCall {

@@ -1,8 +1,10 @@
 // RoutedTransport: a Transport that sends each peer's messages over one of
-// two transports of the same world: `local` for the peers marked local (on
-// this host: shared memory), `control` for the others (ZeroMQ, which also
+// two transports of the same world: `local` for the peers marked local (a
+// data path of their own: shared memory on this host, or the direct TCP
+// data path to other hosts), `control` for the others (ZeroMQ, which also
 // carries the whole job's control traffic: heartbeats, pings and abort
-// notices between every pair of ranks, local or not).
+// notices between every pair of ranks, local or not; or a RoutedTransport
+// over it, as the rendezvous nests them when a job uses both data paths).
 //
 // `control` must be connected to every rank; `local` to exactly the ranks
 // marked local (and every such rank must mark this one local too: the
