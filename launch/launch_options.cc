@@ -52,6 +52,9 @@ const CommandSpec& LaunchCommandSpec() {
        {"tag-output", "", "prefix each output line with \"[rank] \""},
        {"timeout", "SECONDS", "stop the job after this long and exit 124"},
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
+       {"failover", "",
+        "a rank other than 0 that fails does not stop the others, which carry on without it (serve "
+        "--failover); launch exits with rank 0's status"},
        {"insecure", "",
         "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
         "INFERNO_JOB_SECRET: launch's if set, else new; or launch's INFERNO_JOB_SECRET_FILE)"},
@@ -98,6 +101,7 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
   }
   options.tag_output = flags.Has("tag-output");
   options.insecure = flags.Has("insecure");
+  options.failover = flags.Has("failover");
   if (const std::optional<std::string> transport = flags.Last("transport")) {
     Result<TransportChoice> choice = ParseTransportChoice("--transport", *transport);
     if (!choice) return choice.error();

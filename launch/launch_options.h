@@ -62,6 +62,12 @@ struct LaunchOptions {
   // need a second CPU for ZeroMQ's I/O threads (pinned, a 2-rank 4 KiB
   // all_reduce over tcp took 75 us instead of 46: docs/collectives.md).
   CpuBinding binding = CpuBinding::kCore;
+  // --failover: a rank other than rank 0 that exits non-zero or is killed
+  // does not stop the others (the survivors carry on without it, e.g. serve
+  // --failover); rank 0's failure still stops the job, and so does its exit
+  // with 0 (a lost rank may be frozen, not dead). The job's status is then
+  // rank 0's.
+  bool failover = false;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

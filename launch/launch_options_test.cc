@@ -25,6 +25,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
                         "--timeout",
                         "2.5",
                         "--grace=0.25",
+                        "--failover",
                         "--nnodes",
                         "2",
                         "--node-rank=1",
@@ -44,6 +45,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   EXPECT_TRUE(options->insecure);
   EXPECT_EQ(options->timeout.count(), 2500);
   EXPECT_EQ(options->grace.count(), 250);
+  EXPECT_TRUE(options->failover);
   EXPECT_EQ(options->nnodes, 2);
   EXPECT_EQ(options->node_rank, 1);
   EXPECT_EQ(options->master_addr, "10.0.0.7");

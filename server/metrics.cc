@@ -64,6 +64,11 @@ void ServerMetrics::Write(std::string& out, const std::string& name, const std::
   out += name + "_sum " + Number(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
 }
 
+void ServerMetrics::ObserveFailover(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Observe(failover_, seconds);
+}
+
 void ServerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
   std::lock_guard<std::mutex> lock(mutex_);
   prefix_cache_ = stats;
@@ -102,6 +107,9 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
   Write(out, "inferno_time_to_first_token_seconds", "From a request's arrival to its first token.",
         time_to_first_token_);
   Write(out, "inferno_time_per_token_seconds", "Between consecutive tokens of a request.", time_per_token_);
+  Write(out, "inferno_failover_seconds",
+        "From the leader finding a rank lost to the next generation of the job formed; _count: failovers.",
+        failover_);
   // rank_times_'s values in order.
   static constexpr std::array<std::pair<const char*, const char*>, 2> kRankFamilies = {{
       {"inferno_rank_compute_seconds_total", "Seconds each rank spent computing its part of the pipeline."},

@@ -6,8 +6,10 @@
 // and wait seconds in the generator loop, and the prefix cache's lookups,
 // hits, positions restored, evictions and bytes (the leader's
 // PrefixCacheIndex stats, runtime/prefix_cache_index.h; bytes are the whole
-// job's, summed over its ranks), and with speculative decoding (--speculate)
-// the drafted tokens run and those kept.
+// job's, summed over its ranks), with speculative decoding (--speculate)
+// the drafted tokens run and those kept, and a histogram of the failovers
+// (serve --failover): from the leader finding a rank lost to the job's next
+// generation formed; its _count counts them.
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
 // (its base/timeline.h Timeline, which infer's --trace also reads). The
@@ -44,6 +46,8 @@ class ServerMetrics {
   void CountTokens(int64_t prompt, int64_t generated);
   void ObserveTimeToFirstToken(double seconds);
   void ObserveTimePerToken(double seconds);
+  // A failover that took `seconds` (serve --failover).
+  void ObserveFailover(double seconds);
   // Rank `rank`'s totals so far (they replace its earlier ones).
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
   // The prefix cache's stats so far (they replace the earlier ones).
@@ -72,6 +76,7 @@ class ServerMetrics {
   int64_t generated_tokens_ = 0;
   Histogram time_to_first_token_;
   Histogram time_per_token_;
+  Histogram failover_;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
   int64_t drafted_tokens_ = 0;

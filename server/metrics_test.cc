@@ -35,6 +35,17 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_NE(text.find("inferno_time_per_token_seconds_count 0\n"), std::string::npos);
 }
 
+TEST(ServerMetrics, CountsFailoversAndTheirSeconds) {
+  ServerMetrics metrics;
+  EXPECT_NE(metrics.Render(0, 0, 0).find("inferno_failover_seconds_count 0\n"), std::string::npos);
+  metrics.ObserveFailover(1.5);
+  metrics.ObserveFailover(3);
+  const std::string text = metrics.Render(0, 0, 0);
+  EXPECT_NE(text.find("inferno_failover_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_failover_seconds_sum 4.5\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_failover_seconds_count 2\n"), std::string::npos);
+}
+
 TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
   ServerMetrics metrics;
   const std::string before = metrics.Render(0, 0, 0);

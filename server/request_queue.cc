@@ -47,9 +47,9 @@ void RequestQueue::Fail(const Error& error) {
     request->changed_.notify_all();
   }
   queue_.clear();
-  for (auto& [id, request] : running_) {
-    request->error_ = error;
-    request->changed_.notify_all();
+  for (auto& [id, running] : running_) {
+    running.request->error_ = error;
+    running.request->changed_.notify_all();
   }
   running_.clear();
   arrived_.notify_all();
@@ -79,7 +79,7 @@ std::optional<SequenceSpec> RequestQueue::Next(std::chrono::steady_clock::time_p
   }
   auto [request, spec] = std::move(queue_.front());
   queue_.pop_front();
-  running_.emplace(spec.id, std::move(request));
+  running_.emplace(spec.id, Running{std::move(request), spec, {}});
   return std::move(spec);
 }
 
@@ -91,14 +91,15 @@ bool RequestQueue::Exhausted() {
 bool RequestQueue::Cancelled(int64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
-  return found == running_.end() || found->second->cancelled_;
+  return found == running_.end() || found->second.request->cancelled_;
 }
 
 void RequestQueue::OnToken(int64_t id, int32_t, int32_t token) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
   if (found == running_.end()) return;
-  Request& request = *found->second;
+  Request& request = *found->second.request;
+  found->second.generated.push_back(token);
   request.tokens_.push_back(token);
   if (request.next_logprobs_) {
     request.logprobs_.push_back(std::move(*request.next_logprobs_));
@@ -110,15 +111,40 @@ void RequestQueue::OnToken(int64_t id, int32_t, int32_t token) {
 void RequestQueue::OnLogprobs(int64_t id, const TokenLogprobs& logprobs) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
-  if (found != running_.end()) found->second->next_logprobs_ = logprobs;
+  if (found != running_.end()) found->second.request->next_logprobs_ = logprobs;
 }
 
 void RequestQueue::OnSequenceDone(int64_t id, FinishReason reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
   if (found == running_.end()) return;
-  End(*found->second, reason);
+  End(*found->second.request, reason);
   running_.erase(found);
+}
+
+int64_t RequestQueue::Requeue() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t requeued = 0;
+  // Ids grow in the order requests started: pushing the last first leaves
+  // the first at the head.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    Running& running = it->second;
+    SequenceSpec spec = std::move(running.spec);
+    const auto generated = static_cast<int64_t>(running.generated.size());
+    if (generated >= spec.max_new_tokens) {
+      End(*running.request, FinishReason::kLength);
+      continue;
+    }
+    spec.prompt.insert(spec.prompt.end(), running.generated.begin(), running.generated.end());
+    spec.max_new_tokens -= generated;
+    spec.prefix = {};
+    running.request->next_logprobs_.reset();
+    queue_.emplace_front(std::move(running.request), std::move(spec));
+    ++requeued;
+  }
+  running_.clear();
+  arrived_.notify_all();
+  return requeued;
 }
 
 void RequestQueue::End(Request& request, FinishReason reason) {

@@ -97,6 +97,15 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
   void Drain();
   // Every queued and running request ends with `error`; no new requests.
   void Fail(const Error& error);
+  // After a failover (the generator that ran them is gone): every running
+  // request goes back to the head of the queue, in the order they started,
+  // as its prompt followed by the tokens it has generated so far, with
+  // max_new_tokens less those, so that the next generator continues it
+  // from the next token on: no token is reported twice or lost, and greedy
+  // requests generate what an undisturbed run would. A request that has
+  // generated all its tokens ends with kLength. Returns how many were
+  // requeued.
+  int64_t Requeue();
 
   int64_t queued() const;
   int64_t running() const;
@@ -121,7 +130,13 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
   mutable std::mutex mutex_;
   std::condition_variable arrived_;  // a request was queued, or draining began
   std::deque<std::pair<std::shared_ptr<Request>, SequenceSpec>> queue_;
-  std::map<int64_t, std::shared_ptr<Request>> running_;
+  // A running request, its spec as it was taken and what it has generated.
+  struct Running {
+    std::shared_ptr<Request> request;
+    SequenceSpec spec;
+    std::vector<int32_t> generated;
+  };
+  std::map<int64_t, Running> running_;
   int64_t next_id_ = 0;
   bool draining_ = false;
   std::optional<Error> failed_;

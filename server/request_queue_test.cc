@@ -33,6 +33,42 @@ TEST(RequestQueue, HandsOutRequestsInOrderAndRefusesBeyondTheQueueLength) {
   EXPECT_EQ(queue.Submit(Spec({5})).outcome, Submission::kQueued);
 }
 
+TEST(RequestQueue, RequeueContinuesRunningRequestsFromPromptPlusGeneratedAheadOfTheQueued) {
+  RequestQueue queue(4);
+  SequenceSpec long_one = Spec({1, 2});
+  long_one.max_new_tokens = 5;
+  SequenceSpec short_one = Spec({3});
+  short_one.max_new_tokens = 1;
+  Submission a = queue.Submit(long_one);
+  Submission b = queue.Submit(short_one);
+  Submission waiting = queue.Submit(Spec({9}));
+  ASSERT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  ASSERT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  queue.OnToken(a.request->id(), 2, 10);
+  queue.OnToken(a.request->id(), 10, 11);
+  queue.OnToken(b.request->id(), 3, 30);  // all b may generate: it ends, not requeued
+  EXPECT_EQ(a.request->Take(Clock::now()).tokens, (std::vector<int32_t>{10, 11}));
+
+  EXPECT_EQ(queue.Requeue(), 1);
+  EXPECT_EQ(queue.running(), 0);
+  const RequestEvents b_events = b.request->Take(Clock::now());
+  EXPECT_EQ(b_events.tokens, (std::vector<int32_t>{30}));
+  EXPECT_EQ(b_events.finish, FinishReason::kLength);
+  std::optional<SequenceSpec> resumed = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->id, a.request->id());
+  EXPECT_EQ(resumed->prompt, (std::vector<int32_t>{1, 2, 10, 11}));
+  EXPECT_EQ(resumed->max_new_tokens, 3);
+  std::optional<SequenceSpec> next = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, waiting.request->id());
+  // The resumed request's tokens continue its stream, after those taken.
+  queue.OnToken(a.request->id(), 11, 12);
+  const RequestEvents a_events = a.request->Take(Clock::now());
+  EXPECT_EQ(a_events.tokens, (std::vector<int32_t>{12}));
+  EXPECT_EQ(a_events.previous, 11);
+}
+
 TEST(RequestQueue, TokensAndTheEndReachTheRequestInOrder) {
   RequestQueue queue(4);
   Submission submitted = queue.Submit(Spec({7, 8}));

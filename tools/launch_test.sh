@@ -144,6 +144,44 @@ status=$?
 [ "$status" -eq 137 ] || fail "SIGKILL of rank 1: launch exited $status, want 137"
 expect_all_gone "SIGKILL of rank 1" "$WORK"/pid.*
 
+# --failover: a rank other than 0 lost leaves the others running; rank 0
+# lost still stops the job.
+SURVIVORS=$(program survivors.sh <<EOS
+#!/bin/sh
+# Usage: survivors.sh FAILING_RANK  (killed after 0.3 s; the others exit 0 after 1.5 s, rank 0 last)
+if [ "\$RANK" = "\$1" ]; then sleep 0.3; kill -KILL \$\$; fi
+sleep 1.5
+[ "\$RANK" = 0 ] && sleep 1
+echo "rank \$RANK done"
+EOS
+)
+timeout 30 "$LAUNCH" -n 3 --failover -- "$SURVIVORS" 1 >"$WORK/failover.out" 2>"$WORK/failover.err"
+status=$?
+[ "$status" -eq 0 ] || fail "--failover, rank 1 killed: launch exited $status, want 0 (rank 0's)"
+[ "$(grep -c done "$WORK/failover.out")" -eq 2 ] || fail "--failover: the survivors did not finish: $(cat "$WORK/failover.out")"
+grep -q "rank 1 (pid [0-9]*) was killed by signal 9 .*--failover: 2 ranks carry on without it" "$WORK/failover.err" ||
+  fail "--failover: no message naming rank 1: $(cat "$WORK/failover.err")"
+# A frozen rank outlives rank 0's clean exit only by --grace.
+rm -f "$WORK"/pid.*
+FROZEN=$(program frozen.sh <<EOS
+#!/bin/sh
+echo \$\$ > "$WORK/pid.\$RANK"
+if [ "\$RANK" = 1 ]; then kill -STOP \$\$; fi
+sleep 0.5
+EOS
+)
+timeout 30 "$LAUNCH" -n 2 --failover --grace 1 -- "$FROZEN" 2>"$WORK/frozen.err"
+status=$?
+[ "$status" -eq 0 ] || fail "--failover, rank 1 frozen, rank 0 exits 0: launch exited $status, want 0"
+grep -q "rank 0 exited with status 0; --failover: stopping 1 ranks still running" "$WORK/frozen.err" ||
+  fail "--failover, rank 1 frozen: $(cat "$WORK/frozen.err")"
+expect_all_gone "--failover, rank 1 frozen" "$WORK"/pid.*
+rm -f "$WORK"/pid.*
+timeout 30 "$LAUNCH" -n 3 --failover -- "$EXIT_IF_RANK" 0 3 2>/dev/null
+status=$?
+[ "$status" -eq 3 ] || fail "--failover, rank 0 exits 3: launch exited $status, want 3"
+expect_all_gone "--failover, rank 0 exits 3" "$WORK"/pid.*
+
 rm -f "$WORK"/pid.*
 timeout 30 "$LAUNCH" -n 2 -- "$WORK/does-not-exist" 2>"$WORK/exec.err"
 status=$?

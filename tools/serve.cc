@@ -16,8 +16,12 @@
 // joined. SIGTERM (or SIGINT) drains: new requests get 503, queued and
 // running ones finish, every rank exits 0. A lost rank fails the in-flight
 // requests (503, or an error event), turns /health unhealthy, and every rank
-// exits non-zero within the transport's timeout, as infer's do. Errors are
-// one line on stderr.
+// exits non-zero within the transport's timeout, as infer's do; with
+// --failover (under launch --failover) the survivors instead form the job's
+// next generation without it (distributed/regroup.h), re-plan the pipeline
+// over themselves, and the leader continues every running request from its
+// prompt and the tokens it has generated (RequestQueue::Requeue; see
+// docs/reliability.md). Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
 
@@ -26,7 +30,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +46,7 @@
 #include "base/default_threads.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
+#include "distributed/regroup.h"
 #include "distributed/rendezvous.h"
 #include "engine/transformer.h"
 #include "runtime/generator.h"
@@ -91,7 +98,11 @@ const CommandSpec kSpec{
       "experts, attention split by heads as under --tp E (with --shards, the shards')"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
-     {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"}}};
+     {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
+     {"failover", "",
+      "when a rank other than 0 is lost, the others carry on without it: they re-plan the pipeline over "
+      "themselves and continue every running request (run under launch --failover; with --model only, "
+      "no --tp, --ep, --pp, --layers or --fetch-weights)"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -123,6 +134,7 @@ struct ServeOptions {
   int max_connections = kMaxConnections;
   int threads = 1;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
+  bool failover = false;
 };
 
 Result<ServeOptions> ParseOptions(const CommandLine& flags) {
@@ -185,6 +197,14 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<WeightPlacement> placement = ParseWeightPlacement(flags);
   if (!placement) return placement.error();
   options.weight_placement = *placement;
+  options.failover = flags.Has("failover");
+  const ModelChoice& chosen = options.model;
+  if (options.failover &&
+      (chosen.shards || chosen.fetch || chosen.tp || chosen.ep || chosen.pp || chosen.layers_per_stage)) {
+    return Error::InvalidArgument(
+        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
+        "--tp, --ep, --pp and --layers");
+  }
   return options;
 }
 
@@ -250,6 +270,105 @@ int Fail(int rank, const Error& error, int code) {
   return code;
 }
 
+// How long the leader waits for the survivors of a lost rank to report
+// (Regroup's window); one loss closes the membership as soon as the others
+// are in.
+constexpr std::chrono::milliseconds kRegroupWindow{5000};
+
+// The leader's parts, which outlive every generation of the job.
+struct Leader {
+  RequestQueue& queue;
+  ServerMetrics& metrics;
+  OpenAiServer& server;
+};
+
+// Ends the job on this rank after `error`: the leader fails every request
+// with it, and answers 503 "unhealthy" for `linger` before the exit, so
+// handlers answer their requests (a client that reads slowly is not waited
+// for).
+[[noreturn]] void EndJob(int rank, const Error& error, Leader* leader, std::chrono::milliseconds linger) {
+  std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());
+  if (leader != nullptr) {
+    leader->server.SetUnhealthy(error.ToString());
+    leader->queue.Fail(error);
+    std::this_thread::sleep_for(linger);
+    std::fflush(stdout);
+  }
+  std::_Exit(1);
+}
+
+// How one generation of the job (one ProcessGroup) ended.
+struct GenerationEnd {
+  // Set when the generator loop failed (a rank was lost); the group has
+  // been aborted, so its other ranks fail at once with this reason.
+  std::optional<Error> lost;
+};
+
+// One generation: joins the group `config` describes with `prepared`'s
+// weights (moved into the stage) and runs the generator loop until the
+// queue is drained (leader) or the loop fails. Calls `on_joined` once the
+// group is formed. Errors: joining the group.
+Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const RendezvousConfig& config,
+                                      PreparedRank& prepared, Leader* leader,
+                                      const std::function<void()>& on_joined) {
+  RendezvousOptions rendezvous;
+  rendezvous.fingerprint = ServeFingerprint(options, prepared);
+  Result<ProcessGroup> group = Join(config, rendezvous);
+  if (!group) return group.error().Prefixed("joining the process group: ");
+  Result<std::optional<TensorParallelGroup>> tensor_parallel =
+      MakeTensorParallelGroup(*group, prepared.setup.model.plan);
+  if (!tensor_parallel) return tensor_parallel.error();
+  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
+  ThreadPool pool(options.threads);
+  TransformerStage stage(prepared.setup.config, std::move(prepared.weights), options.slots,
+                         prepared.setup.context_limit, pool, stage_group);
+  on_joined();
+  GeneratorSettings settings;
+  settings.stop_ids = prepared.setup.stop_ids;
+  settings.report_logits = false;
+  settings.prefix_cache_bytes = options.cache_mib << 20;
+  settings.speculate = options.speculate;
+  if (leader != nullptr) {
+    ServerMetrics& metrics = leader->metrics;
+    settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
+      metrics.SetPrefixCache(stats);
+    };
+    settings.report_drafts = [&metrics](int64_t drafted, int64_t accepted) {
+      metrics.CountDrafts(drafted, accepted);
+    };
+    settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
+      for (const RankTimes& times : ranks) {
+        metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);
+      }
+    };
+  }
+  Timeline timeline(false);
+  RequestQueue* queue = leader != nullptr ? &leader->queue : nullptr;
+  Result<GenerationReport> report =
+      RunGenerator(*group, prepared.setup.model.plan, stage, stage_group, settings, queue, queue, timeline);
+  if (report) return GenerationEnd{};
+  // The other ranks fail at once with this reason rather than time out.
+  group->transport()->Abort(report.error().ToString());
+  return GenerationEnd{report.error()};
+}
+
+// The leader's prompt maker over the job's tokenizer and chat template.
+PromptMaker MakePromptMaker(const PreparedRank& prepared) {
+  PromptMaker maker;
+  maker.tokenizer = prepared.setup.tokenizer.tokenizer.get();
+  maker.bos_id = prepared.setup.tokenizer.bos_id;
+  maker.chat = prepared.chat ? &*prepared.chat : nullptr;
+  if (prepared.setup.tokenizer.chat_config) {
+    maker.bos_token = prepared.setup.tokenizer.chat_config->bos_token;
+    maker.eos_token = prepared.setup.tokenizer.chat_config->eos_token;
+  }
+  maker.context_length = prepared.setup.context_limit;
+  maker.token_texts = std::make_shared<const std::vector<std::string>>(
+      TokenTexts(*maker.tokenizer, prepared.setup.config.vocab_size));
+  maker.stop_ids = prepared.setup.stop_ids;
+  return maker;
+}
+
 }  // namespace
 }  // namespace inferno
 
@@ -297,81 +416,52 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
-  Result<PreparedRank> prepared = Prepare(*options, rank, where->world_size);
-  if (!prepared) return Fail(rank, prepared.error(), 1);
-  RendezvousOptions rendezvous;
-  rendezvous.fingerprint = ServeFingerprint(*options, *prepared);
-  Result<ProcessGroup> group = Join(*where, rendezvous);
-  if (!group) return Fail(rank, group.error().Prefixed("joining the process group: "), 1);
-
-  Result<std::optional<TensorParallelGroup>> tensor_parallel =
-      MakeTensorParallelGroup(*group, prepared->setup.model.plan);
-  if (!tensor_parallel) return Fail(rank, tensor_parallel.error(), 1);
-  TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
-  ThreadPool pool(options->threads);
-  TransformerStage stage(prepared->setup.config, std::move(prepared->weights), options->slots,
-                         prepared->setup.context_limit, pool, stage_group);
-  if (leader) {
-    PromptMaker maker;
-    maker.tokenizer = prepared->setup.tokenizer.tokenizer.get();
-    maker.bos_id = prepared->setup.tokenizer.bos_id;
-    maker.chat = prepared->chat ? &*prepared->chat : nullptr;
-    if (prepared->setup.tokenizer.chat_config) {
-      maker.bos_token = prepared->setup.tokenizer.chat_config->bos_token;
-      maker.eos_token = prepared->setup.tokenizer.chat_config->eos_token;
-    }
-    maker.context_length = prepared->setup.context_limit;
-    maker.token_texts = std::make_shared<const std::vector<std::string>>(
-        TokenTexts(*maker.tokenizer, prepared->setup.config.vocab_size));
-    maker.stop_ids = prepared->setup.stop_ids;
-    server->SetReady(maker);
-    std::thread([&server, &queue, drain_signals] {
-      int signal = 0;
-      sigwait(&drain_signals, &signal);
-      std::fprintf(stderr, "serve: rank 0: got SIG%s; draining\n", sigabbrev_np(signal));
-      server->SetDraining();
-      queue.Drain();
-    }).detach();
-  }
-  GeneratorSettings settings;
-  settings.stop_ids = prepared->setup.stop_ids;
-  settings.report_logits = false;
-  settings.prefix_cache_bytes = options->cache_mib << 20;
-  settings.speculate = options->speculate;
-  if (leader) {
-    settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
-      metrics.SetPrefixCache(stats);
-    };
-    settings.report_drafts = [&metrics](int64_t drafted, int64_t accepted) {
-      metrics.CountDrafts(drafted, accepted);
-    };
-    settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
-      for (const RankTimes& times : ranks) {
-        metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);
+  std::optional<Leader> leader_parts;
+  if (leader) leader_parts.emplace(Leader{queue, metrics, *server});
+  Leader* const leading = leader_parts ? &*leader_parts : nullptr;
+  const auto linger = [](const RendezvousConfig& config) {
+    return std::min<std::chrono::milliseconds>(kUnhealthyLinger, config.op_timeout / 4);
+  };
+  // Every generation's rank; the leader's prompt maker points into the first.
+  std::deque<PreparedRank> prepared_ranks;
+  RendezvousConfig config = *where;
+  std::chrono::steady_clock::time_point lost_at;
+  for (int generation = 0;; ++generation) {
+    Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
+    if (!prepared) EndJob(config.rank, prepared.error(), leading, linger(config));
+    prepared_ranks.push_back(std::move(*prepared));
+    const auto on_joined = [&] {
+      if (!leader) return;
+      if (generation > 0) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
+        metrics.ObserveFailover(took.count());
+        std::fprintf(stderr, "serve: rank 0: generation %d formed over %d ranks %.3f s after the loss\n",
+                     generation, config.world_size, took.count());
+        return;
       }
+      server->SetReady(MakePromptMaker(prepared_ranks.front()));
+      std::thread([&server, &queue, drain_signals] {
+        int signal = 0;
+        sigwait(&drain_signals, &signal);
+        std::fprintf(stderr, "serve: rank 0: got SIG%s; draining\n", sigabbrev_np(signal));
+        server->SetDraining();
+        queue.Drain();
+      }).detach();
     };
-  }
-  Timeline timeline(false);
-  Result<GenerationReport> report =
-      RunGenerator(*group, prepared->setup.model.plan, stage, stage_group, settings,
-                   leader ? &queue : nullptr, leader ? &queue : nullptr, timeline);
-  if (!report) {
-    const Error& error = report.error();
-    std::fprintf(stderr, "serve: rank %d: %s\n", rank, error.ToString().c_str());
-    // The other ranks fail at once with this reason rather than time out.
-    group->transport()->Abort(error.ToString());
+    Result<GenerationEnd> end = ServeGeneration(*options, config, prepared_ranks.back(), leading, on_joined);
+    if (!end) EndJob(config.rank, end.error(), leading, linger(config));
+    if (!end->lost) break;
+    if (!options->failover) EndJob(config.rank, *end->lost, leading, linger(config));
+    lost_at = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "serve: rank %d: %s; failing over\n", config.rank, end->lost->ToString().c_str());
+    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow);
+    if (!regrouped) EndJob(config.rank, regrouped.error(), leading, linger(config));
     if (leader) {
-      server->SetUnhealthy(error.ToString());
-      queue.Fail(error);
-      // The handlers answer their requests at once, and /health answers 503
-      // "unhealthy" until the exit, kUnhealthyLinger (at most a quarter of
-      // the transport's timeout) from now; a client that reads slowly is not
-      // waited for.
-      std::this_thread::sleep_for(
-          std::min<std::chrono::milliseconds>(kUnhealthyLinger, group->transport()->timeout() / 4));
-      std::fflush(stdout);
+      const int64_t requeued = queue.Requeue();
+      std::fprintf(stderr, "serve: rank 0: generation %d: %d ranks; %lld running requests continue\n",
+                   generation + 1, regrouped->config.world_size, static_cast<long long>(requeued));
     }
-    std::_Exit(1);
+    config = regrouped->config;
   }
   if (leader) server->Stop();
   return 0;

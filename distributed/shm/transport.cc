@@ -353,6 +353,10 @@ Status ShmTransport::Send(int peer, const FrameKey& key, std::span<const std::by
   }
   Impl::Peer& target = *impl.peers[peer];
   if (!target.writer) return impl.NotConnected("send from " + RankText(me), peer);
+  // A job another rank gave up on ends every send at once, as a receive
+  // would: a send that fits the ring never waits, so it would never look.
+  impl.TakeAbortNotices();
+  if (Status aborted = impl.mailbox.JobAborted(); !aborted) return aborted;
   std::lock_guard<std::mutex> lock(target.out_mutex);
   if (target.drain_error) return impl.WhyLost(*target.drain_error);
   // Write at once when nothing is queued and the message fits (the write

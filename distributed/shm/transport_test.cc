@@ -65,6 +65,23 @@ TEST(ShmTransport, SendToARankThatGaveUpQuotesItsReason) {
       << sent.error().message;
 }
 
+// A send that fits the ring never waits; it must still fail once a third
+// rank gave up on the job, naming that rank, as a receive would.
+TEST(ShmTransport, SendFailsAtOnceOnceAnotherRankGaveUpOnTheJob) {
+  std::vector<std::shared_ptr<Transport>> transports = MakeTransports(TransportKind::kShm, 3, seconds(10));
+  const std::string bytes = "x";
+  ASSERT_TRUE(
+      transports[0]->Send(1, FrameKey{7}, std::as_bytes(std::span(bytes)), Clock::now() + seconds(10)));
+  transports[2]->Abort("rank 2: Timeout: recv from rank 5");
+  const Status sent =
+      transports[0]->Send(1, FrameKey{7}, std::as_bytes(std::span(bytes)), Clock::now() + seconds(10));
+  ASSERT_FALSE(sent);
+  EXPECT_EQ(sent.error().kind, ErrorKind::kPeerLost);
+  EXPECT_NE(sent.error().message.find("rank 2 gave up on the job: rank 2: Timeout: recv from rank 5"),
+            std::string::npos)
+      << sent.error().message;
+}
+
 // A rank's body: runs on its ProcessGroup and returns its exit code.
 using RankBody = std::function<int(ProcessGroup& group, int report_fd)>;
 

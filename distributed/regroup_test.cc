@@ -1,0 +1,105 @@
+#include "distributed/regroup.h"
+
+#include <chrono>
+#include <future>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "distributed/testing/secret_filled_with.h"
+#include "distributed/zmq/rendezvous_channel.h"
+
+namespace inferno {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Rank `rank` of a secured world of `world_size` at a port free a moment ago.
+RendezvousConfig Ended(int rank, int world_size, int port) {
+  RendezvousConfig config;
+  config.rank = rank;
+  config.world_size = world_size;
+  config.master_port = port;
+  config.job_secret = SecretFilledWith(7);
+  return config;
+}
+
+int FreePort() {
+  Result<std::unique_ptr<RendezvousServer>> server = RendezvousServer::Listen("127.0.0.1", 0, std::nullopt);
+  EXPECT_TRUE(server.ok());
+  return server ? (*server)->port() : 0;
+}
+
+TEST(Regroup, OneLossClosesAtOnceAndRenumbersTheSurvivorsInOrder) {
+  const int port = FreePort();
+  // Rank 1 of 3 is lost; rank 2 becomes rank 1 of 2.
+  auto survivor =
+      std::async(std::launch::async, [port] { return Regroup(Ended(2, 3, port), 1, milliseconds(20000)); });
+  const auto started = Clock::now();
+  Result<Regrouped> leader = Regroup(Ended(0, 3, port), 1, milliseconds(20000));
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));  // not the window
+  EXPECT_EQ(leader->config.rank, 0);
+  EXPECT_EQ(leader->config.world_size, 2);
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0, 2}));
+  Result<Regrouped> other = survivor.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+  EXPECT_EQ(other->config.world_size, 2);
+  EXPECT_EQ(other->old_ranks, (std::vector<int>{0, 2}));
+}
+
+TEST(Regroup, TwoLossesWaitForTheWindowThenGoOnWithWhoCame) {
+  const int port = FreePort();
+  // Ranks 1 and 2 of 4 are lost.
+  auto survivor =
+      std::async(std::launch::async, [port] { return Regroup(Ended(3, 4, port), 2, milliseconds(1000)); });
+  Result<Regrouped> leader = Regroup(Ended(0, 4, port), 2, milliseconds(1000));
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0, 3}));
+  Result<Regrouped> other = survivor.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+  EXPECT_EQ(other->config.world_size, 2);
+}
+
+TEST(Regroup, ARequestForAnotherGenerationIsRefusedWithTheReason) {
+  const int port = FreePort();
+  auto stale =
+      std::async(std::launch::async, [port] { return Regroup(Ended(1, 3, port), 1, milliseconds(1000)); });
+  Result<Regrouped> leader = Regroup(Ended(0, 3, port), 2, milliseconds(1000));
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0}));
+  Result<Regrouped> refused = stale.get();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("rank 1 asked to join generation 1, the leader forms generation 2"),
+            std::string::npos)
+      << refused.error().message;
+}
+
+TEST(Regroup, AMalformedRequestIsRefusedAndTheLeaderGoesOn) {
+  const int port = FreePort();
+  auto stranger = std::async(std::launch::async, [port]() -> std::string {
+    Result<std::unique_ptr<RendezvousClient>> client =
+        RendezvousClient::Connect("127.0.0.1", port, SecretFilledWith(7));
+    if (!client || !(*client)->Send(R"({"generation": "one", "rank": 1})")) return "not sent";
+    Result<std::string> reply = (*client)->Receive(Clock::now() + milliseconds(5000));
+    return reply ? *reply : reply.error().ToString();
+  });
+  Result<Regrouped> leader = Regroup(Ended(0, 3, port), 1, milliseconds(1000));
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0}));
+  EXPECT_EQ(stranger.get(), R"({"error":"a malformed regroup request"})");
+}
+
+TEST(Regroup, ASurvivorWithoutALeaderTimesOut) {
+  const int port = FreePort();
+  Result<Regrouped> alone = Regroup(Ended(1, 3, port), 1, milliseconds(200));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error().kind, ErrorKind::kTimeout) << alone.error().ToString();
+  EXPECT_NE(alone.error().message.find("did not answer"), std::string::npos) << alone.error().message;
+}
+
+}  // namespace
+}  // namespace inferno

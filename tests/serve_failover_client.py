@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The client of serve_failover_test.sh (standard library only).
+
+  serve_failover_client.py URL N MAX_TOKENS [KILL_PID KILL_AFTER [SIGNAL]]
+      N greedy streaming completions at once, each of its own prompt, of
+      MAX_TOKENS tokens at most. With KILL_PID: once KILL_AFTER chunks have
+      arrived over all streams, SIGNAL (KILL or STOP; KILL by default) to
+      KILL_PID (the "kill" below). Prints one JSON object:
+      {"streams": [{"text", "finish", "error", "done"}, ...] (in prompt
+      order), "kill_to_next_chunk_ms" (from the kill to the first chunk of
+      any stream after it, which may have been on its way before the kill;
+      null without a kill or if none came), "kill_to_every_next_chunk_ms"
+      (to the first chunk after the kill of every stream that had not ended
+      by then), "longest_gap_ms" (the longest wait of any stream between
+      consecutive chunks)}.
+"""
+import http.client
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def prompt(index):
+    return "Once upon a time, stream %d" % index
+
+
+def main():
+    url, n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    kill_after = int(sys.argv[5]) if len(sys.argv) > 5 else None
+    kill_signal = getattr(signal, "SIG" + (sys.argv[6] if len(sys.argv) > 6 else "KILL"))
+    parsed = urllib.parse.urlparse(url)
+    lock = threading.Lock()
+    state = {"chunks": 0, "killed_at": None}
+    streams = [{"text": "", "finish": None, "error": None, "done": False, "after_kill": None,
+                "ended_at": None, "last_chunk": None, "longest_gap": 0.0} for _ in range(n)]
+
+    def run(index):
+        stream = streams[index]
+        body = json.dumps({"model": "toy", "prompt": prompt(index), "max_tokens": max_tokens,
+                           "temperature": 0, "stream": True})
+        try:
+            conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+            conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            if response.status != 200:
+                stream["error"] = {"status": response.status, "body": response.read().decode("utf-8", "replace")}
+                return
+            for line in response:
+                line = line.decode("utf-8").rstrip("\n")
+                if not line.startswith("data: "):
+                    continue
+                data = line[len("data: "):]
+                if data == "[DONE]":
+                    stream["done"] = True
+                    continue
+                chunk = json.loads(data)
+                if "error" in chunk:
+                    stream["error"] = chunk["error"]
+                    continue
+                now = time.monotonic()
+                if stream["last_chunk"] is not None:
+                    stream["longest_gap"] = max(stream["longest_gap"], now - stream["last_chunk"])
+                stream["last_chunk"] = now
+                with lock:
+                    if state["killed_at"] is not None and stream["after_kill"] is None:
+                        stream["after_kill"] = now
+                    state["chunks"] += 1
+                    if kill_pid is not None and state["killed_at"] is None and state["chunks"] >= kill_after:
+                        os.kill(kill_pid, kill_signal)
+                        state["killed_at"] = time.monotonic()
+                for choice in chunk["choices"]:
+                    stream["text"] += choice.get("text", "")
+                    if choice.get("finish_reason"):
+                        stream["finish"] = choice["finish_reason"]
+            conn.close()
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            stream["error"] = {"client": repr(error)}
+        finally:
+            stream["ended_at"] = time.monotonic()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    killed_at = state["killed_at"]
+    firsts = [s["after_kill"] for s in streams if s["after_kill"] is not None]
+    waiting = [s for s in streams if killed_at is not None and s["ended_at"] > killed_at and s["finish"]]
+    every = None
+    if killed_at is not None and waiting and all(s["after_kill"] is not None for s in waiting):
+        every = round((max(s["after_kill"] for s in waiting) - killed_at) * 1000)
+    print(json.dumps({
+        "streams": [{k: s[k] for k in ("text", "finish", "error", "done")} for s in streams],
+        "killed": killed_at is not None,
+        "kill_to_next_chunk_ms": round((min(firsts) - killed_at) * 1000) if firsts else None,
+        "kill_to_every_next_chunk_ms": every,
+        "longest_gap_ms": round(max(s["longest_gap"] for s in streams) * 1000),
+    }))
+
+
+if __name__ == "__main__":
+    main()

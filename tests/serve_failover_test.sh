@@ -1,0 +1,110 @@
+#!/bin/bash
+# serve --failover on 3 ranks (three pipeline stages) under launch
+# --failover, 8 greedy streams in flight: SIGKILL of a non-leader rank
+# (rank 1 or 2, chosen at random unless VICTIM is set) once the streams have
+# sent KILL_AFTER chunks between them; then the same with SIGSTOP (the
+# frozen rank is SIGKILLed by launch --grace after rank 0's drain; unless
+# SIGNALS says otherwise). The survivors regroup as 2 ranks (two
+# pipeline stages over the same model file) and the leader continues every
+# stream from its prompt and the tokens already sent:
+# - every stream completes with the text of an undisturbed run of the same
+#   job, no error event;
+# - /metrics counts one failover;
+# - the time from the kill to the next chunk (of any stream, and of every
+#   stream) is printed;
+# - SIGTERM then drains the 2-rank job: launch exits 0, no rank left
+#   running, nothing new left in /dev/shm.
+# The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end
+# them: the drain must.
+#
+# Usage: serve_failover_test.sh LAUNCH SERVE MAKE_TOY_MODEL CLIENT_PY
+set -u
+source tests/test_lib.sh
+LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" CLIENT="$4"
+source tests/serve_lib.sh
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_failover.XXXXXX")"
+STREAMS=8
+MAX_TOKENS=${MAX_TOKENS:-120}
+KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
+VICTIM=${VICTIM:-$((1 + RANDOM % 2))}
+read -r -a SIGNALS <<<"${SIGNALS:-KILL STOP}"
+export INFERNO_TIMEOUT_MS=5000
+SHM_BEFORE="$(ls /dev/shm | sort)"
+# TOY_FLAGS: the model's shape (make_toy_model's flags); TOKENIZER: serve's.
+# tools/serve_failover_soak.sh sets them for the stories15M shape.
+read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
+TOKENIZER=${TOKENIZER:-byte-level}
+"$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null ||
+  { echo "FAIL: make_toy_model" >&2; exit 1; }
+
+# run_job NAME [SIGNAL]: a 3-rank job, the 8 streams (with SIGNAL: SIGNAL to
+# rank VICTIM mid-stream), then a drain; the client's JSON in $WORK/NAME.json.
+run_job() {
+  local name="$1" signal="${2:-}"
+  trap '' TERM
+  start_server "$name" -n 3 --failover --timeout 120 --grace 2 -- --failover --model "$WORK/toy" \
+    --tokenizer "$TOKENIZER" --model-name toy --slots "$STREAMS" || { trap - TERM; return 1; }
+  trap - TERM
+  local pids=() rank
+  for rank in 0 1 2; do pids+=("$(rank_pid "$SERVER_PID" "$rank")"); done
+  if [ -n "$signal" ]; then
+    timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[$VICTIM]}" "$KILL_AFTER" "$signal" \
+      >"$WORK/$name.json"
+  else
+    timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" >"$WORK/$name.json"
+  fi
+  curl -s --max-time 10 "$URL/metrics" >"$WORK/$name.metrics"
+  stop_server
+  [ "$SERVER_STATUS" -eq 0 ] || fail "$name: launch exited $SERVER_STATUS after the drain"
+  for rank in 0 1 2; do
+    if [ -n "${pids[$rank]}" ] && kill -0 "${pids[$rank]}" 2>/dev/null; then
+      fail "$name: rank $rank (pid ${pids[$rank]}) left running"
+      kill -KILL "${pids[$rank]}"
+    fi
+  done
+}
+
+run_job undisturbed || { cat "$SERVER_OUT" >&2; exit 1; }
+python3 - "$WORK/undisturbed.json" "$MAX_TOKENS" <<'PY' || fail "the undisturbed run"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for i, s in enumerate(r["streams"]):
+    assert s["error"] is None and s["done"] and s["finish"] in ("length", "stop") and s["text"], (i, s)
+PY
+
+for signal in "${SIGNALS[@]}"; do
+  name="failover-$signal"
+  run_job "$name" "$signal" || { cat "$SERVER_OUT" >&2; exit 1; }
+  python3 - "$WORK/undisturbed.json" "$WORK/$name.json" "$signal" <<'PY' || fail "$name: the streams across the failover"
+import json, sys
+before = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+assert r["killed"], "the client never signalled the victim: the streams ended first"
+for i, (a, b) in enumerate(zip(before["streams"], r["streams"])):
+    assert b["error"] is None, ("stream %d got an error" % i, b["error"])
+    assert b["done"] and b["finish"] == a["finish"], (i, a["finish"], b)
+    assert b["text"] == a["text"], ("stream %d differs from the undisturbed run" % i, a["text"], b["text"])
+print("failover (SIG%s): 8/8 streams identical; kill to the next chunk %s ms, to every stream's next chunk %s ms; "
+      "longest wait between chunks %s ms (undisturbed: %s ms)"
+      % (sys.argv[3], r["kill_to_next_chunk_ms"], r["kill_to_every_next_chunk_ms"], r["longest_gap_ms"],
+         before["longest_gap_ms"]))
+PY
+  grep -qx 'inferno_failover_seconds_count 1' "$WORK/$name.metrics" ||
+    fail "$name: /metrics does not count one failover: $(grep failover "$WORK/$name.metrics")"
+  grep -E '^inferno_failover_seconds_(sum|count)' "$WORK/$name.metrics"
+  if [ "$signal" = KILL ]; then
+    grep -q "launch: rank $VICTIM (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
+      fail "$name: launch did not report rank $VICTIM's loss and carry on: $(grep launch: "$SERVER_OUT")"
+  else
+    grep -Eq "launch: rank 0 exited with status 0; --failover: stopping [12] ranks still running" "$SERVER_OUT" ||
+      fail "$name: launch did not stop the frozen rank $VICTIM: $(grep launch: "$SERVER_OUT")"
+  fi
+  grep "serve: rank 0: generation" "$SERVER_OUT"
+done
+
+SHM_AFTER="$(ls /dev/shm | sort)"
+LEFT_IN_SHM="$(comm -13 <(echo "$SHM_BEFORE") <(echo "$SHM_AFTER"))"
+[ -z "$LEFT_IN_SHM" ] || fail "left in /dev/shm: $LEFT_IN_SHM"
+[ "$FAILURES" -eq 0 ] || { cat "$SERVER_OUT" >&2; exit 1; }
+rm -rf "$WORK"
+echo "PASS: victim rank $VICTIM"
