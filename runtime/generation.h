@@ -20,6 +20,8 @@
 
 namespace inferno {
 
+class TransformerStage;
+
 // What the leader's caller sees while generating. Called on the leader only,
 // from the generator's thread; it must not block (the pipeline waits).
 class GenerationObserver {
@@ -80,6 +82,12 @@ struct GeneratorSettings {
   // block), after each step of a sequence that ran a draft: its drafted
   // tokens and those kept.
   std::function<void(int64_t drafted, int64_t accepted)> report_drafts;
+  // With speculate > 0: the draft model that drafts instead of prompt
+  // lookup (draft_model.h), the whole of a model of the same vocabulary as
+  // one stage with at least the stage's slots, on the leader only (other
+  // ranks pass null); null = prompt lookup. Not under tensor parallelism
+  // (the stage's other ranks would need the drafts).
+  TransformerStage* draft = nullptr;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the
