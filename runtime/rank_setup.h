@@ -45,6 +45,14 @@ Result<RankSetup> OpenRank(const RankSetupOptions& options, int rank, int world_
 // rank 0: OpenReceivedRankModel).
 Result<RankSetup> OpenRank(const RankSetupOptions& options, RankModel model);
 
+// The draft model of speculative decoding (--draft PATH; a checkpoint in
+// any format --model takes), opened on rank 0 as a whole model on one rank,
+// with the tokenizer beside it if there is one. Refuses one whose
+// vocabulary is not `target`'s, naming what differs: its size, and where
+// both sides know them, the tokenizers' BOS and stop ids and the models'
+// eos_token_id. Reads no weights.
+Result<RankSetup> OpenDraftModel(const std::string& path, const RankSetup& target);
+
 // The fingerprint entries (see RendezvousOptions::fingerprint) every tool's
 // ranks must agree on: the model's config, its weights, the plan and the
 // tokenizer ("none" without one). A tool adds its own settings.

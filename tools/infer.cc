@@ -36,8 +36,9 @@
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
 // (f32, native byte order, prompt by prompt) for exactness tests.
-// --speculate K drafts up to K tokens per step by prompt lookup and keeps
-// those the sampler agrees with (docs/serving.md). Statistics
+// --speculate K drafts up to K tokens per step by prompt lookup, or with
+// --draft PATH from a small model of the same vocabulary run on rank 0, and
+// keeps those the sampler agrees with (docs/serving.md). Statistics
 // go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <cstdio>
@@ -122,6 +123,9 @@ const CommandSpec kSpec{
       "last earlier occurrence of the sequence's latest 3, else 2, tokens) with each step, keeping those "
       "the sampler agrees with; greedy output is unchanged, sampling keeps its distribution (default 0: "
       "off)"},
+     {"draft", "PATH",
+      "with --speculate K: draft from this model (any format --model takes, same vocabulary) run on rank "
+      "0 instead of by prompt lookup; not with --tp or --ep"},
      {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
@@ -151,6 +155,7 @@ struct InferOptions {
   WeightPlacement weight_placement = WeightPlacement::kCopy;
   std::optional<std::string> trace;
   std::optional<std::string> dump_logits;
+  std::optional<std::string> draft;  // --draft
 };
 
 Result<InferOptions> ParseOptions(const CommandLine& flags) {
@@ -228,6 +233,15 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   }
   options.generation.max_new_tokens = *max_new;
   options.generation.speculate = *speculate;
+  options.draft = flags.Last("draft");
+  if (options.draft && *speculate == 0) {
+    return Error::InvalidArgument("--draft drafts for speculative decoding: add --speculate K");
+  }
+  if (options.draft && (options.model.tp.value_or(1) > 1 || options.model.ep)) {
+    return Error::InvalidArgument(
+        "--draft runs the draft model on rank 0 only, which cannot draft for a tensor-parallel stage: drop "
+        "--tp/--ep or --draft");
+  }
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -406,6 +420,9 @@ struct PreparedRank {
   std::vector<std::vector<int32_t>> prompts;
   int64_t context_length = 0;  // KV-cache positions per sequence
   StageWeights weights;
+  // Rank 0 with --draft: the draft model and its weights.
+  std::optional<RankSetup> draft;
+  StageWeights draft_weights;
 };
 
 // What this rank computes, for the rendezvous to compare across ranks (see
@@ -467,6 +484,18 @@ Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int r
   auto weights = LoadRankWeights(prepared.setup.model, rank, options.weight_placement, "infer");
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
+  if (options.draft && rank == 0) {
+    Result<RankSetup> draft = OpenDraftModel(*options.draft, prepared.setup);
+    if (!draft) return draft.error();
+    if (Status fits = draft->config.CheckContextFits(std::min(prepared.context_length, draft->context_limit));
+        !fits) {
+      return fits.error().Prefixed("--draft: ");
+    }
+    auto draft_weights = LoadRankWeights(draft->model, 0, options.weight_placement, "infer");
+    if (!draft_weights) return draft_weights.error().Prefixed("--draft: ");
+    prepared.draft = std::move(*draft);
+    prepared.draft_weights = std::move(*draft_weights);
+  }
   return prepared;
 }
 
@@ -479,6 +508,12 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   const int slots = prepared.setup.model.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.setup.config, std::move(prepared.weights), slots, prepared.context_length,
                          pool, stage_group);
+  // The draft's cache holds what it can of the job's context.
+  std::optional<TransformerStage> draft;
+  if (prepared.draft) {
+    draft.emplace(prepared.draft->config, std::move(prepared.draft_weights), slots,
+                  std::min(prepared.context_length, prepared.draft->context_limit), pool);
+  }
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
   if (group.is_leader()) {
@@ -489,6 +524,7 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   GenerationOptions generation = options.generation;
   generation.stop_ids = prepared.setup.stop_ids;
   generation.report_logits = options.dump_logits.has_value();
+  generation.draft = draft ? &*draft : nullptr;
   auto report = Generate(group, prepared.setup.model.plan, stage, stage_group, prepared.prompts, generation,
                          output ? &*output : nullptr, timeline);
   if (!report) return report.error();
