@@ -1,5 +1,6 @@
 #include "runtime/rank_setup.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "loader/manifest.h"
@@ -50,7 +51,8 @@ std::string IdList(const auto& ids) {
 
 }  // namespace
 
-Result<RankSetup> OpenDraftModel(const std::string& path, const RankSetup& target) {
+Result<DraftSetup> LoadDraftModel(const std::string& path, const RankSetup& target, int64_t context_length,
+                                  WeightPlacement placement, const char* program) {
   RankSetupOptions options;
   options.model.model = path;
   options.needs_tokenizer = false;
@@ -78,7 +80,16 @@ Result<RankSetup> OpenDraftModel(const std::string& path, const RankSetup& targe
   if (!eos.empty() && !target.config.eos_token_ids.empty() && eos != target.config.eos_token_ids) {
     return differ("eos_token_ids", IdList(eos), IdList(target.config.eos_token_ids));
   }
-  return draft;
+  DraftSetup loaded;
+  loaded.context_length = std::min(context_length, draft->context_limit);
+  if (Status fits = draft->config.CheckContextFits(loaded.context_length); !fits) {
+    return fits.error().Prefixed("--draft: ");
+  }
+  Result<StageWeights> weights = LoadRankWeights(draft->model, 0, placement, program);
+  if (!weights) return weights.error().Prefixed("--draft: ");
+  loaded.setup = std::move(*draft);
+  loaded.weights = std::move(*weights);
+  return loaded;
 }
 
 std::map<std::string, std::string> RankFingerprint(const RankSetup& setup) {

@@ -420,9 +420,7 @@ struct PreparedRank {
   std::vector<std::vector<int32_t>> prompts;
   int64_t context_length = 0;  // KV-cache positions per sequence
   StageWeights weights;
-  // Rank 0 with --draft: the draft model and its weights.
-  std::optional<RankSetup> draft;
-  StageWeights draft_weights;
+  std::optional<DraftSetup> draft;  // rank 0 with --draft
 };
 
 // What this rank computes, for the rendezvous to compare across ranks (see
@@ -485,16 +483,10 @@ Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int r
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
   if (options.draft && rank == 0) {
-    Result<RankSetup> draft = OpenDraftModel(*options.draft, prepared.setup);
+    Result<DraftSetup> draft = LoadDraftModel(*options.draft, prepared.setup, prepared.context_length,
+                                              options.weight_placement, "infer");
     if (!draft) return draft.error();
-    if (Status fits = draft->config.CheckContextFits(std::min(prepared.context_length, draft->context_limit));
-        !fits) {
-      return fits.error().Prefixed("--draft: ");
-    }
-    auto draft_weights = LoadRankWeights(draft->model, 0, options.weight_placement, "infer");
-    if (!draft_weights) return draft_weights.error().Prefixed("--draft: ");
     prepared.draft = std::move(*draft);
-    prepared.draft_weights = std::move(*draft_weights);
   }
   return prepared;
 }
@@ -508,11 +500,10 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   const int slots = prepared.setup.model.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.setup.config, std::move(prepared.weights), slots, prepared.context_length,
                          pool, stage_group);
-  // The draft's cache holds what it can of the job's context.
   std::optional<TransformerStage> draft;
   if (prepared.draft) {
-    draft.emplace(prepared.draft->config, std::move(prepared.draft_weights), slots,
-                  std::min(prepared.context_length, prepared.draft->context_limit), pool);
+    draft.emplace(prepared.draft->setup.config, std::move(prepared.draft->weights), slots,
+                  prepared.draft->context_length, pool);
   }
   // Only the leader prints: the console output starts streaming when made.
   std::optional<ConsoleOutput> output;
