@@ -82,11 +82,13 @@ struct GeneratorSettings {
   // block), after each step of a sequence that ran a draft: its drafted
   // tokens and those kept.
   std::function<void(int64_t drafted, int64_t accepted)> report_drafts;
-  // With speculate > 0: the draft model that drafts instead of prompt
-  // lookup (draft_model.h), the whole of a model of the same vocabulary as
-  // one stage with at least the stage's slots, on the leader only (other
-  // ranks pass null); null = prompt lookup. Not under tensor parallelism
-  // (the stage's other ranks would need the drafts).
+  // With speculate > 0: whether a draft model on the leader drafts instead
+  // of prompt lookup (draft_model.h), and on the leader that model: the
+  // whole of a model of the same vocabulary as one stage with at least the
+  // stage's slots (null on other ranks). Every rank must be given the same
+  // draft_model. Under tensor parallelism the leader broadcasts each draft
+  // to its stage and samples drawn tokens alone (TensorParallelAgreement).
+  bool draft_model = false;
   TransformerStage* draft = nullptr;
 };
 

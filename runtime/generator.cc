@@ -56,13 +56,15 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
                                   " drafted tokens: it takes 0 or more");
   }
   std::optional<DraftModel> draft;
+  if (settings.draft_model && settings.speculate == 0) {
+    return Error::InvalidArgument("a draft model drafts with speculative decoding only (--speculate K)");
+  }
+  if (group.is_leader() && settings.draft_model != (settings.draft != nullptr)) {
+    return Error::InvalidArgument(settings.draft_model
+                                      ? "draft_model is set but the leader has no draft model"
+                                      : "a draft model without draft_model set");
+  }
   if (settings.draft != nullptr && group.is_leader()) {
-    if (settings.speculate == 0 || plan.tp > 1) {
-      return Error::InvalidArgument(
-          settings.speculate == 0 ? "a draft model drafts with speculative decoding only (--speculate K)"
-                                  : "a draft model runs on rank 0 only, and cannot draft for a "
-                                    "tensor-parallel stage (--tp, --ep)");
-    }
     if (Status same = CheckDraftVocabulary(settings.draft->config(), stage.config()); !same)
       return same.error();
     CHECK_GE(settings.draft->num_slots(), stage.num_slots()) << "the draft model's slots";

@@ -96,7 +96,9 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.generated = 0;
     s.max_new_tokens = spec.max_new_tokens;
     s.cancelled = false;
-    s.leader_picks = spec.constraint != nullptr || spec.leader_picks;
+    // Only the leader knows a draft model's distribution of drawn drafts.
+    s.leader_picks = spec.constraint != nullptr || spec.leader_picks ||
+                     (settings_.draft_model && spec.sampling.temperature > 0.0f);
     s.prefix_pending = prefix_cache_ != nullptr && !spec.prefix.empty();
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
@@ -169,12 +171,19 @@ Result<std::span<const int32_t>> Scheduler::Draft(int slot, int64_t max_rows) {
       std::max<int64_t>(std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
                                   worker_.stage().context_length() - worker_.position(slot) - 2}),
                         0);
-  if (draft_ == nullptr) {
+  if (!settings_.draft_model) {
     DraftByPromptLookup(s.tokens, room, s.draft);
-  } else if (room == 0) {
-    s.draft.clear();
-  } else if (Status drafted = draft_->Draft(slot, s.tokens, room, s.draft, s.draft_probs); !drafted) {
-    return drafted.error().Prefixed("draft model: sequence " + std::to_string(s.id) + ": ");
+    return std::span<const int32_t>(s.draft);
+  }
+  s.draft.clear();
+  if (room == 0) return std::span<const int32_t>(s.draft);
+  if (draft_ != nullptr) {
+    if (Status drafted = draft_->Draft(slot, s.tokens, room, s.draft, s.draft_probs); !drafted) {
+      return drafted.error().Prefixed("draft model: sequence " + std::to_string(s.id) + ": ");
+    }
+  }
+  if (agreement_.active()) {
+    if (Status shared = agreement_.LeaderDraft(slot, s.draft, room); !shared) return shared.error();
   }
   return std::span<const int32_t>(s.draft);
 }

@@ -128,8 +128,10 @@ class Scheduler {
   // sequence runs min(2^m, kMaxUndraftedSteps) steps without one (a text
   // that does not repeat itself drafts rarely). By prompt lookup a pure
   // function of the tokens every rank of the stage agreed on, so each
-  // computes the same; a draft model runs on the leader only, the stage's
-  // only rank (tp 1). Errors: the draft model's.
+  // computes the same; a draft model runs on the leader only, which under
+  // tensor parallelism broadcasts the draft to the stage (a collective of
+  // the stage's group when there is room for one). Errors: the draft
+  // model's and the agreement's.
   Result<std::span<const int32_t>> Draft(int slot, int64_t max_rows);
   static constexpr int64_t kMaxUndraftedSteps = 64;
 

@@ -6,8 +6,9 @@
 # gets the same text (serve_speculate_client.cjs); the speculating one's
 # /metrics count drafted tokens, some of them accepted, the other's none.
 # Then the same with a draft model (--draft: a 2-layer toy model of the
-# target's vocabulary) under --pp 2, where sequences come and go in the
-# continuous batch, each with its own draft state. Skips when node or the
+# target's vocabulary) under --pp 2 and --tp 2 (the leader broadcasting its
+# drafts), where sequences come and go in the continuous batch, each with
+# its own draft state. Skips when node or the
 # package is absent.
 #
 # Usage: serve_speculate_test.sh LAUNCH SERVE MAKE_TOY_MODEL CLIENT_CJS
@@ -54,6 +55,7 @@ pair --tp 2
 pair --pp 2
 SPECULATE=(--speculate 4 --draft "$WORK/draft") LABEL=draft
 pair --pp 2
+pair --tp 2
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1
 echo PASS

@@ -125,7 +125,7 @@ const CommandSpec kSpec{
       "off)"},
      {"draft", "PATH",
       "with --speculate K: draft from this model (any format --model takes, same vocabulary) run on rank "
-      "0 instead of by prompt lookup; not with --tp or --ep"},
+      "0 instead of by prompt lookup"},
      {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
@@ -236,11 +236,6 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.draft = flags.Last("draft");
   if (options.draft && *speculate == 0) {
     return Error::InvalidArgument("--draft drafts for speculative decoding: add --speculate K");
-  }
-  if (options.draft && (options.model.tp.value_or(1) > 1 || options.model.ep)) {
-    return Error::InvalidArgument(
-        "--draft runs the draft model on rank 0 only, which cannot draft for a tensor-parallel stage: drop "
-        "--tp/--ep or --draft");
   }
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
@@ -438,7 +433,7 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed
-             << " speculate=" << options.generation.speculate;
+             << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value();
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
@@ -515,6 +510,7 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   GenerationOptions generation = options.generation;
   generation.stop_ids = prepared.setup.stop_ids;
   generation.report_logits = options.dump_logits.has_value();
+  generation.draft_model = options.draft.has_value();
   generation.draft = draft ? &*draft : nullptr;
   auto report = Generate(group, prepared.setup.model.plan, stage, stage_group, prepared.prompts, generation,
                          output ? &*output : nullptr, timeline);

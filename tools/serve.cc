@@ -85,7 +85,7 @@ const CommandSpec kSpec{
       "sampler agrees with (greedy output unchanged, sampling keeps its distribution) (default 0: off)"},
      {"draft", "PATH",
       "with --speculate K: draft from this model (any format --model takes, same vocabulary) run on rank "
-      "0 instead of by prompt lookup; not with --tp or --ep"},
+      "0 instead of by prompt lookup"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"read-deadline-ms", "N",
@@ -197,11 +197,6 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   if (options.draft && *speculate == 0) {
     return Error::InvalidArgument("--draft drafts for speculative decoding: add --speculate K");
   }
-  if (options.draft && (options.model.tp.value_or(1) > 1 || options.model.ep)) {
-    return Error::InvalidArgument(
-        "--draft runs the draft model on rank 0 only, which cannot draft for a tensor-parallel stage: drop "
-        "--tp/--ep or --draft");
-  }
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -268,7 +263,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
-           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate << " stop_ids=";
+           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
+           << " draft_model=" << options.draft.has_value() << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -353,6 +349,7 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   settings.report_logits = false;
   settings.prefix_cache_bytes = options.cache_mib << 20;
   settings.speculate = options.speculate;
+  settings.draft_model = options.draft.has_value();
   settings.draft = draft ? &*draft : nullptr;
   if (leader != nullptr) {
     ServerMetrics& metrics = leader->metrics;
