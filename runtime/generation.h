@@ -74,7 +74,8 @@ struct GeneratorSettings {
   std::function<void(const PrefixCacheStats&)> report_prefix_cache;
   // Speculative decoding: at each step a running sequence runs, besides its
   // next token, up to this many tokens drafted by prompt lookup
-  // (prompt_lookup.h), and keeps those its sampler agrees with (see
+  // (prompt_lookup.h) or a draft model (below), and keeps those its sampler
+  // agrees with (see
   // one_stage_loop.h, pipelined_loop.h); 0 = off.
   // Every rank must be given the same.
   int64_t speculate = 0;
