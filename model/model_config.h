@@ -36,8 +36,8 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;
   // kLongRope: (head_dim / 2) each: short_factor for a context of at most
   // original_max_position_embeddings, long_factor past it (engine/rope.h).
-  std::vector<float> short_factor;
-  std::vector<float> long_factor;
+  std::vector<float> short_factor = {};
+  std::vector<float> long_factor = {};
   float attention_factor = 1.0f;
 
   bool operator==(const RopeScaling&) const = default;
