@@ -24,37 +24,10 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/sampling_options.h"
 #include "runtime/token_logprobs.h"
 
 namespace inferno {
-
-// The smallest temperature a sampler takes besides 0: logits divided by less
-// could overflow to infinity and make every probability NaN.
-inline constexpr float kMinTemperature = 1e-3f;
-
-// The ranges of the penalties: OpenAI's for presence and frequency; the
-// repetition penalty is a factor in (0, kMaxRepetitionPenalty].
-inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
-inline constexpr float kMaxRepetitionPenalty = 10.0f;
-
-struct SamplingOptions {
-  float temperature = 0.0f;  // 0: greedy
-  int32_t top_k = 0;         // 0: no limit
-  float top_p = 1.0f;        // 1: no nucleus cut
-  uint64_t seed = 42;
-  float presence_penalty = 0.0f;    // [-2, 2], 0: none
-  float frequency_penalty = 0.0f;   // [-2, 2], 0: none
-  float repetition_penalty = 1.0f;  // (0, 10], 1: none
-  // -1: no logprobs; 0 to kMaxTopLogprobs: the sampled token's logprob and
-  // that many most likely alternatives.
-  int32_t logprobs = -1;
-
-  bool operator==(const SamplingOptions&) const = default;
-};
-
-// Whether a Sampler takes `options` (each field in its range above; NaN is
-// in none).
-bool ValidSamplingOptions(const SamplingOptions& options);
 
 // TokenConstraint: which tokens may come next in one sequence (e.g. text
 // that must stay a JSON document of a schema), applied by its Sampler after

@@ -144,20 +144,6 @@ TEST(Sampler, AConstraintMasksBeforeGreedyAndSampledPicks) {
   EXPECT_EQ(greedy.Sample(scratch), 3);
 }
 
-TEST(Sampler, OptionsOutOfRangeAreInvalid) {
-  EXPECT_TRUE(ValidSamplingOptions({}));
-  EXPECT_TRUE(ValidSamplingOptions({.presence_penalty = -2.0f,
-                                    .frequency_penalty = 2.0f,
-                                    .repetition_penalty = kMaxRepetitionPenalty,
-                                    .logprobs = kMaxTopLogprobs}));
-  EXPECT_FALSE(ValidSamplingOptions({.presence_penalty = 2.01f}));
-  EXPECT_FALSE(ValidSamplingOptions({.frequency_penalty = -2.01f}));
-  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = 0.0f}));
-  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = std::nanf("")}));
-  EXPECT_FALSE(ValidSamplingOptions({.logprobs = -2}));
-  EXPECT_FALSE(ValidSamplingOptions({.temperature = std::numeric_limits<float>::infinity()}));
-}
-
 // Pearson's chi-square of `count` draws of `options` with `draft` over
 // `logits` against `expected` probabilities (every one > 0 where drawn).
 double ChiSquareWithDraft(const SamplingOptions& options, const std::vector<float>& logits, int32_t draft,
