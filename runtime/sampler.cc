@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <glog/logging.h>
 
@@ -79,6 +80,21 @@ void Sampler::Penalize(std::span<float> logits) const {
   }
 }
 
+bool Sampler::TopKOnly() const {
+  return options_.temperature > 0.0f && options_.top_k > 0 &&
+         static_cast<size_t>(options_.top_k) < candidates_.size() && !Penalized(options_) &&
+         options_.logprobs < 0 && constraint_ == nullptr;
+}
+
+int32_t Sampler::SampleTopK(std::span<const std::pair<float, int32_t>> top, int32_t draft) {
+  CHECK(TopKOnly());
+  CHECK_EQ(top.size(), static_cast<size_t>(options_.top_k));
+  CHECK(std::is_sorted(top.begin(), top.end(), MoreLikely));
+  CHECK(draft >= -1 && static_cast<size_t>(draft + 1) <= candidates_.size()) << draft;
+  std::copy(top.begin(), top.end(), candidates_.begin());
+  return DrawTopK(draft);
+}
+
 int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
   CHECK_EQ(logits.size(), candidates_.size());
   CHECK(draft >= -1 && static_cast<size_t>(draft + 1) <= logits.size()) << draft;
@@ -86,33 +102,35 @@ int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
   const bool penalized = Penalized(options_);
   if (penalized) Penalize(logits);
   if (constraint_ != nullptr) constraint_->Mask(logits);
+  const size_t vocab = logits.size();
   int32_t token = -1;
   if (options_.temperature == 0.0f) {
     token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  } else if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab) {
+    for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
+    std::partial_sort(candidates_.begin(), candidates_.begin() + options_.top_k, candidates_.end(),
+                      MoreLikely);
+    token = DrawTopK(draft);
   } else {
     for (float& logit : logits) logit /= options_.temperature;
     Softmax(logits);
-    const float coin = NextUniform();
-    const size_t vocab = logits.size();
-    const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
     // The distribution: `kept` (probability, id) pairs of total `mass`.
     size_t kept = vocab;
     float mass = 1.0f;
-    if (!limit_k && options_.top_p >= 1.0f) {
+    if (options_.top_p >= 1.0f) {
       for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
     } else {
-      // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
-      // it (together they hold less than 1 - top_p), so they are not sorted.
-      const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
+      // Tokens below (1 - top_p) / (vocab - 1) cannot be in the nucleus
+      // (together they hold less than 1 - top_p), so they are not sorted.
+      const float cutoff = vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
       size_t count = 0;
       for (size_t i = 0; i < vocab; ++i) {
         if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
       }
-      kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
-      std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count,
-                        MoreLikely);
+      std::sort(candidates_.begin(), candidates_.begin() + count, MoreLikely);
+      kept = count;
       mass = 0.0f;
-      for (size_t i = 0; i < kept; ++i) {
+      for (size_t i = 0; i < count; ++i) {
         mass += candidates_[i].first;
         if (mass > options_.top_p) {
           kept = i + 1;
@@ -120,31 +138,56 @@ int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
         }
       }
     }
-    // The draft's share of the mass: the coin below it accepts the draft;
-    // above it, the rest of the coin, uniform over the other tokens' mass,
-    // picks one of them.
-    float draft_mass = 0.0f;
-    for (size_t i = 0; draft >= 0 && i < kept; ++i) {
-      if (candidates_[i].second == draft) draft_mass = candidates_[i].first;
-    }
-    const float target = coin * mass;
-    if (target < draft_mass) {
-      token = draft;
-    } else {
-      float cumulative = draft_mass;
-      for (size_t i = 0; i < kept; ++i) {
-        if (candidates_[i].second == draft) continue;
-        token = candidates_[i].second;  // the last one if rounding left the sum below the target
-        cumulative += candidates_[i].first;
-        if (target < cumulative) break;
-      }
-      if (token < 0) token = draft;  // the draft is the only token kept
-    }
+    token = Draw(kept, mass, draft);
   }
   if (penalized) See(token, true);
   if (constraint_ != nullptr) constraint_->Accept(token);
   if (options_.logprobs >= 0) ComputeTokenLogprobs(raw_, token, options_.logprobs, candidates_, logprobs_);
   return token;
+}
+
+int32_t Sampler::DrawTopK(int32_t draft) {
+  const size_t k = static_cast<size_t>(options_.top_k);
+  // candidates_[0] holds the largest logit (finite: a constraint leaves one).
+  const float top = candidates_[0].first / options_.temperature;
+  float sum = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    float& value = candidates_[i].first;
+    value = std::exp(value / options_.temperature - top);
+    sum += value;
+  }
+  size_t kept = k;
+  float mass = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    candidates_[i].first /= sum;
+    if (kept == k) {
+      mass += candidates_[i].first;
+      if (mass > options_.top_p && options_.top_p < 1.0f) kept = i + 1;
+    }
+  }
+  return Draw(kept, mass, draft);
+}
+
+int32_t Sampler::Draw(size_t kept, float mass, int32_t draft) {
+  const float coin = NextUniform();
+  // The draft's share of the mass: the coin below it accepts the draft;
+  // above it, the rest of the coin, uniform over the other tokens' mass,
+  // picks one of them.
+  float draft_mass = 0.0f;
+  for (size_t i = 0; draft >= 0 && i < kept; ++i) {
+    if (candidates_[i].second == draft) draft_mass = candidates_[i].first;
+  }
+  const float target = coin * mass;
+  if (target < draft_mass) return draft;
+  int32_t token = -1;
+  float cumulative = draft_mass;
+  for (size_t i = 0; i < kept; ++i) {
+    if (candidates_[i].second == draft) continue;
+    token = candidates_[i].second;  // the last one if rounding left the sum below the target
+    cumulative += candidates_[i].first;
+    if (target < cumulative) break;
+  }
+  return token < 0 ? draft : token;  // the draft is the only token kept
 }
 
 }  // namespace inferno

@@ -7,7 +7,8 @@
 # tolerance of the top one (the runs then go on from different, equally
 # likely tokens, so only the steps up to the tie are compared; reported).
 # Greedy tokens are checked with and without --dump-logits (without it, the
-# last stage exchanges only each rank's best logit). Also: micro-batched
+# last stage exchanges only each rank's best logit), and so are top-k
+# sampled tokens (each rank's top_k). Also: micro-batched
 # prompts on 2x2; shards made by `shard --pp 2 --tp 2` run on 4 ranks and give
 # the --model run's logits bit for bit; shards of another grid are refused
 # with a one-line error. And shards converted by `shard --dtype` (bf16, f16,
@@ -123,6 +124,20 @@ for grid in 1x2 1x3 1x4 2x2 3x1 2x1; do
   # Greedy from each rank's best logit.
   run "$grid-best" $((pp * tp)) "${PROMPT[@]}" --tp "$tp" && same_ids "$grid" "$grid-best"
 done
+
+# Top-k sampling from each rank's top_k (value, id) pairs: the tokens of
+# sampling the gathered logits (--dump-logits gathers them), which differ
+# from the greedy ones.
+SAMPLED=(--temperature 0.9 --top-k 8 --top-p 0.9 --seed 77)
+for grid in 1x2 1x3; do
+  pp=${grid%x*} tp=${grid#*x}
+  run "$grid-sampled-gathered" $((pp * tp)) "${PROMPT[@]}" --tp "$tp" "${SAMPLED[@]}" \
+    --dump-logits "$WORK/$grid-sampled-gathered.logits" &&
+    run "$grid-sampled" $((pp * tp)) "${PROMPT[@]}" --tp "$tp" "${SAMPLED[@]}" &&
+    same_ids "$grid-sampled-gathered" "$grid-sampled"
+done
+CHECKS=$((CHECKS + 1))
+if cmp -s "$WORK/1x2-best.ids" "$WORK/1x2-sampled.ids"; then fail "1x2-sampled: the greedy tokens"; fi
 
 # Micro-batched prompts on a 2x2 grid: each prompt's tokens as alone.
 run batch-alone 1 "${PROMPTS[@]}" && run batch-2x2 4 "${PROMPTS[@]}" --tp 2 && same_ids batch-alone batch-2x2
