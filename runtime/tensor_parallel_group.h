@@ -8,35 +8,45 @@
 // rank's generator thread).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "base/error.h"
 #include "distributed/process_group.h"
 #include "engine/all_reduce.h"
 #include "loader/shard_plan.h"
+#include "runtime/sync_codec.h"
 
 namespace inferno {
 
 class TensorParallelGroup final : public AllReduce {
  public:
-  explicit TensorParallelGroup(ProcessGroup group) : group_(std::move(group)) {}
+  explicit TensorParallelGroup(ProcessGroup group, SyncDType sync = SyncDType::kF32)
+      : group_(std::move(group)), sync_(sync) {}
 
   ProcessGroup& group() { return group_; }
 
   int rank() const override { return group_.rank(); }
-  // ProcessGroup::all_reduce with ReduceKind::kSum.
+  // The sum over the group, its vectors crossing in sync_dtype().
   Status Sum(std::span<float> data) override;
+
+  SyncDType sync_dtype() const { return sync_; }
 
  private:
   ProcessGroup group_;
+  SyncDType sync_;
+  std::vector<std::byte> encoded_;   // bf16 / q8_0: this rank's vector
+  std::vector<std::byte> gathered_;  // bf16 / q8_0: every rank's, in order
 };
 
 // This rank's tensor-parallel group: the ranks of its stage, in
-// tensor-parallel index order; none when plan.tp is 1. A collective of
+// tensor-parallel index order, its sums crossing in `sync`; none when
+// plan.tp is 1. A collective of
 // `group`: every rank calls it. Precondition: group.world_size() ==
 // plan.world_size(). Errors: the split's, naming the stage.
-Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group,
-                                                                   const ShardPlan& plan);
+Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan,
+                                                                   SyncDType sync = SyncDType::kF32);
 
 }  // namespace inferno

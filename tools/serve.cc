@@ -51,6 +51,7 @@
 #include "engine/transformer.h"
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
+#include "runtime/sync_codec.h"
 #include "runtime/tensor_parallel_group.h"
 #include "server/json_constraint.h"
 #include "server/metrics.h"
@@ -99,6 +100,7 @@ const CommandSpec kSpec{
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
+     {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"failover", "",
       "when a rank other than 0 is lost, the others carry on without it: they re-plan the pipeline over "
       "themselves and continue every running request (run under launch --failover; with --model only, "
@@ -134,6 +136,7 @@ struct ServeOptions {
   int max_connections = kMaxConnections;
   int threads = 1;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
+  SyncDType sync_dtype = SyncDType::kF32;
   bool failover = false;
 };
 
@@ -197,6 +200,9 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<WeightPlacement> placement = ParseWeightPlacement(flags);
   if (!placement) return placement.error();
   options.weight_placement = *placement;
+  Result<SyncDType> sync = ParseSyncDType(flags.Last("sync-dtype").value_or("f32"));
+  if (!sync) return sync.error();
+  options.sync_dtype = *sync;
   options.failover = flags.Has("failover");
   const ModelChoice& chosen = options.model;
   if (options.failover &&
@@ -248,7 +254,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
-           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate << " stop_ids=";
+           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
+           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -316,7 +323,7 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   Result<ProcessGroup> group = Join(config, rendezvous);
   if (!group) return group.error().Prefixed("joining the process group: ");
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
-      MakeTensorParallelGroup(*group, prepared.setup.model.plan);
+      MakeTensorParallelGroup(*group, prepared.setup.model.plan, options.sync_dtype);
   if (!tensor_parallel) return tensor_parallel.error();
   TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   ThreadPool pool(options.threads);
