@@ -18,7 +18,9 @@
 # (default "secure insecure"), INFER_VARIANTS (';'-separated "NAME BINARY
 # [FLAGS...]", run in turn each round; default "infer BIN_DIR/infer"; e.g.
 # "f32 bin/infer --sync-dtype f32;q8 bin/infer --sync-dtype q8_0"), and
-# INFER_FLAGS (added to every infer run, e.g. "--temperature 0.8 --top-k 40").
+# INFER_FLAGS (added to every infer run, e.g. "--temperature 0.8 --top-k 40"),
+# RANKS_PER_HOST (default 1; with 2, collective_bench runs 4 ranks, each
+# host's two over shared memory under --transport auto; give no MODEL).
 #
 #   tools/netns_bench.sh BIN_DIR RATE_MBIT RTT_US ROUNDS [MODEL TOKENIZER [DLLAMA DLLAMA_MODEL DLLAMA_TOKENIZER]]
 #
@@ -34,6 +36,7 @@ SIZES="${SIZES:-4096,8192,16384}"
 TRANSPORTS="${TRANSPORTS:-zmq tcp}"
 MODES="${MODES:-secure insecure}"
 STEPS="${STEPS:-128}"
+RANKS_PER_HOST="${RANKS_PER_HOST:-1}"
 INFER_VARIANTS="${INFER_VARIANTS:-infer $BIN/infer}"
 read -r -a INFER_EXTRA <<<"${INFER_FLAGS:-}"
 WORK="$(mktemp -d /tmp/netns_bench.XXXXXX)"
@@ -61,7 +64,7 @@ on_both() {
   PORT=$((PORT + 1))
   local pids=() r
   for r in 0 1; do
-    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
+    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n "$RANKS_PER_HOST" --nnodes 2 --node-rank $r \
       --master-addr "$A0" --master-port $PORT --timeout 280 "${flags[@]}" -- "$@" \
       >"$WORK/$name.$r.out" 2>"$WORK/$name.$r.err" &
     pids+=($!)

@@ -13,15 +13,17 @@
 #
 #   tools/sync_dtype_error.sh BIN_DIR MODEL TOKENIZER STEPS PROMPT_IDS
 #
-# BIN_DIR holds launch and infer (bazel-bin/tools).
+# BIN_DIR holds launch and infer (bazel-bin/tools); TOKENIZER "-": none.
 set -u
 BIN="$1" MODEL="$2" TOKENIZER="$3" STEPS="$4" PROMPT_IDS="$5"
 WORK="$(mktemp -d /tmp/sync_dtype_error.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 VOCAB=""
+TOKENIZER_FLAG=()
+[ "$TOKENIZER" = - ] || TOKENIZER_FLAG=(--tokenizer "$TOKENIZER")
 for sync in f32 bf16 q8_0; do
   if ! timeout 600 "$BIN/launch" -n 2 --timeout 580 --grace 2 -- "$BIN/infer" --model "$MODEL" \
-    --tokenizer "$TOKENIZER" --tp 2 --threads 1 --prompt-ids "$PROMPT_IDS" --max-new-tokens "$STEPS" \
+    "${TOKENIZER_FLAG[@]}" --tp 2 --threads 1 --prompt-ids "$PROMPT_IDS" --max-new-tokens "$STEPS" \
     --output ids --sync-dtype "$sync" --dump-logits "$WORK/$sync.logits" >"$WORK/$sync.ids" 2>"$WORK/$sync.err"; then
     echo "sync_dtype_error: infer --sync-dtype $sync failed: $(tail -1 "$WORK/$sync.err")" >&2
     exit 1
