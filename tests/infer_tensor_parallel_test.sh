@@ -131,9 +131,15 @@ done
 # from the greedy ones; on 1x3, so that three rings' candidates merge.
 SAMPLED=(--temperature 0.9 --top-k 8 --top-p 0.9 --seed 77)
 run 1x3-sampled-gathered 3 "${PROMPT[@]}" --tp 3 "${SAMPLED[@]}" --dump-logits "$WORK/1x3-sampled-gathered.logits" &&
-  run 1x3-sampled 3 "${PROMPT[@]}" --tp 3 "${SAMPLED[@]}" && same_ids 1x3-sampled-gathered 1x3-sampled
+  run 1x3-sampled 3 "${PROMPT[@]}" --tp 3 "${SAMPLED[@]}" --trace "$WORK/1x3-sampled.trace" &&
+  same_ids 1x3-sampled-gathered 1x3-sampled
 CHECKS=$((CHECKS + 1))
 if cmp -s "$WORK/1x3-best.ids" "$WORK/1x3-sampled.ids"; then fail "1x3-sampled: the greedy tokens"; fi
+# Its trace: the top-k exchange, never the logits'.
+CHECKS=$((CHECKS + 1))
+if ! grep -q '"gather top-k"' "$WORK/1x3-sampled.trace" || grep -q '"gather logits"' "$WORK/1x3-sampled.trace"; then
+  fail "1x3-sampled: the trace does not show the top-k exchange alone"
+fi
 
 # Sums crossing in bf16 or q8_0 (--sync-dtype): the logits of a 1x2 grid
 # within 0.15 of the 1-rank run's, and not f32's bits; refused without
