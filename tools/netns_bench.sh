@@ -20,7 +20,9 @@
 # "f32 bin/infer --sync-dtype f32;q8 bin/infer --sync-dtype q8_0"), and
 # INFER_FLAGS (added to every infer run, e.g. "--temperature 0.8 --top-k 40"),
 # RANKS_PER_HOST (default 1; with 2, collective_bench runs 4 ranks, each
-# host's two over shared memory under --transport auto; give no MODEL).
+# host's two over shared memory under --transport auto; give no MODEL), and
+# HIERARCHICAL=1 (each collective_bench run again with --hierarchical, its
+# lines' KIND ending in _hier).
 #
 #   tools/netns_bench.sh BIN_DIR RATE_MBIT RTT_US ROUNDS [MODEL TOKENIZER [DLLAMA DLLAMA_MODEL DLLAMA_TOKENIZER]]
 #
@@ -88,10 +90,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for mode in $MODES; do
       flag=(--transport "$transport")
       [ "$mode" = insecure ] && flag+=(--insecure)
-      on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport "$transport" --ops ping_pong,all_reduce \
-        --sizes "$SIZES" --iters 500
-      awk -v r="$round" -v k="${transport}_$mode" \
-        '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" k, $2, $4, "us"}' "$WORK/cb.0.out"
+      for levels in "" ${HIERARCHICAL:+--hierarchical}; do
+        on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport "$transport" --ops ping_pong,all_reduce \
+          --sizes "$SIZES" --iters 500 $levels
+        awk -v r="$round" -v k="${transport}_$mode${levels:+_hier}" \
+          '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" k, $2, $4, "us"}' "$WORK/cb.0.out"
+      done
     done
   done
   [ -n "$MODEL" ] || continue
