@@ -10,7 +10,8 @@
 namespace inferno {
 
 Status TensorParallelGroup::Sum(std::span<float> data) {
-  if (sync_ == SyncDType::kF32) return group_.all_reduce(data, ReduceKind::kSum);
+  if (sync_ == SyncDType::kF32)
+    return host_sum_ ? host_sum_->Sum(data) : group_.all_reduce(data, ReduceKind::kSum);
   const size_t bytes = SyncBytes(sync_, static_cast<int64_t>(data.size()));
   encoded_.resize(bytes);
   gathered_.resize(bytes * static_cast<size_t>(group_.world_size()));
@@ -47,7 +48,17 @@ Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup&
     if (!split)
       return split.error().Prefixed("making the tensor-parallel group of stage " + std::to_string(stage) +
                                     ": ");
-    own.emplace(std::move(*split), sync);
+    std::optional<HostAllReduce> host_sum;
+    if (sync == SyncDType::kF32) {
+      Result<HostAllReduce> made = HostAllReduce::Make(*split, HostKey());
+      if (!made) return made.error().Prefixed("the hosts of stage " + std::to_string(stage) + ": ");
+      if (made->two_levels()) {
+        LOG(INFO) << "stage " << stage << ": tensor-parallel sums in two levels, within each host, then "
+                  << "across hosts";
+        host_sum = *std::move(made);
+      }
+    }
+    own.emplace(std::move(*split), sync, std::move(host_sum));
   }
   return own;
 }
