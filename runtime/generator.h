@@ -47,9 +47,10 @@
 // (step_decisions.h), one scatter over the stage's group, and each of them
 // follows them. The last
 // stage's ranks agree on each token: greedy sampling exchanges each rank's
-// best (value, id) — only that crosses the group — and other sampling, or
-// reporting logits, gathers the whole vector on each of them, where the same
-// Sampler draws the same token.
+// best (value, id) — only that crosses the group —, top-k sampling each
+// rank's top_k (value, id) pairs, and other sampling, or reporting logits,
+// gathers the whole vector on each of them; the same Sampler draws the same
+// token on each.
 // Handling a message only sends (sends never wait for the peer), and each
 // sequence has one message in flight at a time (plus its prompt chunks), so
 // there is no deadlock and the queues stay small.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <glog/logging.h>
 
@@ -41,6 +42,12 @@ bool Sampler::ArgMaxOnly() const {
          constraint_ == nullptr;
 }
 
+bool Sampler::TopKOnly() const {
+  return options_.temperature > 0.0f && options_.top_k > 0 &&
+         static_cast<size_t>(options_.top_k) < candidates_.size() && !Penalized(options_) &&
+         options_.logprobs < 0 && constraint_ == nullptr;
+}
+
 float Sampler::NextUniform() {
   state_ ^= state_ >> 12;
   state_ ^= state_ << 25;
@@ -71,31 +78,57 @@ void Sampler::Penalize(std::span<float> logits) const {
 }
 
 size_t Sampler::Distribution(std::span<float> logits, float& mass) {
+  const size_t vocab = logits.size();
+  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab) {
+    for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
+    std::partial_sort(candidates_.begin(), candidates_.begin() + options_.top_k, candidates_.end(),
+                      MoreLikely);
+    return TopKDistribution(mass);
+  }
   for (float& logit : logits) logit /= options_.temperature;
   Softmax(logits);
-  const size_t vocab = logits.size();
-  const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
-  size_t kept = vocab;
   mass = 1.0f;
-  if (!limit_k && options_.top_p >= 1.0f) {
+  if (options_.top_p >= 1.0f) {
     for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
-    return kept;
+    return vocab;
   }
-  // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
-  // it (together they hold less than 1 - top_p), so they are not sorted.
-  const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
+  // Tokens below (1 - top_p) / (vocab - 1) cannot be in the nucleus
+  // (together they hold less than 1 - top_p), so they are not sorted.
+  const float cutoff = vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
   size_t count = 0;
   for (size_t i = 0; i < vocab; ++i) {
     if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
   }
-  kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
-  std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count, MoreLikely);
+  std::sort(candidates_.begin(), candidates_.begin() + count, MoreLikely);
+  size_t kept = count;
   mass = 0.0f;
-  for (size_t i = 0; i < kept; ++i) {
+  for (size_t i = 0; i < count; ++i) {
     mass += candidates_[i].first;
     if (mass > options_.top_p) {
       kept = i + 1;
       break;
+    }
+  }
+  return kept;
+}
+
+size_t Sampler::TopKDistribution(float& mass) {
+  const size_t k = static_cast<size_t>(options_.top_k);
+  // candidates_[0] holds the largest logit (finite: a constraint leaves one).
+  const float top = candidates_[0].first / options_.temperature;
+  float sum = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    float& value = candidates_[i].first;
+    value = std::exp(value / options_.temperature - top);
+    sum += value;
+  }
+  size_t kept = k;
+  mass = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    candidates_[i].first /= sum;
+    if (kept == k) {
+      mass += candidates_[i].first;
+      if (mass > options_.top_p && options_.top_p < 1.0f) kept = i + 1;
     }
   }
   return kept;
@@ -116,43 +149,56 @@ int32_t Sampler::Sample(std::span<float> logits, int32_t draft, std::span<const 
     // p: the `kept` (probability, id) pairs of candidates_, of total `mass`.
     float mass = 1.0f;
     const size_t kept = Distribution(logits, mass);
-    const float coin = NextUniform();
-    // q, the draft's distribution: draft_probs, or all on the draft.
-    const auto q = [&](int32_t id) {
-      if (draft_probs.empty()) return id == draft ? 1.0f : 0.0f;
-      return draft_probs[static_cast<size_t>(id)];
-    };
-    float draft_p = 0.0f;
-    for (size_t i = 0; draft >= 0 && i < kept; ++i) {
-      if (candidates_[i].second == draft) draft_p = candidates_[i].first / mass;
-    }
-    // The draft is kept with probability min(1, p / q); the rest of the
-    // coin, uniform over the rejections, picks from max(0, p - q).
-    const float draft_q = draft >= 0 ? q(draft) : 0.0f;
-    const float accept = draft_q > 0.0f ? std::min(1.0f, draft_p / draft_q) : 0.0f;
-    if (coin < accept) {
-      token = draft;
-    } else {
-      float residual = 0.0f;
-      for (size_t i = 0; i < kept; ++i) {
-        residual += std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
-      }
-      const float target = (coin - accept) / (1.0f - accept) * residual;
-      float cumulative = 0.0f;
-      for (size_t i = 0; i < kept; ++i) {
-        const float weight = std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
-        if (weight <= 0.0f) continue;
-        token = candidates_[i].second;  // the last one if rounding left the sum below the target
-        cumulative += weight;
-        if (target < cumulative) break;
-      }
-      if (token < 0) token = draft >= 0 ? draft : candidates_[0].second;  // p is q (up to rounding)
-    }
+    token = Draw(kept, mass, draft, draft_probs);
   }
   if (penalized) See(token, true);
   if (constraint_ != nullptr) constraint_->Accept(token);
   if (options_.logprobs >= 0) ComputeTokenLogprobs(raw_, token, options_.logprobs, candidates_, logprobs_);
   return token;
+}
+
+int32_t Sampler::SampleTopK(std::span<const std::pair<float, int32_t>> top, int32_t draft) {
+  CHECK(TopKOnly());
+  CHECK_EQ(top.size(), static_cast<size_t>(options_.top_k));
+  CHECK(std::is_sorted(top.begin(), top.end(), MoreLikely));
+  CHECK(draft >= -1 && static_cast<size_t>(draft + 1) <= candidates_.size()) << draft;
+  std::copy(top.begin(), top.end(), candidates_.begin());
+  float mass = 1.0f;
+  const size_t kept = TopKDistribution(mass);
+  return Draw(kept, mass, draft, {});
+}
+
+int32_t Sampler::Draw(size_t kept, float mass, int32_t draft, std::span<const float> draft_probs) {
+  const float coin = NextUniform();
+  // q, the draft's distribution: draft_probs, or all on the draft.
+  const auto q = [&](int32_t id) {
+    if (draft_probs.empty()) return id == draft ? 1.0f : 0.0f;
+    return draft_probs[static_cast<size_t>(id)];
+  };
+  float draft_p = 0.0f;
+  for (size_t i = 0; draft >= 0 && i < kept; ++i) {
+    if (candidates_[i].second == draft) draft_p = candidates_[i].first / mass;
+  }
+  // The draft is kept with probability min(1, p / q); the rest of the
+  // coin, uniform over the rejections, picks from max(0, p - q).
+  const float draft_q = draft >= 0 ? q(draft) : 0.0f;
+  const float accept = draft_q > 0.0f ? std::min(1.0f, draft_p / draft_q) : 0.0f;
+  if (coin < accept) return draft;
+  float residual = 0.0f;
+  for (size_t i = 0; i < kept; ++i) {
+    residual += std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
+  }
+  const float target = (coin - accept) / (1.0f - accept) * residual;
+  int32_t token = -1;
+  float cumulative = 0.0f;
+  for (size_t i = 0; i < kept; ++i) {
+    const float weight = std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
+    if (weight <= 0.0f) continue;
+    token = candidates_[i].second;  // the last one if rounding left the sum below the target
+    cumulative += weight;
+    if (target < cumulative) break;
+  }
+  return token >= 0 ? token : draft >= 0 ? draft : candidates_[0].second;  // p is q (up to rounding)
 }
 
 int32_t Sampler::Propose(std::span<float> logits) {

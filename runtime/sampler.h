@@ -6,8 +6,13 @@
 // logit loses frequency_penalty times the times it was generated, and
 // presence_penalty once). Then it is greedy (argmax, the first on ties) when
 // temperature is 0, otherwise it draws from the softmax of logits /
-// temperature, restricted to the top_k most likely tokens and then to the
-// smallest set whose probability reaches top_p (nucleus). With `logprobs`
+// temperature, restricted to the smallest set whose probability reaches
+// top_p (nucleus). With top_k (below the vocabulary) it first keeps the
+// top_k largest logits (ties by the lower id) and takes the softmax over
+// them alone, then the nucleus of that renormalised distribution (the order
+// of Hugging Face's and llama.cpp's samplers), so the draw needs nothing of
+// the other logits: under tensor parallelism, each rank's top_k of its
+// classifier rows, merged, give the same token (SampleTopK). With `logprobs`
 // set it also keeps the sampled token's TokenLogprobs (token_logprobs.h),
 // computed from the logits as given, before penalties and temperature.
 //
@@ -57,6 +62,12 @@ class Sampler {
   // parallelism such a pick needs only each rank's best logit.)
   bool ArgMaxOnly() const;
 
+  // Whether Sample needs only the top_k largest logits, given to SampleTopK:
+  // temperature > 0, top_k below the vocabulary, without penalties,
+  // logprobs or a constraint (and the caller draws without a draft model's
+  // q, which covers the whole vocabulary).
+  bool TopKOnly() const;
+
   // The next token id; it counts as seen from now on. `logits` (vocab) is
   // used as scratch and overwritten. Allocates nothing after the first call
   // but to remember a token seen for the first time.
@@ -80,6 +91,12 @@ class Sampler {
   // One draw of the random stream when not greedy.
   int32_t Propose(std::span<float> logits);
 
+  // The token Sample would pick from the logits whose top_k largest are
+  // `top`: (logit, id) pairs, options().top_k of them, in MoreLikely order
+  // (token_logprobs.h). Precondition: TopKOnly(). `draft` as Sample's
+  // without draft_probs (a certain draft: prompt lookup).
+  int32_t SampleTopK(std::span<const std::pair<float, int32_t>> top, int32_t draft = -1);
+
   const SamplingOptions& options() const { return options_; }
 
   // The last sampled token's logprobs. Precondition: options.logprobs >= 0
@@ -91,9 +108,16 @@ class Sampler {
   float NextUniform();
   // Not greedy: the distribution of `logits` after temperature, top_k and
   // top_p, as the first `kept` (returned) (probability, id) pairs of
-  // candidates_, whose probabilities sum to `mass`; `logits` becomes their
-  // softmax.
+  // candidates_, whose probabilities sum to `mass`.
   size_t Distribution(std::span<float> logits, float& mass);
+  // The top_k path's distribution, from candidates_[0, top_k) holding
+  // (logit, id) in MoreLikely order: softmax of logit / temperature over
+  // them, nucleus cut; returns `kept` and sets `mass` as Distribution.
+  size_t TopKDistribution(float& mass);
+  // Draws from p, candidates_[0, kept) of total `mass`, with `draft` kept
+  // with probability min(1, p / q) and the rest of the coin picking from
+  // max(0, p - q), q being draft_probs or all on the draft (Sample).
+  int32_t Draw(size_t kept, float mass, int32_t draft, std::span<const float> draft_probs);
   // Applies the penalties to `logits`.
   void Penalize(std::span<float> logits) const;
   // Records `token` as seen.
@@ -102,7 +126,7 @@ class Sampler {
   SamplingOptions options_;
   std::shared_ptr<TokenConstraint> constraint_;
   uint64_t state_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // (vocab) probability, id
+  std::vector<std::pair<float, int32_t>> candidates_;  // (vocab) probability (or logit), id
   // With penalties: (vocab) how often each token was generated, whether it
   // was seen in the prompt or generated; and the ids seen, each once.
   std::vector<int32_t> generated_count_;

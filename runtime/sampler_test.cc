@@ -4,9 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "runtime/token_logprobs.h"
 
 namespace inferno {
 namespace {
@@ -41,6 +44,48 @@ TEST(Sampler, TopKKeepsOnlyTheKMostLikely) {
   EXPECT_EQ(counts.size(), 2u);
   EXPECT_GT(counts[1], 0);
   EXPECT_GT(counts[4], 0);
+}
+
+TEST(Sampler, TopPAfterTopKCutsTheRenormalisedTopK) {
+  // top_k 2 keeps ids 0 and 1 (logits 1 and 0): renormalised 0.73 and 0.27,
+  // so top_p 0.7 keeps id 0 alone; over the whole vocabulary id 0 holds 0.44
+  // and the nucleus would have held both.
+  const std::vector<float> logits = {1.0f, 0.0f, -0.2f, -0.2f, -0.2f};
+  const std::vector<int32_t> ids =
+      Draw({.temperature = 1.0f, .top_k = 2, .top_p = 0.7f, .seed = 4}, logits, 200);
+  EXPECT_EQ(ids, std::vector<int32_t>(200, 0));
+}
+
+TEST(Sampler, SampleTopKDrawsWhatSampleDrawsFromTheWholeVocabulary) {
+  // Ties at the k-th place are broken by the lower id in both.
+  const std::vector<float> logits = {0.5f, 2.0f, 1.5f, -1.0f, 2.0f, 1.5f, 0.25f, 1.5f};
+  for (const SamplingOptions& options :
+       {SamplingOptions{.temperature = 0.8f, .top_k = 3, .seed = 2},
+        SamplingOptions{.temperature = 1.3f, .top_k = 5, .top_p = 0.8f, .seed = 6}}) {
+    Sampler whole(options, static_cast<int32_t>(logits.size()), {});
+    Sampler top(options, static_cast<int32_t>(logits.size()), {});
+    ASSERT_TRUE(top.TopKOnly());
+    std::vector<std::pair<float, int32_t>> candidates;
+    for (int32_t id = 0; id < static_cast<int32_t>(logits.size()); ++id)
+      candidates.push_back({logits[id], id});
+    std::sort(candidates.begin(), candidates.end(), MoreLikely);
+    candidates.resize(options.top_k);
+    for (int i = 0; i < 500; ++i) {
+      const int32_t draft = i % 4 == 0 ? i % 8 : -1;
+      std::vector<float> scratch = logits;
+      EXPECT_EQ(top.SampleTopK(candidates, draft), whole.Sample(scratch, draft)) << "draw " << i;
+    }
+  }
+}
+
+TEST(Sampler, TopKOnlyNeedsTemperatureATopKBelowTheVocabularyAndNothingElse) {
+  const auto top_k_only = [](const SamplingOptions& options) { return Sampler(options, 6, {}).TopKOnly(); };
+  EXPECT_TRUE(top_k_only({.temperature = 1.0f, .top_k = 5}));
+  EXPECT_FALSE(top_k_only({.temperature = 1.0f, .top_k = 6}));
+  EXPECT_FALSE(top_k_only({.temperature = 1.0f}));
+  EXPECT_FALSE(top_k_only({.top_k = 5}));
+  EXPECT_FALSE(top_k_only({.temperature = 1.0f, .top_k = 5, .presence_penalty = 0.5f}));
+  EXPECT_FALSE(top_k_only({.temperature = 1.0f, .top_k = 5, .logprobs = 0}));
 }
 
 TEST(Sampler, TopPKeepsTheSmallestNucleus) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include <glog/logging.h>
 
@@ -233,6 +234,18 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, in
     Result<int32_t> best = agreement_.GroupArgMax(slot, ring_logits);
     if (!best) return best.error();
     return Accept(slot, *best);
+  }
+  if (agreement_.active() && s.sampler->TopKOnly() && !s.leader_picks && !settings_.report_logits &&
+      agreement_.TopKSmaller(s.sampler->options().top_k)) {
+    Result<std::span<const std::pair<float, int32_t>>> top =
+        agreement_.GroupTopK(slot, ring_logits, s.sampler->options().top_k);
+    if (!top) return top.error();
+    int32_t token;
+    {
+      TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
+      token = s.sampler->SampleTopK(*top, draft);
+    }
+    return Accept(slot, token);
   }
   if (agreement_.active()) {
     Result<std::span<float>> gathered = agreement_.GatherLogits(slot, ring_logits);

@@ -8,6 +8,7 @@
 #include <glog/logging.h>
 
 #include "runtime/pipeline_protocol.h"
+#include "runtime/token_logprobs.h"
 
 namespace inferno {
 
@@ -67,6 +68,50 @@ Result<int32_t> TensorParallelAgreement::GroupArgMax(int label, std::span<const 
     }
   }
   return winner_id;
+}
+
+Result<std::span<const std::pair<float, int32_t>>> TensorParallelAgreement::GroupTopK(
+    int label, std::span<const float> ring_logits, int32_t top_k) {
+  CHECK_GE(top_k, 1);
+  constexpr size_t kPair = sizeof(float) + sizeof(int32_t);  // on the wire: value, then vocabulary id
+  const size_t k = static_cast<size_t>(top_k);
+  std::vector<std::byte> own(k * kPair);
+  {
+    TimedScope scope(timeline_, SpanKind::kCompute, "sample", label);
+    top_.resize(ring_logits.size());
+    for (size_t i = 0; i < ring_logits.size(); ++i) {
+      top_[i] = {ring_logits[i], static_cast<int32_t>(ring_rows_.begin + static_cast<int64_t>(i))};
+    }
+    const size_t kept = std::min(k, top_.size());
+    std::partial_sort(top_.begin(), top_.begin() + kept, top_.end(), MoreLikely);
+    // A ring with fewer than top_k rows pads with id -1.
+    top_.resize(k, {0.0f, -1});
+    for (size_t i = 0; i < k; ++i) {
+      std::memcpy(own.data() + i * kPair, &top_[i].first, sizeof(float));
+      std::memcpy(own.data() + i * kPair + sizeof(float), &top_[i].second, sizeof(int32_t));
+    }
+  }
+  std::vector<std::byte> all(static_cast<size_t>(plan_.tp) * own.size());
+  {
+    TimedScope scope(timeline_, SpanKind::kWait, "gather top-k", label);
+    if (Status gathered = group_->all_gather(std::span<const std::byte>(own), all); !gathered) {
+      return gathered.error().Prefixed("tensor-parallel all_gather of the top-k logits: ");
+    }
+  }
+  TimedScope scope(timeline_, SpanKind::kCompute, "sample", label);
+  top_.clear();
+  for (size_t offset = 0; offset < all.size(); offset += kPair) {
+    std::pair<float, int32_t> pair;
+    std::memcpy(&pair.first, all.data() + offset, sizeof(float));
+    std::memcpy(&pair.second, all.data() + offset + sizeof(float), sizeof(int32_t));
+    if (pair.second >= 0) top_.push_back(pair);
+  }
+  if (top_.size() < k) {
+    return Error::Corruption("tensor-parallel top-k: " + std::to_string(top_.size()) +
+                             " candidates, expected " + std::to_string(k));
+  }
+  std::partial_sort(top_.begin(), top_.begin() + top_k, top_.end(), MoreLikely);
+  return std::span<const std::pair<float, int32_t>>(top_.data(), k);
 }
 
 Result<int32_t> TensorParallelAgreement::LeaderToken(int label, int32_t token) {

@@ -4,10 +4,12 @@
 //   last stage, so they start, cancel, tick and end at the same steps;
 // - the last stage's ranks agree on each token: greedy sampling exchanges
 //   each rank's best (value, id) of its ring's classifier rows — only that
-//   crosses the group — and other sampling, or reporting logits, gathers the
-//   whole vector (vocab) on each rank, where the same Sampler draws the same
-//   token; a sequence the leader's constraint limits is sampled by the
-//   leader alone, which broadcasts its token;
+//   crosses the group —, top-k sampling (Sampler::TopKOnly) each rank's
+//   top_k (value, id) pairs, merged into the vocabulary's top_k on every
+//   rank, and other sampling, or reporting logits, gathers the whole vector
+//   (vocab) on each rank; the same Sampler draws the same token on each; a
+//   sequence the leader's constraint limits is sampled by the leader alone,
+//   which broadcasts its token;
 // - a stage's ranks gather their times on its tensor-parallel index 0 for
 //   the ticks (pipeline_protocol.h).
 // With tp == 1 (no group) the decisions and times stay local and the
@@ -21,6 +23,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -54,6 +57,18 @@ class TensorParallelAgreement {
   // picks it, without moving the logits. `label` names the timeline spans.
   Result<int32_t> GroupArgMax(int label, std::span<const float> ring_logits);
 
+  // Whether GroupTopK's exchange for `top_k` is smaller than GatherLogits'
+  // (a (value, id) pair is twice a logit's bytes).
+  bool TopKSmaller(int32_t top_k) const { return 2 * static_cast<int64_t>(top_k) < gathered_width_; }
+
+  // Last stage, tp > 1: the `top_k` (>= 1, at most vocab) largest logits of
+  // the whole vocabulary as (value, id) pairs in MoreLikely order (ties by
+  // the lower id; token_logprobs.h), from each rank's top_k of
+  // `ring_logits`, in a buffer of this object valid until the next call:
+  // what Sampler::SampleTopK takes.
+  Result<std::span<const std::pair<float, int32_t>>> GroupTopK(int label, std::span<const float> ring_logits,
+                                                               int32_t top_k);
+
   // Last stage, tp > 1: the leader's `token` on every rank of the stage (the
   // others' argument is ignored), for a sequence only the leader samples.
   Result<int32_t> LeaderToken(int label, int32_t token);
@@ -80,6 +95,7 @@ class TensorParallelAgreement {
   int64_t gathered_width_ = 0;  // tp > 1: the longest ring's rows (index 0's)
   std::vector<float> padded_;   // (gathered_width_) tp > 1: this ring's logits, padded for all_gather
   std::vector<float> logits_;   // (vocab) tp > 1: the gathered logits
+  std::vector<std::pair<float, int32_t>> top_;  // GroupTopK: this ring's, then every ring's candidates
 };
 
 }  // namespace inferno

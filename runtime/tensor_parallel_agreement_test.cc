@@ -1,7 +1,10 @@
 #include "runtime/tensor_parallel_agreement.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -9,7 +12,9 @@
 #include "distributed/inproc/transport.h"
 #include "distributed/run_ranks.h"
 #include "runtime/pipeline_protocol.h"
+#include "runtime/sampler.h"
 #include "runtime/testing/small_config.h"
+#include "runtime/token_logprobs.h"
 
 namespace inferno {
 namespace {
@@ -63,6 +68,57 @@ TEST(TensorParallelAgreement, GroupArgMaxPicksTheFirstLargestOverTheVocabulary) 
     return *best;
   });
   EXPECT_EQ(results, (std::vector<int32_t>{3, 3}));
+}
+
+TEST(TensorParallelAgreement, GroupTopKMergesEachRanksTopK) {
+  // Ties within and across ranks: 5 is ids 3 and 6, 4 is ids 4 and 8.
+  const std::vector<float> vocabulary = {0, 1, 2, 5, 4, 1, 5, 0, 4, -1};
+  for (int32_t k : {1, 3, 4, 7, 10}) {
+    const auto results = OnBothRanks([&](int rank, TensorParallelAgreement& agreement) {
+      const std::span<const float> rows(vocabulary.data() + 5 * rank, 5);
+      Result<std::span<const std::pair<float, int32_t>>> top = agreement.GroupTopK(-1, rows, k);
+      EXPECT_TRUE(top.ok());
+      return std::vector<std::pair<float, int32_t>>(top->begin(), top->end());
+    });
+    std::vector<std::pair<float, int32_t>> expected;
+    for (int32_t id = 0; id < 10; ++id) expected.push_back({vocabulary[id], id});
+    std::sort(expected.begin(), expected.end(), MoreLikely);
+    expected.resize(k);
+    EXPECT_EQ(results[0], expected) << "top_k " << k;
+    EXPECT_EQ(results[1], expected) << "top_k " << k;
+  }
+}
+
+TEST(TensorParallelAgreement, TopKSamplingOfTheMergedCandidatesIsTheGatheredLogitsSampling) {
+  // Per rank: the token sampled from the merged top-k, then from the
+  // gathered vocabulary, by two samplers of one seed, for random logits
+  // with ties; each pair must agree draw for draw.
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    const SamplingOptions options{.temperature = 0.7f, .top_k = 4, .top_p = 0.9f, .seed = 9};
+    Sampler merged(options, 10, {});
+    Sampler gathered(options, 10, {});
+    EXPECT_TRUE(merged.TopKOnly());
+    uint64_t state = 12345;
+    std::vector<std::pair<int32_t, int32_t>> tokens;
+    for (int step = 0; step < 300; ++step) {
+      std::vector<float> vocabulary(10);
+      for (float& logit : vocabulary) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        logit = static_cast<float>((state >> 60) % 6) * 0.75f;  // few values: many ties
+      }
+      const std::span<const float> rows(vocabulary.data() + 5 * rank, 5);
+      Result<std::span<const std::pair<float, int32_t>>> top = agreement.GroupTopK(step, rows, 4);
+      EXPECT_TRUE(top.ok());
+      const int32_t draft = step % 3 == 0 ? step % 10 : -1;
+      const int32_t from_top = merged.SampleTopK(*top, draft);
+      Result<std::span<float>> logits = agreement.GatherLogits(step, rows);
+      EXPECT_TRUE(logits.ok());
+      tokens.push_back({from_top, gathered.Sample(*logits, draft)});
+    }
+    return tokens;
+  });
+  for (const auto& [from_top, from_logits] : results[0]) EXPECT_EQ(from_top, from_logits);
+  EXPECT_EQ(results[0], results[1]);
 }
 
 TEST(TensorParallelAgreement, LeaderTokenReachesEveryRank) {

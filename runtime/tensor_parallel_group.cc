@@ -1,5 +1,6 @@
 #include "runtime/tensor_parallel_group.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,12 +9,33 @@
 
 namespace inferno {
 
-Status TensorParallelGroup::Sum(std::span<float> data) { return group_.all_reduce(data, ReduceKind::kSum); }
+Status TensorParallelGroup::Sum(std::span<float> data) {
+  if (sync_ == SyncDType::kF32)
+    return host_sum_ ? host_sum_->Sum(data) : group_.all_reduce(data, ReduceKind::kSum);
+  const size_t bytes = SyncBytes(sync_, static_cast<int64_t>(data.size()));
+  encoded_.resize(bytes);
+  gathered_.resize(bytes * static_cast<size_t>(group_.world_size()));
+  EncodeSync(sync_, data, encoded_);
+  if (Status gathered = group_.all_gather(std::span<const std::byte>(encoded_), gathered_); !gathered) {
+    return gathered.error().Prefixed(std::string("all_gather of the ") + SyncDTypeName(sync_) + " sums: ");
+  }
+  std::fill(data.begin(), data.end(), 0.0f);
+  for (size_t offset = 0; offset < gathered_.size(); offset += bytes) {
+    AddDecodedSync(sync_, std::span<const std::byte>(gathered_).subspan(offset, bytes), data);
+  }
+  return {};
+}
 
-Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group,
-                                                                   const ShardPlan& plan) {
+Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan,
+                                                                   SyncDType sync) {
   CHECK_EQ(group.world_size(), plan.world_size());
-  if (plan.tp == 1) return std::optional<TensorParallelGroup>();
+  if (plan.tp == 1) {
+    if (sync != SyncDType::kF32) {
+      return Error::InvalidArgument(std::string("--sync-dtype ") + SyncDTypeName(sync) +
+                                    ": the plan has no tensor-parallel sums (--tp or --ep 1)");
+    }
+    return std::optional<TensorParallelGroup>();
+  }
   const int own_stage = plan.ranks[static_cast<size_t>(group.rank())].stage;
   std::optional<TensorParallelGroup> own;
   // Split is a collective of the whole group: every rank makes every
@@ -26,7 +48,17 @@ Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup&
     if (!split)
       return split.error().Prefixed("making the tensor-parallel group of stage " + std::to_string(stage) +
                                     ": ");
-    own.emplace(std::move(*split));
+    std::optional<HostAllReduce> host_sum;
+    if (sync == SyncDType::kF32) {
+      Result<HostAllReduce> made = HostAllReduce::Make(*split, HostKey());
+      if (!made) return made.error().Prefixed("the hosts of stage " + std::to_string(stage) + ": ");
+      if (made->two_levels()) {
+        LOG(INFO) << "stage " << stage << ": tensor-parallel sums in two levels, within each host, then "
+                  << "across hosts";
+        host_sum = *std::move(made);
+      }
+    }
+    own.emplace(std::move(*split), sync, std::move(host_sum));
   }
   return own;
 }

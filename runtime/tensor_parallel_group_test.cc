@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -48,6 +49,27 @@ TEST(TensorParallelGroup, SumsOverTheRanksOfItsStageOnly) {
   EXPECT_EQ(results[1], (std::vector<float>{1, 2}));
   EXPECT_EQ(results[2], (std::vector<float>{5, 2}));
   EXPECT_EQ(results[3], (std::vector<float>{5, 2}));
+}
+
+TEST(TensorParallelGroup, CompressedSumsGiveEveryRankTheSameBitsNearTheF32Sum) {
+  Result<ShardPlan> plan = MakeShardPlan(SmallTestConfig(), 1, 2, std::nullopt);
+  ASSERT_TRUE(plan.ok());
+  for (SyncDType sync : {SyncDType::kBF16, SyncDType::kQ8_0}) {
+    const auto results = RunRanks(Transports(2), [&](ProcessGroup& group) {
+      Result<std::optional<TensorParallelGroup>> made = MakeTensorParallelGroup(group, *plan, sync);
+      EXPECT_TRUE(made.ok() && made->has_value());
+      // 40 values: one whole Q8_0 block and a tail.
+      std::vector<float> data(40);
+      for (size_t i = 0; i < data.size(); ++i) data[i] = 0.01f * static_cast<float>(i) + group.rank() * 0.3f;
+      EXPECT_TRUE((*made)->Sum(data).ok());
+      return data;
+    });
+    EXPECT_EQ(results[0], results[1]) << SyncDTypeName(sync);
+    for (size_t i = 0; i < 40; ++i) {
+      EXPECT_NEAR(results[0][i], 0.02f * static_cast<float>(i) + 0.3f, 0.01f)
+          << SyncDTypeName(sync) << " " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 //   <op> <bytes> <world> <median_us> <algbw_GBps> <busbw_GBps>
 // Results are checked; any wrong element or failed call exits non-zero.
 //
-//   launch -n 4 -- collective_bench [--transport auto|shm|ipc|zmq|tcp] [--ops LIST] [--sizes LIST] [--iters
-//   N]
+//   launch -n 4 -- collective_bench [--transport auto|shm|ipc|zmq|tcp] [--hierarchical] [--ops LIST]
+//   [--sizes LIST] [--iters N]
 //
 // --transport auto (the library's default) uses shared memory
 // (distributed/shm) between ranks on the same host and ZeroMQ between the
@@ -17,10 +17,12 @@
 // between auto, shm and ZeroMQ (see distributed/rendezvous.h).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "bench/bench_runner.h"
+#include "distributed/host_all_reduce.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
 
@@ -29,14 +31,19 @@ namespace {
 
 class ProcessGroupBackend : public CollectiveBenchBackend {
  public:
-  explicit ProcessGroupBackend(ProcessGroup group) : group_(std::move(group)) {}
+  // `host_sum` (may be empty): all_reduce runs through it.
+  ProcessGroupBackend(ProcessGroup group, std::optional<HostAllReduce> host_sum)
+      : group_(std::move(group)), host_sum_(std::move(host_sum)) {}
 
   int rank() const override { return group_.rank(); }
   int world_size() const override { return group_.world_size(); }
 
   Status Barrier() override { return group_.barrier(); }
 
-  Status AllReduceSum(std::span<float> data) override { return group_.all_reduce(data, ReduceKind::kSum); }
+  Status AllReduceSum(std::span<float> data) override {
+    if (host_sum_) return host_sum_->Sum(data);
+    return group_.all_reduce(data, ReduceKind::kSum);
+  }
 
   Status AllGather(std::span<const float> input, std::vector<float>& out) override {
     out.resize(input.size() * group_.world_size());
@@ -69,6 +76,7 @@ class ProcessGroupBackend : public CollectiveBenchBackend {
   static constexpr uint32_t kPingPongTag = 1;
 
   ProcessGroup group_;
+  std::optional<HostAllReduce> host_sum_;
 };
 
 }  // namespace
@@ -85,6 +93,9 @@ int main(int argc, char** argv) {
        "auto (shared memory on one host, else ZeroMQ), shm (every rank on one "
        "host), ipc or zmq (ZeroMQ only, over ipc:// or tcp://), tcp (the direct TCP data path) (default "
        "auto)"});
+  spec.flags.push_back({"hierarchical", "",
+                        "all_reduce in two levels (distributed/host_all_reduce.h): within each host, then "
+                        "across hosts by one rank each"});
   const inferno::CommandLine flags = inferno::ParseCommandLineOrExit(argc, argv, spec);
   const std::string transport = flags.Last("transport").value_or("auto");
   auto config = inferno::ReadBenchConfig(flags);
@@ -108,6 +119,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collective_bench: rendezvous: %s\n", group.error().ToString().c_str());
     return 1;
   }
-  inferno::ProcessGroupBackend backend(*std::move(group));
+  std::optional<inferno::HostAllReduce> host_sum;
+  if (flags.Has("hierarchical")) {
+    auto made = inferno::HostAllReduce::Make(*group, inferno::HostKey());
+    if (!made) {
+      std::fprintf(stderr, "collective_bench: %s\n", made.error().ToString().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "collective_bench: rank %d: all_reduce in %s\n", group->rank(),
+                 made->two_levels() ? "two levels" : "one level (one host, or one rank per host)");
+    host_sum = *std::move(made);
+  }
+  inferno::ProcessGroupBackend backend(*std::move(group), std::move(host_sum));
   return inferno::RunCollectiveBenchMain("collective_bench", backend, *config);
 }

@@ -68,6 +68,7 @@
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
 #include "runtime/sampler.h"
+#include "runtime/sync_codec.h"
 #include "runtime/tensor_parallel_group.h"
 #include "runtime/weight_transfer.h"
 #include "text/chat_template/chat_template.h"
@@ -133,6 +134,7 @@ const CommandSpec kSpec{
       "experts, attention split by heads as under --tp E (with --shards, the shards')"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
+     {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"output", "text|ids", "print text or token ids (default text)"},
      {"weights", "copy|mapped",
       "copy weights into memory, or use them in place in the file's pages (loads ~10x faster; decode "
@@ -153,6 +155,7 @@ struct InferOptions {
   int threads = 1;
   bool output_ids = false;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
+  SyncDType sync_dtype = SyncDType::kF32;
   std::optional<std::string> trace;
   std::optional<std::string> dump_logits;
   std::optional<std::string> draft;  // --draft
@@ -252,6 +255,9 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   Result<WeightPlacement> placement = ParseWeightPlacement(flags);
   if (!placement) return placement.error();
   options.weight_placement = *placement;
+  Result<SyncDType> sync = ParseSyncDType(flags.Last("sync-dtype").value_or("f32"));
+  if (!sync) return sync.error();
+  options.sync_dtype = *sync;
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
   return options;
@@ -433,7 +439,8 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed
-             << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value();
+             << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value()
+             << " sync_dtype=" << SyncDTypeName(options.sync_dtype);
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
@@ -489,7 +496,7 @@ Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int r
 Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
   ThreadPool pool(options.threads);
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
-      MakeTensorParallelGroup(group, prepared.setup.model.plan);
+      MakeTensorParallelGroup(group, prepared.setup.model.plan, options.sync_dtype);
   if (!tensor_parallel) return tensor_parallel.error();
   TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   const int slots = prepared.setup.model.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());

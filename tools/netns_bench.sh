@@ -6,13 +6,23 @@
 #            TRANSPORTS (zmq: ZeroMQ, as main had it; tcp: the direct TCP
 #            data path) and each of MODES (secure: CURVE on, as launch runs
 #            it by default; insecure: launch --insecure)
-#   infer    infer --tp 2 decode tok/s, likewise (with MODEL)
+#   infer    infer --tp 2 decode tok/s, likewise (with MODEL), and the bytes
+#            host 0 sent and received per generated token (its link's
+#            counters: payload and TCP/IP headers), for each of
+#            INFER_VARIANTS
 #   dllama   distributed-llama root + 1 worker, f32 buffers (with DLLAMA)
 # Prints one line per measurement: "round R KIND SIZE VALUE UNIT", KIND
 # naming the data path and mode (e.g. all_reduce_tcp_secure).
 # Environment: SIZES (bytes, default 4096,8192,16384), STEPS (infer and
 # dllama tokens, default 128), TRANSPORTS (default "zmq tcp"), MODES
-# (default "secure insecure").
+# (default "secure insecure"), INFER_VARIANTS (';'-separated "NAME BINARY
+# [FLAGS...]", run in turn each round; default "infer BIN_DIR/infer"; e.g.
+# "f32 bin/infer --sync-dtype f32;q8 bin/infer --sync-dtype q8_0"), and
+# INFER_FLAGS (added to every infer run, e.g. "--temperature 0.8 --top-k 40"),
+# RANKS_PER_HOST (default 1; with 2, collective_bench runs 4 ranks, each
+# host's two over shared memory under --transport auto; give no MODEL), and
+# HIERARCHICAL=1 (each collective_bench run again with --hierarchical, its
+# lines' KIND ending in _hier).
 #
 #   tools/netns_bench.sh BIN_DIR RATE_MBIT RTT_US ROUNDS [MODEL TOKENIZER [DLLAMA DLLAMA_MODEL DLLAMA_TOKENIZER]]
 #
@@ -28,6 +38,9 @@ SIZES="${SIZES:-4096,8192,16384}"
 TRANSPORTS="${TRANSPORTS:-zmq tcp}"
 MODES="${MODES:-secure insecure}"
 STEPS="${STEPS:-128}"
+RANKS_PER_HOST="${RANKS_PER_HOST:-1}"
+INFER_VARIANTS="${INFER_VARIANTS:-infer $BIN/infer}"
+read -r -a INFER_EXTRA <<<"${INFER_FLAGS:-}"
 WORK="$(mktemp -d /tmp/netns_bench.XXXXXX)"
 trap 'netns_hosts_down; rm -rf "$WORK"' EXIT
 netns_hosts_up "$BIN/frame_delay_relay" 2 "$RATE" "$RTT" || { echo "netns_bench: $NETNS_HOSTS_ERROR" >&2; exit 1; }
@@ -53,12 +66,19 @@ on_both() {
   PORT=$((PORT + 1))
   local pids=() r
   for r in 0 1; do
-    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n 1 --nnodes 2 --node-rank $r \
+    ip netns exec "${NETNS_HOSTS_NS[$r]}" timeout 300 setsid -w "$BIN/launch" -n "$RANKS_PER_HOST" --nnodes 2 --node-rank $r \
       --master-addr "$A0" --master-port $PORT --timeout 280 "${flags[@]}" -- "$@" \
       >"$WORK/$name.$r.out" 2>"$WORK/$name.$r.err" &
     pids+=($!)
   done
   wait "${pids[@]}" || { echo "netns_bench: $name failed:" >&2; tail -3 "$WORK/$name.0.err" >&2; }
+}
+
+# link_bytes: what host 0 has sent and received over its links so far.
+link_bytes() {
+  ip netns exec "$H0" sh -c 'for d in /sys/class/net/*; do
+    [ "${d##*/}" = lo ] || echo $(($(cat "$d/statistics/tx_bytes") + $(cat "$d/statistics/rx_bytes"))); done' |
+    awk '{sum += $1} END {print sum + 0}'
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -70,21 +90,30 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for mode in $MODES; do
       flag=(--transport "$transport")
       [ "$mode" = insecure ] && flag+=(--insecure)
-      on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport "$transport" --ops ping_pong,all_reduce \
-        --sizes "$SIZES" --iters 500
-      awk -v r="$round" -v k="${transport}_$mode" \
-        '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" k, $2, $4, "us"}' "$WORK/cb.0.out"
+      for levels in "" ${HIERARCHICAL:+--hierarchical}; do
+        on_both cb "${flag[@]}" -- "$BIN/collective_bench" --transport "$transport" --ops ping_pong,all_reduce \
+          --sizes "$SIZES" --iters 500 $levels
+        awk -v r="$round" -v k="${transport}_$mode${levels:+_hier}" \
+          '$1 == "ping_pong" || $1 == "all_reduce" {print "round", r, $1 "_" k, $2, $4, "us"}' "$WORK/cb.0.out"
+      done
     done
   done
   [ -n "$MODEL" ] || continue
+  IFS=';' read -r -a variants <<<"$INFER_VARIANTS"
   for transport in $TRANSPORTS; do
     for mode in $MODES; do
       flag=(--transport "$transport")
       [ "$mode" = insecure ] && flag+=(--insecure)
-      on_both infer "${flag[@]}" -- "$BIN/infer" --model "$MODEL" --tokenizer "$TOKENIZER" --tp 2 --threads 1 \
-        --prompt-ids 1 --max-new-tokens "$STEPS" --output ids
-      sed -n "s/.*decode: \([0-9.]*\) tok\/s.*/round $round infer_${transport}_$mode - \1 tok_s/p" \
-        "$WORK/infer.0.err"
+      for variant in "${variants[@]}"; do
+        read -r -a words <<<"$variant"
+        before=$(link_bytes)
+        on_both infer "${flag[@]}" -- "${words[1]}" --model "$MODEL" --tokenizer "$TOKENIZER" --tp 2 --threads 1 \
+          --prompt-ids 1 --max-new-tokens "$STEPS" --output ids "${INFER_EXTRA[@]}" "${words[@]:2}"
+        after=$(link_bytes)
+        kind="${words[0]}_${transport}_$mode"
+        sed -n "s/.*decode: \([0-9.]*\) tok\/s.*/round $round $kind - \1 tok_s/p" "$WORK/infer.0.err"
+        echo "round $round $kind - $(((after - before) / STEPS)) bytes_per_token"
+      done
     done
   done
   [ -n "$DLLAMA" ] || continue

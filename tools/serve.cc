@@ -51,6 +51,7 @@
 #include "engine/transformer.h"
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
+#include "runtime/sync_codec.h"
 #include "runtime/tensor_parallel_group.h"
 #include "server/json_constraint.h"
 #include "server/metrics.h"
@@ -102,6 +103,7 @@ const CommandSpec kSpec{
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
+     {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"failover", "",
       "when a rank other than 0 is lost, the others carry on without it: they re-plan the pipeline over "
       "themselves and continue every running request (run under launch --failover; with --model only, "
@@ -138,6 +140,7 @@ struct ServeOptions {
   int max_connections = kMaxConnections;
   int threads = 1;
   WeightPlacement weight_placement = WeightPlacement::kCopy;
+  SyncDType sync_dtype = SyncDType::kF32;
   bool failover = false;
 };
 
@@ -205,6 +208,9 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<WeightPlacement> placement = ParseWeightPlacement(flags);
   if (!placement) return placement.error();
   options.weight_placement = *placement;
+  Result<SyncDType> sync = ParseSyncDType(flags.Last("sync-dtype").value_or("f32"));
+  if (!sync) return sync.error();
+  options.sync_dtype = *sync;
   options.failover = flags.Has("failover");
   const ModelChoice& chosen = options.model;
   if (options.failover &&
@@ -264,7 +270,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
            << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
-           << " draft_model=" << options.draft.has_value() << " stop_ids=";
+           << " draft_model=" << options.draft.has_value()
+           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -332,7 +339,7 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   Result<ProcessGroup> group = Join(config, rendezvous);
   if (!group) return group.error().Prefixed("joining the process group: ");
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
-      MakeTensorParallelGroup(*group, prepared.setup.model.plan);
+      MakeTensorParallelGroup(*group, prepared.setup.model.plan, options.sync_dtype);
   if (!tensor_parallel) return tensor_parallel.error();
   TensorParallelGroup* stage_group = *tensor_parallel ? &**tensor_parallel : nullptr;
   ThreadPool pool(options.threads);
