@@ -189,6 +189,21 @@ TEST(Sampler, AConstraintMasksBeforeGreedyAndSampledPicks) {
   EXPECT_EQ(greedy.Sample(scratch), 3);
 }
 
+// Pearson's chi-square of `counts` (of `count` draws) against `expected`
+// probabilities; a token of probability 0 must not have been drawn.
+double ChiSquare(const std::vector<int>& counts, const std::vector<double>& expected, int count) {
+  double chi_square = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
+      continue;
+    }
+    const double e = expected[i] * count;
+    chi_square += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi_square;
+}
+
 // Pearson's chi-square of `count` draws of `options` with `draft` over
 // `logits` against `expected` probabilities (every one > 0 where drawn).
 double ChiSquareWithDraft(const SamplingOptions& options, const std::vector<float>& logits, int32_t draft,
@@ -199,16 +214,7 @@ double ChiSquareWithDraft(const SamplingOptions& options, const std::vector<floa
     std::vector<float> scratch = logits;
     ++counts[static_cast<size_t>(sampler.Sample(scratch, draft))];
   }
-  double chi_square = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (expected[i] == 0) {
-      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
-      continue;
-    }
-    const double e = expected[i] * count;
-    chi_square += (counts[i] - e) * (counts[i] - e) / e;
-  }
-  return chi_square;
+  return ChiSquare(counts, expected, count);
 }
 
 std::vector<double> SoftmaxOf(const std::vector<float>& logits, double temperature, size_t keep) {
@@ -267,16 +273,7 @@ double ChiSquareWithDraftModel(const SamplingOptions& options, const std::vector
     kept += token == draft;
     ++counts[static_cast<size_t>(token)];
   }
-  double chi_square = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (expected[i] == 0) {
-      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
-      continue;
-    }
-    const double e = expected[i] * count;
-    chi_square += (counts[i] - e) * (counts[i] - e) / e;
-  }
-  return chi_square;
+  return ChiSquare(counts, expected, count);
 }
 
 // The probability that speculative sampling keeps a draft: sum of min(p, q).
