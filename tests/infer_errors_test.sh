@@ -68,8 +68,7 @@ expect_error long_prompt 2 "--prompt is longer than --max-prompt-bytes 4" --mode
 # Tokenizers and configs (issue 13): a folder without tokenizer.json, a
 # malformed tokenizer.json, a model whose vocabulary needs a tokenizer it was
 # not given, an architecture and a config field the engine does not
-# implement, a longrope context past its original length, a context beyond
-# the model's.
+# implement, a context beyond the model's.
 expect_error tokenizer_folder 2 "--tokenizer: the folder '$WORK' holds no tokenizer.json" \
   --model "$WORK/toy" --prompt hi --tokenizer "$WORK"
 printf '{"model": ' >"$WORK/bad.json"
@@ -91,10 +90,6 @@ with_config yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 expect_error unsupported_rope_scaling 2 "rope_scaling .*type 'yarn' is not supported" --model "$WORK/yarn" --prompt hi
 with_config unknown_field 'c["quantization_config"] = {"bits": 4}'
 expect_error unknown_config_field 2 "field 'quantization_config' is not supported" --model "$WORK/unknown_field" --prompt hi
-"$MAKE_TOY" --out "$WORK/longrope" --architecture phi3 --rope-scaling longrope --rope-factor 2 --seq-len 16 \
-  >/dev/null || fail "make_toy_model --rope-scaling longrope"
-expect_error longrope_beyond_original 2 "original_max_position_embeddings.*at most 8 positions" \
-  --model "$WORK/longrope" --prompt hi --max-new-tokens 10
 expect_error chat_without_template 2 "--chat: byte-level has no tokenizer_config.json with a chat_template" \
   --model "$WORK/toy" --chat hi
 printf '{%% for m in messages %%}{{ m.content | frobnicate }}{%% endfor %%}' >"$WORK/bad.jinja"
