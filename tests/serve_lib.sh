@@ -51,11 +51,12 @@ wait_server() {
   SERVER_STATUS=$?
 }
 
-# rank_pid LAUNCH_PID RANK: the pid of RANK among launch's children.
+# rank_pid LAUNCH_PID RANK [VARIABLE]: the pid of RANK among launch's
+# children (with VARIABLE=INFERNO_STANDBY: of that standby rank).
 rank_pid() {
   local pid
   for pid in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "RANK=$2"; then
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "${3:-RANK}=$2"; then
       echo "$pid"
       return
     fi
