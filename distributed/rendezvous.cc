@@ -477,16 +477,27 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
   return config;
 }
 
-Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
+namespace {
+
+// Join's check that `config` names a place in the job: a standby rank's
+// names none yet.
+Status CheckPlace(const RendezvousConfig& config) {
   if (config.standby) {
     return Error::InvalidArgument("this process is standby rank " + std::to_string(*config.standby) + " (" +
                                   kStandbyVariable +
                                   "): it has no place in the job until it takes a lost rank's, which only "
-                                  "serve --failover does");
+                                  "serve --failover and infer --failover do");
   }
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
     return Error::UnknownRank("rendezvous", config.rank, config.world_size);
   }
+  return {};
+}
+
+}  // namespace
+
+Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
+  if (Status placed = CheckPlace(config); !placed) return placed.error();
   ZmqTransportOptions transport_options;
   transport_options.rank = config.rank;
   transport_options.world_size = config.world_size;

@@ -12,7 +12,11 @@
       null without a kill or if none came), "kill_to_every_next_chunk_ms"
       (to the first chunk after the kill of every stream that had not ended
       by then), "longest_gap_ms" (the longest wait of any stream between
-      consecutive chunks)}.
+      consecutive chunks), "chunks_per_s_before_kill" (all streams' chunks
+      per second from the moment every stream had its first to the kill) and
+      "chunks_per_s_after" (from the moment every stream had its next chunk
+      after the kill to the first stream's end), each null when its window is
+      empty}.
 """
 import http.client
 import json
@@ -35,9 +39,9 @@ def main():
     kill_signal = getattr(signal, "SIG" + (sys.argv[6] if len(sys.argv) > 6 else "KILL"))
     parsed = urllib.parse.urlparse(url)
     lock = threading.Lock()
-    state = {"chunks": 0, "killed_at": None}
+    state = {"chunks": 0, "killed_at": None, "times": []}
     streams = [{"text": "", "finish": None, "error": None, "done": False, "after_kill": None,
-                "ended_at": None, "last_chunk": None, "longest_gap": 0.0} for _ in range(n)]
+                "ended_at": None, "last_chunk": None, "first_chunk": None, "longest_gap": 0.0} for _ in range(n)]
 
     def run(index):
         stream = streams[index]
@@ -65,8 +69,11 @@ def main():
                 now = time.monotonic()
                 if stream["last_chunk"] is not None:
                     stream["longest_gap"] = max(stream["longest_gap"], now - stream["last_chunk"])
+                else:
+                    stream["first_chunk"] = now
                 stream["last_chunk"] = now
                 with lock:
+                    state["times"].append(now)
                     if state["killed_at"] is not None and stream["after_kill"] is None:
                         stream["after_kill"] = now
                     state["chunks"] += 1
@@ -91,15 +98,28 @@ def main():
     killed_at = state["killed_at"]
     firsts = [s["after_kill"] for s in streams if s["after_kill"] is not None]
     waiting = [s for s in streams if killed_at is not None and s["ended_at"] > killed_at and s["finish"]]
-    every = None
+    # When every stream still running at the kill had its next chunk.
+    resumed = None
     if killed_at is not None and waiting and all(s["after_kill"] is not None for s in waiting):
-        every = round((max(s["after_kill"] for s in waiting) - killed_at) * 1000)
+        resumed = max(s["after_kill"] for s in waiting)
+    all_started = None
+    if all(s["first_chunk"] is not None for s in streams):
+        all_started = max(s["first_chunk"] for s in streams)
+    first_end = min(s["ended_at"] for s in streams)
+
+    def rate(begin, end):
+        if begin is None or end is None or end <= begin:
+            return None
+        return round(sum(1 for t in state["times"] if begin < t <= end) / (end - begin), 1)
+
     print(json.dumps({
         "streams": [{k: s[k] for k in ("text", "finish", "error", "done")} for s in streams],
         "killed": killed_at is not None,
         "kill_to_next_chunk_ms": round((min(firsts) - killed_at) * 1000) if firsts else None,
-        "kill_to_every_next_chunk_ms": every,
+        "kill_to_every_next_chunk_ms": round((resumed - killed_at) * 1000) if resumed else None,
         "longest_gap_ms": round(max(s["longest_gap"] for s in streams) * 1000),
+        "chunks_per_s_before_kill": rate(all_started, killed_at),
+        "chunks_per_s_after": rate(resumed, first_end),
     }))
 
 

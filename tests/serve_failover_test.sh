@@ -74,9 +74,9 @@ run_job() {
   done
 }
 
-# same_streams NAME SIGNAL: NAME's streams are the undisturbed run's; prints the times.
+# same_streams NAME: NAME's streams are the undisturbed run's; prints the times and rates.
 same_streams() {
-  python3 - "$WORK/undisturbed.json" "$WORK/$1.json" "$2" <<'PY' || fail "$1: the streams across the failover"
+  python3 - "$WORK/undisturbed.json" "$WORK/$1.json" "$1" <<'PY' || fail "$1: the streams across the failover"
 import json, sys
 before = json.load(open(sys.argv[1]))
 r = json.load(open(sys.argv[2]))
@@ -85,10 +85,10 @@ for i, (a, b) in enumerate(zip(before["streams"], r["streams"])):
     assert b["error"] is None, ("stream %d got an error" % i, b["error"])
     assert b["done"] and b["finish"] == a["finish"], (i, a["finish"], b)
     assert b["text"] == a["text"], ("stream %d differs from the undisturbed run" % i, a["text"], b["text"])
-print("failover (SIG%s): 8/8 streams identical; kill to the next chunk %s ms, to every stream's next chunk %s ms; "
-      "longest wait between chunks %s ms (undisturbed: %s ms)"
+print("%s: 8/8 streams identical; kill to the next chunk %s ms, to every stream's next chunk %s ms; "
+      "longest wait between chunks %s ms (undisturbed: %s ms); chunks/s before the kill %s, after %s"
       % (sys.argv[3], r["kill_to_next_chunk_ms"], r["kill_to_every_next_chunk_ms"], r["longest_gap_ms"],
-         before["longest_gap_ms"]))
+         before["longest_gap_ms"], r["chunks_per_s_before_kill"], r["chunks_per_s_after"]))
 PY
 }
 
@@ -103,7 +103,7 @@ PY
 for signal in "${SIGNALS[@]}"; do
   name="failover-$signal"
   run_job "$name" "$signal" || { cat "$SERVER_OUT" >&2; exit 1; }
-  same_streams "$name" "$signal"
+  same_streams "$name"
   grep -qx 'inferno_failover_seconds_count 1' "$WORK/$name.metrics" ||
     fail "$name: /metrics does not count one failover: $(grep failover "$WORK/$name.metrics")"
   grep -qx 'inferno_ranks 2' "$WORK/$name.metrics" || fail "$name: /metrics: $(grep ranks "$WORK/$name.metrics")"
@@ -121,7 +121,7 @@ done
 for signal in "${STANDBY_SIGNALS[@]}"; do
   name="standby-$signal"
   run_job "$name" "$signal" 1 || { cat "$SERVER_OUT" >&2; exit 1; }
-  same_streams "$name" "$signal"
+  same_streams "$name"
   for line in 'inferno_failover_seconds_count 1' 'inferno_ranks 3' 'inferno_standby_takeovers_total 1'; do
     grep -qx "$line" "$WORK/$name.metrics" ||
       fail "$name: /metrics lacks '$line': $(grep -E 'failover_seconds_count|ranks|standby' "$WORK/$name.metrics")"
