@@ -5,7 +5,8 @@
       N greedy streaming completions at once, each of its own prompt, of
       MAX_TOKENS tokens at most. With KILL_PID: once KILL_AFTER chunks have
       arrived over all streams, SIGNAL (KILL or STOP; KILL by default) to
-      KILL_PID (the "kill" below). Prints one JSON object:
+      KILL_PID (the "kill" below; with SIGNAL NONE, the moment is marked and
+      nothing is signalled, so an undisturbed run gives the same windows). Prints one JSON object:
       {"streams": [{"text", "finish", "error", "done"}, ...] (in prompt
       order), "kill_to_next_chunk_ms" (from the kill to the first chunk of
       any stream after it, which may have been on its way before the kill;
@@ -36,7 +37,8 @@ def main():
     url, n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
     kill_after = int(sys.argv[5]) if len(sys.argv) > 5 else None
-    kill_signal = getattr(signal, "SIG" + (sys.argv[6] if len(sys.argv) > 6 else "KILL"))
+    signal_name = sys.argv[6] if len(sys.argv) > 6 else "KILL"
+    kill_signal = None if signal_name == "NONE" else getattr(signal, "SIG" + signal_name)
     parsed = urllib.parse.urlparse(url)
     lock = threading.Lock()
     state = {"chunks": 0, "killed_at": None, "times": []}
@@ -78,7 +80,8 @@ def main():
                         stream["after_kill"] = now
                     state["chunks"] += 1
                     if kill_pid is not None and state["killed_at"] is None and state["chunks"] >= kill_after:
-                        os.kill(kill_pid, kill_signal)
+                        if kill_signal is not None:
+                            os.kill(kill_pid, kill_signal)
                         state["killed_at"] = time.monotonic()
                 for choice in chunk["choices"]:
                     stream["text"] += choice.get("text", "")

@@ -11,7 +11,8 @@
 # each round's lines, then how many passed and, for each side (failover:
 # without a standby; standby: with one), the median and largest time from
 # the kill to every stream's next chunk and the median decode rates (all
-# streams' chunks per second) before the kill and after the failover.
+# streams' chunks per second) before the kill and after the failover, and
+# the undisturbed job's over the same windows (marked at the same chunk).
 #
 #   bazel build --config=opt //tools:launch //tools:serve //tools:make_toy_model
 #   tools/serve_failover_soak.sh bazel-bin/tools [ROUNDS]
@@ -28,7 +29,7 @@ for round in $(seq "$ROUNDS"); do
   if VICTIM=$victim KILL_AFTER=$kill_after tests/serve_failover_test.sh "$BIN/launch" "$BIN/serve" \
     "$BIN/make_toy_model" tests/serve_failover_client.py >"$LOG" 2>&1; then
     passed=$((passed + 1))
-    grep -E '^(failover|standby)-KILL:' "$LOG" | sed "s/^/round $round: victim $victim after $kill_after chunks: /" |
+    grep -E '^(undisturbed|failover-KILL|standby-KILL):' "$LOG" | sed "s/^/round $round: victim $victim after $kill_after chunks: /" |
       tee -a "$RESULTS"
   else
     echo "round $round: victim $victim after $kill_after chunks: FAILED"
@@ -39,12 +40,15 @@ rm -f "$LOG"
 echo "$passed/$ROUNDS rounds passed (uptime: $(uptime))"
 # median FIELD_REGEX SIDE: the median of the numbers the regex's group catches on SIDE's lines.
 median() {
-  grep ": $2-KILL:" "$RESULTS" | sed -n "s/.*$1.*/\1/p" | sort -g |
+  grep ": $2:" "$RESULTS" | sed -n "s/.*$1.*/\1/p" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR) printf "%g (n=%d, largest %g)", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), NR, v[NR]; else printf "none" }'
 }
-for side in failover standby; do
+for side in undisturbed failover-KILL standby-KILL; do
   echo "$side: kill to every stream's next chunk (ms): $(median "to every stream's next chunk \([0-9]*\) ms" $side);" \
-    "chunks/s before the kill: $(median "before the kill \([0-9.]*\)," $side);" \
-    "after: $(median "after \([0-9.]*\)$" $side)"
+    "chunks/s before the kill (or mark): $(median "before the [a-z]* \([0-9.]*\)," $side);" \
+    "after: $(median "after \([0-9.]*\)" $side);" \
+    "after / before, per round: $(grep ": $side:" "$RESULTS" |
+      sed -n 's/.*before the [a-z]* \([0-9.]*\), after \([0-9.]*\).*/\1 \2/p' |
+      awk '{ printf "%s%.2f", (NR > 1 ? " " : ""), $2 / $1 }')"
 done
 rm -f "$RESULTS"
