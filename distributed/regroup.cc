@@ -28,9 +28,9 @@ constexpr std::chrono::milliseconds kStandbyStopCheck{250};
 
 // The leader's view of the standby ranks that called during one regroup.
 struct StandbyCalls {
-  std::map<int, std::string> held;       // standby -> connection told "hold"
-  std::map<int, std::string> confirmed;  // standby -> connection that confirmed, in...
-  std::vector<int> order;                // ...the order they confirmed
+  std::map<int, std::string> held;       // standby -> the connection last told "hold"
+  std::map<int, std::string> confirmed;  // standby -> the connection it confirmed on
+  std::vector<int> order;                // the confirmed standbys, first confirmed first
 };
 
 // The leader's side of a regroup: collects the survivors and the standbys
@@ -66,7 +66,8 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
     if (json.is_object() && json.contains("standby") && json.at("standby").is_number_integer()) {
       const int standby = json.at("standby").get<int>();
       if (calls.confirmed.count(standby) > 0) continue;  // an earlier call of one already counted
-      if (json.value("holding", false) && calls.held[standby] == request->client) {
+      const auto held = calls.held.find(standby);
+      if (json.value("holding", false) && held != calls.held.end() && held->second == request->client) {
         calls.confirmed.emplace(standby, request->client);
         calls.order.push_back(standby);
       } else if (!json.contains("holding")) {

@@ -405,14 +405,19 @@ int main(int argc, char** argv) {
   int first_generation = 0;
   if (where->standby) {
     if (!options->failover) {
-      return Fail(rank, Error::InvalidArgument("a standby rank (INFERNO_STANDBY) needs --failover"), 2);
+      std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
+                   *where->standby);
+      return 2;
     }
     const auto drain_asked = [&drain_signals] {
       const timespec now{};
       return sigtimedwait(&drain_signals, nullptr, &now) > 0;
     };
     Result<std::optional<Regrouped>> place = AwaitPlace(*where, drain_asked);
-    if (!place) return Fail(rank, place.error(), 1);
+    if (!place) {
+      std::fprintf(stderr, "serve: standby rank %d: %s\n", *where->standby, place.error().ToString().c_str());
+      return 1;
+    }
     if (!*place) return 0;  // the job ended without needing this standby
     config = (*place)->config;
     first_generation = (*place)->generation;
