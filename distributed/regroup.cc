@@ -23,6 +23,9 @@ constexpr std::chrono::milliseconds kStandbyCall{1000};
 // How long a held standby waits for the leader's decision (which comes
 // within the leader's window; a longer silence means the leader is gone).
 constexpr std::chrono::milliseconds kHeldWait{30000};
+// How many calls in a row the leader's address may refuse before a standby
+// gives up (see AwaitPlace).
+constexpr int kRefusedCallsToGiveUp = 5;
 // How often a standby rank asks `stopped()` while it waits.
 constexpr std::chrono::milliseconds kStandbyStopCheck{250};
 
@@ -213,6 +216,7 @@ Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
     }
     return std::optional<Json>();
   };
+  int refused_calls = 0;  // in a row
   while (!stopped()) {
     Result<std::unique_ptr<RendezvousClient>> client =
         RendezvousClient::Connect(job.master_addr, job.master_port, job.job_secret);
@@ -220,7 +224,13 @@ Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
     if (Status sent = (*client)->Send(call.dump()); !sent)
       return std::move(sent).error().Prefixed("regroup: ");
     Result<std::optional<Json>> heard = listen(**client, Clock::now() + kStandbyCall);
-    if (!heard) return heard.error();
+    if (!heard) {
+      // A server closing mid-handshake (the job's rendezvous ending as a
+      // call reaches it) refuses one call; another secret refuses them all.
+      if (++refused_calls < kRefusedCallsToGiveUp) continue;
+      return heard.error();
+    }
+    refused_calls = 0;
     if (!*heard) continue;
     if (std::optional<Error> refused = Refusal(**heard, who)) return *refused;
     if (!(*heard)->is_object() || !(*heard)->value("hold", false)) continue;

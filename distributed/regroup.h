@@ -67,8 +67,9 @@ Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::ch
 // generation to join). Returns nullopt once `stopped()` is true (asked every
 // 250 ms or sooner). The calls reaching the job's rendezvous instead are
 // ignored there. Errors: InvalidArgument when the leader refuses it (the
-// reason quoted, e.g. another job secret); Transport when the leader's answer
-// is malformed.
+// reason quoted); Transport when the leader's address refuses 5 calls in a
+// row (another job secret; one refusal, a server closing as the call
+// arrives, is retried) or its answer is malformed.
 Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
                                             const std::function<bool()>& stopped);
 

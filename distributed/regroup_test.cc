@@ -199,6 +199,17 @@ TEST(Regroup, AStandbyStopsWhenAsked) {
   EXPECT_FALSE(stopped->has_value());
 }
 
+TEST(Regroup, AStandbyOfAnotherJobSecretGivesUpAfterItsCallsAreRefused) {
+  Result<std::unique_ptr<RendezvousServer>> other =
+      RendezvousServer::Listen("127.0.0.1", 0, SecretFilledWith(8));
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  Result<std::optional<Regrouped>> refused =
+      AwaitPlace(Standby(0, 3, (*other)->port()), [] { return false; });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::kTransport) << refused.error().ToString();
+  EXPECT_NE(refused.error().message.find("refused"), std::string::npos) << refused.error().message;
+}
+
 TEST(Regroup, ASurvivorWithoutALeaderTimesOut) {
   const int port = FreePort();
   Result<Regrouped> alone = Regroup(Ended(1, 3, port), 1, milliseconds(200));
