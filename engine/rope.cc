@@ -5,10 +5,12 @@
 
 namespace inferno {
 
-std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, int64_t context_length) {
   const int64_t head_dim = config.head_dim();
   const RopeScaling& scaling = config.rope_scaling;
   std::vector<float> inverse(static_cast<size_t>(head_dim / 2));
+  const std::vector<float>& longrope_factors =
+      context_length > scaling.original_max_position_embeddings ? scaling.long_factor : scaling.short_factor;
   for (int64_t i = 0; i < head_dim / 2; ++i) {
     const float frequency =
         1.0f / std::pow(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
@@ -21,7 +23,7 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
         break;
       case RopeScaling::Type::kLongRope:
         inverse[i] =
-            1.0f / (scaling.short_factor[static_cast<size_t>(i)] *
+            1.0f / (longrope_factors[static_cast<size_t>(i)] *
                     std::pow(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(head_dim)));
         break;
       case RopeScaling::Type::kLlama3: {

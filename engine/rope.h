@@ -17,9 +17,14 @@ namespace inferno {
 // below original_max_position_embeddings / high_freq_factor), divides the
 // low ones (wavelength above original_max_position_embeddings /
 // low_freq_factor) by the factor, and blends the ones between. Longrope
-// divides frequency i by short_factor[i] (contexts past the original length,
-// where Hugging Face takes long_factor, are refused by CheckContextFits).
-std::vector<float> RopeInverseFrequencies(const ModelConfig& config);
+// divides frequency i by short_factor[i], or by long_factor[i] when
+// `context_length` (the positions a sequence may reach) passes
+// original_max_position_embeddings: one choice for the whole context, as
+// llama.cpp makes it from its context size. Hugging Face switches per
+// forward call instead (long once a call's last position passes the
+// original length), so the two agree whenever the prompt alone passes it,
+// and differ for a sequence that crosses it during generation.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, int64_t context_length);
 
 // What cos and sin are multiplied by: longrope's attention_factor, else 1.
 float RopeAttentionFactor(const ModelConfig& config);

@@ -58,7 +58,7 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   state_.rope_sin.resize(seq_len * head_dim / 2);
   state_.row_slot.resize(positions);
   state_.row_pos.resize(positions);
-  FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_));
+  FillRopeTables(state_.rope_cos, state_.rope_sin, seq_len, RopeInverseFrequencies(config_, seq_len));
   if (const float factor = RopeAttentionFactor(config_); factor != 1.0f) {  // longrope
     for (float& c : state_.rope_cos) c *= factor;
     for (float& v : state_.rope_sin) v *= factor;
@@ -69,7 +69,8 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
     local.rope_scaling = {};
     state_.rope_local_cos.resize(seq_len * head_dim / 2);
     state_.rope_local_sin.resize(seq_len * head_dim / 2);
-    FillRopeTables(state_.rope_local_cos, state_.rope_local_sin, seq_len, RopeInverseFrequencies(local));
+    FillRopeTables(state_.rope_local_cos, state_.rope_local_sin, seq_len,
+                   RopeInverseFrequencies(local, seq_len));
   }
   for (const LayerWeights& layer : weights_.layers) {
     if (!layer.experts.empty()) {

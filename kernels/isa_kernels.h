@@ -24,7 +24,9 @@ IsaKernels BaselineKernels();
 // AVX2 + FMA + F16C. Precondition: the CPU has them.
 IsaKernels Avx2Kernels();
 // AVX-512 F/BW/VL + VNNI (512-bit vectors; the block types with VPDPBUSD,
-// one row per lane). Precondition: the CPU has them.
+// one row per lane). Precondition: the CPU has them. Not linked in a build
+// with --define=inferno_avx512_kernels=off (kernels/BUILD), where
+// INFERNO_HAS_AVX512VNNI_KERNELS is not defined.
 IsaKernels Avx512VnniKernels();
 
 }  // namespace inferno::isa_internal

@@ -50,11 +50,13 @@ const IsaKernels& Kernels() {
     if (wanted == "baseline") return isa_internal::BaselineKernels();
 #if defined(__x86_64__)
     __builtin_cpu_init();
+#if defined(INFERNO_HAS_AVX512VNNI_KERNELS)  // not in a build with --define=inferno_avx512_kernels=off
     if (wanted != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
         __builtin_cpu_supports("fma") && HasF16c()) {
       return isa_internal::Avx512VnniKernels();
     }
+#endif
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c()) {
       return isa_internal::Avx2Kernels();
     }

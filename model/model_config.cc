@@ -487,15 +487,6 @@ Status ModelConfig::CheckContextFits(int64_t context_length) const {
                                   " positions exceeds the model's max_position_embeddings " +
                                   std::to_string(max_position_embeddings));
   }
-  if (rope_scaling.type == RopeScaling::Type::kLongRope &&
-      context_length > rope_scaling.original_max_position_embeddings) {
-    return Error::Unimplemented(
-        "a context of " + std::to_string(context_length) + " positions passes the model's original " +
-        std::to_string(rope_scaling.original_max_position_embeddings) +
-        " (original_max_position_embeddings), past which longrope switches to its long factors mid-sequence, "
-        "which inferno does not implement: lower --context or --max-new-tokens to at most " +
-        std::to_string(rope_scaling.original_max_position_embeddings) + " positions in all");
-  }
   return {};
 }
 

@@ -34,12 +34,10 @@ struct RopeScaling {
   float high_freq_factor = 4.0f;
   // kLlama3, kLongRope (Phi-3's config.json has it beside rope_scaling).
   int64_t original_max_position_embeddings = 8192;
-  // kLongRope: (head_dim / 2) each. Hugging Face switches to long_factor
-  // for a sequence longer than original_max_position_embeddings; inferno
-  // computes the short factors only, and refuses contexts beyond that
-  // length (ModelConfig::CheckContextFits).
-  std::vector<float> short_factor;
-  std::vector<float> long_factor;
+  // kLongRope: (head_dim / 2) each: short_factor for a context of at most
+  // original_max_position_embeddings, long_factor past it (engine/rope.h).
+  std::vector<float> short_factor = {};
+  std::vector<float> long_factor = {};
   float attention_factor = 1.0f;
 
   bool operator==(const RopeScaling&) const = default;
@@ -143,8 +141,7 @@ struct ModelConfig {
   Status Validate(const std::string& source) const;
 
   // Fails when a sequence of `context_length` positions exceeds
-  // max_position_embeddings, or (longrope) the original context, past
-  // which Hugging Face switches factors mid-sequence.
+  // max_position_embeddings.
   Status CheckContextFits(int64_t context_length) const;
 };
 

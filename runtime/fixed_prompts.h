@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "runtime/generation.h"
-#include "runtime/sampler.h"
+#include "runtime/sampling_options.h"
 #include "runtime/sequence_source.h"
 
 namespace inferno {

@@ -20,6 +20,8 @@
 
 namespace inferno {
 
+class TransformerStage;
+
 // What the leader's caller sees while generating. Called on the leader only,
 // from the generator's thread; it must not block (the pipeline waits).
 class GenerationObserver {
@@ -72,7 +74,8 @@ struct GeneratorSettings {
   std::function<void(const PrefixCacheStats&)> report_prefix_cache;
   // Speculative decoding: at each step a running sequence runs, besides its
   // next token, up to this many tokens drafted by prompt lookup
-  // (prompt_lookup.h), and keeps those its sampler agrees with (see
+  // (prompt_lookup.h) or a draft model (below), and keeps those its sampler
+  // agrees with (see
   // one_stage_loop.h, pipelined_loop.h); 0 = off.
   // Every rank must be given the same.
   int64_t speculate = 0;
@@ -80,6 +83,14 @@ struct GeneratorSettings {
   // block), after each step of a sequence that ran a draft: its drafted
   // tokens and those kept.
   std::function<void(int64_t drafted, int64_t accepted)> report_drafts;
+  // With speculate > 0: whether a draft model on the leader drafts instead
+  // of prompt lookup (draft_model.h), and on the leader that model: the
+  // whole of a model of the same vocabulary as one stage with at least the
+  // stage's slots (null on other ranks). Every rank must be given the same
+  // draft_model. Under tensor parallelism the leader broadcasts each draft
+  // to its stage and samples drawn tokens alone (TensorParallelAgreement).
+  bool draft_model = false;
+  TransformerStage* draft = nullptr;
 };
 
 // The leader's summary; on other ranks only `timelines` is empty and the

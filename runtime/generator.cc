@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include "base/progress.h"
+#include "runtime/draft_model.h"
 #include "runtime/fixed_prompts.h"
 #include "runtime/kv_block_store.h"
 #include "runtime/one_stage_loop.h"
@@ -55,12 +56,27 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
     return Error::InvalidArgument("speculative decoding of " + std::to_string(settings.speculate) +
                                   " drafted tokens: it takes 0 or more");
   }
+  std::optional<DraftModel> draft;
+  if (settings.draft_model && settings.speculate == 0) {
+    return Error::InvalidArgument("a draft model drafts with speculative decoding only (--speculate K)");
+  }
+  if (group.is_leader() && settings.draft_model != (settings.draft != nullptr)) {
+    return Error::InvalidArgument(settings.draft_model
+                                      ? "draft_model is set but the leader has no draft model"
+                                      : "a draft model without draft_model set");
+  }
+  if (settings.draft != nullptr && group.is_leader()) {
+    if (Status same = CheckDraftVocabulary(settings.draft->config(), stage.config()); !same)
+      return same.error();
+    CHECK_GE(settings.draft->num_slots(), stage.num_slots()) << "the draft model's slots";
+    draft.emplace(*settings.draft, timeline);
+  }
   StageWorker worker(stage, timeline, blocks ? &*blocks : nullptr, group.rank(), *test_only_hang_step,
                      settings.speculate);
   TensorParallelAgreement agreement(tensor_parallel, plan, stage.part().tp_index, stage.config().vocab_size,
                                     group.is_leader(), timeline);
   Scheduler scheduler(plan, settings, source, observer, group.is_leader(), idle_tick, worker, agreement,
-                      timeline, prefix_cache ? &*prefix_cache : nullptr);
+                      timeline, prefix_cache ? &*prefix_cache : nullptr, draft ? &*draft : nullptr);
   scheduler.Begin();
   // Every step must progress, or wait on a peer or a client (base/progress.h):
   // the liveness watch calls a rank stalled in one hung.

@@ -56,10 +56,11 @@ Status OneStageLoop::RunRound() {
       const int slot = round[i];
       const int64_t room = max_rows - static_cast<int64_t>(tokens_.size());
       if (room < 1) break;
-      const std::span<const int32_t> draft = scheduler_.Draft(slot, room);
+      const Result<std::span<const int32_t>> draft = scheduler_.Draft(slot, room);
+      if (!draft) return draft.error();
       tokens_.push_back(next_[slot]);
-      tokens_.insert(tokens_.end(), draft.begin(), draft.end());
-      rows_[slot] = 1 + static_cast<int64_t>(draft.size());
+      tokens_.insert(tokens_.end(), draft->begin(), draft->end());
+      rows_[slot] = 1 + static_cast<int64_t>(draft->size());
       batch_.push_back(SlotPositions{slot, worker_.position(slot), rows_[slot]});
       group_.push_back(slot);
       group_rows_.push_back(rows_[slot]);

@@ -17,8 +17,9 @@
 // kept position (StageWorker::CutBack). Since every logit of a batched
 // pass is bit for bit what it is alone (transformer.h), greedy tokens are
 // those of decoding without a draft. Under tensor parallelism every rank of
-// the stage drafts, samples and cuts back the same (the draft comes from
-// the tokens they agreed on).
+// the stage drafts, samples and cuts back the same (a prompt-lookup draft
+// comes from the tokens they agreed on; a draft model's, from the leader's
+// broadcast).
 //
 // Thread-safety: not thread-safe; Run is called once, from the rank's
 // generator thread.

@@ -320,13 +320,14 @@ Status PipelinedLoop::HandleClassify(const std::vector<PipelineMessage>& step) {
     i += positions;
     if (token < 0) continue;
     const TokenMessage next{slot, token, static_cast<int32_t>(worker_.position(slot))};
-    const std::span<const int32_t> next_draft = scheduler_.Draft(slot, worker_.max_classified());
-    if (next_draft.empty()) {
+    const Result<std::span<const int32_t>> next_draft = scheduler_.Draft(slot, worker_.max_classified());
+    if (!next_draft) return next_draft.error();
+    if (next_draft->empty()) {
       groups_.Add(next);
       continue;
     }
     // A drafted step travels alone.
-    if (Status sent = ring_.Send("send token", next, std::as_bytes(next_draft)); !sent) return sent;
+    if (Status sent = ring_.Send("send token", next, std::as_bytes(*next_draft)); !sent) return sent;
     groups_.Departed();
   }
   return SendTokens();

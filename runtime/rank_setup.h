@@ -45,6 +45,24 @@ Result<RankSetup> OpenRank(const RankSetupOptions& options, int rank, int world_
 // rank 0: OpenReceivedRankModel).
 Result<RankSetup> OpenRank(const RankSetupOptions& options, RankModel model);
 
+// The draft model of speculative decoding (--draft PATH), for rank 0.
+struct DraftSetup {
+  RankSetup setup;
+  StageWeights weights;        // the whole model's
+  int64_t context_length = 0;  // its KV-cache positions per sequence
+};
+
+// Opens the draft model (a checkpoint in any format --model takes) as a
+// whole model on one rank, with the tokenizer beside it if there is one,
+// and loads its weights (printing progress as LoadRankWeights does, for
+// `program`); its context is `context_length` (the job's), or less when
+// the draft has fewer positions. Refuses a draft whose vocabulary is not
+// `target`'s, naming what differs: its size, and where both sides know
+// them, the tokenizers' BOS and stop ids and the models' eos_token_id.
+// Errors name --draft.
+Result<DraftSetup> LoadDraftModel(const std::string& path, const RankSetup& target, int64_t context_length,
+                                  WeightPlacement placement, const char* program);
+
 // The fingerprint entries (see RendezvousOptions::fingerprint) every tool's
 // ranks must agree on: the model's config, its weights, the plan and the
 // tokenizer ("none" without one). A tool adds its own settings.

@@ -9,15 +9,6 @@
 
 namespace inferno {
 
-bool ValidSamplingOptions(const SamplingOptions& o) {
-  // Written so that NaN fails.
-  return (o.temperature == 0.0f || (o.temperature >= kMinTemperature && std::isfinite(o.temperature))) &&
-         o.top_k >= 0 && o.top_p > 0.0f && o.top_p <= 1.0f &&
-         std::fabs(o.presence_penalty) <= kMaxPresenceFrequencyPenalty &&
-         std::fabs(o.frequency_penalty) <= kMaxPresenceFrequencyPenalty && o.repetition_penalty > 0.0f &&
-         o.repetition_penalty <= kMaxRepetitionPenalty && o.logprobs >= -1 && o.logprobs <= kMaxTopLogprobs;
-}
-
 namespace {
 
 bool Penalized(const SamplingOptions& o) {
@@ -79,9 +70,41 @@ void Sampler::Penalize(std::span<float> logits) const {
   }
 }
 
-int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
+size_t Sampler::Distribution(std::span<float> logits, float& mass) {
+  for (float& logit : logits) logit /= options_.temperature;
+  Softmax(logits);
+  const size_t vocab = logits.size();
+  const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
+  size_t kept = vocab;
+  mass = 1.0f;
+  if (!limit_k && options_.top_p >= 1.0f) {
+    for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
+    return kept;
+  }
+  // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
+  // it (together they hold less than 1 - top_p), so they are not sorted.
+  const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
+  size_t count = 0;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
+  }
+  kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
+  std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count, MoreLikely);
+  mass = 0.0f;
+  for (size_t i = 0; i < kept; ++i) {
+    mass += candidates_[i].first;
+    if (mass > options_.top_p) {
+      kept = i + 1;
+      break;
+    }
+  }
+  return kept;
+}
+
+int32_t Sampler::Sample(std::span<float> logits, int32_t draft, std::span<const float> draft_probs) {
   CHECK_EQ(logits.size(), candidates_.size());
   CHECK(draft >= -1 && static_cast<size_t>(draft + 1) <= logits.size()) << draft;
+  CHECK(draft_probs.empty() || (draft >= 0 && draft_probs.size() == logits.size())) << draft;
   if (options_.logprobs >= 0) std::copy(logits.begin(), logits.end(), raw_.begin());
   const bool penalized = Penalized(options_);
   if (penalized) Penalize(logits);
@@ -90,60 +113,68 @@ int32_t Sampler::Sample(std::span<float> logits, int32_t draft) {
   if (options_.temperature == 0.0f) {
     token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   } else {
-    for (float& logit : logits) logit /= options_.temperature;
-    Softmax(logits);
-    const float coin = NextUniform();
-    const size_t vocab = logits.size();
-    const bool limit_k = options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab;
-    // The distribution: `kept` (probability, id) pairs of total `mass`.
-    size_t kept = vocab;
+    // p: the `kept` (probability, id) pairs of candidates_, of total `mass`.
     float mass = 1.0f;
-    if (!limit_k && options_.top_p >= 1.0f) {
-      for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
-    } else {
-      // With a nucleus cut, tokens below (1 - top_p) / (vocab - 1) cannot be in
-      // it (together they hold less than 1 - top_p), so they are not sorted.
-      const float cutoff = options_.top_p < 1.0f && vocab > 1 ? (1.0f - options_.top_p) / (vocab - 1) : 0.0f;
-      size_t count = 0;
-      for (size_t i = 0; i < vocab; ++i) {
-        if (logits[i] >= cutoff) candidates_[count++] = {logits[i], static_cast<int32_t>(i)};
-      }
-      kept = limit_k ? std::min<size_t>(options_.top_k, count) : count;
-      std::partial_sort(candidates_.begin(), candidates_.begin() + kept, candidates_.begin() + count,
-                        MoreLikely);
-      mass = 0.0f;
-      for (size_t i = 0; i < kept; ++i) {
-        mass += candidates_[i].first;
-        if (mass > options_.top_p) {
-          kept = i + 1;
-          break;
-        }
-      }
-    }
-    // The draft's share of the mass: the coin below it accepts the draft;
-    // above it, the rest of the coin, uniform over the other tokens' mass,
-    // picks one of them.
-    float draft_mass = 0.0f;
+    const size_t kept = Distribution(logits, mass);
+    const float coin = NextUniform();
+    // q, the draft's distribution: draft_probs, or all on the draft.
+    const auto q = [&](int32_t id) {
+      if (draft_probs.empty()) return id == draft ? 1.0f : 0.0f;
+      return draft_probs[static_cast<size_t>(id)];
+    };
+    float draft_p = 0.0f;
     for (size_t i = 0; draft >= 0 && i < kept; ++i) {
-      if (candidates_[i].second == draft) draft_mass = candidates_[i].first;
+      if (candidates_[i].second == draft) draft_p = candidates_[i].first / mass;
     }
-    const float target = coin * mass;
-    if (target < draft_mass) {
+    // The draft is kept with probability min(1, p / q); the rest of the
+    // coin, uniform over the rejections, picks from max(0, p - q).
+    const float draft_q = draft >= 0 ? q(draft) : 0.0f;
+    const float accept = draft_q > 0.0f ? std::min(1.0f, draft_p / draft_q) : 0.0f;
+    if (coin < accept) {
       token = draft;
     } else {
-      float cumulative = draft_mass;
+      float residual = 0.0f;
       for (size_t i = 0; i < kept; ++i) {
-        if (candidates_[i].second == draft) continue;
+        residual += std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
+      }
+      const float target = (coin - accept) / (1.0f - accept) * residual;
+      float cumulative = 0.0f;
+      for (size_t i = 0; i < kept; ++i) {
+        const float weight = std::max(0.0f, candidates_[i].first / mass - q(candidates_[i].second));
+        if (weight <= 0.0f) continue;
         token = candidates_[i].second;  // the last one if rounding left the sum below the target
-        cumulative += candidates_[i].first;
+        cumulative += weight;
         if (target < cumulative) break;
       }
-      if (token < 0) token = draft;  // the draft is the only token kept
+      if (token < 0) token = draft >= 0 ? draft : candidates_[0].second;  // p is q (up to rounding)
     }
   }
   if (penalized) See(token, true);
   if (constraint_ != nullptr) constraint_->Accept(token);
   if (options_.logprobs >= 0) ComputeTokenLogprobs(raw_, token, options_.logprobs, candidates_, logprobs_);
+  return token;
+}
+
+int32_t Sampler::Propose(std::span<float> logits) {
+  CHECK_EQ(logits.size(), candidates_.size());
+  if (options_.temperature == 0.0f) {
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  float mass = 1.0f;
+  const size_t kept = Distribution(logits, mass);
+  const float target = NextUniform() * mass;
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  int32_t token = candidates_[0].second;
+  float cumulative = 0.0f;
+  bool picked = false;
+  for (size_t i = 0; i < kept; ++i) {
+    logits[static_cast<size_t>(candidates_[i].second)] = candidates_[i].first / mass;
+    cumulative += candidates_[i].first;
+    if (!picked && candidates_[i].first > 0.0f) {
+      token = candidates_[i].second;  // the last one if rounding left the sum below the target
+      picked = target < cumulative;
+    }
+  }
   return token;
 }
 

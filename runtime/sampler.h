@@ -24,37 +24,10 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/sampling_options.h"
 #include "runtime/token_logprobs.h"
 
 namespace inferno {
-
-// The smallest temperature a sampler takes besides 0: logits divided by less
-// could overflow to infinity and make every probability NaN.
-inline constexpr float kMinTemperature = 1e-3f;
-
-// The ranges of the penalties: OpenAI's for presence and frequency; the
-// repetition penalty is a factor in (0, kMaxRepetitionPenalty].
-inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
-inline constexpr float kMaxRepetitionPenalty = 10.0f;
-
-struct SamplingOptions {
-  float temperature = 0.0f;  // 0: greedy
-  int32_t top_k = 0;         // 0: no limit
-  float top_p = 1.0f;        // 1: no nucleus cut
-  uint64_t seed = 42;
-  float presence_penalty = 0.0f;    // [-2, 2], 0: none
-  float frequency_penalty = 0.0f;   // [-2, 2], 0: none
-  float repetition_penalty = 1.0f;  // (0, 10], 1: none
-  // -1: no logprobs; 0 to kMaxTopLogprobs: the sampled token's logprob and
-  // that many most likely alternatives.
-  int32_t logprobs = -1;
-
-  bool operator==(const SamplingOptions&) const = default;
-};
-
-// Whether a Sampler takes `options` (each field in its range above; NaN is
-// in none).
-bool ValidSamplingOptions(const SamplingOptions& options);
 
 // TokenConstraint: which tokens may come next in one sequence (e.g. text
 // that must stay a JSON document of a schema), applied by its Sampler after
@@ -88,14 +61,24 @@ class Sampler {
   // used as scratch and overwritten. Allocates nothing after the first call
   // but to remember a token seen for the first time.
   //
-  // With a `draft` token (>= 0; speculative decoding, prompt_lookup.h) the
-  // token is drawn from the same distribution p, with the draft accepted as
-  // often as p gives it: one coin u; below p(draft) the draft, else the rest
-  // of u, (u - p(draft)) / (1 - p(draft)), picks from p without the draft,
-  // renormalised. Greedy picks the argmax either way. The caller keeps the
-  // draft's continuation only when the draft is returned. Precondition:
-  // draft in [-1, vocab); -1 = no draft.
-  int32_t Sample(std::span<float> logits, int32_t draft = -1);
+  // With a `draft` token (>= 0; speculative decoding) the token is drawn
+  // from the same distribution p, with the draft kept as often as p allows
+  // (speculative sampling): `draft_probs` (vocab) is q, the distribution
+  // the draft was drawn from (a draft model's, Propose), or empty when the
+  // draft was certain (prompt lookup: q is all on the draft). One coin u:
+  // below min(1, p(draft) / q(draft)) the draft; else the rest of u,
+  // rescaled to [0, 1), picks from max(0, p - q), renormalised. Greedy
+  // picks the argmax either way. The caller keeps the draft's
+  // continuation only when the draft is returned. Preconditions: draft in
+  // [-1, vocab), -1 = no draft; draft_probs empty or (vocab) with a draft.
+  int32_t Sample(std::span<float> logits, int32_t draft = -1, std::span<const float> draft_probs = {});
+
+  // A draft model's proposal: the argmax when greedy, else a token drawn
+  // from softmax(logits / temperature) cut to top_k and top_p (neither
+  // penalties nor the constraint apply), leaving those probabilities in
+  // `logits` (0 outside the cut): the q to give Sample with the token.
+  // One draw of the random stream when not greedy.
+  int32_t Propose(std::span<float> logits);
 
   const SamplingOptions& options() const { return options_; }
 
@@ -106,6 +89,11 @@ class Sampler {
  private:
   // Uniform in [0, 1).
   float NextUniform();
+  // Not greedy: the distribution of `logits` after temperature, top_k and
+  // top_p, as the first `kept` (returned) (probability, id) pairs of
+  // candidates_, whose probabilities sum to `mass`; `logits` becomes their
+  // softmax.
+  size_t Distribution(std::span<float> logits, float& mass);
   // Applies the penalties to `logits`.
   void Penalize(std::span<float> logits) const;
   // Records `token` as seen.

@@ -144,20 +144,6 @@ TEST(Sampler, AConstraintMasksBeforeGreedyAndSampledPicks) {
   EXPECT_EQ(greedy.Sample(scratch), 3);
 }
 
-TEST(Sampler, OptionsOutOfRangeAreInvalid) {
-  EXPECT_TRUE(ValidSamplingOptions({}));
-  EXPECT_TRUE(ValidSamplingOptions({.presence_penalty = -2.0f,
-                                    .frequency_penalty = 2.0f,
-                                    .repetition_penalty = kMaxRepetitionPenalty,
-                                    .logprobs = kMaxTopLogprobs}));
-  EXPECT_FALSE(ValidSamplingOptions({.presence_penalty = 2.01f}));
-  EXPECT_FALSE(ValidSamplingOptions({.frequency_penalty = -2.01f}));
-  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = 0.0f}));
-  EXPECT_FALSE(ValidSamplingOptions({.repetition_penalty = std::nanf("")}));
-  EXPECT_FALSE(ValidSamplingOptions({.logprobs = -2}));
-  EXPECT_FALSE(ValidSamplingOptions({.temperature = std::numeric_limits<float>::infinity()}));
-}
-
 // Pearson's chi-square of `count` draws of `options` with `draft` over
 // `logits` against `expected` probabilities (every one > 0 where drawn).
 double ChiSquareWithDraft(const SamplingOptions& options, const std::vector<float>& logits, int32_t draft,
@@ -214,6 +200,86 @@ TEST(Sampler, DraftedSamplingKeepsTheTopKDistribution) {
     // 2 degrees of freedom: P(chi-square > 13.8) = 0.001.
     EXPECT_LT(ChiSquareWithDraft(options, kLogits, draft, expected, 60000), 13.8) << "draft " << draft;
   }
+}
+
+// Pearson's chi-square of `count` tokens sampled with `options` over
+// `logits`, each with a draft a draft model drew (Sampler::Propose with
+// `draft_options`) from `draft_logits`, against `expected`; `kept` counts
+// the drafts kept.
+double ChiSquareWithDraftModel(const SamplingOptions& options, const std::vector<float>& logits,
+                               const SamplingOptions& draft_options, const std::vector<float>& draft_logits,
+                               const std::vector<double>& expected, int count, int& kept) {
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  Sampler sampler(options, vocab, {});
+  Sampler drafter(draft_options, vocab, {});
+  std::vector<int> counts(logits.size());
+  kept = 0;
+  for (int i = 0; i < count; ++i) {
+    std::vector<float> q = draft_logits;
+    const int32_t draft = drafter.Propose(q);
+    std::vector<float> scratch = logits;
+    const int32_t token = sampler.Sample(scratch, draft, q);
+    kept += token == draft;
+    ++counts[static_cast<size_t>(token)];
+  }
+  double chi_square = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
+      continue;
+    }
+    const double e = expected[i] * count;
+    chi_square += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi_square;
+}
+
+// The probability that speculative sampling keeps a draft: sum of min(p, q).
+double OverlapOf(const std::vector<double>& p, const std::vector<double>& q) {
+  double sum = 0;
+  for (size_t i = 0; i < p.size(); ++i) sum += std::min(p[i], q[i]);
+  return sum;
+}
+
+TEST(Sampler, ADraftModelsDraftsKeepTheDistribution) {
+  // A draft model that agrees with the target in part: q differs from p.
+  const std::vector<float> draft_logits = {1.0f, 1.0f, 2.5f, 0.0f, 1.5f, -0.5f};
+  const SamplingOptions options{.temperature = 0.8f, .seed = 29};
+  const SamplingOptions draft_options{.temperature = 0.8f, .seed = 31};
+  const std::vector<double> p = SoftmaxOf(kLogits, 0.8, kLogits.size());
+  const std::vector<double> q = SoftmaxOf(draft_logits, 0.8, kLogits.size());
+  int kept = 0;
+  const int count = 60000;
+  EXPECT_LT(ChiSquareWithDraftModel(options, kLogits, draft_options, draft_logits, p, count, kept),
+            kChiSquare5Dof999);
+  // Kept as often as the rule says (binomial standard deviation ~0.002).
+  EXPECT_NEAR(static_cast<double>(kept) / count, OverlapOf(p, q), 0.01);
+  // Proposals follow q.
+  Sampler drafter(draft_options, static_cast<int32_t>(kLogits.size()), {});
+  std::vector<float> probs = draft_logits;
+  drafter.Propose(probs);
+  for (size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(probs[i], q[i], 1e-5) << "token " << i;
+}
+
+TEST(Sampler, ADraftModelOutsideTheTopKIsNeverKept) {
+  // The target keeps ids 1, 4 and 2 (top_k 3); the draft model mostly
+  // proposes 0 and 5, which it must never get.
+  const std::vector<float> draft_logits = {3.0f, 0.0f, 0.5f, 0.0f, 0.0f, 3.0f};
+  const SamplingOptions options{.temperature = 1.0f, .top_k = 3, .seed = 37};
+  const SamplingOptions draft_options{.temperature = 1.0f, .seed = 41};
+  int kept = 0;
+  const int count = 60000;
+  const std::vector<double> p = SoftmaxOf(kLogits, 1.0, 3);
+  // 2 degrees of freedom: P(chi-square > 13.8) = 0.001.
+  EXPECT_LT(ChiSquareWithDraftModel(options, kLogits, draft_options, draft_logits, p, count, kept), 13.8);
+  EXPECT_NEAR(static_cast<double>(kept) / count,
+              OverlapOf(p, SoftmaxOf(draft_logits, 1.0, draft_logits.size())), 0.01);
+}
+
+TEST(Sampler, GreedyProposalIsTheArgMax) {
+  Sampler drafter({}, static_cast<int32_t>(kLogits.size()), {});
+  std::vector<float> scratch = kLogits;
+  EXPECT_EQ(drafter.Propose(scratch), 1);
 }
 
 TEST(Sampler, GreedyWithADraftIsTheArgMax) {

@@ -21,7 +21,7 @@ double Seconds(Scheduler::Clock::time_point begin, Scheduler::Clock::time_point 
 Scheduler::Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
                      GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
                      StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline,
-                     PrefixCacheIndex* prefix_cache)
+                     PrefixCacheIndex* prefix_cache, DraftModel* draft)
     : plan_(plan),
       settings_(settings),
       source_(source),
@@ -32,6 +32,7 @@ Scheduler::Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, S
       agreement_(agreement),
       timeline_(timeline),
       prefix_cache_(leader ? prefix_cache : nullptr),
+      draft_(leader ? draft : nullptr),
       slots_(static_cast<size_t>(worker.stage().num_slots())) {}
 
 void Scheduler::Begin() {
@@ -95,12 +96,20 @@ Status Scheduler::Admit(const StepDecisions& decisions, const Started& started) 
     s.generated = 0;
     s.max_new_tokens = spec.max_new_tokens;
     s.cancelled = false;
-    s.leader_picks = spec.constraint != nullptr || spec.leader_picks;
+    // Only the leader knows a draft model's distribution of drawn drafts.
+    s.leader_picks = spec.constraint != nullptr || spec.leader_picks ||
+                     (settings_.draft_model && spec.sampling.temperature > 0.0f);
     s.prefix_pending = prefix_cache_ != nullptr && !spec.prefix.empty();
     s.sampler.emplace(spec.sampling, static_cast<int32_t>(stage.config().vocab_size), prompt,
                       spec.constraint);
     if (settings_.speculate > 0) s.tokens.assign(prompt.begin(), prompt.end());
     s.draft.clear();
+    s.draft_probs.clear();
+    if (draft_ != nullptr) {
+      if (Status drafting = draft_->Start(slot, prompt, spec.sampling); !drafting) {
+        return drafting.error().Prefixed("draft model: sequence " + std::to_string(spec.id) + ": ");
+      }
+    }
     s.missed_drafts = 0;
     s.undrafted_steps = 0;
     ++running_;
@@ -150,17 +159,33 @@ std::span<const int> Scheduler::NormForClassifier(std::span<const int> slots, st
   return classified_;
 }
 
-std::span<const int32_t> Scheduler::Draft(int slot, int64_t max_rows) {
+Result<std::span<const int32_t>> Scheduler::Draft(int slot, int64_t max_rows) {
   Slot& s = slots_[slot];
+  s.draft_probs.clear();
   if (s.undrafted_steps > 0) {
     --s.undrafted_steps;
     s.draft.clear();
-    return s.draft;
+    return std::span<const int32_t>(s.draft);
   }
-  const int64_t room = std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
-                                 worker_.stage().context_length() - worker_.position(slot) - 2});
-  DraftByPromptLookup(s.tokens, std::max<int64_t>(room, 0), s.draft);
-  return s.draft;
+  const int64_t room =
+      std::max<int64_t>(std::min({settings_.speculate, s.max_new_tokens - s.generated - 1, max_rows - 1,
+                                  worker_.stage().context_length() - worker_.position(slot) - 2}),
+                        0);
+  if (!settings_.draft_model) {
+    DraftByPromptLookup(s.tokens, room, s.draft);
+    return std::span<const int32_t>(s.draft);
+  }
+  s.draft.clear();
+  if (room == 0) return std::span<const int32_t>(s.draft);
+  if (draft_ != nullptr) {
+    if (Status drafted = draft_->Draft(slot, s.tokens, room, s.draft, s.draft_probs); !drafted) {
+      return drafted.error().Prefixed("draft model: sequence " + std::to_string(s.id) + ": ");
+    }
+  }
+  if (agreement_.active()) {
+    if (Status shared = agreement_.LeaderDraft(slot, s.draft, room); !shared) return shared.error();
+  }
+  return std::span<const int32_t>(s.draft);
 }
 
 Result<int32_t> Scheduler::SampleDrafted(int slot, int64_t positions,
@@ -172,7 +197,12 @@ Result<int32_t> Scheduler::SampleDrafted(int slot, int64_t positions,
   int32_t token = -1;
   for (int64_t j = 0; j < positions; ++j) {
     const int32_t drafted = j + 1 < positions ? s.draft[static_cast<size_t>(j)] : -1;
-    Result<int32_t> sampled = SampleNext(slot, row(j), drafted);
+    std::span<const float> q;
+    if (drafted >= 0 && !s.draft_probs.empty()) {
+      const size_t vocab = s.draft_probs.size() / s.draft.size();
+      q = std::span<const float>(s.draft_probs).subspan(static_cast<size_t>(j) * vocab, vocab);
+    }
+    Result<int32_t> sampled = SampleNext(slot, row(j), drafted, q);
     if (!sampled) return sampled;
     token = *sampled;
     if (token < 0 || token != drafted) break;
@@ -190,7 +220,8 @@ Result<int32_t> Scheduler::SampleDrafted(int slot, int64_t positions,
   return token;
 }
 
-Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft) {
+Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, int32_t draft,
+                                      std::span<const float> draft_probs) {
   Slot& s = slots_[slot];
   if (s.cancelled) {
     Stop(slot, FinishReason::kCancelled);
@@ -214,7 +245,7 @@ Result<int32_t> Scheduler::SampleNext(int slot, std::span<float> ring_logits, in
   if (leader_ || !s.leader_picks) {
     TimedScope scope(timeline_, SpanKind::kCompute, "sample", slot);
     if (report_logits) observer_->OnLogits(s.id, logits);
-    token = s.sampler->Sample(logits, draft);
+    token = s.sampler->Sample(logits, draft, draft_probs);
     if (observer_ != nullptr && s.sampler->options().logprobs >= 0) {
       observer_->OnLogprobs(s.id, s.sampler->last_logprobs());
     }

@@ -13,6 +13,10 @@
 // the classifier: the last stage runs a prompt's positions last) and when
 // it ends.
 //
+// With a draft model (GeneratorSettings::draft, the leader's DraftModel)
+// it starts each admitted sequence there too and drafts from it rather than
+// by prompt lookup.
+//
 // It sends nothing: the loops (one_stage_loop.h, pipelined_loop.h) move the
 // sequences it starts through the stage.
 //
@@ -30,6 +34,7 @@
 #include "base/error.h"
 #include "base/timeline.h"
 #include "loader/shard_plan.h"
+#include "runtime/draft_model.h"
 #include "runtime/generation.h"
 #include "runtime/prefix_cache_index.h"
 #include "runtime/sampler.h"
@@ -57,6 +62,8 @@ struct Slot {
   // and the steps still to run without a draft after them.
   std::vector<int32_t> tokens;
   std::vector<int32_t> draft;
+  std::vector<float> draft_probs;  // from a sampling draft model: (draft, vocab) its q
+
   int64_t missed_drafts = 0;
   int64_t undrafted_steps = 0;
 };
@@ -65,14 +72,15 @@ class Scheduler {
  public:
   using Clock = Timeline::Clock;
 
-  // `source` (non-null), `observer` (may be null) and `prefix_cache` (null
-  // when the cache is off) are used on the leader only; `idle_tick` is how
+  // `source` (non-null), `observer` (may be null), `prefix_cache` (null
+  // when the cache is off) and `draft` (null without a draft model) are used
+  // on the leader only; `idle_tick` is how
   // long an idle loop waits for a sequence, and how often the ranks' times
   // are reported. All must outlive this.
   Scheduler(const ShardPlan& plan, const GeneratorSettings& settings, SequenceSource* source,
             GenerationObserver* observer, bool leader, std::chrono::milliseconds idle_tick,
             StageWorker& worker, TensorParallelAgreement& agreement, Timeline& timeline,
-            PrefixCacheIndex* prefix_cache = nullptr);
+            PrefixCacheIndex* prefix_cache = nullptr, DraftModel* draft = nullptr);
 
   // Starts the run's clock.
   void Begin();
@@ -92,7 +100,7 @@ class Scheduler {
   // Starts each admitted sequence of `decisions` in a free slot, in order,
   // from position 0, and calls `started` for it. Errors: no free slot (the
   // leader admitted more than there are), a prompt the stage cannot hold
-  // (naming the sequence), or the first of `started`'s.
+  // (naming the sequence), the draft model's, or the first of `started`'s.
   Status Admit(const StepDecisions& decisions, const Started& started);
 
   const Slot& slot(int slot) const { return slots_[slot]; }
@@ -111,26 +119,33 @@ class Scheduler {
                                          std::span<float> normed, std::span<const int64_t> rows = {});
 
   // Speculation: the slot's draft for its next step (kept in the Slot) —
-  // up to settings.speculate tokens by prompt lookup, no more than the
+  // up to settings.speculate tokens by prompt lookup or from the draft
+  // model (with their q when it samples), no more than the
   // sequence may still sample after its next token, than fit in the
   // context behind it, or than one step of `max_rows` positions holds;
   // empty when off. A draft costs a step its positions whether kept or not,
   // so after m drafts in a row of which less than half was kept the
   // sequence runs min(2^m, kMaxUndraftedSteps) steps without one (a text
-  // that does not repeat itself drafts rarely). A pure function of the tokens every rank
-  // of the stage agreed on, so each computes the same.
-  std::span<const int32_t> Draft(int slot, int64_t max_rows);
+  // that does not repeat itself drafts rarely). By prompt lookup a pure
+  // function of the tokens every rank of the stage agreed on, so each
+  // computes the same; a draft model runs on the leader only, which under
+  // tensor parallelism broadcasts the draft to the stage (a collective of
+  // the stage's group when there is room for one). Errors: the draft
+  // model's and the agreement's.
+  Result<std::span<const int32_t>> Draft(int slot, int64_t max_rows);
   static constexpr int64_t kMaxUndraftedSteps = 64;
 
   // The next token of the sequence in `slot` from the logits of the ring's
   // rows, `ring_logits` (TpClassifierRows of this rank), which it may
   // overwrite; reports it, and returns it, or -1 when the sequence stops.
-  // With a `draft` token (>= 0) the sampler keeps the target distribution
-  // and returns the draft as often as it allows (Sampler::Sample).
+  // With a `draft` token (>= 0) and its `draft_probs` (empty: a certain
+  // draft) the sampler keeps the target distribution and returns the draft
+  // as often as it allows (Sampler::Sample).
   // Under tensor parallelism every rank of the last stage calls it and gets
   // the same token. Precondition: the slot's sequence went through
   // NormForClassifier since its last token.
-  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits, int32_t draft = -1);
+  Result<int32_t> SampleNext(int slot, std::span<float> ring_logits, int32_t draft = -1,
+                             std::span<const float> draft_probs = {});
 
   // The next tokens of the sequence in `slot` from a step of `positions`
   // positions, its next token's and its draft's (Draft): row(j) gives the
@@ -177,6 +192,7 @@ class Scheduler {
   TensorParallelAgreement& agreement_;
   Timeline& timeline_;
   PrefixCacheIndex* prefix_cache_;  // leader, cache on
+  DraftModel* draft_;               // leader, with a draft model
   std::vector<Slot> slots_;         // (num_slots)
   int64_t running_ = 0;             // busy slots
   std::vector<int> classified_;

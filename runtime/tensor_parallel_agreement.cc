@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include <glog/logging.h>
+
 #include "runtime/pipeline_protocol.h"
 
 namespace inferno {
@@ -75,6 +77,26 @@ Result<int32_t> TensorParallelAgreement::LeaderToken(int label, int32_t token) {
     return sent.error().Prefixed("tensor-parallel broadcast of the leader's token: ");
   }
   return value[0];
+}
+
+Status TensorParallelAgreement::LeaderDraft(int label, std::vector<int32_t>& draft, int64_t max) {
+  TimedScope scope(timeline_, SpanKind::kWait, "leader's draft", label);
+  // The count, then the tokens, padded to the most there can be.
+  std::vector<int32_t> message(static_cast<size_t>(max) + 1);
+  if (leader_) {
+    CHECK_LE(static_cast<int64_t>(draft.size()), max);
+    message[0] = static_cast<int32_t>(draft.size());
+    std::copy(draft.begin(), draft.end(), message.begin() + 1);
+  }
+  if (Status sent = group_->broadcast(0, std::span<int32_t>(message)); !sent) {
+    return sent.error().Prefixed("tensor-parallel broadcast of the leader's draft: ");
+  }
+  if (message[0] < 0 || message[0] > max) {
+    return Error::Corruption("the leader's draft of " + std::to_string(message[0]) + " tokens, at most " +
+                             std::to_string(max) + " expected");
+  }
+  draft.assign(message.begin() + 1, message.begin() + 1 + message[0]);
+  return {};
 }
 
 Result<std::span<float>> TensorParallelAgreement::GatherLogits(int label,

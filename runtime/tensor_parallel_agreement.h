@@ -58,6 +58,10 @@ class TensorParallelAgreement {
   // others' argument is ignored), for a sequence only the leader samples.
   Result<int32_t> LeaderToken(int label, int32_t token);
 
+  // Last stage, tp > 1: the leader's `draft` (at most `max` tokens) in
+  // `draft` on every rank of the stage (the others' is replaced).
+  Status LeaderDraft(int label, std::vector<int32_t>& draft, int64_t max);
+
   // Last stage, tp > 1: the logits (vocab) of every rank's `ring_logits`,
   // in a buffer of this object valid until the next call.
   Result<std::span<float>> GatherLogits(int label, std::span<const float> ring_logits);

@@ -74,6 +74,24 @@ TEST(TensorParallelAgreement, LeaderTokenReachesEveryRank) {
   EXPECT_EQ(results, (std::vector<int32_t>{42, 42}));
 }
 
+TEST(TensorParallelAgreement, LeaderDraftReachesEveryRankEmptyOrNot) {
+  const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
+    std::vector<std::vector<int32_t>> seen;
+    // The leader's draft, shorter than the most; then an empty one. The
+    // other rank's own is replaced.
+    for (const std::vector<int32_t>& leaders : {std::vector<int32_t>{7, 8}, std::vector<int32_t>{}}) {
+      std::vector<int32_t> draft = rank == 0 ? leaders : std::vector<int32_t>{1, 1, 1};
+      Status shared = agreement.LeaderDraft(0, draft, 4);
+      EXPECT_TRUE(shared.ok()) << shared.error().message;
+      seen.push_back(draft);
+    }
+    return seen;
+  });
+  const std::vector<std::vector<int32_t>> expected = {{7, 8}, {}};
+  EXPECT_EQ(results[0], expected);
+  EXPECT_EQ(results[1], expected);
+}
+
 TEST(TensorParallelAgreement, GatherLogitsAssemblesTheVocabularyOnEveryRank) {
   const auto results = OnBothRanks([](int rank, TensorParallelAgreement& agreement) {
     std::vector<float> rows(5);

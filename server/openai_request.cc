@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/sampler.h"
+#include "runtime/sampling_options.h"
 #include "text/chat_template/json_value.h"
 
 namespace inferno {

@@ -5,8 +5,10 @@ Mixtral, Qwen3-MoE):
 model.safetensors (f32) plus config.json, written from the transformers
 modelling conventions rather than from inferno's code: RoPE as rotate_half
 (pairs i and i + head_dim/2 of each head), with rope_scaling "linear",
-"llama3" or "longrope" (its short factors: the positions here stay within
-the original context, and cos and sin times its attention factor); q/k/v
+"llama3" or "longrope" (as transformers' dynamic update: short factors
+while a forward call's last position is within the original context, long
+ones past it, the prompt being one call; cos and sin times its attention
+factor); q/k/v
 biases (Qwen2, or attention_bias), an o_proj bias
 (attention_bias); Qwen3's and Gemma's q_norm and k_norm (each head of q and
 k RMS-normed, before RoPE); grouped-query attention; head_dim from
@@ -102,14 +104,15 @@ def sliding_layers():
 window, slides = sliding_layers()
 
 
-def inverse_frequencies(theta, scaled):
+def inverse_frequencies(theta, scaled, long_context=False):
     base = [1.0 / theta ** (2 * i / head_dim) for i in range(head_dim // 2)]
     scaling = config.get("rope_scaling")
     if not scaling or not scaled:
         return base
     kind = scaling.get("rope_type", scaling.get("type"))
-    if kind in ("longrope", "su"):  # the short factors: every position here is within the original context
-        return [1.0 / (scaling["short_factor"][i] * theta ** (2 * i / head_dim)) for i in range(head_dim // 2)]
+    if kind in ("longrope", "su"):
+        factors = scaling["long_factor" if long_context else "short_factor"]
+        return [1.0 / (factors[i] * theta ** (2 * i / head_dim)) for i in range(head_dim // 2)]
     factor = scaling["factor"]
     if kind == "linear":
         return [f / factor for f in base]
@@ -129,6 +132,11 @@ def inverse_frequencies(theta, scaled):
     return result
 
 
+def longrope_original():
+    scaling = config.get("rope_scaling") or {}
+    return config.get("original_max_position_embeddings", scaling.get("original_max_position_embeddings", 4096))
+
+
 def longrope_attention_factor():
     """cos and sin are multiplied by this (transformers' longrope); 1 otherwise."""
     scaling = config.get("rope_scaling") or {}
@@ -136,13 +144,13 @@ def longrope_attention_factor():
         return 1.0
     if scaling.get("attention_factor") is not None:
         return scaling["attention_factor"]
-    original = config.get("original_max_position_embeddings",
-                          scaling.get("original_max_position_embeddings", 4096))
+    original = longrope_original()
     factor = config["max_position_embeddings"] / original
     return 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
 
 
 global_inverse = inverse_frequencies(theta, True)
+long_inverse = inverse_frequencies(theta, True, long_context=True)
 rope_attention = longrope_attention_factor()
 local_inverse = (inverse_frequencies(config.get("rope_local_base_freq", 10000.0), False)
                  if gemma else global_inverse)
@@ -250,7 +258,10 @@ def step(token, pos):
         if qk_norm:
             q = head_norm(q, heads, p + "self_attn.q_norm.weight")
             k = head_norm(k, kv_heads, p + "self_attn.k_norm.weight")
-        inverse = local_inverse if slides[l] else global_inverse
+        # transformers' forward call: the whole prompt at once, then one position each.
+        call_end = len(prompt) if pos < len(prompt) else pos + 1
+        inverse = (local_inverse if gemma and slides[l] else
+                   long_inverse if call_end > longrope_original() else global_inverse)
         scale = 1.0 if slides[l] and gemma else rope_attention
         rotate(q, heads, pos, inverse, scale)
         rotate(k, kv_heads, pos, inverse, scale)

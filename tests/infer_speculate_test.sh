@@ -10,6 +10,13 @@
 # fills up (--context), and, on stories260K, where the model samples its
 # stop token after drafts. Seeded sampling with speculation runs and is
 # repeatable, on 1 rank and with --tp 2.
+# With a draft model (--draft: a 2-layer toy model of the same vocabulary,
+# or stories260K drafting for itself): greedy ids and logits equal the run
+# without, on 1 rank and --pp 2 (--tp 2 and 2 x 2 against the same grid
+# without), with drafts kept and (toy) drafts rejected; seeded sampling
+# repeats itself, and gives the same on 1 rank and --pp 2; a draft of
+# another vocabulary size, or without --speculate, is refused in one line
+# naming it.
 #
 # Usage: infer_speculate_test.sh LAUNCH INFER MAKE_TOY_MODEL (toy | stories260K)
 # With "stories260K" (../shared/models/stories260K.bin beside the checkout;
@@ -24,11 +31,14 @@ case "$MODEL_KIND" in
   toy)
     "$MAKE_TOY" --out "$WORK/toy" --layers 4 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
     MODEL="$WORK/toy"
+    "$MAKE_TOY" --out "$WORK/draft" --layers 2 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+    DRAFT="$WORK/draft"
     PART="79 111 99 101 32 117 112 111 110 32 97 32"
     STOPPING=()
     ;;
   stories260K)
     shared_model stories260K.bin
+    DRAFT="$MODEL"
     PART="403 407 261 378 431 293 430 417 363 416 315 342"
     # Stops after 47 tokens.
     STOP_PART="461 461 401 401 401 461 378 455 473 456 435 299"
@@ -107,6 +117,42 @@ for name in tp_sample_a tp_sample_b; do
   run "$name" 2 "${PROMPT[@]}" --tp 2 --speculate 4 --temperature 0.7 --seed 5
 done
 same tp_sample_a tp_sample_b
+
+# A draft model.
+run draft_spec 1 "${PROMPT[@]}" --speculate 4 --draft "$DRAFT" && same plain draft_spec && drafts_kept draft_spec
+run draft_pp2_spec 2 "${PROMPT[@]}" --pp 2 --speculate 4 --draft "$DRAFT" && same plain draft_pp2_spec &&
+  drafts_kept draft_pp2_spec
+drafted="$(sed -n 's/^speculation: \([0-9]*\) drafted.*/\1/p' "$WORK/draft_spec.err")"
+echo "draft model: $drafted drafted, $(accepted draft_spec) kept"
+if [ "$MODEL_KIND" = toy ] && [ "$(accepted draft_spec)" -ge "${drafted:-0}" ]; then
+  fail "draft_spec: every draft was kept: rejections went unchecked"
+fi
+# Under tensor parallelism the leader broadcasts its drafts (against the same grid without).
+run draft_tp_spec 2 "${PROMPT[@]}" --tp 2 --speculate 4 --draft "$DRAFT" && same tp_plain draft_tp_spec &&
+  drafts_kept draft_tp_spec
+run draft_grid_spec 4 "${PROMPT[@]}" --pp 2 --tp 2 --speculate 4 --draft "$DRAFT" && same grid_plain draft_grid_spec
+for name in draft_tp_sample_a draft_tp_sample_b; do
+  run "$name" 2 "${PROMPT[@]}" --tp 2 --speculate 4 --draft "$DRAFT" --temperature 0.7 --seed 5
+done
+same draft_tp_sample_a draft_tp_sample_b
+run draft_batch_spec 1 "${PROMPTS[@]}" --speculate 4 --draft "$DRAFT" && same batch_plain draft_batch_spec
+run draft_sample_a 1 "${PROMPT[@]}" --speculate 4 --draft "$DRAFT" --temperature 0.7 --seed 5
+run draft_sample_b 2 "${PROMPT[@]}" --pp 2 --speculate 4 --draft "$DRAFT" --temperature 0.7 --seed 5
+same draft_sample_a draft_sample_b
+[ "$(wc -w <"$WORK/draft_sample_a.ids")" -gt 0 ] || fail "sampling with a draft model generated nothing"
+# refused NAME WORLD MESSAGE ARGS...: infer fails, its error naming MESSAGE.
+refused() {
+  if timeout 60 "$LAUNCH" -n "$2" --timeout 30 --grace 2 -- "$INFER" --model "$MODEL" --output ids \
+      --max-new-tokens 4 "${PROMPT[@]}" "${@:4}" >/dev/null 2>"$WORK/$1.err"; then
+    fail "$1: infer ran"
+  elif ! grep -q -- "$3" "$WORK/$1.err"; then
+    fail "$1: the error does not say '$3': $(head -3 "$WORK/$1.err")"
+  fi
+}
+"$MAKE_TOY" --out "$WORK/other_vocab" --layers 1 --vocab 600 >/dev/null || fail "make_toy_model --vocab 600"
+refused draft_vocab 1 "the draft model's vocabulary has 600 tokens, the model's" --speculate 4 \
+  --draft "$WORK/other_vocab"
+refused draft_alone 1 "add --speculate K" --draft "$DRAFT"
 
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"

@@ -8,7 +8,7 @@
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
 # hidden / heads), Qwen3 (q and k norms, head_dim != hidden / heads), Llama
 # with attention_bias and linear RoPE scaling, Mistral, Phi-3 with longrope
-# (within its original context); the mixtures of experts Mixtral and
+# (within its original context, and past it: the long factors); the mixtures of experts Mixtral and
 # Qwen3-MoE (top-k routing; Qwen3-MoE also without renormalisation and with
 # dense layers from decoder_sparse_step and mlp_only_layers: only layer 1 of
 # 4 sparse) over 200+ positions (STEPS set per family; with GGUF=1, the
@@ -74,6 +74,11 @@ check_family qwen2 --kv-heads 2 --architecture qwen2 --head-dim 12
 check_family llama_bias --kv-heads 4 --attention-bias --rope-scaling linear --rope-factor 2
 check_family mistral --kv-heads 1 --architecture mistral
 check_family phi3_longrope --kv-heads 2 --architecture phi3 --rope-scaling longrope --rope-factor 3
+# Past the original context (half of the 64 positions): the long factors. A
+# 40-token prompt, so that Hugging Face's choice per forward call is the long
+# factors throughout too.
+STEPS=20 PROMPT="$(seq -s ' ' 3 42)" GGUF=1 check_family phi3_longrope_long --kv-heads 2 --architecture phi3 \
+  --rope-scaling longrope --rope-factor 3
 # GGUF has no query_pre_attn_scalar (llama.cpp derives it): this one is
 # checked from the folder only.
 check_family gemma3_scalar --kv-heads 2 --architecture gemma3 --head-dim 16 --sliding-window 5 \

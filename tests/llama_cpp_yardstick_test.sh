@@ -40,11 +40,15 @@ done
 # Phi-3 with longrope (its factor tensors and keys, as llama.cpp's converter
 # writes them; original context 256, which the 28 positions stay within, so
 # both engines use the short factors). Factors up to 50: without them, our
-# ids differ from the 6th on.
+# ids differ from the 6th on. Then a context past the original one (a
+# 250-token prompt): both engines take the long factors for all of it, and
+# the ids must be equal (with the short factors ours part at step 3 by a
+# margin the near-tie rule would forgive).
 if "$MAKE_TOY" --format gguf --architecture phi3 --rope-scaling longrope --rope-factor 50 --seq-len 512 \
   --dim 64 --heads 4 --kv-heads 2 --out "$WORK/phi3_longrope.gguf" >/dev/null; then
   agrees_with_llama_cpp phi3_longrope "$WORK/phi3_longrope.gguf" "1 72 101 108 108 111 32 119 111 114 108 100" 16 \
     0.01
+  agrees_with_llama_cpp phi3_longrope_long "$WORK/phi3_longrope.gguf" "1 $(seq -s ' ' 3 251)" 16
 else
   fail "phi3_longrope: make_toy_model failed"
 fi

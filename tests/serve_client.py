@@ -38,6 +38,8 @@ import threading
 import time
 import urllib.parse
 
+import serve_sse
+
 
 def request(url, key, path, body, timeout=120):
     parsed = urllib.parse.urlparse(url)
@@ -74,15 +76,10 @@ def fold(response, folded, chunks=None):
     """Folds the server-sent events of a streamed answer into `folded`, to the
     end of the stream or, if `chunks` is given, until that many chunks have
     been folded."""
-    for line in response:
-        line = line.decode("utf-8").rstrip("\n")
-        if not line.startswith("data: "):
-            continue
-        data = line[len("data: "):]
-        if data == "[DONE]":
+    for chunk in serve_sse.events(response):
+        if chunk == serve_sse.DONE:
             folded["done"] = True
             continue
-        chunk = json.loads(data)
         if "error" in chunk:
             folded["error"] = chunk["error"]
             continue

@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.parse
 
+import serve_sse
+
 
 def prompt(index):
     return "Once upon a time, stream %d" % index
@@ -56,15 +58,10 @@ def main():
             if response.status != 200:
                 stream["error"] = {"status": response.status, "body": response.read().decode("utf-8", "replace")}
                 return
-            for line in response:
-                line = line.decode("utf-8").rstrip("\n")
-                if not line.startswith("data: "):
-                    continue
-                data = line[len("data: "):]
-                if data == "[DONE]":
+            for chunk in serve_sse.events(response):
+                if chunk == serve_sse.DONE:
                     stream["done"] = True
                     continue
-                chunk = json.loads(data)
                 if "error" in chunk:
                     stream["error"] = chunk["error"]
                     continue

@@ -80,3 +80,15 @@ api() {
 
 # json FIELD_EXPR: reads JSON on stdin, prints the Python expression FIELD_EXPR of it (as `j`).
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+
+# require_openai_client: sets PACKAGE to the pinned `openai` npm package
+# (tools/fetch_openai_client.sh caches it outside the tree), or skips the test
+# when node or the package is absent.
+require_openai_client() {
+  local home
+  home="$(getent passwd "$(id -u)" | cut -d: -f6)"
+  PACKAGE="${INFERNO_CACHE:-$home/.cache/inferno}/openai-client/node_modules/openai"
+  if ! command -v node >/dev/null || [ ! -f "$PACKAGE/package.json" ]; then
+    skip "node or $PACKAGE not found (tools/fetch_openai_client.sh fetches it)"
+  fi
+}

@@ -8,11 +8,7 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" CLIENT="$4"
 source tests/serve_lib.sh
-home="$(getent passwd "$(id -u)" | cut -d: -f6)"
-PACKAGE="${INFERNO_CACHE:-$home/.cache/inferno}/openai-client/node_modules/openai"
-if ! command -v node >/dev/null || [ ! -f "$PACKAGE/package.json" ]; then
-  skip "node or $PACKAGE not found (tools/fetch_openai_client.sh fetches it)"
-fi
+require_openai_client
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_openai.XXXXXX")"
 KEY="key-$RANDOM"
 "$MAKE_TOY" --out "$WORK/toy" --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }

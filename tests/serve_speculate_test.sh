@@ -4,7 +4,11 @@
 # serve without --speculate and one with --speculate 4 (on 2 ranks: --tp 2
 # against --tp 2, then --pp 2 against --pp 2) the same greedy requests and
 # gets the same text (serve_speculate_client.cjs); the speculating one's
-# /metrics count drafted tokens, some of them accepted, the other's none. Skips when node or the
+# /metrics count drafted tokens, some of them accepted, the other's none.
+# Then the same with a draft model (--draft: a 2-layer toy model of the
+# target's vocabulary) under --pp 2 and --tp 2 (the leader broadcasting its
+# drafts), where sequences come and go in the continuous batch, each with
+# its own draft state. Skips when node or the
 # package is absent.
 #
 # Usage: serve_speculate_test.sh LAUNCH SERVE MAKE_TOY_MODEL CLIENT_CJS
@@ -12,23 +16,22 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" CLIENT="$4"
 source tests/serve_lib.sh
-home="$(getent passwd "$(id -u)" | cut -d: -f6)"
-PACKAGE="${INFERNO_CACHE:-$home/.cache/inferno}/openai-client/node_modules/openai"
-if ! command -v node >/dev/null || [ ! -f "$PACKAGE/package.json" ]; then
-  skip "node or $PACKAGE not found (tools/fetch_openai_client.sh fetches it)"
-fi
+require_openai_client
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_speculate.XXXXXX")"
 "$MAKE_TOY" --out "$WORK/toy" --seq-len 1024 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
+"$MAKE_TOY" --out "$WORK/draft" --seq-len 1024 --layers 2 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 ARGS=(--model "$WORK/toy" --chat-template "$WORK/chat.jinja" --slots 4)
+SPECULATE=(--speculate 4)
 
-# pair GRID...: a serve on 2 ranks with GRID without and one with --speculate 4.
+# pair GRID...: a serve on 2 ranks with GRID without and one with
+# SPECULATE's flags (LABEL tells the pairs of a grid apart).
 pair() {
   local plain_pid plain_url drafted accepted name
-  name=$(tr -d ' -' <<<"$*")
+  name=$(tr -d ' -' <<<"$*${LABEL:-}")
   start_server "plain_$name" -n 2 --timeout 120 -- "${ARGS[@]}" "$@" || return
   plain_pid=$SERVER_PID plain_url=$URL
-  if start_server "speculating_$name" -n 2 --timeout 120 -- "${ARGS[@]}" "$@" --speculate 4; then
+  if start_server "speculating_$name" -n 2 --timeout 120 -- "${ARGS[@]}" "$@" "${SPECULATE[@]}"; then
     timeout 120 node "$CLIENT" "$PACKAGE" "$plain_url" "$URL" || fail "$*: the openai client's checks"
     drafted=$(metric "$URL" drafted) accepted=$(metric "$URL" accepted)
     echo "$*: the speculating server: $drafted drafted tokens, $accepted accepted"
@@ -46,6 +49,9 @@ metric() { curl -s --max-time 10 "$1/metrics" | sed -n "s/^inferno_speculative_$
 
 pair --tp 2
 pair --pp 2
+SPECULATE=(--speculate 4 --draft "$WORK/draft") LABEL=draft
+pair --pp 2
+pair --tp 2
 rm -rf "$WORK"
 [ "$FAILURES" -eq 0 ] || exit 1
 echo PASS

@@ -7,7 +7,8 @@ def serve_job_test(name, script, client, tools = ["//tools:make_toy_model"], **k
     Args:
       name: the test's name.
       script: the test script.
-      client: the client program (a file of this package).
+      client: the client program (a file of this package); it may import
+        serve_sse (tests/serve_sse.py), which is in the runfiles beside it.
       tools: more binaries the script runs, in the order it takes them.
       **kwargs: passed on to sh_test (size, tags, ...).
     """
@@ -17,7 +18,7 @@ def serve_job_test(name, script, client, tools = ["//tools:make_toy_model"], **k
         size = kwargs.pop("size", "large"),
         srcs = [script],
         args = ["$(location %s)" % target for target in binaries + [client]],
-        data = binaries + [client],
+        data = binaries + [client, ":serve_sse.py"],
         deps = [
             ":serve_lib",
             ":test_lib",

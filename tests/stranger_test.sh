@@ -26,7 +26,7 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
 shift 4
-SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000 TOKENS=1000 SEQ_LEN=1024
+SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000 SEQ_LEN=1024
 if [ "${1:-}" = "--secure" ]; then
   SECURE=1
   INFERNO_JOB_SECRET=$("$2") || { echo "FAIL: job_key" >&2; exit 1; }
@@ -40,7 +40,7 @@ if [ "${1:-}" = "--flood" ]; then
   # The job must outlive the flood: under ASan on a loaded machine a 6 s
   # flood ran 9 s while 1000 tokens took 6.6 s (shared memory made the job
   # faster), so the flood is shorter and the job longer.
-  ATTACK_MS=3000 TOKENS=1500 SEQ_LEN=2048
+  ATTACK_MS=3000 SEQ_LEN=2048
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
@@ -66,21 +66,30 @@ listening_endpoints() {
 }
 
 # The clean run, whose ids the attacked one must print. The job must still
-# run when the attack ends, so it is made longer (more prompts of TOKENS
-# tokens each) until it takes 2 x ATTACK_MS plus 3 s: an optimized build
-# (-c opt) generated 1500 tokens in 2.3 s, inside a 3 s flood, and a
-# CURVE stranger took longer than its duration to set up.
-prompts=1
+# run when the attack ends, so it is sized to take at least 2 x ATTACK_MS
+# plus 3 s: a first short run measures this build's speed, and each run too
+# short is scaled by its shortfall (x1.5), in tokens up to the context, then
+# in prompts (up to 32). A fixed size was wrong both ways: -c opt generated
+# 1500 tokens in 2.3 s, inside a 3 s flood, and the default fastbuild took
+# 37 s for them, doubling the test's time for nothing.
+tokens=100 prompts=1 target_ms=$((2 * ATTACK_MS + 3000)) max_tokens=$((SEQ_LEN - 32))
 while :; do
-  INFER_ARGS=(--model "$WORK/toy" --max-new-tokens "$TOKENS" --output ids)
+  INFER_ARGS=(--model "$WORK/toy" --max-new-tokens "$tokens" --output ids)
   for ((p = 0; p < prompts; p++)); do INFER_ARGS+=(--prompt "Once upon a time $p"); done
   clean_start_ms=$(now_ms)
   timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --insecure --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
     { cat "$WORK/clean.err" >&2; fail "the clean run failed"; break; }
   clean_ms=$(($(now_ms) - clean_start_ms))
-  echo "clean run: $prompts prompt(s) of $TOKENS tokens in $clean_ms ms"
-  [ "$clean_ms" -lt $((2 * ATTACK_MS + 3000)) ] && [ "$prompts" -lt 32 ] || break
-  prompts=$((prompts * 2))
+  echo "clean run: $prompts prompt(s) of $tokens tokens in $clean_ms ms"
+  [ "$clean_ms" -lt "$target_ms" ] && [ "$prompts" -lt 32 ] || break
+  scale=$(((3 * target_ms + 2 * clean_ms - 1) / (2 * clean_ms)))
+  [ "$scale" -ge 2 ] || scale=2
+  tokens=$((tokens * scale))
+  if [ "$tokens" -gt "$max_tokens" ]; then
+    prompts=$((prompts * ((tokens + max_tokens - 1) / max_tokens)))
+    [ "$prompts" -le 32 ] || prompts=32
+    tokens=$max_tokens
+  fi
 done
 
 attack_start_ms=$(now_ms)

@@ -36,11 +36,12 @@
 // --output ids prints, per prompt, the generated ids (prompt excluded) on one
 // line and nothing else. --dump-logits writes every sampled-from logit vector
 // (f32, native byte order, prompt by prompt) for exactness tests.
-// --speculate K drafts up to K tokens per step by prompt lookup and keeps
-// those the sampler agrees with (docs/serving.md). With --failover (under
-// launch --failover), a lost rank other than 0 does not end the job: the
-// others form its next generation (distributed/regroup.h; a standby rank of
-// launch --standby takes the lost rank's place, else the pipeline is
+// --speculate K drafts up to K tokens per step by prompt lookup, or with
+// --draft PATH from a small model of the same vocabulary run on rank 0, and
+// keeps those the sampler agrees with (docs/serving.md). With --failover
+// (under launch --failover), a lost rank other than 0 does not end the job:
+// the others form its next generation (distributed/regroup.h; a standby
+// rank of launch --standby takes the lost rank's place, else the pipeline is
 // re-planned over fewer ranks), and every prompt not done continues from
 // its prompt plus the tokens it had (runtime/fixed_prompts.h): greedy output
 // is that of an undisturbed run; the statistics are the last generation's.
@@ -131,6 +132,9 @@ const CommandSpec kSpec{
       "last earlier occurrence of the sequence's latest 3, else 2, tokens) with each step, keeping those "
       "the sampler agrees with; greedy output is unchanged, sampling keeps its distribution (default 0: "
       "off)"},
+     {"draft", "PATH",
+      "with --speculate K: draft from this model (any format --model takes, same vocabulary) run on rank "
+      "0 instead of by prompt lookup"},
      {"threads", "N", ThreadsFlagHelp()},
      {"tp", "T", "tensor-parallel ranks per pipeline stage (default 1; with --shards, the shards')"},
      {"ep", "E",
@@ -164,6 +168,7 @@ struct InferOptions {
   WeightPlacement weight_placement = WeightPlacement::kCopy;
   std::optional<std::string> trace;
   std::optional<std::string> dump_logits;
+  std::optional<std::string> draft;  // --draft
   bool failover = false;
 };
 
@@ -242,6 +247,10 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   }
   options.generation.max_new_tokens = *max_new;
   options.generation.speculate = *speculate;
+  options.draft = flags.Last("draft");
+  if (options.draft && *speculate == 0) {
+    return Error::InvalidArgument("--draft drafts for speculative decoding: add --speculate K");
+  }
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -432,6 +441,7 @@ struct PreparedRank {
   std::vector<std::vector<int32_t>> prompts;
   int64_t context_length = 0;  // KV-cache positions per sequence
   StageWeights weights;
+  std::optional<DraftSetup> draft;  // rank 0 with --draft
 };
 
 // What this rank computes, for the rendezvous to compare across ranks (see
@@ -449,7 +459,7 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
   generation << " max_new_tokens=" << options.generation.max_new_tokens
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed
-             << " speculate=" << options.generation.speculate;
+             << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value();
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
@@ -493,6 +503,12 @@ Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int r
   auto weights = LoadRankWeights(prepared.setup.model, rank, options.weight_placement, "infer");
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
+  if (options.draft && rank == 0) {
+    Result<DraftSetup> draft = LoadDraftModel(*options.draft, prepared.setup, prepared.context_length,
+                                              options.weight_placement, "infer");
+    if (!draft) return draft.error();
+    prepared.draft = std::move(*draft);
+  }
   return prepared;
 }
 
@@ -508,10 +524,17 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   const int slots = prepared.setup.model.plan.pp == 1 ? 1 : static_cast<int>(prepared.prompts.size());
   TransformerStage stage(prepared.setup.config, std::move(prepared.weights), slots, prepared.context_length,
                          pool, stage_group);
+  std::optional<TransformerStage> draft;
+  if (prepared.draft) {
+    draft.emplace(prepared.draft->setup.config, std::move(prepared.draft->weights), slots,
+                  prepared.draft->context_length, pool);
+  }
   Timeline timeline(options.trace.has_value());
   GeneratorSettings settings = options.generation;
   settings.stop_ids = prepared.setup.stop_ids;
   settings.report_logits = options.dump_logits.has_value();
+  settings.draft_model = options.draft.has_value();
+  settings.draft = draft ? &*draft : nullptr;
   auto report = RunGenerator(group, prepared.setup.model.plan, stage, stage_group, settings, prompts, prompts,
                              timeline);
   if (!report) return report.error();

@@ -6,7 +6,8 @@
 #
 #   tools/run_fuzzers.sh [SECONDS]        (default 30 per target)
 #
-# Bazel startup options (e.g. --output_base=...) come from $BAZEL_STARTUP.
+# Bazel startup options (e.g. --output_base=...) come from $BAZEL_STARTUP,
+# extra build options (e.g. --define=...) from $BAZEL_BUILD_FLAGS.
 # Exits non-zero if any target crashes, leaks or times out; the reproducer
 # (crash-*, leak-*, timeout-*) and the log stay in the printed folder — copy
 # the reproducer into the seed corpus so the *_corpus_test replays it.
@@ -28,7 +29,8 @@ FUZZERS=(
 )
 targets=()
 for entry in "${FUZZERS[@]}"; do targets+=("${entry%% *}"); done
-"${BAZEL[@]}" build --config=fuzz "${targets[@]}" >&2 || exit 1
+# shellcheck disable=SC2086  # a list of flags
+"${BAZEL[@]}" build --config=fuzz ${BAZEL_BUILD_FLAGS:-} "${targets[@]}" >&2 || exit 1
 BIN="$("${BAZEL[@]}" info --config=fuzz bazel-bin 2>/dev/null)"
 WORK="$(mktemp -d)"
 failed=0

@@ -87,6 +87,9 @@ const CommandSpec kSpec{
      {"speculate", "K",
       "speculative decoding: run up to K tokens drafted by prompt lookup with each step, keeping those the "
       "sampler agrees with (greedy output unchanged, sampling keeps its distribution) (default 0: off)"},
+     {"draft", "PATH",
+      "with --speculate K: draft from this model (any format --model takes, same vocabulary) run on rank "
+      "0 instead of by prompt lookup"},
      {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests"},
      {"max-body-bytes", "N", "the largest request body accepted; larger get 413 (default 1 MiB)"},
      {"read-deadline-ms", "N",
@@ -132,6 +135,7 @@ struct ServeOptions {
   int64_t queue = 64;
   int64_t cache_mib = kDefaultCacheMib;
   int64_t speculate = 0;
+  std::optional<std::string> draft;  // --draft
   std::optional<int64_t> context;
   std::optional<std::string> api_key;
   int64_t max_body_bytes = 1 << 20;
@@ -194,6 +198,10 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.threads = static_cast<int>(*threads);
   options.cache_mib = *cache_mib;
   options.speculate = *speculate;
+  options.draft = flags.Last("draft");
+  if (options.draft && *speculate == 0) {
+    return Error::InvalidArgument("--draft drafts for speculative decoding: add --speculate K");
+  }
   if (flags.Has("context")) {
     Result<int64_t> context = flags.Int("context", 0, 1, INT32_MAX);
     if (!context) return context.error();
@@ -222,6 +230,7 @@ struct PreparedRank {
   RankSetup setup;
   std::optional<ChatTemplate> chat;  // none when the model has none and --chat-template is absent
   StageWeights weights;
+  std::optional<DraftSetup> draft;  // rank 0 with --draft
 };
 
 Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_size) {
@@ -245,6 +254,12 @@ Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_si
   auto weights = LoadRankWeights(prepared.setup.model, rank, options.weight_placement, "serve");
   if (!weights) return weights.error();
   prepared.weights = std::move(*weights);
+  if (options.draft && rank == 0) {
+    Result<DraftSetup> draft = LoadDraftModel(*options.draft, prepared.setup, prepared.setup.context_limit,
+                                              options.weight_placement, "serve");
+    if (!draft) return draft.error();
+    prepared.draft = std::move(*draft);
+  }
   return prepared;
 }
 
@@ -253,7 +268,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
                                                     const PreparedRank& prepared) {
   std::ostringstream settings;
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
-           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate << " stop_ids=";
+           << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
+           << " draft_model=" << options.draft.has_value() << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -327,12 +343,19 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   ThreadPool pool(options.threads);
   TransformerStage stage(prepared.setup.config, std::move(prepared.weights), options.slots,
                          prepared.setup.context_limit, pool, stage_group);
+  std::optional<TransformerStage> draft;
+  if (prepared.draft) {
+    draft.emplace(prepared.draft->setup.config, std::move(prepared.draft->weights), options.slots,
+                  prepared.draft->context_length, pool);
+  }
   on_joined();
   GeneratorSettings settings;
   settings.stop_ids = prepared.setup.stop_ids;
   settings.report_logits = false;
   settings.prefix_cache_bytes = options.cache_mib << 20;
   settings.speculate = options.speculate;
+  settings.draft_model = options.draft.has_value();
+  settings.draft = draft ? &*draft : nullptr;
   if (leader != nullptr) {
     ServerMetrics& metrics = leader->metrics;
     settings.report_prefix_cache = [&metrics](const PrefixCacheStats& stats) {
