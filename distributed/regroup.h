@@ -1,24 +1,34 @@
-// Regroup: after a rank of a job is lost, the survivors agree on the members
-// of the job's next generation, before they rendezvous again as a new
+// Regroup: after a rank of a job is lost, the survivors, and standby ranks
+// started with the job to take a lost rank's place, agree on the members of
+// the job's next generation, before they rendezvous again as a new
 // ProcessGroup (Join) over those members.
 //
 // The leader (rank 0, which survives by assumption) decides: it listens at
 // the job's MASTER_ADDR:MASTER_PORT again, with the job's secret (CURVE, as
 // the rendezvous), and every surviving rank reports its rank in the ended
-// generation. The leader closes the membership as soon as all but one of
-// the other ranks have arrived (one loss, the common case, costs no waiting)
-// or when `window` has passed, then numbers the members in the order of
-// their old ranks (itself 0) and answers each with its new rank and the new
-// world size. A request of another generation, an unknown rank or a rank
-// that arrives twice is refused with a one-line reason. The new
-// generation's Join then binds fresh sockets and fresh shared-memory
-// segments under a fresh job id, so no message of the ended generation can
-// reach it.
+// generation. The survivors are in as soon as all but one of the other ranks
+// have arrived (one loss, the common case, costs no waiting) or when
+// `window` has passed. A standby rank (AwaitPlace) calls the leader over and
+// over until a regroup hears it: the leader answers "hold", and counts the
+// standby once it confirms on the same connection (so a call of a connection
+// the standby has since closed never takes a place). When the leader
+// expects standbys, it waits for as many as ranks were lost, at most
+// kStandbyWait after the survivors are in. Members are numbered in the
+// order of the old ranks whose places they hold: each survivor its own, each
+// standby a lost rank's (the first standby the lowest lost rank), and lost
+// ranks no standby took are left out (the others move down). Standbys not
+// needed are told to wait for the next regroup. A request of another
+// generation, an unknown rank or a rank that arrives twice is refused with a
+// one-line reason. The new generation's Join then binds fresh sockets and
+// fresh shared-memory segments under a fresh job id, so no message of the
+// ended generation can reach it.
 //
-// Thread-safety: a plain function; each call builds its own sockets.
+// Thread-safety: plain functions; each call builds its own sockets.
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "base/error.h"
@@ -29,15 +39,38 @@ namespace inferno {
 struct Regrouped {
   // The old configuration with this rank's new rank and the new world size.
   RendezvousConfig config;
-  // The members' ranks in the ended generation, by new rank.
+  // The ranks of the ended generation whose places the members hold, by new
+  // rank (a standby holds a lost rank's).
   std::vector<int> old_ranks;
+  // The generation formed (1 for the first regroup).
+  int generation = 0;
+  // On the leader: how many standby ranks took a place.
+  int standbys_taken = 0;
 };
 
+// How long the leader waits for standby ranks once the survivors are in.
+inline constexpr std::chrono::milliseconds kStandbyWait{2000};
+
 // Regroups rank `ended.rank` of the generation `ended` described, whose
-// successor is number `generation` (1 for the first regroup). Errors:
-// Timeout on a non-leader that hears no answer within `window` plus two
-// seconds (the leader is gone); InvalidArgument when the leader refuses the
-// rank (the reason quoted); Transport when the leader cannot listen again.
-Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window);
+// successor is number `generation` (1 for the first regroup). On the leader,
+// `standbys` is how many standby ranks may still answer (0: none is waited
+// for). Errors: Timeout on a non-leader that hears no answer within `window`
+// plus two seconds (the leader is gone); InvalidArgument when the leader
+// refuses the rank (the reason quoted); Transport when the leader cannot
+// listen again.
+Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
+                          int standbys = 0);
+
+// A standby rank's wait for a place: calls the leader at `job`'s
+// MASTER_ADDR:MASTER_PORT (`job.standby` names the standby) until a regroup
+// gives it one, then returns it (config.rank > 0: the place; generation: the
+// generation to join). Returns nullopt once `stopped()` is true (asked every
+// 250 ms or sooner). The calls reaching the job's rendezvous instead are
+// ignored there. Errors: InvalidArgument when the leader refuses it (the
+// reason quoted); Transport when the leader's address refuses 5 calls in a
+// row (another job secret; one refusal, a server closing as the call
+// arrives, is retried) or its answer is malformed.
+Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
+                                            const std::function<bool()>& stopped);
 
 }  // namespace inferno

@@ -26,6 +26,7 @@
 #include "distributed/routed/transport.h"
 #include "distributed/shm/host_identity.h"
 #include "distributed/shm/transport.h"
+#include "distributed/standby_rank.h"
 #include "distributed/tcp/transport.h"
 #include "distributed/zmq/rendezvous_channel.h"
 #include "distributed/zmq/transport.h"
@@ -220,6 +221,8 @@ Result<Json> ServeTable(const RendezvousConfig& config, const RendezvousOptions&
     }
     std::optional<Json> json = ParseJson(request->body);
     std::optional<RankEndpoints> entry = json ? EntryFromJson(*json) : std::nullopt;
+    // A standby rank's call (distributed/regroup.h) is for a regroup, not this rendezvous.
+    if (!entry && json && json->is_object() && json->contains("standby")) continue;
     if (!entry) {
       LOG(WARNING) << where << ": ignored a malformed request of " << request->body.size() << " bytes";
       continue;
@@ -365,13 +368,32 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     // of a step (srun's tasks have SLURM_STEP_ID).
     const char* only_with;
   };
+  const char* standby = getenv(kStandbyVariable);
+  if (standby != nullptr) {
+    Result<int> index = ParseInt(kStandbyVariable, standby, 0, 1 << 20);
+    if (!index) return std::move(index).error();
+    if (getenv("RANK") != nullptr) {
+      return Error::InvalidArgument(std::string("both RANK and ") + kStandbyVariable +
+                                    " are set: a standby rank has no rank until it takes a lost one's place");
+    }
+    config.standby = *index;
+  }
+  if (const char* standbys = getenv(kStandbyRanksVariable)) {
+    Result<int> count = ParseInt(kStandbyRanksVariable, standbys, 0, 1 << 20);
+    if (!count) return std::move(count).error();
+    config.standby_ranks = *count;
+  }
+  // A standby's RANK is not set; it reads as rank 0 here and -1 below.
+  const auto rank_variable = [&](const char* name) -> const char* {
+    return standby != nullptr && std::string_view(name) == "RANK" ? "0" : getenv(name);
+  };
   const RankVariables kRankNames[] = {
       {"RANK", "WORLD_SIZE", std::nullopt, nullptr},
       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ClusterLauncher::kOpenMpi, nullptr},
       {"SLURM_PROCID", "SLURM_NTASKS", ClusterLauncher::kSlurm, "SLURM_STEP_ID"}};
   std::optional<ClusterLauncher> launcher;
   for (const auto& [rank_name, size_name, names_launcher, only_with] : kRankNames) {
-    const char* rank = getenv(rank_name);
+    const char* rank = rank_variable(rank_name);
     const char* size = getenv(size_name);
     if (rank == nullptr && size == nullptr) continue;
     if (only_with != nullptr && getenv(only_with) == nullptr) continue;
@@ -388,6 +410,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     launcher = names_launcher;
     break;
   }
+  if (config.standby) config.rank = -1;
   const char* addr = getenv("MASTER_ADDR");
   const char* port = getenv("MASTER_PORT");
   if (addr != nullptr) config.master_addr = addr;
@@ -454,10 +477,27 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
   return config;
 }
 
-Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
+namespace {
+
+// Join's check that `config` names a place in the job: a standby rank's
+// names none yet.
+Status CheckPlace(const RendezvousConfig& config) {
+  if (config.standby) {
+    return Error::InvalidArgument("this process is standby rank " + std::to_string(*config.standby) + " (" +
+                                  kStandbyVariable +
+                                  "): it has no place in the job until it takes a lost rank's, which only "
+                                  "serve --failover and infer --failover do");
+  }
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
     return Error::UnknownRank("rendezvous", config.rank, config.world_size);
   }
+  return {};
+}
+
+}  // namespace
+
+Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOptions& options) {
+  if (Status placed = CheckPlace(config); !placed) return placed.error();
   ZmqTransportOptions transport_options;
   transport_options.rank = config.rank;
   transport_options.world_size = config.world_size;

@@ -86,6 +86,12 @@ struct RendezvousConfig {
   std::optional<JobSecret> job_secret;
   // INFERNO_TRANSPORT if set: replaces RendezvousOptions::transport.
   std::optional<TransportChoice> transport;
+  // INFERNO_STANDBY if set: this process is that standby rank of the job
+  // (distributed/standby_rank.h), with no rank yet (rank is -1), waiting for
+  // a lost rank's place (AwaitPlace in distributed/regroup.h).
+  std::optional<int> standby;
+  // INFERNO_STANDBY_RANKS if set: how many standby ranks the job started.
+  int standby_ranks = 0;
 };
 
 // Reads RANK/WORLD_SIZE (or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, or
@@ -93,7 +99,8 @@ struct RendezvousConfig {
 // job step, where SLURM_STEP_ID is set, not in a batch script's own shell,
 // which is then one rank), MASTER_ADDR, MASTER_PORT,
 // INFERNO_TIMEOUT_MS, INFERNO_RENDEZVOUS_TIMEOUT_MS, INFERNO_JOB_SECRET,
-// INFERNO_JOB_SECRET_FILE, INFERNO_INSECURE and INFERNO_TRANSPORT through
+// INFERNO_JOB_SECRET_FILE, INFERNO_INSECURE, INFERNO_TRANSPORT,
+// INFERNO_STANDBY (in place of RANK) and INFERNO_STANDBY_RANKS through
 // `getenv` (nullptr: unset). With no rank variables set: rank 0 of a 1-rank
 // world. When Open MPI's or Slurm's rank variables give a world size > 1,
 // MASTER_ADDR and MASTER_PORT, each where unset, come from the launcher's
@@ -106,7 +113,7 @@ struct RendezvousConfig {
 // INFERNO_JOB_SECRET_FILE both set, a secret beside INFERNO_INSECURE,
 // INFERNO_INSECURE other than 1, a malformed INFERNO_JOB_SECRET (set but
 // empty included), ReadJobSecretFile's errors, an INFERNO_TRANSPORT other
-// than auto, zmq, shm or tcp.
+// than auto, zmq, shm or tcp, INFERNO_STANDBY beside RANK.
 Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(const char*)>& getenv,
                                               const RendezvousOptions& options = {});
 
@@ -118,7 +125,10 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
 std::string FingerprintDifference(int rank, const std::map<std::string, std::string>& theirs,
                                   const std::map<std::string, std::string>& mine);
 
-// Joins the group described by `config`. Errors: Io naming the path when
+// Joins the group described by `config`. Rank 0 ignores the calls of
+// standby ranks that reach its rendezvous (they are for a regroup). Errors:
+// InvalidArgument for a
+// standby rank's config (config.standby: it has no place yet); Io naming the path when
 // the private ipc directory cannot be made (see IpcDirectory); Transport naming addr:port
 // when rank 0 cannot listen (e.g. the port is in use), or when rank 0 refuses
 // this rank's key (its job secret differs, or only one side has one; rank 0

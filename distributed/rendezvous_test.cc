@@ -59,6 +59,31 @@ TEST(ReadRendezvousConfig, ReadsTorchrunNames) {
   EXPECT_EQ(config->master_port, 29500);
 }
 
+TEST(ReadRendezvousConfig, AStandbyRankHasNoRankAndCannotJoin) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_STANDBY", "1"},
+                                                                          {"INFERNO_STANDBY_RANKS", "2"},
+                                                                          {"WORLD_SIZE", "3"},
+                                                                          {"MASTER_ADDR", "10.0.0.1"},
+                                                                          {"MASTER_PORT", "29500"},
+                                                                          kInsecure}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->standby, 1);
+  EXPECT_EQ(config->standby_ranks, 2);
+  EXPECT_EQ(config->rank, -1);
+  EXPECT_EQ(config->world_size, 3);
+  Result<ProcessGroup> joined = Join(*config);
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(joined.error().message.find("standby rank 1"), std::string::npos) << joined.error().message;
+  Result<RendezvousConfig> both = ReadRendezvousConfig(FakeEnvironment({{"INFERNO_STANDBY", "0"},
+                                                                        {"RANK", "1"},
+                                                                        {"WORLD_SIZE", "3"},
+                                                                        {"MASTER_ADDR", "h"},
+                                                                        {"MASTER_PORT", "1"}}));
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().message.find("both RANK and INFERNO_STANDBY are set"), std::string::npos);
+}
+
 TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   Result<RendezvousConfig> ompi = ReadRendezvousConfig(FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"},
                                                                         {"OMPI_COMM_WORLD_SIZE", "3"},

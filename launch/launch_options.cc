@@ -55,6 +55,9 @@ const CommandSpec& LaunchCommandSpec() {
        {"failover", "",
         "a rank other than 0 that fails does not stop the others, which carry on without it (serve "
         "--failover); launch exits with rank 0's status"},
+       {"standby", "N",
+        "with --failover: start N standby ranks more on this node, which load nothing and take a lost "
+        "rank's place (serve --failover; they get INFERNO_STANDBY in place of RANK)"},
        {"insecure", "",
         "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
         "INFERNO_JOB_SECRET: launch's if set, else new; or launch's INFERNO_JOB_SECRET_FILE)"},
@@ -96,6 +99,7 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
                         integer("nnodes", "--nnodes", 1, 65536, options.nnodes),
                         integer("node-rank", "--node-rank", 0, 65535, options.node_rank),
                         integer("master-port", "--master-port", 1, 65535, options.master_port),
+                        integer("standby", "--standby", 0, 4096, options.standby),
                         seconds("timeout", false, options.timeout), seconds("grace", true, options.grace)}) {
     if (!status) return status.error();
   }
@@ -128,6 +132,9 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
   if (options.node_rank >= options.nnodes) {
     return Error::InvalidArgument("--node-rank: " + std::to_string(options.node_rank) +
                                   " is not below --nnodes " + std::to_string(options.nnodes));
+  }
+  if (options.standby > 0 && !options.failover) {
+    return Error::InvalidArgument("--standby: standby ranks take a lost rank's place only under --failover");
   }
   if (options.nnodes > 1 && !flags.Has("master-port")) {
     return Error::InvalidArgument("--master-port: required when --nnodes is " +

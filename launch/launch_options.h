@@ -1,7 +1,7 @@
 // LaunchOptions: what `launch` was asked to run, parsed from its command line.
 //
 //   launch -n 4 [--tag-output] [--timeout SECONDS] [--grace SECONDS] [--insecure]
-//          [--transport auto|zmq|shm|tcp] [--bind core|none]
+//          [--transport auto|zmq|shm|tcp] [--bind core|none] [--failover [--standby N]]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
 //
@@ -68,6 +68,14 @@ struct LaunchOptions {
   // with 0 (a lost rank may be frozen, not dead). The job's status is then
   // rank 0's.
   bool failover = false;
+  // --standby N (with --failover only): N more processes of the command on
+  // this node, standby ranks (distributed/standby_rank.h): each gets
+  // INFERNO_STANDBY (its index over the job, node_rank * standby + i) in
+  // place of RANK, and holds no place in the job until it takes a lost
+  // rank's (serve --failover). Every process of the job gets
+  // INFERNO_STANDBY_RANKS = nnodes * standby. A standby's failure is
+  // reported, as a rank's other than 0, and the job carries on.
+  int standby = 0;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

@@ -26,6 +26,8 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
                         "2.5",
                         "--grace=0.25",
                         "--failover",
+                        "--standby",
+                        "2",
                         "--nnodes",
                         "2",
                         "--node-rank=1",
@@ -46,6 +48,7 @@ TEST(ParseLaunchOptions, ReadsEveryFlagAndTheCommand) {
   EXPECT_EQ(options->timeout.count(), 2500);
   EXPECT_EQ(options->grace.count(), 250);
   EXPECT_TRUE(options->failover);
+  EXPECT_EQ(options->standby, 2);
   EXPECT_EQ(options->nnodes, 2);
   EXPECT_EQ(options->node_rank, 1);
   EXPECT_EQ(options->master_addr, "10.0.0.7");
@@ -72,6 +75,16 @@ TEST(ParseLaunchOptions, RanksAreBoundToCoresUnlessTheTransportIsZmqOrBindSaysNo
   EXPECT_EQ(Parse({"-n", "2", "--transport", "zmq", "prog"})->binding, CpuBinding::kNone);
   EXPECT_EQ(Parse({"-n", "2", "--transport", "zmq", "--bind", "core", "prog"})->binding, CpuBinding::kCore);
   EXPECT_EQ(Parse({"-n", "2", "--bind", "none", "prog"})->binding, CpuBinding::kNone);
+}
+
+TEST(ParseLaunchOptions, StandbyRanksNeedFailover) {
+  auto options = Parse({"-n", "2", "--standby", "1", "prog"});
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.error().message,
+            "--standby: standby ranks take a lost rank's place only under --failover");
+  auto negative = Parse({"-n", "2", "--failover", "--standby", "-1", "prog"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().message, "--standby: expected an integer in [0, 4096], got '-1'");
 }
 
 TEST(ParseLaunchOptions, HelpSkipsValidation) {

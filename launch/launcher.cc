@@ -23,6 +23,7 @@
 
 #include "distributed/job_secret.h"
 #include "distributed/launcher_lifeline.h"
+#include "distributed/standby_rank.h"
 
 namespace inferno {
 namespace {
@@ -178,10 +179,17 @@ struct TaggedStream {
 
 struct RankProcess {
   int rank = 0;
-  pid_t pid = -1;  // also its process group id
+  std::optional<int> standby;  // a standby rank's index (rank is then -1)
+  pid_t pid = -1;              // also its process group id
   bool running = false;
   TaggedStream out, err;
 };
+
+// "rank 3", or "standby rank 1".
+std::string Name(const RankProcess& process) {
+  return process.standby ? "standby rank " + std::to_string(*process.standby)
+                         : "rank " + std::to_string(process.rank);
+}
 
 class Supervisor {
  public:
@@ -205,9 +213,9 @@ class Supervisor {
     // Descendants that ranks orphan are re-parented to us, so they stay in
     // reach (and their exit is reaped) while the job runs.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    ranks_.resize(options_.ranks_per_node);
+    ranks_.resize(options_.ranks_per_node + options_.standby);
     ChooseCpus();
-    for (int local = 0; local < options_.ranks_per_node; ++local) {
+    for (int local = 0; local < static_cast<int>(ranks_.size()); ++local) {
       if (auto started = Start(local); !started) {
         Stop(SIGKILL);
         while (AnyRunning()) Reap(/*block=*/true);
@@ -263,7 +271,7 @@ class Supervisor {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
     }
-    const size_t ranks = static_cast<size_t>(options_.ranks_per_node);
+    const size_t ranks = ranks_.size();  // standby ranks too: each may take a rank's place
     if (ranks > cpus.size()) return;
     // Rank i gets the i-th of `ranks` equal runs of the allowed CPUs, so a
     // rank's threads (--threads) have CPUs of their own too; one rank gets
@@ -292,18 +300,23 @@ class Supervisor {
 
   Status Start(int local_rank) {
     RankProcess& process = ranks_[local_rank];
-    process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
+    if (local_rank < options_.ranks_per_node) {
+      process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
+    } else {
+      process.rank = -1;
+      process.standby = options_.node_rank * options_.standby + local_rank - options_.ranks_per_node;
+    }
     int out_pipe[2] = {-1, -1};
     int err_pipe[2] = {-1, -1};
     if (options_.tag_output && (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
-      return Error::Io("rank " + std::to_string(process.rank) + ": pipe: " + ErrnoText());
+      return Error::Io(Name(process) + ": pipe: " + ErrnoText());
     }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
-      return Error::Io("rank " + std::to_string(process.rank) + ": fork: " + ErrnoText());
+      return Error::Io(Name(process) + ": fork: " + ErrnoText());
     }
-    if (pid == 0) ExecRank(process.rank, local_rank, parent, out_pipe[1], err_pipe[1]);
+    if (pid == 0) ExecRank(process, local_rank, parent, out_pipe[1], err_pipe[1]);
     setpgid(pid, pid);  // also done by the child; whichever runs first wins
     process.pid = pid;
     process.running = true;
@@ -311,7 +324,10 @@ class Supervisor {
       close(out_pipe[1]);
       close(err_pipe[1]);
       // Appending (not "[" + ...) avoids GCC 12's false -Wrestrict at -O3.
-      const std::string prefix = std::string("[").append(std::to_string(process.rank)).append("] ");
+      const std::string prefix =
+          std::string("[")
+              .append(process.standby ? "s" + std::to_string(*process.standby) : std::to_string(process.rank))
+              .append("] ");
       process.out = TaggedStream{out_pipe[0], STDOUT_FILENO, prefix, ""};
       process.err = TaggedStream{err_pipe[0], STDERR_FILENO, prefix, ""};
     }
@@ -319,7 +335,8 @@ class Supervisor {
   }
 
   // In the child: sets up the rank's process state and execs the program.
-  [[noreturn]] void ExecRank(int rank, int local_rank, pid_t parent, int out_fd, int err_fd) {
+  [[noreturn]] void ExecRank(const RankProcess& process, int local_rank, pid_t parent, int out_fd,
+                             int err_fd) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(kExecFailedStatus);  // the launcher died already
@@ -341,7 +358,18 @@ class Supervisor {
     const auto set = [](const char* name, const std::string& value) {
       setenv(name, value.c_str(), /*overwrite=*/1);
     };
-    set("RANK", std::to_string(rank));
+    if (process.standby) {
+      unsetenv("RANK");
+      set(kStandbyVariable, std::to_string(*process.standby));
+    } else {
+      set("RANK", std::to_string(process.rank));
+      unsetenv(kStandbyVariable);
+    }
+    if (options_.standby > 0) {
+      set(kStandbyRanksVariable, std::to_string(options_.nnodes * options_.standby));
+    } else {
+      unsetenv(kStandbyRanksVariable);
+    }
     set("WORLD_SIZE", std::to_string(options_.world_size()));
     set("LOCAL_RANK", std::to_string(local_rank));
     set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks_per_node));
@@ -370,8 +398,8 @@ class Supervisor {
     for (const std::string& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    const std::string message = "launch: rank " + std::to_string(rank) + ": cannot run '" +
-                                options_.command[0] + "': " + ErrnoText() + "\n";
+    const std::string message =
+        "launch: " + Name(process) + ": cannot run '" + options_.command[0] + "': " + ErrnoText() + "\n";
     WriteAll(STDERR_FILENO, message);
     _exit(kExecFailedStatus);
   }
@@ -456,14 +484,13 @@ class Supervisor {
       process.running = false;
       const bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
       if (failed && !exit_status_ && options_.failover && process.rank != 0) {
-        WriteAll(STDERR_FILENO, "launch: rank " + std::to_string(process.rank) + " (pid " +
-                                    std::to_string(pid) + ") " + DescribeWaitStatus(wait_status) +
-                                    "; --failover: " + std::to_string(RunningCount()) +
-                                    " ranks carry on without it\n");
+        WriteAll(STDERR_FILENO, "launch: " + Name(process) + " (pid " + std::to_string(pid) + ") " +
+                                    DescribeWaitStatus(wait_status) + "; --failover: " +
+                                    std::to_string(RunningCount()) + " ranks carry on without it\n");
       } else if (failed && !exit_status_) {
-        WriteAll(STDERR_FILENO, "launch: rank " + std::to_string(process.rank) + " (pid " +
-                                    std::to_string(pid) + ") " + DescribeWaitStatus(wait_status) +
-                                    "; stopping " + std::to_string(RunningCount()) + " other ranks\n");
+        WriteAll(STDERR_FILENO, "launch: " + Name(process) + " (pid " + std::to_string(pid) + ") " +
+                                    DescribeWaitStatus(wait_status) + "; stopping " +
+                                    std::to_string(RunningCount()) + " other ranks\n");
         Fail(ExitStatusOf(wait_status));
       } else if (options_.failover && process.rank == 0 && !exit_status_ && RunningCount() > 0) {
         // A lost rank may be frozen (SIGSTOP), not dead: rank 0's end is the job's.
@@ -489,10 +516,10 @@ class Supervisor {
       kill_deadline_.reset();
       std::string stuck;
       for (const RankProcess& process : ranks_) {
-        if (process.running) stuck.append(" ").append(std::to_string(process.rank));
+        if (process.running) stuck.append(stuck.empty() ? " " : ", ").append(Name(process));
       }
       if (!stuck.empty()) {
-        WriteAll(STDERR_FILENO, "launch: ranks" + stuck + " still running " +
+        WriteAll(STDERR_FILENO, "launch:" + stuck + " still running " +
                                     std::to_string(options_.grace.count()) +
                                     " ms after SIGTERM; sending SIGKILL\n");
         Stop(SIGKILL);

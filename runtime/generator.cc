@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "runtime/draft_model.h"
+#include "runtime/fixed_prompts.h"
 #include "runtime/kv_block_store.h"
 #include "runtime/one_stage_loop.h"
 #include "runtime/pipeline_ring.h"
@@ -99,55 +100,6 @@ Result<GenerationReport> RunGenerator(ProcessGroup& group, const ShardPlan& plan
   return report;
 }
 
-namespace {
-
-// Generate's prompts as a source: sequence i is prompt i.
-class FixedPrompts : public SequenceSource {
- public:
-  FixedPrompts(const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options)
-      : prompts_(prompts), options_(options) {}
-
-  std::optional<SequenceSpec> Next(std::chrono::steady_clock::time_point) override {
-    if (Exhausted()) return std::nullopt;
-    const int64_t id = next_++;
-    return SequenceSpec{id, prompts_[static_cast<size_t>(id)], options_.max_new_tokens, options_.sampling};
-  }
-  bool Exhausted() override { return next_ == static_cast<int64_t>(prompts_.size()); }
-  bool Cancelled(int64_t) override { return false; }
-
- private:
-  const std::vector<std::vector<int32_t>>& prompts_;
-  const GenerationOptions& options_;
-  int64_t next_ = 0;
-};
-
-// Keeps every sequence's tokens for the report and passes everything on.
-class KeepTokens : public GenerationObserver {
- public:
-  KeepTokens(size_t sequences, GenerationObserver* next) : generated_(sequences), next_(next) {}
-
-  void OnLogits(int64_t id, std::span<const float> logits) override {
-    if (next_ != nullptr) next_->OnLogits(id, logits);
-  }
-  void OnToken(int64_t id, int32_t previous, int32_t token) override {
-    generated_[static_cast<size_t>(id)].push_back(token);
-    if (next_ != nullptr) next_->OnToken(id, previous, token);
-  }
-  void OnLogprobs(int64_t id, const TokenLogprobs& logprobs) override {
-    if (next_ != nullptr) next_->OnLogprobs(id, logprobs);
-  }
-  void OnSequenceDone(int64_t id, FinishReason reason) override {
-    if (next_ != nullptr) next_->OnSequenceDone(id, reason);
-  }
-
-  std::vector<std::vector<int32_t>> generated_;
-
- private:
-  GenerationObserver* next_;
-};
-
-}  // namespace
-
 Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, TransformerStage& stage,
                                   TensorParallelGroup* tensor_parallel,
                                   const std::vector<std::vector<int32_t>>& prompts,
@@ -156,11 +108,10 @@ Result<GenerationReport> Generate(ProcessGroup& group, const ShardPlan& plan, Tr
   if (Status valid = ValidatePrompts(prompts, stage.config(), stage.context_length()); !valid) {
     return valid.error();
   }
-  FixedPrompts source(prompts, options);
-  KeepTokens kept(prompts.size(), observer);
+  FixedPrompts source(prompts, options.max_new_tokens, options.sampling, observer);
   Result<GenerationReport> report =
-      RunGenerator(group, plan, stage, tensor_parallel, options, &source, &kept, timeline);
-  if (report && group.is_leader()) report->generated = std::move(kept.generated_);
+      RunGenerator(group, plan, stage, tensor_parallel, options, &source, &source, timeline);
+  if (report && group.is_leader()) report->generated = source.generated();
   return report;
 }
 

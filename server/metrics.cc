@@ -64,9 +64,16 @@ void ServerMetrics::Write(std::string& out, const std::string& name, const std::
   out += name + "_sum " + Number(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
 }
 
-void ServerMetrics::ObserveFailover(double seconds) {
+void ServerMetrics::SetRanks(int ranks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranks_ = ranks;
+}
+
+void ServerMetrics::ObserveFailover(double seconds, int standbys) {
   std::lock_guard<std::mutex> lock(mutex_);
   Observe(failover_, seconds);
+  standby_takeovers_ += standbys;
+  rank_times_.clear();
 }
 
 void ServerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
@@ -148,6 +155,9 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
             "Tokens drafted by prompt lookup and run to be verified (--speculate).", drafted_tokens_},
            {"inferno_speculative_accepted_tokens_total", "counter",
             "Drafted tokens kept: the sampler agreed with them.", accepted_tokens_},
+           {"inferno_ranks", "gauge", "Ranks of the job's current generation.", ranks_},
+           {"inferno_standby_takeovers_total", "counter",
+            "Standby ranks that took a lost rank's place (serve --failover).", standby_takeovers_},
        }) {
     out += std::string("# HELP ") + family.name + " " + family.help + "\n# TYPE " + family.name + " " +
            family.type + "\n" + family.name + " " + std::to_string(family.value) + "\n";

@@ -9,7 +9,9 @@
 // job's, summed over its ranks), with speculative decoding (--speculate)
 // the drafted tokens run and those kept, and a histogram of the failovers
 // (serve --failover): from the leader finding a rank lost to the job's next
-// generation formed; its _count counts them.
+// generation formed; its _count counts them. With it, the ranks of the
+// job's current generation and the standby ranks that took a lost rank's
+// place.
 //
 // The ranks' seconds are the totals each rank's generator loop keeps anyway
 // (its base/timeline.h Timeline, which infer's --trace also reads). The
@@ -46,8 +48,13 @@ class ServerMetrics {
   void CountTokens(int64_t prompt, int64_t generated);
   void ObserveTimeToFirstToken(double seconds);
   void ObserveTimePerToken(double seconds);
-  // A failover that took `seconds` (serve --failover).
-  void ObserveFailover(double seconds);
+  // The ranks of the job's current generation (serve sets it as each one
+  // forms).
+  void SetRanks(int ranks);
+  // A failover that took `seconds` (serve --failover), in which `standbys`
+  // standby ranks took lost ranks' places. The ranks' times reported so far
+  // are dropped: the ranks of the next generation report theirs.
+  void ObserveFailover(double seconds, int standbys);
   // Rank `rank`'s totals so far (they replace its earlier ones).
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
   // The prefix cache's stats so far (they replace the earlier ones).
@@ -77,6 +84,8 @@ class ServerMetrics {
   Histogram time_to_first_token_;
   Histogram time_per_token_;
   Histogram failover_;
+  int64_t ranks_ = 0;
+  int64_t standby_takeovers_ = 0;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
   int64_t drafted_tokens_ = 0;

@@ -35,12 +35,18 @@ TEST(ServerMetrics, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_NE(text.find("inferno_time_per_token_seconds_count 0\n"), std::string::npos);
 }
 
-TEST(ServerMetrics, CountsFailoversAndTheirSeconds) {
+TEST(ServerMetrics, CountsFailoversTheirSecondsAndStandbyTakeovers) {
   ServerMetrics metrics;
   EXPECT_NE(metrics.Render(0, 0, 0).find("inferno_failover_seconds_count 0\n"), std::string::npos);
-  metrics.ObserveFailover(1.5);
-  metrics.ObserveFailover(3);
+  metrics.SetRanks(3);
+  metrics.SetRankTimes(2, 1.0, 2.0);
+  metrics.ObserveFailover(1.5, 1);
+  metrics.ObserveFailover(3, 0);
+  metrics.SetRanks(2);
   const std::string text = metrics.Render(0, 0, 0);
+  EXPECT_NE(text.find("inferno_ranks 2\n"), std::string::npos);
+  EXPECT_NE(text.find("inferno_standby_takeovers_total 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("{rank=\"2\"}"), std::string::npos) << "a lost rank's times outlive the failover";
   EXPECT_NE(text.find("inferno_failover_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_failover_seconds_sum 4.5\n"), std::string::npos);
   EXPECT_NE(text.find("inferno_failover_seconds_count 2\n"), std::string::npos);

@@ -5,14 +5,19 @@
       N greedy streaming completions at once, each of its own prompt, of
       MAX_TOKENS tokens at most. With KILL_PID: once KILL_AFTER chunks have
       arrived over all streams, SIGNAL (KILL or STOP; KILL by default) to
-      KILL_PID (the "kill" below). Prints one JSON object:
+      KILL_PID (the "kill" below; with SIGNAL NONE, the moment is marked and
+      nothing is signalled, so an undisturbed run gives the same windows). Prints one JSON object:
       {"streams": [{"text", "finish", "error", "done"}, ...] (in prompt
       order), "kill_to_next_chunk_ms" (from the kill to the first chunk of
       any stream after it, which may have been on its way before the kill;
       null without a kill or if none came), "kill_to_every_next_chunk_ms"
       (to the first chunk after the kill of every stream that had not ended
       by then), "longest_gap_ms" (the longest wait of any stream between
-      consecutive chunks)}.
+      consecutive chunks), "chunks_per_s_before_kill" (all streams' chunks
+      per second from the moment every stream had its first to the kill) and
+      "chunks_per_s_after" (from the moment every stream had its next chunk
+      after the kill to the first stream's end), each null when its window is
+      empty}.
 """
 import http.client
 import json
@@ -34,12 +39,13 @@ def main():
     url, n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     kill_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None
     kill_after = int(sys.argv[5]) if len(sys.argv) > 5 else None
-    kill_signal = getattr(signal, "SIG" + (sys.argv[6] if len(sys.argv) > 6 else "KILL"))
+    signal_name = sys.argv[6] if len(sys.argv) > 6 else "KILL"
+    kill_signal = None if signal_name == "NONE" else getattr(signal, "SIG" + signal_name)
     parsed = urllib.parse.urlparse(url)
     lock = threading.Lock()
-    state = {"chunks": 0, "killed_at": None}
+    state = {"chunks": 0, "killed_at": None, "times": []}
     streams = [{"text": "", "finish": None, "error": None, "done": False, "after_kill": None,
-                "ended_at": None, "last_chunk": None, "longest_gap": 0.0} for _ in range(n)]
+                "ended_at": None, "last_chunk": None, "first_chunk": None, "longest_gap": 0.0} for _ in range(n)]
 
     def run(index):
         stream = streams[index]
@@ -62,13 +68,17 @@ def main():
                 now = time.monotonic()
                 if stream["last_chunk"] is not None:
                     stream["longest_gap"] = max(stream["longest_gap"], now - stream["last_chunk"])
+                else:
+                    stream["first_chunk"] = now
                 stream["last_chunk"] = now
                 with lock:
+                    state["times"].append(now)
                     if state["killed_at"] is not None and stream["after_kill"] is None:
                         stream["after_kill"] = now
                     state["chunks"] += 1
                     if kill_pid is not None and state["killed_at"] is None and state["chunks"] >= kill_after:
-                        os.kill(kill_pid, kill_signal)
+                        if kill_signal is not None:
+                            os.kill(kill_pid, kill_signal)
                         state["killed_at"] = time.monotonic()
                 for choice in chunk["choices"]:
                     stream["text"] += choice.get("text", "")
@@ -88,15 +98,28 @@ def main():
     killed_at = state["killed_at"]
     firsts = [s["after_kill"] for s in streams if s["after_kill"] is not None]
     waiting = [s for s in streams if killed_at is not None and s["ended_at"] > killed_at and s["finish"]]
-    every = None
+    # When every stream still running at the kill had its next chunk.
+    resumed = None
     if killed_at is not None and waiting and all(s["after_kill"] is not None for s in waiting):
-        every = round((max(s["after_kill"] for s in waiting) - killed_at) * 1000)
+        resumed = max(s["after_kill"] for s in waiting)
+    all_started = None
+    if all(s["first_chunk"] is not None for s in streams):
+        all_started = max(s["first_chunk"] for s in streams)
+    first_end = min(s["ended_at"] for s in streams)
+
+    def rate(begin, end):
+        if begin is None or end is None or end <= begin:
+            return None
+        return round(sum(1 for t in state["times"] if begin < t <= end) / (end - begin), 1)
+
     print(json.dumps({
         "streams": [{k: s[k] for k in ("text", "finish", "error", "done")} for s in streams],
         "killed": killed_at is not None,
         "kill_to_next_chunk_ms": round((min(firsts) - killed_at) * 1000) if firsts else None,
-        "kill_to_every_next_chunk_ms": every,
+        "kill_to_every_next_chunk_ms": round((resumed - killed_at) * 1000) if resumed else None,
         "longest_gap_ms": round(max(s["longest_gap"] for s in streams) * 1000),
+        "chunks_per_s_before_kill": rate(all_started, killed_at),
+        "chunks_per_s_after": rate(resumed, first_end),
     }))
 
 

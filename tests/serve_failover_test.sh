@@ -14,6 +14,10 @@
 #   stream) is printed;
 # - SIGTERM then drains the 2-rank job: launch exits 0, no rank left
 #   running, nothing new left in /dev/shm.
+# Then the same SIGKILL in a job with a standby rank (launch --standby 1):
+# the standby takes the victim's place, so the job keeps 3 ranks and its
+# plan (/metrics: inferno_ranks 3, one standby takeover), every stream is
+# identical, and the drain ends every process, the standby included.
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end
 # them: the drain must.
 #
@@ -28,6 +32,8 @@ MAX_TOKENS=${MAX_TOKENS:-120}
 KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
 VICTIM=${VICTIM:-$((1 + RANDOM % 2))}
 read -r -a SIGNALS <<<"${SIGNALS:-KILL STOP}"
+# STANDBY_SIGNALS: the runs with a standby rank (none: "").
+read -r -a STANDBY_SIGNALS <<<"${STANDBY_SIGNALS-KILL}"
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
 # TOY_FLAGS: the model's shape (make_toy_model's flags); TOKENIZER: serve's.
@@ -37,45 +43,37 @@ TOKENIZER=${TOKENIZER:-byte-level}
 "$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null ||
   { echo "FAIL: make_toy_model" >&2; exit 1; }
 
-# run_job NAME [SIGNAL]: a 3-rank job, the 8 streams (with SIGNAL: SIGNAL to
-# rank VICTIM mid-stream), then a drain; the client's JSON in $WORK/NAME.json.
+# run_job NAME [SIGNAL [STANDBYS]]: a 3-rank job (with STANDBYS standby
+# ranks), the 8 streams (with SIGNAL: SIGNAL to rank VICTIM mid-stream), then
+# a drain; the client's JSON in $WORK/NAME.json.
 run_job() {
-  local name="$1" signal="${2:-}"
+  local name="$1" signal="${2:-}" standbys="${3:-0}"
   trap '' TERM
-  start_server "$name" -n 3 --failover --timeout 120 --grace 2 -- --failover --model "$WORK/toy" \
-    --tokenizer "$TOKENIZER" --model-name toy --slots "$STREAMS" || { trap - TERM; return 1; }
+  start_server "$name" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- --failover \
+    --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy --slots "$STREAMS" || { trap - TERM; return 1; }
   trap - TERM
-  local pids=() rank
+  local pids=() rank standby
   for rank in 0 1 2; do pids+=("$(rank_pid "$SERVER_PID" "$rank")"); done
-  if [ -n "$signal" ]; then
-    timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[$VICTIM]}" "$KILL_AFTER" "$signal" \
-      >"$WORK/$name.json"
-  else
-    timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" >"$WORK/$name.json"
-  fi
+  for ((standby = 0; standby < standbys; ++standby)); do
+    pids+=("$(rank_pid "$SERVER_PID" "$standby" INFERNO_STANDBY)")
+  done
+  # The undisturbed run marks the same moment (NONE), for the rates' windows.
+  timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[$VICTIM]}" "$KILL_AFTER" "${signal:-NONE}" \
+    >"$WORK/$name.json"
   curl -s --max-time 10 "$URL/metrics" >"$WORK/$name.metrics"
   stop_server
   [ "$SERVER_STATUS" -eq 0 ] || fail "$name: launch exited $SERVER_STATUS after the drain"
-  for rank in 0 1 2; do
+  for rank in "${!pids[@]}"; do
     if [ -n "${pids[$rank]}" ] && kill -0 "${pids[$rank]}" 2>/dev/null; then
-      fail "$name: rank $rank (pid ${pids[$rank]}) left running"
+      fail "$name: process $rank (pid ${pids[$rank]}; 3 and up: standby ranks) left running"
       kill -KILL "${pids[$rank]}"
     fi
   done
 }
 
-run_job undisturbed || { cat "$SERVER_OUT" >&2; exit 1; }
-python3 - "$WORK/undisturbed.json" "$MAX_TOKENS" <<'PY' || fail "the undisturbed run"
-import json, sys
-r = json.load(open(sys.argv[1]))
-for i, s in enumerate(r["streams"]):
-    assert s["error"] is None and s["done"] and s["finish"] in ("length", "stop") and s["text"], (i, s)
-PY
-
-for signal in "${SIGNALS[@]}"; do
-  name="failover-$signal"
-  run_job "$name" "$signal" || { cat "$SERVER_OUT" >&2; exit 1; }
-  python3 - "$WORK/undisturbed.json" "$WORK/$name.json" "$signal" <<'PY' || fail "$name: the streams across the failover"
+# same_streams NAME: NAME's streams are the undisturbed run's; prints the times and rates.
+same_streams() {
+  python3 - "$WORK/undisturbed.json" "$WORK/$1.json" "$1" <<'PY' || fail "$1: the streams across the failover"
 import json, sys
 before = json.load(open(sys.argv[1]))
 r = json.load(open(sys.argv[2]))
@@ -84,13 +82,29 @@ for i, (a, b) in enumerate(zip(before["streams"], r["streams"])):
     assert b["error"] is None, ("stream %d got an error" % i, b["error"])
     assert b["done"] and b["finish"] == a["finish"], (i, a["finish"], b)
     assert b["text"] == a["text"], ("stream %d differs from the undisturbed run" % i, a["text"], b["text"])
-print("failover (SIG%s): 8/8 streams identical; kill to the next chunk %s ms, to every stream's next chunk %s ms; "
-      "longest wait between chunks %s ms (undisturbed: %s ms)"
+print("%s: 8/8 streams identical; kill to the next chunk %s ms, to every stream's next chunk %s ms; "
+      "longest wait between chunks %s ms (undisturbed: %s ms); chunks/s before the kill %s, after %s"
       % (sys.argv[3], r["kill_to_next_chunk_ms"], r["kill_to_every_next_chunk_ms"], r["longest_gap_ms"],
-         before["longest_gap_ms"]))
+         before["longest_gap_ms"], r["chunks_per_s_before_kill"], r["chunks_per_s_after"]))
 PY
+}
+
+run_job undisturbed || { cat "$SERVER_OUT" >&2; exit 1; }
+python3 - "$WORK/undisturbed.json" "$MAX_TOKENS" <<'PY' || fail "the undisturbed run"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for i, s in enumerate(r["streams"]):
+    assert s["error"] is None and s["done"] and s["finish"] in ("length", "stop") and s["text"], (i, s)
+print("undisturbed: chunks/s before the mark %s, after %s" % (r["chunks_per_s_before_kill"], r["chunks_per_s_after"]))
+PY
+
+for signal in "${SIGNALS[@]}"; do
+  name="failover-$signal"
+  run_job "$name" "$signal" || { cat "$SERVER_OUT" >&2; exit 1; }
+  same_streams "$name"
   grep -qx 'inferno_failover_seconds_count 1' "$WORK/$name.metrics" ||
     fail "$name: /metrics does not count one failover: $(grep failover "$WORK/$name.metrics")"
+  grep -qx 'inferno_ranks 2' "$WORK/$name.metrics" || fail "$name: /metrics: $(grep ranks "$WORK/$name.metrics")"
   grep -E '^inferno_failover_seconds_(sum|count)' "$WORK/$name.metrics"
   if [ "$signal" = KILL ]; then
     grep -q "launch: rank $VICTIM (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
@@ -99,6 +113,19 @@ PY
     grep -Eq "launch: rank 0 exited with status 0; --failover: stopping [12] ranks still running" "$SERVER_OUT" ||
       fail "$name: launch did not stop the frozen rank $VICTIM: $(grep launch: "$SERVER_OUT")"
   fi
+  grep "serve: rank 0: generation" "$SERVER_OUT"
+done
+
+for signal in "${STANDBY_SIGNALS[@]}"; do
+  name="standby-$signal"
+  run_job "$name" "$signal" 1 || { cat "$SERVER_OUT" >&2; exit 1; }
+  same_streams "$name"
+  for line in 'inferno_failover_seconds_count 1' 'inferno_ranks 3' 'inferno_standby_takeovers_total 1'; do
+    grep -qx "$line" "$WORK/$name.metrics" ||
+      fail "$name: /metrics lacks '$line': $(grep -E 'failover_seconds_count|ranks|standby' "$WORK/$name.metrics")"
+  done
+  grep -q "serve: standby rank 0 takes rank $VICTIM's place in generation 1" "$SERVER_OUT" ||
+    fail "$name: the standby did not take rank $VICTIM's place: $(grep serve: "$SERVER_OUT")"
   grep "serve: rank 0: generation" "$SERVER_OUT"
 done
 

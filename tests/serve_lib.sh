@@ -51,17 +51,6 @@ wait_server() {
   SERVER_STATUS=$?
 }
 
-# rank_pid LAUNCH_PID RANK: the pid of RANK among launch's children.
-rank_pid() {
-  local pid
-  for pid in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "RANK=$2"; then
-      echo "$pid"
-      return
-    fi
-  done
-}
-
 # expect_cancelled LIMIT: once streaming clients have left mid-stream, waits
 # (10 s at most) until no request runs or waits; fails unless fewer than
 # LIMIT tokens were generated in all (their sequences were cancelled, not run

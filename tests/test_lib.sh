@@ -23,6 +23,18 @@ skip() {
 # now_ms: the wall clock in milliseconds.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# rank_pid LAUNCH_PID RANK [VARIABLE]: the pid of RANK among launch's
+# children (with VARIABLE=INFERNO_STANDBY: of that standby rank).
+rank_pid() {
+  local pid
+  for pid in $(pgrep -P "$1"); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "${3:-RANK}=$2"; then
+      echo "$pid"
+      return
+    fi
+  done
+}
+
 # shared_model FILE: sets MODEL to FILE in ../shared/models beside the
 # project's checkout (or $INFERNO_SHARED_MODELS); when it is absent, the test
 # skips.

@@ -38,9 +38,16 @@
 // (f32, native byte order, prompt by prompt) for exactness tests.
 // --speculate K drafts up to K tokens per step by prompt lookup, or with
 // --draft PATH from a small model of the same vocabulary run on rank 0, and
-// keeps those the sampler agrees with (docs/serving.md). Statistics
-// go to stderr at the end. Every error is one line on stderr and a non-zero
+// keeps those the sampler agrees with (docs/serving.md). With --failover
+// (under launch --failover), a lost rank other than 0 does not end the job:
+// the others form its next generation (distributed/regroup.h; a standby
+// rank of launch --standby takes the lost rank's place, else the pipeline is
+// re-planned over fewer ranks), and every prompt not done continues from
+// its prompt plus the tokens it had (runtime/fixed_prompts.h): greedy output
+// is that of an undisturbed run; the statistics are the last generation's.
+// Statistics go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -60,11 +67,13 @@
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "distributed/launcher_lifeline.h"
+#include "distributed/regroup.h"
 #include "distributed/rendezvous.h"
 #include "engine/stage_weights.h"
 #include "engine/transformer.h"
 #include "loader/shard_plan.h"
 #include "model/model_config.h"
+#include "runtime/fixed_prompts.h"
 #include "runtime/generator.h"
 #include "runtime/rank_setup.h"
 #include "runtime/sampler.h"
@@ -140,7 +149,11 @@ const CommandSpec kSpec{
       "copy weights into memory, or use them in place in the file's pages (loads ~10x faster; decode "
       "is as fast only where the page cache holds the file in huge pages) (default copy)"},
      {"trace", "FILE", "write a Chrome trace of every rank's time"},
-     {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"}}};
+     {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"},
+     {"failover", "",
+      "when a rank other than 0 is lost, a standby rank takes its place (launch --standby), or else the "
+      "others carry on without it, re-planning the pipeline over themselves; every prompt continues (run "
+      "under launch --failover; with --model only, no --tp, --ep, --pp, --layers or --fetch-weights)"}}};
 
 struct InferOptions {
   ModelChoice model;
@@ -159,6 +172,7 @@ struct InferOptions {
   std::optional<std::string> trace;
   std::optional<std::string> dump_logits;
   std::optional<std::string> draft;  // --draft
+  bool failover = false;
 };
 
 Result<InferOptions> ParseOptions(const CommandLine& flags) {
@@ -260,6 +274,14 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.sync_dtype = *sync;
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
+  options.failover = flags.Has("failover");
+  const ModelChoice& chosen = options.model;
+  if (options.failover &&
+      (chosen.shards || chosen.fetch || chosen.tp || chosen.ep || chosen.pp || chosen.layers_per_stage)) {
+    return Error::InvalidArgument(
+        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
+        "--tp, --ep, --pp and --layers");
+  }
   return options;
 }
 
@@ -352,6 +374,10 @@ class ConsoleOutput : public GenerationObserver {
   std::vector<std::string> text_;
   std::vector<std::vector<float>> logits_;
 };
+
+// How long the leader waits for the survivors of a lost rank to report
+// (Regroup's window), as serve does.
+constexpr std::chrono::milliseconds kRegroupWindow{5000};
 
 void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   const int64_t decoded = report.generated_tokens - static_cast<int64_t>(report.generated.size());
@@ -493,7 +519,10 @@ Result<PreparedRank> Prepare(const InferOptions& options, RankModel model, int r
   return prepared;
 }
 
-Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group) {
+// Runs the generator loop over `group`; on the leader, `prompts` (the
+// source, which keeps the tokens across failovers) and `output` are set.
+Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& group, FixedPrompts* prompts,
+           ConsoleOutput* output) {
   ThreadPool pool(options.threads);
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
       MakeTensorParallelGroup(group, prepared.setup.model.plan, options.sync_dtype);
@@ -507,22 +536,17 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
     draft.emplace(prepared.draft->setup.config, std::move(prepared.draft->weights), slots,
                   prepared.draft->context_length, pool);
   }
-  // Only the leader prints: the console output starts streaming when made.
-  std::optional<ConsoleOutput> output;
-  if (group.is_leader()) {
-    output.emplace(prepared.setup.tokenizer.tokenizer.get(), prepared.prompts, options.output_ids,
-                   options.dump_logits.has_value());
-  }
   Timeline timeline(options.trace.has_value());
-  GenerationOptions generation = options.generation;
-  generation.stop_ids = prepared.setup.stop_ids;
-  generation.report_logits = options.dump_logits.has_value();
-  generation.draft_model = options.draft.has_value();
-  generation.draft = draft ? &*draft : nullptr;
-  auto report = Generate(group, prepared.setup.model.plan, stage, stage_group, prepared.prompts, generation,
-                         output ? &*output : nullptr, timeline);
+  GeneratorSettings settings = options.generation;
+  settings.stop_ids = prepared.setup.stop_ids;
+  settings.report_logits = options.dump_logits.has_value();
+  settings.draft_model = options.draft.has_value();
+  settings.draft = draft ? &*draft : nullptr;
+  auto report = RunGenerator(group, prepared.setup.model.plan, stage, stage_group, settings, prompts, prompts,
+                             timeline);
   if (!report) return report.error();
   if (!group.is_leader()) return {};
+  report->generated = prompts->generated();
   output->Finish(*report);
   PrintStats(*report, prepared.setup.model.plan);
   if (options.dump_logits) {
@@ -599,34 +623,84 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "infer: rank %d: %s\n", rank, options.error().ToString().c_str());
     return 2;
   }
-  const bool fetching = options->model.fetch && rank != 0;
-  std::optional<PreparedRank> prepared;
-  if (!fetching) {
-    Result<RankModel> model = OpenRankModel(options->model, rank, where->world_size);
-    Result<PreparedRank> mine =
-        model ? Prepare(*options, std::move(*model), rank) : Result<PreparedRank>(model.error());
-    if (!mine) {
-      std::fprintf(stderr, "infer: rank %d: %s\n", rank, mine.error().ToString().c_str());
+  RendezvousConfig config = *where;
+  int first_generation = 0;
+  if (where->standby) {
+    if (!options->failover) {
+      std::fprintf(stderr, "infer: a standby rank (INFERNO_STANDBY) needs --failover\n");
+      return 2;
+    }
+    // SIGTERM (launch stopping the job) ends a waiting standby.
+    Result<std::optional<Regrouped>> place = AwaitPlace(*where, [] { return false; });
+    if (!place || !*place) {
+      std::fprintf(stderr, "infer: standby rank %d: %s\n", *where->standby,
+                   place ? "no place given" : place.error().ToString().c_str());
       return 1;
     }
-    prepared = std::move(*mine);
+    config = (*place)->config;
+    first_generation = (*place)->generation;
+    std::fprintf(stderr, "infer: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
+                 (*place)->old_ranks[config.rank], first_generation);
   }
-  RendezvousOptions rendezvous;
-  rendezvous.fingerprint = options->model.fetch ? kFetchingFingerprint : RunFingerprint(*options, *prepared);
-  Result<ProcessGroup> group = Join(*where, rendezvous);
-  if (!group) {
-    std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", rank,
-                 group.error().ToString().c_str());
-    return 1;
-  }
-  Status status = options->model.fetch ? FetchWeights(*options, prepared, *group) : Status{};
-  if (status) status = Run(*options, *prepared, *group);
-  if (!status) {
-    std::fprintf(stderr, "infer: rank %d: %s\n", rank, status.error().ToString().c_str());
+  // The leader's prompts, source and output outlive every generation.
+  std::vector<std::vector<int32_t>> prompts;
+  std::optional<ConsoleOutput> output;
+  std::optional<FixedPrompts> source;
+  int standbys_left = where->standby_ranks;
+  for (int generation = first_generation;; ++generation) {
+    const bool fetching = options->model.fetch && config.rank != 0;
+    std::optional<PreparedRank> prepared;
+    if (!fetching) {
+      Result<RankModel> model = OpenRankModel(options->model, config.rank, config.world_size);
+      Result<PreparedRank> mine =
+          model ? Prepare(*options, std::move(*model), config.rank) : Result<PreparedRank>(model.error());
+      if (!mine) {
+        std::fprintf(stderr, "infer: rank %d: %s\n", config.rank, mine.error().ToString().c_str());
+        return 1;
+      }
+      prepared = std::move(*mine);
+    }
+    RendezvousOptions rendezvous;
+    rendezvous.fingerprint =
+        options->model.fetch ? kFetchingFingerprint : RunFingerprint(*options, *prepared);
+    Result<ProcessGroup> group = Join(config, rendezvous);
+    if (!group) {
+      std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", config.rank,
+                   group.error().ToString().c_str());
+      return 1;
+    }
+    Status status = options->model.fetch ? FetchWeights(*options, prepared, *group) : Status{};
+    // Only the leader prints: the console output starts streaming when made.
+    if (status && group->is_leader() && !output) {
+      prompts = prepared->prompts;
+      output.emplace(prepared->setup.tokenizer.tokenizer.get(), prompts, options->output_ids,
+                     options->dump_logits.has_value());
+      source.emplace(prompts, options->generation.max_new_tokens, options->generation.sampling, &*output);
+    }
+    if (status)
+      status = Run(*options, *prepared, *group, source ? &*source : nullptr, output ? &*output : nullptr);
+    if (status) return 0;
+    std::fprintf(stderr, "infer: rank %d: %s\n", config.rank, status.error().ToString().c_str());
     // The other ranks fail at once with this reason rather than time out one
     // after the other, each naming the neighbour it waited for.
     group->transport()->Abort(status.error().ToString());
-    return 1;
+    if (!options->failover) return 1;
+    const auto lost_at = std::chrono::steady_clock::now();
+    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow, standbys_left);
+    if (!regrouped) {
+      std::fprintf(stderr, "infer: rank %d: %s\n", config.rank, regrouped.error().ToString().c_str());
+      return 1;
+    }
+    if (source) {
+      standbys_left -= regrouped->standbys_taken;
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
+      std::fprintf(
+          stderr,
+          "infer: rank 0: generation %d: %d ranks (%d standby rank(s) took a place) %.3f s after the "
+          "loss; %lld prompts continue\n",
+          generation + 1, regrouped->config.world_size, regrouped->standbys_taken, took.count(),
+          static_cast<long long>(source->Continue()));
+    }
+    config = regrouped->config;
   }
-  return 0;
 }

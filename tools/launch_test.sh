@@ -161,6 +161,25 @@ status=$?
 [ "$(grep -c done "$WORK/failover.out")" -eq 2 ] || fail "--failover: the survivors did not finish: $(cat "$WORK/failover.out")"
 grep -q "rank 1 (pid [0-9]*) was killed by signal 9 .*--failover: 2 ranks carry on without it" "$WORK/failover.err" ||
   fail "--failover: no message naming rank 1: $(cat "$WORK/failover.err")"
+# --standby: one more process with INFERNO_STANDBY in place of RANK (and
+# every process knows how many standbys the job has); it is stopped when
+# rank 0 exits.
+rm -f "$WORK"/pid.*
+STANDBY=$(program standby.sh <<EOS
+#!/bin/sh
+echo "\${RANK:-none} \${INFERNO_STANDBY:-none} \$INFERNO_STANDBY_RANKS \$WORLD_SIZE"
+if [ -n "\${INFERNO_STANDBY:-}" ]; then echo \$\$ > "$WORK/pid.standby"; exec sleep 30; fi
+[ "\$RANK" = 0 ] && sleep 1.5
+EOS
+)
+timeout 30 "$LAUNCH" -n 2 --failover --standby 1 --grace 1 -- "$STANDBY" >"$WORK/standby.out" 2>"$WORK/standby.err"
+status=$?
+[ "$status" -eq 0 ] || fail "--standby 1: launch exited $status, want 0 (rank 0's)"
+[ "$(sort "$WORK/standby.out" | tr '\n' ,)" = "0 none 1 2,1 none 1 2,none 0 1 2," ] ||
+  fail "--standby 1: the environments: $(cat "$WORK/standby.out")"
+grep -q "rank 0 exited with status 0; --failover: stopping 1 ranks still running" "$WORK/standby.err" ||
+  fail "--standby 1: $(cat "$WORK/standby.err")"
+expect_all_gone "--standby 1" "$WORK"/pid.*
 # A frozen rank outlives rank 0's clean exit only by --grace.
 rm -f "$WORK"/pid.*
 FROZEN=$(program frozen.sh <<EOS

@@ -21,7 +21,11 @@
 // next generation without it (distributed/regroup.h), re-plan the pipeline
 // over themselves, and the leader continues every running request from its
 // prompt and the tokens it has generated (RequestQueue::Requeue; see
-// docs/reliability.md). Errors are one line on stderr.
+// docs/reliability.md). A standby rank (launch --failover --standby N;
+// distributed/standby_rank.h) loads nothing and waits until a regroup gives
+// it a lost rank's place (AwaitPlace), then loads that rank's layers and
+// joins as it, so the job keeps its world size and plan; SIGTERM ends a
+// waiting standby with 0. Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
 
@@ -105,9 +109,10 @@ const CommandSpec kSpec{
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
      {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"failover", "",
-      "when a rank other than 0 is lost, the others carry on without it: they re-plan the pipeline over "
-      "themselves and continue every running request (run under launch --failover; with --model only, "
-      "no --tp, --ep, --pp, --layers or --fetch-weights)"}}};
+      "when a rank other than 0 is lost, a standby rank takes its place (launch --standby), or else the "
+      "others carry on without it, re-planning the pipeline over themselves; every running request "
+      "continues (run under launch --failover; with --model only, no --tp, --ep, --pp, --layers or "
+      "--fetch-weights)"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -426,6 +431,29 @@ int main(int argc, char** argv) {
   Result<ServeOptions> options = ParseOptions(flags);
   if (!options) return Fail(rank, options.error(), 2);
   const bool leader = rank == 0;
+  RendezvousConfig config = *where;
+  int first_generation = 0;
+  if (where->standby) {
+    if (!options->failover) {
+      std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
+                   *where->standby);
+      return 2;
+    }
+    const auto drain_asked = [&drain_signals] {
+      const timespec now{};
+      return sigtimedwait(&drain_signals, nullptr, &now) > 0;
+    };
+    Result<std::optional<Regrouped>> place = AwaitPlace(*where, drain_asked);
+    if (!place) {
+      std::fprintf(stderr, "serve: standby rank %d: %s\n", *where->standby, place.error().ToString().c_str());
+      return 1;
+    }
+    if (!*place) return 0;  // the job ended without needing this standby
+    config = (*place)->config;
+    first_generation = (*place)->generation;
+    std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
+                 (*place)->old_ranks[config.rank], first_generation);
+  }
 
   // The leader listens before loading, so /health can say "loading".
   RequestQueue queue(options->queue);
@@ -454,17 +482,19 @@ int main(int argc, char** argv) {
   };
   // Every generation's rank; the leader's prompt maker points into the first.
   std::deque<PreparedRank> prepared_ranks;
-  RendezvousConfig config = *where;
   std::chrono::steady_clock::time_point lost_at;
-  for (int generation = 0;; ++generation) {
+  int standbys_left = where->standby_ranks;  // the leader's count of standby ranks not yet taken
+  int standbys_taken = 0;                    // by the leader's last regroup
+  for (int generation = first_generation;; ++generation) {
     Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
     if (!prepared) EndJob(config.rank, prepared.error(), leading, linger(config));
     prepared_ranks.push_back(std::move(*prepared));
     const auto on_joined = [&] {
       if (!leader) return;
+      metrics.SetRanks(config.world_size);
       if (generation > 0) {
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
-        metrics.ObserveFailover(took.count());
+        metrics.ObserveFailover(took.count(), standbys_taken);
         std::fprintf(stderr, "serve: rank 0: generation %d formed over %d ranks %.3f s after the loss\n",
                      generation, config.world_size, took.count());
         return;
@@ -484,12 +514,17 @@ int main(int argc, char** argv) {
     if (!options->failover) EndJob(config.rank, *end->lost, leading, linger(config));
     lost_at = std::chrono::steady_clock::now();
     std::fprintf(stderr, "serve: rank %d: %s; failing over\n", config.rank, end->lost->ToString().c_str());
-    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow);
+    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow, standbys_left);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading, linger(config));
     if (leader) {
+      standbys_taken = regrouped->standbys_taken;
+      standbys_left -= standbys_taken;
       const int64_t requeued = queue.Requeue();
-      std::fprintf(stderr, "serve: rank 0: generation %d: %d ranks; %lld running requests continue\n",
-                   generation + 1, regrouped->config.world_size, static_cast<long long>(requeued));
+      std::fprintf(stderr,
+                   "serve: rank 0: generation %d: %d ranks (%d standby rank(s) took a place); %lld running "
+                   "requests continue\n",
+                   generation + 1, regrouped->config.world_size, regrouped->standbys_taken,
+                   static_cast<long long>(requeued));
     }
     config = regrouped->config;
   }
