@@ -15,8 +15,11 @@
 # attention auto), as its users run it. A DTYPE of llama.cpp's file types
 # (q4_k_m, q5_k_m, q6_k, ...: llama_quantize.py's list) is made by llama.cpp's
 # own quantizer from the F32 file, as the files users download are.
+# BEFORE=INFER2 adds a second inferno build (engine "before", e.g. the
+# commit before a kernel change), interleaved with the other two.
 #
 # Usage: [SHAPE=stories15m|tinyllama4|gemma3_1b4|qwen3_06b4|phi3mini4] [THREADS="1 2"] [DECODE_TOKENS=128] \
+#          [BEFORE=INFER2] \
 #          llama_cpp_bench.sh ROUNDS INFER MAKE_TOY_MODEL [DTYPE...]   (default f32 f16 q8_0 q4_0)
 #   e.g. bazel build --config=opt //tools:infer //tools:make_toy_model
 #        tools/yardsticks/llama_cpp_bench.sh 3 bazel-bin/tools/infer bazel-bin/tools/make_toy_model f32 f16
@@ -81,26 +84,32 @@ for dtype in "${DTYPES[@]}"; do
 done
 rm -f "$WORK/f32.source.gguf"
 
-# ours DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
-ours() {
-  local stats
-  stats="$("$INFER" --model "$WORK/$1.gguf" --threads "$2" --prompt-ids "$3" --max-new-tokens "$4" --output ids \
+# run_infer BINARY DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
+run_infer() {
+  local binary=$1 stats
+  shift
+  stats="$("$binary" --model "$WORK/$1.gguf" --threads "$2" --prompt-ids "$3" --max-new-tokens "$4" --output ids \
     2>&1 >/dev/null | grep '^prompt tokens')" || { echo "? ?"; return; }
   echo "$stats" | awk -F'[:,]' '{gsub(/[^0-9.]/, "", $2); gsub(/[^0-9.]/, "", $6); gsub(/[^0-9.]/, "", $8);
     printf "%.1f %s\n", $2 / ($6 / 1000), $8}'
 }
+# ours / before DTYPE THREADS PROMPT N: INFER's or BEFORE's run_infer.
+ours() { run_infer "$INFER" "$@"; }
+before() { run_infer "$BEFORE" "$@"; }
 # llama DTYPE THREADS PROMPT N: prints "PREFILL_TOK_S DECODE_TOK_S".
 llama() {
   node "$GENERATE" --package "$PACKAGE" --model "$WORK/$1.gguf" --threads "$2" --prompt-ids "$3" \
     --max-new-tokens "$4" 2>/dev/null | awk '/^prefill/{print $4, $9}'
 }
 
+ENGINES=(ours llama)
+[ -n "${BEFORE:-}" ] && ENGINES=(before ours llama)
 RESULTS="$WORK/results"
 printf '%-6s %-7s %-6s %-8s %10s\n' type threads engine measure tok/s
 for round in $(seq "$ROUNDS"); do
   for threads in "${THREAD_COUNTS[@]}"; do
     for dtype in "${DTYPES[@]}"; do
-      for engine in ours llama; do
+      for engine in "${ENGINES[@]}"; do
         read -r _ decode < <("$engine" "$dtype" "$threads" "1" "$DECODE_TOKENS")
         read -r prefill _ < <("$engine" "$dtype" "$threads" "$PROMPT200" 2)
         printf '%-6s %-7s %-6s %-8s %10s\n' "$dtype" "$threads" "$engine" decode "$decode" "$dtype" "$threads" \
@@ -121,8 +130,12 @@ for dtype in "${DTYPES[@]}"; do
           "$RESULTS" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
       }
       a=$(median ours) b=$(median llama)
-      printf '%-6s %-7s %-8s %10s %10s %7s\n' "$dtype" "$threads" "$measure" "$a" "$b" \
-        "$(awk -v a="$a" -v b="$b" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}')"
+      ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
+      printf '%-6s %-7s %-8s %10s %10s %7s\n' "$dtype" "$threads" "$measure" "$a" "$b" "$(ratio "$a" "$b")"
+      if [ -n "${BEFORE:-}" ]; then
+        c=$(median before)
+        printf '%-6s %-7s %-8s %10s %10s %7s (BEFORE)\n' "$dtype" "$threads" "$measure" "$c" "$b" "$(ratio "$c" "$b")"
+      fi
     done
   done
 done
