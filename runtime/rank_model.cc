@@ -53,6 +53,15 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
   return choice;
 }
 
+Status CheckFailoverChoice(const ModelChoice& choice) {
+  if (choice.shards || choice.fetch || choice.tp || choice.ep || choice.pp || choice.layers_per_stage) {
+    return Error::InvalidArgument(
+        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
+        "--tp, --ep, --pp and --layers");
+  }
+  return {};
+}
+
 Result<WeightPlacement> ParseWeightPlacement(const CommandLine& flags) {
   const std::string weights = flags.Last("weights").value_or("copy");
   if (weights != "copy" && weights != "mapped")

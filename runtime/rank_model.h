@@ -51,6 +51,11 @@ struct ModelChoice {
 // missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 
+// --failover re-plans a pipeline over the model file on every rank, so it
+// takes a plain --model: fails naming the flags it cannot re-plan
+// (--shards, --fetch-weights, --tp, --ep, --pp, --layers).
+Status CheckFailoverChoice(const ModelChoice& choice);
+
 // The --weights copy|mapped flag (default copy).
 Result<WeightPlacement> ParseWeightPlacement(const CommandLine& flags);
 

@@ -275,12 +275,8 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.trace = flags.Last("trace");
   options.dump_logits = flags.Last("dump-logits");
   options.failover = flags.Has("failover");
-  const ModelChoice& chosen = options.model;
-  if (options.failover &&
-      (chosen.shards || chosen.fetch || chosen.tp || chosen.ep || chosen.pp || chosen.layers_per_stage)) {
-    return Error::InvalidArgument(
-        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
-        "--tp, --ep, --pp and --layers");
+  if (options.failover) {
+    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
   }
   return options;
 }

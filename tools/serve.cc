@@ -217,12 +217,8 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   if (!sync) return sync.error();
   options.sync_dtype = *sync;
   options.failover = flags.Has("failover");
-  const ModelChoice& chosen = options.model;
-  if (options.failover &&
-      (chosen.shards || chosen.fetch || chosen.tp || chosen.ep || chosen.pp || chosen.layers_per_stage)) {
-    return Error::InvalidArgument(
-        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
-        "--tp, --ep, --pp and --layers");
+  if (options.failover) {
+    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
   }
   return options;
 }
