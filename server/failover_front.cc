@@ -21,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kRetryPause{100};
 // How long a connection to the leader may take to open (one host: at once).
 constexpr std::chrono::seconds kConnectTimeout{2};
+// How long a whole answer may take (the leader sends nothing before it).
+constexpr std::chrono::minutes kWholeAnswerLimit{10};
 
 // The OpenAI error object of a request the front end cannot continue.
 std::string LostJson(const std::string& message) {
@@ -66,6 +68,7 @@ struct FailoverFront::Forwarder {
     std::optional<Clock::time_point> lost;
     while (true) {
       httplib::Client client = Client();
+      client.set_read_timeout(kWholeAnswerLimit);
       httplib::Result result = client.send(Outgoing(request.body));
       if (result && (result->status != 503 || !lost)) {
         res.status = result->status;
@@ -104,7 +107,7 @@ struct FailoverFront::Forwarder {
       httplib::Request out = Outgoing(*std::move(body));
       std::optional<int> status;
       std::string buffer, error_body;
-      bool done = false, client_gone = false;
+      bool done = false, client_gone = false, progressed = false;
       out.response_handler = [&](const httplib::Response& response) {
         status = response.status;
         return true;
@@ -127,6 +130,7 @@ struct FailoverFront::Forwarder {
             client_gone = true;
             return false;
           }
+          progressed = true;
           if (block.rfind("data: [DONE]", 0) == 0) {
             done = true;
           } else if (block.rfind("data: ", 0) == 0) {
@@ -167,6 +171,7 @@ struct FailoverFront::Forwarder {
         return sink.write(kDone, sizeof kDone - 1);
       }
       pending.clear();
+      if (progressed) lost.reset();  // a leader took it since: this is a new loss
       if (!lost) lost = Clock::now();
       if (Clock::now() - *lost >= settings.failover_timeout) {
         const std::string event = ErrorEvent(LostMessage());

@@ -4,7 +4,8 @@
 // address (`backend`, a fixed port: after a lost leader the job's new rank 0
 // listens there again, see docs/reliability.md). When the leader is lost
 // mid-answer (its connection breaks, or it says nothing, not even its 1 s
-// keep-alive, for `silence`), the front end sends the request again until a
+// keep-alive, for `silence`; an answer sent whole: for 10 minutes), the
+// front end sends the request again until a
 // new leader takes it, at most `failover_timeout` after the loss:
 // - a streamed request (server/continuation.h) continues: the front end
 //   remembers the ids of the tokens whose chunks it has passed on and asks

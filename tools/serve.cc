@@ -468,6 +468,10 @@ int main(int argc, char** argv) {
   if (!options) return Fail(rank, options.error(), 2);
   RendezvousConfig config = *where;
   int first_generation = 0;
+  // When this rank saw the last loss (a standby: when it got its place).
+  std::chrono::steady_clock::time_point lost_at;
+  int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
+  int standbys_taken = 0;                    // by the last regroup
   if (where->standby) {
     if (!options->failover) {
       std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
@@ -486,6 +490,9 @@ int main(int argc, char** argv) {
     if (!*place) return 0;  // the job ended without needing this standby
     config = (*place)->config;
     first_generation = (*place)->generation;
+    lost_at = std::chrono::steady_clock::now();
+    standbys_taken = (*place)->standbys_taken;
+    standbys_left -= standbys_taken;
     std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
                  (*place)->old_ranks[config.rank], first_generation);
   }
@@ -522,9 +529,6 @@ int main(int argc, char** argv) {
   // Every generation's rank; the leader's prompt maker points into the one it
   // first led.
   std::deque<PreparedRank> prepared_ranks;
-  std::chrono::steady_clock::time_point lost_at;
-  int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
-  int standbys_taken = 0;                    // by the last regroup
   for (int generation = first_generation;; ++generation) {
     if (config.rank == 0 && !server) {
       if (Status started = start_leading(); !started) return Fail(config.rank, started.error(), 1);
@@ -553,9 +557,9 @@ int main(int argc, char** argv) {
         queue.Drain();
       }).detach();
     };
-    // A standby taking the lost leader's place listens where the coordinator
-    // of the regroup just did; its socket may take a moment to close.
-    const bool retry_join = generation > first_generation && config.rank == 0;
+    // A new rank 0 listens where the regroup's coordinator (maybe another
+    // process) just did; that socket may take a moment to close.
+    const bool retry_join = generation > 0 && config.rank == 0;
     Result<GenerationEnd> end =
         ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join);
     if (!end) EndJob(config.rank, end.error(), leading(), linger(config));
