@@ -11,7 +11,8 @@
 #   a 2-rank job and loads the last stage (inferno_ranks 2).
 # Either way every stream completes through serve_front with the text of an
 # undisturbed run, no error event; the time from the kill to the next chunk
-# is printed; SIGTERM to the new leader drains the job: launch exits 0, no
+# is printed; a request answered whole, in flight at the kill, gets the
+# undisturbed answer; SIGTERM to the new leader drains the job: launch exits 0, no
 # process left (the standby included), nothing new in /dev/shm.
 #
 # Usage: serve_leader_failover_test.sh LAUNCH SERVE MAKE_TOY_MODEL SERVE_FRONT CLIENT_PY
@@ -66,8 +67,15 @@ run_job() {
   local pids=() rank
   for rank in 0 1 2; do pids+=("$(rank_pid "$SERVER_PID" "$rank")"); done
   [ "$standbys" -gt 0 ] && pids+=("$(rank_pid "$SERVER_PID" 0 INFERNO_STANDBY)")
+  # A request answered whole, running or queued (with the streams, one more
+  # than the slots) when the leader is lost: the front end sends it again whole.
+  curl -s --max-time 120 "$URL/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model": "toy", "prompt": "An answer sent whole", "max_tokens": 100, "temperature": 0}' \
+    -w '\n%{http_code}' >"$WORK/$name.whole" &
+  local whole=$!
   timeout 120 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[0]}" "$KILL_AFTER" "${kill:-NONE}" \
     >"$WORK/$name.json"
+  wait "$whole" || fail "$name: the whole answer's curl failed"
   curl -s --max-time 10 "$URL/metrics" >"$WORK/$name.metrics"
   # The leader now: rank 0, or after its loss the standby, or else rank 1.
   NEW_LEADER=${pids[0]}
@@ -91,6 +99,8 @@ run_job() {
 }
 
 run_job undisturbed 0 || { cat "$SERVER_OUT" >&2; kill -KILL "$FRONT_PID"; exit 1; }
+sed -i "s/\"created\":[0-9]*,//; s/\"id\":\"cmpl-[0-9]*\",//" "$WORK/undisturbed.whole"
+[ "$(tail -1 "$WORK/undisturbed.whole")" = 200 ] || fail "the undisturbed whole answer: $(cat "$WORK/undisturbed.whole")"
 python3 - "$WORK/undisturbed.json" <<'PY' || fail "the undisturbed run"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -115,6 +125,9 @@ print("%s: 8/8 streams identical; kill to the next chunk %s ms, to every stream'
       % (sys.argv[3], r["kill_to_next_chunk_ms"], r["kill_to_every_next_chunk_ms"], r["longest_gap_ms"],
          before["longest_gap_ms"]))
 PY
+  [ "$(tail -1 "$WORK/$name.whole")" = 200 ] && cmp -s "$WORK/undisturbed.whole" <(
+    sed "s/\"created\":[0-9]*,//; s/\"id\":\"cmpl-[0-9]*\",//" "$WORK/$name.whole") ||
+    fail "$name: the whole answer differs: $(cat "$WORK/$name.whole") vs $(cat "$WORK/undisturbed.whole")"
   ranks=$((standbys > 0 ? 3 : 2))
   for line in 'inferno_failover_seconds_count 1' "inferno_ranks $ranks" "inferno_standby_takeovers_total $standbys"; do
     grep -qx "$line" "$WORK/$name.metrics" ||
