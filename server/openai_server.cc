@@ -208,7 +208,6 @@ struct OpenAiServer::Handlers {
   // UTF-8), and the end. Records the latency metrics.
   struct Step {
     std::vector<int32_t> ids;  // generated since the last step
-    int64_t tokens = 0;        // their count
     std::string text;
     Json logprobs;                // of the new tokens, when the request asks for them
     std::vector<ToolCall> calls;  // completed since the last step
@@ -218,7 +217,6 @@ struct OpenAiServer::Handlers {
   Step Next(Exchange& exchange, Clock::time_point deadline) {
     RequestEvents events = exchange.handle->Take(deadline);
     Step step;
-    step.tokens = static_cast<int64_t>(events.tokens.size());
     step.ids = events.tokens;
     if (!events.tokens.empty()) {
       const Clock::time_point now = Clock::now();
@@ -493,7 +491,7 @@ struct OpenAiServer::Handlers {
             return true;
           }
           // A chunk per group of tokens, even one that prints nothing yet.
-          if (step.tokens > 0 || !step.text.empty()) {
+          if (!step.ids.empty() || !step.text.empty()) {
             if (exchange->token_comments) {
               const std::string comment = TokenComment(step.ids);
               if (!sink.write(comment.data(), comment.size())) return false;
@@ -509,7 +507,7 @@ struct OpenAiServer::Handlers {
                 {"tool_calls", Json::array({exchange->ToolCallJson(step.calls[i], index, true)})}};
             if (!send(exchange->Chunk(model, delta, nullptr))) return false;
           }
-          if (step.tokens == 0 && step.text.empty() && step.calls.empty() && !step.finish) {
+          if (step.ids.empty() && step.text.empty() && step.calls.empty() && !step.finish) {
             static constexpr char kComment[] = ": keep-alive\n\n";
             if (!sink.write(kComment, sizeof kComment - 1)) return false;
           }
