@@ -15,10 +15,13 @@
 # undisturbed answer; SIGTERM to the new leader drains the job: launch exits 0, no
 # process left (the standby included), nothing new in /dev/shm.
 #
-# Usage: serve_leader_failover_test.sh LAUNCH SERVE MAKE_TOY_MODEL SERVE_FRONT CLIENT_PY
+# First, on the undisturbed job's leader: serve_continuation_check.py (the
+# leader's side of server/continuation.h, chat and completion streams).
+#
+# Usage: serve_leader_failover_test.sh LAUNCH SERVE MAKE_TOY_MODEL SERVE_FRONT CONTINUATION_CHECK_PY CLIENT_PY
 set -u
 source tests/test_lib.sh
-LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" FRONT="$4" CLIENT="$5"
+LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" FRONT="$4" CONTINUATION_CHECK="$5" CLIENT="$6"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_leader_failover.XXXXXX")"
 STREAMS=8
 MAX_TOKENS=${MAX_TOKENS:-120}
@@ -29,6 +32,7 @@ SHM_BEFORE="$(ls /dev/shm | sort)"
 read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
 TOKENIZER=${TOKENIZER:-byte-level}
 "$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
 # The leader's fixed port: free a moment ago.
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 BACKEND="http://127.0.0.1:$PORT"
@@ -52,6 +56,7 @@ run_job() {
   trap '' TERM
   "$LAUNCH" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- "$SERVE" --failover \
     --listen "127.0.0.1:$PORT" --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy \
+    --chat-template "$WORK/chat.jinja" \
     --slots "$STREAMS" >"$SERVER_OUT" 2>&1 &
   SERVER_PID=$!
   trap - TERM
@@ -64,6 +69,9 @@ run_job() {
     fi
     sleep 0.05
   done
+  if [ "$name" = undisturbed ]; then
+    python3 "$CONTINUATION_CHECK" "$BACKEND" || fail "the leader's continuation of streams"
+  fi
   local pids=() rank
   for rank in 0 1 2; do pids+=("$(rank_pid "$SERVER_PID" "$rank")"); done
   [ "$standbys" -gt 0 ] && pids+=("$(rank_pid "$SERVER_PID" 0 INFERNO_STANDBY)")

@@ -35,7 +35,7 @@ for round in $(seq "$ROUNDS"); do
   if [ "${LEADER:-0}" = 1 ]; then
     victim=0
     KILL_AFTER=$kill_after tests/serve_leader_failover_test.sh "$BIN/launch" "$BIN/serve" "$BIN/make_toy_model" \
-      "$BIN/serve_front" tests/serve_failover_client.py >"$LOG" 2>&1
+      "$BIN/serve_front" tests/serve_continuation_check.py tests/serve_failover_client.py >"$LOG" 2>&1
   else
     VICTIM=$victim KILL_AFTER=$kill_after tests/serve_failover_test.sh "$BIN/launch" "$BIN/serve" \
       "$BIN/make_toy_model" tests/serve_failover_client.py >"$LOG" 2>&1
