@@ -19,8 +19,9 @@
 // stream's 200 has been sent). GET requests (/health, /metrics, /v1/models)
 // are passed once.
 //
-// Thread-safety: Bind and Start once from one thread; Stop from any.
-// Requests are served on the server's own threads.
+// Thread-safety: Bind and Start once from one thread; Stop from any: it
+// stops accepting and returns once the open requests have ended (each
+// bounded as above). Requests are served on the server's own threads.
 #pragma once
 
 #include <chrono>

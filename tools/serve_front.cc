@@ -8,7 +8,10 @@
 //   serve_front --listen 127.0.0.1:8080 --backend 127.0.0.1:8081
 //
 // It prints "serve_front: listening on http://HOST:PORT" once it listens;
-// SIGTERM or SIGINT stops it (open streams end). Errors are one line.
+// SIGTERM or SIGINT stops it: it stops accepting clients and exits once its
+// open requests have ended (each bounded: by its answer, by --silence-ms of
+// a silent leader, and by --failover-timeout-ms without one). Errors are one
+// line.
 #include <pthread.h>
 #include <signal.h>
 
@@ -29,7 +32,7 @@ const CommandSpec kSpec{
     "port, "
     "where a\nnew leader listens after a lost one) and continues every streamed answer at the new leader, "
     "none of its tokens\nlost or repeated; a request that cannot be continued gets an error (event). SIGTERM "
-    "stops it.",
+    "stops it once its\nopen requests have ended.",
     {{"backend", "HOST:PORT", "the leader's --listen address (required; not port 0)"},
      {"listen", "HOST:PORT",
       "the address to serve clients on (default 127.0.0.1:8080; port 0: any free port)"},
