@@ -206,8 +206,11 @@ FailoverFront::FailoverFront(FrontSettings settings)
   http.Post("/v1/completions", post);
   http.Post("/v1/chat/completions", post);
   http.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    httplib::Headers headers;
+    if (req.has_header("Authorization"))
+      headers.emplace("Authorization", req.get_header_value("Authorization"));
     httplib::Client client = Forwarder{settings_, req}.Client();
-    httplib::Result result = client.Get(req.path);
+    httplib::Result result = client.Get(req.path, headers);
     if (!result) {
       res.status = 503;
       res.set_content(Json{{"status", "no leader"}}.dump(), "application/json");
