@@ -36,10 +36,12 @@ struct StandbyCalls {
   std::vector<int> order;                // the confirmed standbys, first confirmed first
 };
 
-// The leader's side of a regroup: collects the survivors and the standbys
-// it needs, then numbers and answers them (see the header).
+// The coordinator's side of a regroup: collects the survivors and the
+// standbys it needs, then numbers and answers them (see the header).
 Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                         int standbys) {
+                         int standbys, bool leader_lost) {
+  // The coordinator: the leader, or with the leader lost the lowest other rank.
+  const int coordinator = leader_lost ? 1 : 0;
   Result<std::unique_ptr<RendezvousServer>> server =
       RendezvousServer::Listen(ended.master_addr, ended.master_port, ended.job_secret);
   if (!server) return std::move(server).error().Prefixed("regroup: ");
@@ -48,8 +50,9 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   StandbyCalls calls;
   bool survivors_in = false;
   const auto lost = [&] { return ended.world_size - 1 - static_cast<int>(arrived.size()); };
-  // Once all but one of the other ranks are in, the standbys that have not
-  // called yet get kStandbyWait from then.
+  // Once all but one of the other ranks are in (with the leader lost: all of
+  // them, the leader being the one), the standbys that have not called yet
+  // get kStandbyWait from then.
   const auto note_arrival = [&] {
     if (survivors_in || static_cast<int>(arrived.size()) < ended.world_size - 2) return;
     survivors_in = true;
@@ -89,7 +92,7 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
     } else if (asked != generation) {
       refusal = "rank " + std::to_string(rank) + " asked to join generation " + std::to_string(asked) +
                 ", the leader forms generation " + std::to_string(generation);
-    } else if (rank <= 0 || rank >= ended.world_size || arrived.count(rank) > 0) {
+    } else if (rank <= 0 || rank == coordinator || rank >= ended.world_size || arrived.count(rank) > 0) {
       refusal = "rank " + std::to_string(rank) + " arrived twice or is out of range";
     }
     if (!refusal.empty()) {
@@ -102,33 +105,33 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   // Each lost place, lowest first, goes to the next standby that confirmed.
   Regrouped regrouped;
   regrouped.config = ended;
-  regrouped.config.rank = 0;
   regrouped.generation = generation;
-  std::vector<std::string> clients = {""};  // by new rank
-  std::vector<bool> standby_member = {false};
+  std::vector<std::optional<std::string>> clients;  // by new rank; none: the coordinator
   size_t next_standby = 0;
-  for (int place = 1; place < ended.world_size; ++place) {
-    if (const auto survivor = arrived.find(place); survivor != arrived.end()) {
-      clients.push_back(survivor->second);
-      standby_member.push_back(false);
+  for (int place = 0; place < ended.world_size; ++place) {
+    if (place == coordinator) {
+      regrouped.config.rank = static_cast<int>(clients.size());
+      clients.emplace_back();
+    } else if (const auto survivor = arrived.find(place); survivor != arrived.end()) {
+      clients.emplace_back(survivor->second);
     } else if (next_standby < calls.order.size()) {
-      clients.push_back(calls.confirmed[calls.order[next_standby++]]);
-      standby_member.push_back(true);
+      clients.emplace_back(calls.confirmed[calls.order[next_standby++]]);
     } else {
       continue;
     }
     regrouped.old_ranks.push_back(place);
   }
-  regrouped.old_ranks.insert(regrouped.old_ranks.begin(), 0);
   regrouped.config.world_size = static_cast<int>(regrouped.old_ranks.size());
   regrouped.standbys_taken = static_cast<int>(next_standby);
-  for (size_t index = 1; index < clients.size(); ++index) {
+  for (size_t index = 0; index < clients.size(); ++index) {
+    if (!clients[index]) continue;
     Json answer{{"rank", index},
                 {"world_size", regrouped.config.world_size},
                 {"old_ranks", regrouped.old_ranks},
-                {"generation", generation}};
+                {"generation", generation},
+                {"standbys_taken", regrouped.standbys_taken}};
     // A member gone since it asked fails the new rendezvous, which names it.
-    (void)(*server)->Reply(clients[index], answer.dump());
+    (void)(*server)->Reply(*clients[index], answer.dump());
   }
   // The standbys not needed (or not confirmed in time) wait for the next regroup.
   for (size_t index = next_standby; index < calls.order.size(); ++index) {
@@ -155,11 +158,12 @@ Result<Regrouped> ReadPlace(const RendezvousConfig& job, const Json& json) {
   regrouped.config.rank = json.at("rank").get<int>();
   regrouped.config.world_size = json.at("world_size").get<int>();
   regrouped.generation = json.at("generation").get<int>();
+  regrouped.standbys_taken = json.value("standbys_taken", 0);
   for (const Json& rank : json.at("old_ranks")) {
     if (!rank.is_number_integer()) return Error::Transport("regroup: a malformed answer from the leader");
     regrouped.old_ranks.push_back(rank.get<int>());
   }
-  if (regrouped.config.rank <= 0 || regrouped.config.rank >= regrouped.config.world_size ||
+  if (regrouped.config.rank < 0 || regrouped.config.rank >= regrouped.config.world_size ||
       static_cast<int>(regrouped.old_ranks.size()) != regrouped.config.world_size) {
     return Error::Transport("regroup: an inconsistent answer from the leader");
   }
@@ -197,8 +201,9 @@ Result<Regrouped> Ask(const RendezvousConfig& ended, int generation, std::chrono
 }  // namespace
 
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys) {
-  return ended.rank == 0 ? Decide(ended, generation, window, standbys) : Ask(ended, generation, window);
+                          int standbys, bool leader_lost) {
+  return ended.rank == (leader_lost ? 1 : 0) ? Decide(ended, generation, window, standbys, leader_lost)
+                                             : Ask(ended, generation, window);
 }
 
 Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,

@@ -3,11 +3,13 @@
 // the job's next generation, before they rendezvous again as a new
 // ProcessGroup (Join) over those members.
 //
-// The leader (rank 0, which survives by assumption) decides: it listens at
+// The coordinator decides: the leader (rank 0), or when the leader is the
+// rank lost (the caller knows it: `leader_lost`), rank 1. It listens at
 // the job's MASTER_ADDR:MASTER_PORT again, with the job's secret (CURVE, as
 // the rendezvous), and every surviving rank reports its rank in the ended
 // generation. The survivors are in as soon as all but one of the other ranks
-// have arrived (one loss, the common case, costs no waiting) or when
+// (with the leader lost: all but the leader) have arrived (one loss, the
+// common case, costs no waiting) or when
 // `window` has passed. A standby rank (AwaitPlace) calls the leader over and
 // over until a regroup hears it: the leader answers "hold", and counts the
 // standby once it confirms on the same connection (so a call of a connection
@@ -16,7 +18,9 @@
 // kStandbyWait after the survivors are in. Members are numbered in the
 // order of the old ranks whose places they hold: each survivor its own, each
 // standby a lost rank's (the first standby the lowest lost rank), and lost
-// ranks no standby took are left out (the others move down). Standbys not
+// ranks no standby took are left out (the others move down). So with the
+// leader lost, a standby becomes rank 0 (the new leader), or else rank 1
+// does (the coordinator itself), each other member moving down one. Standbys not
 // needed are told to wait for the next regroup. A request of another
 // generation, an unknown rank or a rank that arrives twice is refused with a
 // one-line reason. The new generation's Join then binds fresh sockets and
@@ -44,7 +48,7 @@ struct Regrouped {
   std::vector<int> old_ranks;
   // The generation formed (1 for the first regroup).
   int generation = 0;
-  // On the leader: how many standby ranks took a place.
+  // How many standby ranks took a place (every member learns it).
   int standbys_taken = 0;
 };
 
@@ -52,18 +56,21 @@ struct Regrouped {
 inline constexpr std::chrono::milliseconds kStandbyWait{2000};
 
 // Regroups rank `ended.rank` of the generation `ended` described, whose
-// successor is number `generation` (1 for the first regroup). On the leader,
-// `standbys` is how many standby ranks may still answer (0: none is waited
-// for). Errors: Timeout on a non-leader that hears no answer within `window`
-// plus two seconds (the leader is gone); InvalidArgument when the leader
-// refuses the rank (the reason quoted); Transport when the leader cannot
-// listen again.
+// successor is number `generation` (1 for the first regroup). `leader_lost`:
+// rank 0 of `ended` is the rank lost (every survivor must agree on it: one
+// host, serve tells it from its HTTP address refusing connections); rank 1
+// then coordinates. On the coordinator, `standbys` is how many standby ranks
+// may still answer (0: none is waited for). Errors: Timeout on another rank
+// that hears no answer within `window` plus two seconds (the coordinator is
+// gone); InvalidArgument when the coordinator refuses the rank (the reason
+// quoted); Transport when the coordinator cannot listen.
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys = 0);
+                          int standbys = 0, bool leader_lost = false);
 
 // A standby rank's wait for a place: calls the leader at `job`'s
 // MASTER_ADDR:MASTER_PORT (`job.standby` names the standby) until a regroup
-// gives it one, then returns it (config.rank > 0: the place; generation: the
+// gives it one, then returns it (config.rank: the place, 0 when it takes the
+// lost leader's; generation: the
 // generation to join). Returns nullopt once `stopped()` is true (asked every
 // 250 ms or sooner). The calls reaching the job's rendezvous instead are
 // ignored there. Errors: InvalidArgument when the leader refuses it (the

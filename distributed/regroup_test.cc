@@ -102,6 +102,51 @@ TEST(Regroup, AMalformedRequestIsRefusedAndTheLeaderGoesOn) {
   EXPECT_EQ(stranger.get(), R"({"error":"a malformed regroup request"})");
 }
 
+TEST(Regroup, WithTheLeaderLostRankOneCoordinatesAndBecomesRankZero) {
+  const int port = FreePort();
+  // Rank 0 of 3 is lost; rank 1 decides and becomes rank 0, rank 2 rank 1.
+  auto survivor = std::async(std::launch::async, [port] {
+    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 0, /*leader_lost=*/true);
+  });
+  const auto started = Clock::now();
+  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 0, /*leader_lost=*/true);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.error().ToString();
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));  // not the window
+  EXPECT_EQ(coordinator->config.rank, 0);
+  EXPECT_EQ(coordinator->config.world_size, 2);
+  EXPECT_EQ(coordinator->old_ranks, (std::vector<int>{1, 2}));
+  Result<Regrouped> other = survivor.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+  EXPECT_EQ(other->old_ranks, (std::vector<int>{1, 2}));
+}
+
+TEST(Regroup, WithTheLeaderLostAStandbyTakesRankZero) {
+  const int port = FreePort();
+  std::atomic<bool> stop{false};
+  auto standby = std::async(std::launch::async, [port, &stop] {
+    return AwaitPlace(Standby(0, 3, port), [&stop] { return stop.load(); });
+  });
+  std::this_thread::sleep_for(milliseconds(300));
+  auto survivor = std::async(std::launch::async, [port] {
+    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 1, /*leader_lost=*/true);
+  });
+  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 1, /*leader_lost=*/true);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.error().ToString();
+  EXPECT_EQ(coordinator->config.rank, 1);
+  EXPECT_EQ(coordinator->old_ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(coordinator->standbys_taken, 1);
+  Result<Regrouped> other = survivor.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 2);
+  EXPECT_EQ(other->standbys_taken, 1);
+  Result<std::optional<Regrouped>> placed = standby.get();
+  ASSERT_TRUE(placed.ok()) << placed.error().ToString();
+  ASSERT_TRUE(placed->has_value());
+  EXPECT_EQ((*placed)->config.rank, 0);
+  EXPECT_EQ((*placed)->config.world_size, 3);
+}
+
 TEST(Regroup, AStandbyTakesTheLostRanksPlaceAndTheOthersKeepTheirs) {
   const int port = FreePort();
   // Rank 1 of 3 is lost; standby 0 takes its place, rank 2 keeps its own.

@@ -53,8 +53,8 @@ const CommandSpec& LaunchCommandSpec() {
        {"timeout", "SECONDS", "stop the job after this long and exit 124"},
        {"grace", "SECONDS", "time between SIGTERM and SIGKILL (default 5)"},
        {"failover", "",
-        "a rank other than 0 that fails does not stop the others, which carry on without it (serve "
-        "--failover); launch exits with rank 0's status"},
+        "a rank that fails (rank 0 too) does not stop the others, which carry on without it (serve "
+        "--failover); the first rank to exit 0 ends the job with 0; if all fail, the last one's status"},
        {"standby", "N",
         "with --failover: start N standby ranks more on this node, which load nothing and take a lost "
         "rank's place (serve --failover; they get INFERNO_STANDBY in place of RANK)"},

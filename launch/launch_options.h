@@ -62,11 +62,12 @@ struct LaunchOptions {
   // need a second CPU for ZeroMQ's I/O threads (pinned, a 2-rank 4 KiB
   // all_reduce over tcp took 75 us instead of 46: docs/collectives.md).
   CpuBinding binding = CpuBinding::kCore;
-  // --failover: a rank other than rank 0 that exits non-zero or is killed
+  // --failover: a rank that exits non-zero or is killed, rank 0 included,
   // does not stop the others (the survivors carry on without it, e.g. serve
-  // --failover); rank 0's failure still stops the job, and so does its exit
-  // with 0 (a lost rank may be frozen, not dead). The job's status is then
-  // rank 0's.
+  // --failover, where a standby or rank 1 takes a lost rank 0's role); the
+  // first rank to exit with 0 stops the job (it ends once its leader has
+  // ended it; a lost rank may be frozen, not dead), whose status is then 0;
+  // if every rank fails, the status is the last one's.
   bool failover = false;
   // --standby N (with --failover only): N more processes of the command on
   // this node, standby ranks (distributed/standby_rank.h): each gets

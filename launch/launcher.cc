@@ -483,18 +483,22 @@ class Supervisor {
       if (process.pid != pid || !process.running) continue;
       process.running = false;
       const bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
-      if (failed && !exit_status_ && options_.failover && process.rank != 0) {
+      if (failed && !exit_status_ && options_.failover) {
         WriteAll(STDERR_FILENO, "launch: " + Name(process) + " (pid " + std::to_string(pid) + ") " +
                                     DescribeWaitStatus(wait_status) + "; --failover: " +
                                     std::to_string(RunningCount()) + " ranks carry on without it\n");
+        // The last one's failure is the job's.
+        if (RunningCount() == 0) exit_status_ = ExitStatusOf(wait_status);
       } else if (failed && !exit_status_) {
         WriteAll(STDERR_FILENO, "launch: " + Name(process) + " (pid " + std::to_string(pid) + ") " +
                                     DescribeWaitStatus(wait_status) + "; stopping " +
                                     std::to_string(RunningCount()) + " other ranks\n");
         Fail(ExitStatusOf(wait_status));
-      } else if (options_.failover && process.rank == 0 && !exit_status_ && RunningCount() > 0) {
-        // A lost rank may be frozen (SIGSTOP), not dead: rank 0's end is the job's.
-        WriteAll(STDERR_FILENO, "launch: rank 0 exited with status 0; --failover: stopping " +
+      } else if (options_.failover && !failed && !exit_status_ && RunningCount() > 0) {
+        // A rank ends with 0 only once the leader (rank 0, or the rank that
+        // took its role) has ended the job; a lost rank may be frozen
+        // (SIGSTOP), not dead, and a standby may still wait: the job ends.
+        WriteAll(STDERR_FILENO, "launch: " + Name(process) + " exited with status 0; --failover: stopping " +
                                     std::to_string(RunningCount()) + " ranks still running\n");
         Fail(0);
       }

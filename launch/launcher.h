@@ -28,10 +28,11 @@ namespace inferno {
 // - 0 if every rank exited with 0;
 // - the first failed rank's exit status (128 + signal if it was killed by a
 //   signal) — the other ranks then get SIGTERM, and SIGKILL after options.grace;
-//   With options.failover, only rank 0's failure does that: another
-//   rank's is reported on stderr and the others carry on; rank 0's exit
-//   with 0 then stops the ranks still running as a failure would, and the
-//   job's status is 0;
+//   With options.failover, no failure does that: a failed rank (rank 0
+//   included) is reported on stderr and the others carry on; the first
+//   rank's exit with 0 then stops the ranks still running as a failure
+//   would, and the job's status is 0; if every rank fails, the last one's
+//   status is the job's;
 // - 124 if options.timeout passed first;
 // - 128 + signal if the launcher got SIGINT, SIGTERM or SIGHUP (a second such
 //   signal skips the grace period). A signal the launcher inherited as ignored

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/completion_text.h"
+#include "server/continuation.h"
 #include "server/http_server.h"
 #include "server/json_constraint.h"
 #include "server/openai_logprobs.h"
@@ -85,6 +86,10 @@ struct Exchange {
   std::unique_ptr<OpenAiLogprobs> logprobs;    // when the request asks for them
   std::unique_ptr<ToolCallParser> tool_calls;  // chat with tools (tool_choice not "none")
   int64_t calls = 0;                           // tool calls answered so far
+  // server/continuation.h: the stream names each chunk's tokens; `continued`:
+  // another leader began the answer (its role chunk was sent).
+  bool token_comments = false;
+  bool continued = false;
 
   // OpenAI's form of the answer's `index`th tool call.
   Json ToolCallJson(const ToolCall& call, int64_t index, bool with_index) const {
@@ -202,7 +207,7 @@ struct OpenAiServer::Handlers {
   // Waits for the request's next events: new text (after stop strings and
   // UTF-8), and the end. Records the latency metrics.
   struct Step {
-    int64_t tokens = 0;  // generated since the last step
+    std::vector<int32_t> ids;  // generated since the last step
     std::string text;
     Json logprobs;                // of the new tokens, when the request asks for them
     std::vector<ToolCall> calls;  // completed since the last step
@@ -212,7 +217,7 @@ struct OpenAiServer::Handlers {
   Step Next(Exchange& exchange, Clock::time_point deadline) {
     RequestEvents events = exchange.handle->Take(deadline);
     Step step;
-    step.tokens = static_cast<int64_t>(events.tokens.size());
+    step.ids = events.tokens;
     if (!events.tokens.empty()) {
       const Clock::time_point now = Clock::now();
       if (!exchange.last_token) {
@@ -276,7 +281,14 @@ struct OpenAiServer::Handlers {
         return ServerError("the pipeline failed: " + server.unhealthy_reason_);
       maker = server.maker_;
     }
-    Result<OpenAiRequest> parsed = ParseOpenAiRequest(req.body, endpoint);
+    std::string body = req.body;
+    std::optional<Continuation> continuation;
+    if (server.settings_.continuations) {
+      Result<std::optional<Continuation>> taken = TakeContinuation(body);
+      if (!taken) return ApiError{400, "invalid_request_error", taken.error().message, kContinueField, {}};
+      continuation = *std::move(taken);
+    }
+    Result<OpenAiRequest> parsed = ParseOpenAiRequest(body, endpoint);
     if (!parsed) return ApiError{400, "invalid_request_error", parsed.error().message, {}, {}};
     auto exchange = std::make_unique<Exchange>();
     exchange->request = std::move(*parsed);
@@ -339,6 +351,23 @@ struct OpenAiServer::Handlers {
     // Completions default to OpenAI's 16 tokens; chat runs to the end of the
     // context (or a stop token).
     spec.max_new_tokens = request.max_tokens.value_or(exchange->chat() ? maker.context_length : 16);
+    const int32_t last_prompt_token = spec.prompt.back();
+    if (continuation && !continuation->tokens.empty()) {
+      if (constraint || tool_format != ToolCallFormat::kNone || request.logprobs >= 0 || !request.stream) {
+        return ApiError{400,
+                        "invalid_request_error",
+                        "only a streamed answer without tools, response_format or logprobs can be continued",
+                        kContinueField,
+                        {}};
+      }
+      const std::vector<int32_t>& sent = continuation->tokens;
+      spec.prompt.insert(spec.prompt.end(), sent.begin(), sent.end());
+      spec.max_new_tokens -= static_cast<int64_t>(sent.size());
+      if (static_cast<int64_t>(spec.prompt.size()) > maker.context_length) {
+        return ApiError{400, "invalid_request_error", "the continued answer fills the context",
+                        kContinueField, "context_length_exceeded"};
+      }
+    }
     spec.sampling.temperature = request.temperature;
     spec.sampling.top_p = request.top_p;
     spec.sampling.seed = request.seed ? static_cast<uint64_t>(*request.seed) : std::random_device{}();
@@ -359,6 +388,18 @@ struct OpenAiServer::Handlers {
         std::string(exchange->chat() ? "chatcmpl-" : "cmpl-") + std::to_string(exchange->handle->id());
     exchange->created = static_cast<int64_t>(std::time(nullptr));
     exchange->text = std::make_unique<CompletionText>(*maker.tokenizer, request.stop);
+    if (continuation) {
+      exchange->token_comments = true;
+      if (continuation->id) exchange->id = *continuation->id;
+      if (continuation->created) exchange->created = *continuation->created;
+      if (!continuation->tokens.empty()) {
+        // The text of the tokens sent already went out from the leader that
+        // began the answer: only its state (held-back bytes) matters here.
+        exchange->continued = true;
+        exchange->completion_tokens = static_cast<int64_t>(continuation->tokens.size());
+        (void)exchange->text->Add(last_prompt_token, continuation->tokens);
+      }
+    }
     if (tool_format != ToolCallFormat::kNone)
       exchange->tool_calls = std::make_unique<ToolCallParser>(tool_format);
     if (request.logprobs >= 0) {
@@ -437,7 +478,7 @@ struct OpenAiServer::Handlers {
             const std::string event = "data: " + Dump(json) + "\n\n";
             return sink.write(event.data(), event.size());
           };
-          if (!*started && exchange->chat()) {
+          if (!*started && exchange->chat() && !exchange->continued) {
             *started = true;
             if (!send(exchange->Chunk(model, {{"role", "assistant"}, {"content", ""}}, nullptr)))
               return false;
@@ -450,7 +491,11 @@ struct OpenAiServer::Handlers {
             return true;
           }
           // A chunk per group of tokens, even one that prints nothing yet.
-          if (step.tokens > 0 || !step.text.empty()) {
+          if (!step.ids.empty() || !step.text.empty()) {
+            if (exchange->token_comments) {
+              const std::string comment = TokenComment(step.ids);
+              if (!sink.write(comment.data(), comment.size())) return false;
+            }
             const Json delta = exchange->chat() ? Json{{"content", step.text}} : Json(step.text);
             if (!send(exchange->Chunk(model, delta, nullptr, step.logprobs))) return false;
           }
@@ -462,7 +507,7 @@ struct OpenAiServer::Handlers {
                 {"tool_calls", Json::array({exchange->ToolCallJson(step.calls[i], index, true)})}};
             if (!send(exchange->Chunk(model, delta, nullptr))) return false;
           }
-          if (step.tokens == 0 && step.text.empty() && step.calls.empty() && !step.finish) {
+          if (step.ids.empty() && step.text.empty() && step.calls.empty() && !step.finish) {
             static constexpr char kComment[] = ": keep-alive\n\n";
             if (!sink.write(kComment, sizeof kComment - 1)) return false;
           }

@@ -15,7 +15,10 @@
 // request whose line, headers and body do not all arrive within
 // `request_deadline` gets 408 and its connection is closed; a connection
 // beyond `max_connections` gets 503 (code "too_many_connections") at once,
-// unread, and is closed (server/http_server.h).
+// unread, and is closed (server/http_server.h). With
+// ServerSettings::continuations a request may carry server/continuation.h's
+// field: its stream then names the tokens of each chunk, and a request
+// carrying tokens continues an answer another leader began.
 //
 // Thread-safety: Bind and Start once, from one thread; then the Set* methods
 // and Stop from any thread. Handlers run on the server's own threads.
@@ -52,6 +55,9 @@ struct ServerSettings {
   // running or queued request holds one, so it should exceed the slots
   // plus the queue.
   int max_connections = 256;
+  // Accept the continuation protocol of server/continuation.h (serve
+  // --failover, behind serve_front).
+  bool continuations = false;
 };
 
 // What turns a request into a prompt, known once the model is loaded.

@@ -28,6 +28,10 @@ Submission RequestQueue::Submit(SequenceSpec spec) {
   if (static_cast<int64_t>(queue_.size()) >= max_queued_) return {Submission::kQueueFull, nullptr};
   spec.id = next_id_++;
   auto request = std::shared_ptr<Request>(new Request(*this, spec.id, spec.prompt.back()));
+  if (spec.max_new_tokens <= 0) {
+    End(*request, FinishReason::kLength);
+    return {Submission::kQueued, std::move(request)};
+  }
   queue_.emplace_back(request, std::move(spec));
   arrived_.notify_all();
   return {Submission::kQueued, std::move(request)};

@@ -90,7 +90,8 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
 
   // Queues a sequence (its id is assigned here): kQueueFull when
   // `max_queued` requests wait already, kUnavailable when draining or
-  // failed.
+  // failed. A sequence with no tokens left to generate (max_new_tokens <= 0:
+  // a continued answer that had all its tokens) ends at once with kLength.
   Submission Submit(SequenceSpec spec);
 
   // No new requests; Exhausted() once the queue is empty.

@@ -69,6 +69,19 @@ TEST(RequestQueue, RequeueContinuesRunningRequestsFromPromptPlusGeneratedAheadOf
   EXPECT_EQ(a_events.previous, 11);
 }
 
+TEST(RequestQueue, ASequenceWithNoTokensLeftEndsAtOnceWithLength) {
+  RequestQueue queue(1);
+  SequenceSpec spec = Spec({1, 2, 3});
+  spec.max_new_tokens = 0;
+  Submission done = queue.Submit(spec);
+  ASSERT_EQ(done.outcome, Submission::kQueued);
+  EXPECT_EQ(queue.queued(), 0);
+  RequestEvents events = done.request->Take(Clock::now());
+  ASSERT_TRUE(events.finish.has_value());
+  EXPECT_EQ(*events.finish, FinishReason::kLength);
+  EXPECT_TRUE(events.tokens.empty());
+}
+
 TEST(RequestQueue, TokensAndTheEndReachTheRequestInOrder) {
   RequestQueue queue(4);
   Submission submitted = queue.Submit(Spec({7, 8}));

@@ -110,7 +110,7 @@ for signal in "${SIGNALS[@]}"; do
     grep -q "launch: rank $VICTIM (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
       fail "$name: launch did not report rank $VICTIM's loss and carry on: $(grep launch: "$SERVER_OUT")"
   else
-    grep -Eq "launch: rank 0 exited with status 0; --failover: stopping [12] ranks still running" "$SERVER_OUT" ||
+    grep -Eq "launch: rank [0-9] exited with status 0; --failover: stopping [12] ranks still running" "$SERVER_OUT" ||
       fail "$name: launch did not stop the frozen rank $VICTIM: $(grep launch: "$SERVER_OUT")"
   fi
   grep "serve: rank 0: generation" "$SERVER_OUT"

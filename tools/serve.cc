@@ -25,11 +25,21 @@
 // distributed/standby_rank.h) loads nothing and waits until a regroup gives
 // it a lost rank's place (AwaitPlace), then loads that rank's layers and
 // joins as it, so the job keeps its world size and plan; SIGTERM ends a
-// waiting standby with 0. Errors are one line on stderr.
+// waiting standby with 0. When the leader itself is lost (one host, --listen
+// on a fixed port: its address then refuses connections), rank 1
+// coordinates the regroup, a standby takes rank 0's place or else rank 1
+// becomes rank 0, and the new rank 0 listens at --listen; `serve_front`
+// (server/failover_front.h), in front of that address, continues the
+// clients' streams there (server/continuation.h). Errors are one line on
+// stderr.
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -57,6 +67,7 @@
 #include "runtime/rank_setup.h"
 #include "runtime/sync_codec.h"
 #include "runtime/tensor_parallel_group.h"
+#include "server/host_port.h"
 #include "server/json_constraint.h"
 #include "server/metrics.h"
 #include "server/openai_server.h"
@@ -109,10 +120,11 @@ const CommandSpec kSpec{
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
      {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"failover", "",
-      "when a rank other than 0 is lost, a standby rank takes its place (launch --standby), or else the "
-      "others carry on without it, re-planning the pipeline over themselves; every running request "
-      "continues (run under launch --failover; with --model only, no --tp, --ep, --pp, --layers or "
-      "--fetch-weights)"}}};
+      "when a rank is lost, a standby rank takes its place (launch --standby), or else the others carry "
+      "on without it, re-planning the pipeline over themselves; every running request continues (run "
+      "under launch --failover; with --model only, no --tp, --ep, --pp, --layers or --fetch-weights). "
+      "A lost rank 0 too, with --listen on a fixed port: the standby or rank 1 becomes the leader and "
+      "listens there; clients' streams continue through serve_front"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -155,17 +167,10 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   if (!model) return model.error();
   options.model = *std::move(model);
   if (const std::optional<std::string> listen = flags.Last("listen")) {
-    const size_t colon = listen->rfind(':');
-    if (colon == std::string::npos || colon == 0) {
-      return Error::InvalidArgument("--listen: '" + *listen + "' is not HOST:PORT");
-    }
-    options.host = listen->substr(0, colon);
-    const std::string port = listen->substr(colon + 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(port) > 65535) {
-      return Error::InvalidArgument("--listen: '" + port + "' is not a port number");
-    }
-    options.port = std::stoi(port);
+    Result<HostPort> address = ParseHostPort("listen", *listen);
+    if (!address) return address.error();
+    options.host = address->host;
+    options.port = address->port;
   }
   const std::filesystem::path path(options.model.model);
   options.model_name =
@@ -328,16 +333,29 @@ struct GenerationEnd {
   std::optional<Error> lost;
 };
 
+// How long a new rank 0 retries listening at the job's address while the
+// regroup's coordinator (another process) closes its socket there.
+constexpr std::chrono::milliseconds kListenRetry{2000};
+
 // One generation: joins the group `config` describes with `prepared`'s
 // weights (moved into the stage) and runs the generator loop until the
 // queue is drained (leader) or the loop fails. Calls `on_joined` once the
-// group is formed. Errors: joining the group.
+// group is formed. `retry_listen`: rank 0 retries a failed listen for
+// kListenRetry. Errors: joining the group.
 Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const RendezvousConfig& config,
                                       PreparedRank& prepared, Leader* leader,
-                                      const std::function<void()>& on_joined) {
+                                      const std::function<void()>& on_joined, bool retry_listen) {
   RendezvousOptions rendezvous;
   rendezvous.fingerprint = ServeFingerprint(options, prepared);
+  bool listened = false;
+  rendezvous.on_master_listening = [&listened](int) { listened = true; };
+  const auto retry_until = std::chrono::steady_clock::now() + kListenRetry;
   Result<ProcessGroup> group = Join(config, rendezvous);
+  while (!group && retry_listen && !listened && group.error().kind == ErrorKind::kTransport &&
+         std::chrono::steady_clock::now() < retry_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    group = Join(config, rendezvous);
+  }
   if (!group) return group.error().Prefixed("joining the process group: ");
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
       MakeTensorParallelGroup(*group, prepared.setup.model.plan, options.sync_dtype);
@@ -383,6 +401,28 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   return GenerationEnd{report.error()};
 }
 
+// Whether something accepts TCP connections at host:port (one host: a lost
+// leader's HTTP listener refuses them; a running or stopped one accepts).
+bool Listening(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool accepted = false;
+  for (addrinfo* address = found; address != nullptr && !accepted; address = address->ai_next) {
+    const int fd = socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
+    if (fd < 0) continue;
+    const timeval limit{1, 0};  // a full backlog of a stopped leader: count it as there
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    accepted = connect(fd, address->ai_addr, address->ai_addrlen) == 0 || errno == EINPROGRESS ||
+               errno == EAGAIN || errno == ETIMEDOUT;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return accepted;
+}
+
 // The leader's prompt maker over the job's tokenizer and chat template.
 PromptMaker MakePromptMaker(const PreparedRank& prepared) {
   PromptMaker maker;
@@ -426,9 +466,12 @@ int main(int argc, char** argv) {
   const int rank = where->rank;
   Result<ServeOptions> options = ParseOptions(flags);
   if (!options) return Fail(rank, options.error(), 2);
-  const bool leader = rank == 0;
   RendezvousConfig config = *where;
   int first_generation = 0;
+  // When this rank saw the last loss (a standby: when it got its place).
+  std::chrono::steady_clock::time_point lost_at;
+  int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
+  int standbys_taken = 0;                    // by the last regroup
   if (where->standby) {
     if (!options->failover) {
       std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
@@ -447,55 +490,65 @@ int main(int argc, char** argv) {
     if (!*place) return 0;  // the job ended without needing this standby
     config = (*place)->config;
     first_generation = (*place)->generation;
+    lost_at = std::chrono::steady_clock::now();
+    standbys_taken = (*place)->standbys_taken;
+    standbys_left -= standbys_taken;
     std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
                  (*place)->old_ranks[config.rank], first_generation);
   }
 
-  // The leader listens before loading, so /health can say "loading".
+  // The leader's parts: the queue and metrics (every rank has them; only a
+  // leader uses them) and the HTTP server, which a rank starts when it first
+  // leads a generation: rank 0 before loading (so /health can say
+  // "loading"), or a rank that becomes rank 0 after the leader was lost.
   RequestQueue queue(options->queue);
   ServerMetrics metrics;
   std::optional<OpenAiServer> server;
-  if (leader) {
+  bool serving = false;  // SetReady called
+  const auto start_leading = [&]() -> Status {
     ServerSettings settings;
     settings.model_name = options->model_name;
     settings.api_key = options->api_key;
     settings.max_body_bytes = options->max_body_bytes;
     settings.request_deadline = std::chrono::milliseconds(options->read_deadline_ms);
     settings.max_connections = options->max_connections;
+    settings.continuations = options->failover;
     server.emplace(settings, queue, metrics);
     Result<int> port = server->Bind(options->host, options->port);
-    if (!port) return Fail(rank, port.error(), 1);
+    if (!port) return port.error();
     server->Start();
     std::printf("serve: listening on http://%s:%d\n", options->host.c_str(), *port);
     std::fflush(stdout);
-  }
-
+    return {};
+  };
   std::optional<Leader> leader_parts;
-  if (leader) leader_parts.emplace(Leader{queue, metrics, *server});
-  Leader* const leading = leader_parts ? &*leader_parts : nullptr;
+  const auto leading = [&]() -> Leader* { return leader_parts ? &*leader_parts : nullptr; };
   const auto linger = [](const RendezvousConfig& config) {
     return std::min<std::chrono::milliseconds>(kUnhealthyLinger, config.op_timeout / 4);
   };
-  // Every generation's rank; the leader's prompt maker points into the first.
+  // Every generation's rank; the leader's prompt maker points into the one it
+  // first led.
   std::deque<PreparedRank> prepared_ranks;
-  std::chrono::steady_clock::time_point lost_at;
-  int standbys_left = where->standby_ranks;  // the leader's count of standby ranks not yet taken
-  int standbys_taken = 0;                    // by the leader's last regroup
   for (int generation = first_generation;; ++generation) {
+    if (config.rank == 0 && !server) {
+      if (Status started = start_leading(); !started) return Fail(config.rank, started.error(), 1);
+      leader_parts.emplace(Leader{queue, metrics, *server});
+    }
     Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
-    if (!prepared) EndJob(config.rank, prepared.error(), leading, linger(config));
+    if (!prepared) EndJob(config.rank, prepared.error(), leading(), linger(config));
     prepared_ranks.push_back(std::move(*prepared));
     const auto on_joined = [&] {
-      if (!leader) return;
+      if (config.rank != 0) return;
       metrics.SetRanks(config.world_size);
       if (generation > 0) {
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
         metrics.ObserveFailover(took.count(), standbys_taken);
         std::fprintf(stderr, "serve: rank 0: generation %d formed over %d ranks %.3f s after the loss\n",
                      generation, config.world_size, took.count());
-        return;
       }
-      server->SetReady(MakePromptMaker(prepared_ranks.front()));
+      if (serving) return;
+      serving = true;
+      server->SetReady(MakePromptMaker(prepared_ranks.back()));
       std::thread([&server, &queue, drain_signals] {
         int signal = 0;
         sigwait(&drain_signals, &signal);
@@ -504,26 +557,39 @@ int main(int argc, char** argv) {
         queue.Drain();
       }).detach();
     };
-    Result<GenerationEnd> end = ServeGeneration(*options, config, prepared_ranks.back(), leading, on_joined);
-    if (!end) EndJob(config.rank, end.error(), leading, linger(config));
+    // A new rank 0 listens where the regroup's coordinator (maybe another
+    // process) just did; that socket may take a moment to close.
+    const bool retry_join = generation > 0 && config.rank == 0;
+    Result<GenerationEnd> end =
+        ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join);
+    if (!end) EndJob(config.rank, end.error(), leading(), linger(config));
     if (!end->lost) break;
-    if (!options->failover) EndJob(config.rank, *end->lost, leading, linger(config));
+    if (!options->failover) EndJob(config.rank, *end->lost, leading(), linger(config));
     lost_at = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "serve: rank %d: %s; failing over\n", config.rank, end->lost->ToString().c_str());
-    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow, standbys_left);
-    if (!regrouped) EndJob(config.rank, regrouped.error(), leading, linger(config));
-    if (leader) {
-      standbys_taken = regrouped->standbys_taken;
-      standbys_left -= standbys_taken;
+    // Only the HTTP address tells (one host): a lost leader's listener is closed.
+    const bool leader_lost =
+        config.rank != 0 && options->port != 0 && !Listening(options->host, options->port);
+    std::fprintf(stderr, "serve: rank %d: %s; failing over%s\n", config.rank, end->lost->ToString().c_str(),
+                 leader_lost ? " (the leader is lost)" : "");
+    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow, standbys_left, leader_lost);
+    if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
+    standbys_taken = regrouped->standbys_taken;
+    standbys_left -= standbys_taken;
+    if (config.rank == 0) {
       const int64_t requeued = queue.Requeue();
       std::fprintf(stderr,
                    "serve: rank 0: generation %d: %d ranks (%d standby rank(s) took a place); %lld running "
                    "requests continue\n",
                    generation + 1, regrouped->config.world_size, regrouped->standbys_taken,
                    static_cast<long long>(requeued));
+    } else if (regrouped->config.rank == 0) {
+      std::fprintf(stderr,
+                   "serve: rank %d: the leader is lost; leading generation %d over %d ranks (%d standby "
+                   "rank(s) took a place)\n",
+                   config.rank, generation + 1, regrouped->config.world_size, regrouped->standbys_taken);
     }
     config = regrouped->config;
   }
-  if (leader) server->Stop();
+  if (server) server->Stop();
   return 0;
 }

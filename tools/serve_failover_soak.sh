@@ -16,6 +16,12 @@
 #
 #   bazel build --config=opt //tools:launch //tools:serve //tools:make_toy_model
 #   tools/serve_failover_soak.sh bazel-bin/tools [ROUNDS]
+#
+# With LEADER=1 the victim is rank 0, the leader, and each round runs
+# tests/serve_leader_failover_test.sh instead (streams through
+# serve_front; build //tools:serve_front too): an undisturbed job, one
+# with a standby taking rank 0's place (leader-standby1) and one where
+# rank 1 becomes the leader (leader-standby0); no decode rates are printed.
 set -u
 BIN="$(readlink -f "$1")" ROUNDS="${2:-20}"
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
@@ -26,11 +32,18 @@ LOG="$(mktemp)" RESULTS="$(mktemp)"
 passed=0
 for round in $(seq "$ROUNDS"); do
   victim=$((1 + RANDOM % 2)) kill_after=${KILL_AFTER:-$((16 + RANDOM % 685))}
-  if VICTIM=$victim KILL_AFTER=$kill_after tests/serve_failover_test.sh "$BIN/launch" "$BIN/serve" \
-    "$BIN/make_toy_model" tests/serve_failover_client.py >"$LOG" 2>&1; then
+  if [ "${LEADER:-0}" = 1 ]; then
+    victim=0
+    KILL_AFTER=$kill_after tests/serve_leader_failover_test.sh "$BIN/launch" "$BIN/serve" "$BIN/make_toy_model" \
+      "$BIN/serve_front" tests/serve_continuation_check.py tests/serve_failover_client.py >"$LOG" 2>&1
+  else
+    VICTIM=$victim KILL_AFTER=$kill_after tests/serve_failover_test.sh "$BIN/launch" "$BIN/serve" \
+      "$BIN/make_toy_model" tests/serve_failover_client.py >"$LOG" 2>&1
+  fi
+  if [ $? -eq 0 ]; then
     passed=$((passed + 1))
-    grep -E '^(undisturbed|failover-KILL|standby-KILL):' "$LOG" | sed "s/^/round $round: victim $victim after $kill_after chunks: /" |
-      tee -a "$RESULTS"
+    grep -E '^(undisturbed|failover-KILL|standby-KILL|leader-standby[01]):' "$LOG" |
+      sed "s/^/round $round: victim $victim after $kill_after chunks: /" | tee -a "$RESULTS"
   else
     echo "round $round: victim $victim after $kill_after chunks: FAILED"
     tail -20 "$LOG"
@@ -43,7 +56,13 @@ median() {
   grep ": $2:" "$RESULTS" | sed -n "s/.*$1.*/\1/p" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR) printf "%g (n=%d, largest %g)", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), NR, v[NR]; else printf "none" }'
 }
-for side in undisturbed failover-KILL standby-KILL; do
+SIDES="undisturbed failover-KILL standby-KILL"
+[ "${LEADER:-0}" = 1 ] && SIDES="leader-standby1 leader-standby0"
+for side in $SIDES; do
+  if [ "${LEADER:-0}" = 1 ]; then
+    echo "$side: kill to every stream's next chunk (ms): $(median "to every stream's next chunk \([0-9]*\) ms" $side)"
+    continue
+  fi
   echo "$side: kill to every stream's next chunk (ms): $(median "to every stream's next chunk \([0-9]*\) ms" $side);" \
     "chunks/s before the kill (or mark): $(median "before the [a-z]* \([0-9.]*\)," $side);" \
     "after: $(median "after \([0-9.]*\)" $side);" \
