@@ -3,23 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 namespace inferno {
-
-std::string HostKey() {
-  std::string boot_id;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  char link[128] = {};
-  const ssize_t length = readlink("/proc/self/ns/net", link, sizeof link - 1);
-  return boot_id + " " + (length > 0 ? std::string(link, static_cast<size_t>(length)) : std::string());
-}
 
 Result<HostAllReduce> HostAllReduce::Make(ProcessGroup group, const std::string& host_key) {
   const uint64_t own = std::hash<std::string>()(host_key);
@@ -41,7 +30,7 @@ Result<HostAllReduce> HostAllReduce::Make(ProcessGroup group, const std::string&
     }
     members[host].push_back(rank);
   }
-  HostAllReduce made(group);
+  HostAllReduce made(group, static_cast<int>(hosts.size()));
   bool shared_host = false;
   for (const std::vector<int>& ranks : members) shared_host = shared_host || ranks.size() > 1;
   if (hosts.size() < 2 || !shared_host) return made;
@@ -64,8 +53,13 @@ Result<HostAllReduce> HostAllReduce::Make(ProcessGroup group, const std::string&
   return made;
 }
 
-Status HostAllReduce::Sum(std::span<float> data) {
-  if (!two_levels()) return group_.all_reduce(data, ReduceKind::kSum);
+Status HostAllReduce::Sum(std::span<float> data, const CrossHostSum& across) {
+  // Across hosts: `across`, or the f32 all_reduce.
+  auto sum_across = [&](ProcessGroup& hosts) {
+    return across ? across(hosts, data) : hosts.all_reduce(data, ReduceKind::kSum);
+  };
+  if (hosts_ == 1) return group_.all_reduce(data, ReduceKind::kSum);
+  if (!two_levels()) return sum_across(group_);
   const bool several = host_->world_size() > 1;
   if (several) {
     if (Status summed = host_->all_reduce(data, ReduceKind::kSum); !summed) {
@@ -73,9 +67,7 @@ Status HostAllReduce::Sum(std::span<float> data) {
     }
   }
   if (leaders_) {
-    if (Status summed = leaders_->all_reduce(data, ReduceKind::kSum); !summed) {
-      return summed.error().Prefixed("the hosts' all_reduce: ");
-    }
+    if (Status summed = sum_across(*leaders_); !summed) return summed.error().Prefixed("the hosts' sum: ");
   }
   if (several) {
     if (Status sent = host_->broadcast(0, data); !sent)

@@ -20,11 +20,11 @@
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
+#include "distributed/host_identity.h"
 #include "distributed/ipc_directory.h"
 #include "distributed/launcher_lifeline.h"
 #include "distributed/launcher_master.h"
 #include "distributed/routed/transport.h"
-#include "distributed/shm/host_identity.h"
 #include "distributed/shm/transport.h"
 #include "distributed/standby_rank.h"
 #include "distributed/tcp/transport.h"
@@ -42,14 +42,15 @@ constexpr std::chrono::milliseconds kVerdictSlack{2000};
 struct RankEndpoints {
   int rank = -1;
   int world_size = 0;
-  std::string host;  // IpcDomain(): ranks with equal values connect over ipc
+  // HostIdentity(): ranks with equal values connect over ipc:// and, when
+  // both offer an inbox, over shared memory.
+  std::string host;
   std::string tcp;
   std::string ipc;                                 // empty when the rank offers no ipc endpoint
   std::map<std::string, std::string> fingerprint;  // RendezvousOptions::fingerprint
   // Unless the rank uses ZeroMQ only: its shared-memory inbox (a
-  // SegmentAddress) and HostIdentity(); else empty.
+  // SegmentAddress); else empty.
   std::string shm;
-  std::string host_identity;
   // Unless the rank offers no direct TCP data path: its data port as
   // "address:port" and the key frames to it are sealed for (a DataKey in
   // hex; the table travels CURVE-encrypted when the job has a secret).
@@ -58,11 +59,11 @@ struct RankEndpoints {
 };
 
 Json ToJson(const RankEndpoints& entry) {
-  return Json{{"rank", entry.rank}, {"world_size", entry.world_size},
-              {"host", entry.host}, {"tcp", entry.tcp},
-              {"ipc", entry.ipc},   {"fingerprint", entry.fingerprint},
-              {"shm", entry.shm},   {"host_identity", entry.host_identity},
-              {"data", entry.data}, {"data_key", entry.data_key}};
+  return Json{{"rank", entry.rank},        {"world_size", entry.world_size},
+              {"host", entry.host},        {"tcp", entry.tcp},
+              {"ipc", entry.ipc},          {"fingerprint", entry.fingerprint},
+              {"shm", entry.shm},          {"data", entry.data},
+              {"data_key", entry.data_key}};
 }
 
 // nullopt when `json` is not a well-formed entry (a stranger's bytes).
@@ -76,7 +77,6 @@ std::optional<RankEndpoints> EntryFromJson(const Json& json) {
     entry.ipc = json.at("ipc").get<std::string>();
     entry.fingerprint = json.at("fingerprint").get<std::map<std::string, std::string>>();
     entry.shm = json.value("shm", std::string());
-    entry.host_identity = json.value("host_identity", std::string());
     entry.data = json.value("data", std::string());
     entry.data_key = json.value("data_key", std::string());
     return entry;
@@ -95,19 +95,6 @@ uint64_t RandomId() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device() ^
          static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-}
-
-// Where this rank's ipc:// endpoint can be reached from: the host name plus
-// the network namespace. A socket file is reachable wherever the file system
-// is shared, but ranks in separate namespaces (containers, `ip netns exec`)
-// are not assumed to share it, and connect over tcp://.
-std::string IpcDomain() {
-  char name[256] = {};
-  std::string domain = gethostname(name, sizeof(name) - 1) == 0 ? name : "unknown-host";
-  char net_namespace[64] = {};
-  const ssize_t length = readlink("/proc/self/ns/net", net_namespace, sizeof(net_namespace) - 1);
-  if (length > 0) domain += " " + std::string(net_namespace, static_cast<size_t>(length));
-  return domain;
 }
 
 // The local IPv4 address this host uses to reach `master_addr` (so peers on
@@ -540,16 +527,13 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
   RankEndpoints mine;
   mine.rank = config.rank;
   mine.world_size = config.world_size;
-  mine.host = IpcDomain();
+  mine.host = HostIdentity();
   mine.fingerprint = options.fingerprint;
   mine.tcp = (*transport)->endpoints()[0];
   if (prefer_ipc) mine.ipc = (*transport)->endpoints()[1];
   Result<std::shared_ptr<ShmTransport>> shm_transport = CreateShmTransport(config, choice, *transport);
   if (!shm_transport) return std::move(shm_transport).error();
-  if (*shm_transport) {
-    mine.shm = (*shm_transport)->inbox().ToString();
-    mine.host_identity = HostIdentity();
-  }
+  if (*shm_transport) mine.shm = (*shm_transport)->inbox().ToString();
   Result<std::shared_ptr<TcpTransport>> tcp_transport =
       CreateTcpTransport(config, choice, *transport, *local_address);
   if (!tcp_transport) return std::move(tcp_transport).error();
@@ -584,8 +568,7 @@ Result<ProcessGroup> Join(const RendezvousConfig& config, const RendezvousOption
       const bool same_host = entry->host == mine.host && !entry->ipc.empty();
       endpoints.push_back(prefer_ipc && same_host ? entry->ipc : entry->tcp);
       Result<SegmentAddress> inbox = SegmentAddress::Parse(entry->shm);
-      const bool local =
-          *shm_transport && entry->rank != config.rank && inbox && entry->host_identity == mine.host_identity;
+      const bool local = *shm_transport && entry->rank != config.rank && inbox && entry->host == mine.host;
       if (choice == TransportChoice::kShm && entry->rank != config.rank && !local) {
         return Error::InvalidArgument("rendezvous: INFERNO_TRANSPORT=shm, but rank " +
                                       std::to_string(entry->rank) +

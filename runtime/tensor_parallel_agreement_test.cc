@@ -33,7 +33,9 @@ auto OnBothRanks(Body body) {
   auto world = std::make_shared<InProcessWorld>(2, std::chrono::seconds(30));
   return RunRanks(std::vector<std::shared_ptr<Transport>>{world->transport(0), world->transport(1)},
                   [&](ProcessGroup& group) {
-                    TensorParallelGroup stage_group(group);
+                    Result<HostAllReduce> sum = HostAllReduce::Make(group);
+                    EXPECT_TRUE(sum.ok());
+                    TensorParallelGroup stage_group(*std::move(sum));
                     Timeline timeline(false);
                     TensorParallelAgreement agreement(&stage_group, plan, group.rank(), 10, group.is_leader(),
                                                       timeline);

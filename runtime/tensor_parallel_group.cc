@@ -10,13 +10,17 @@
 namespace inferno {
 
 Status TensorParallelGroup::Sum(std::span<float> data) {
-  if (sync_ == SyncDType::kF32)
-    return host_sum_ ? host_sum_->Sum(data) : group_.all_reduce(data, ReduceKind::kSum);
+  if (sync_ == SyncDType::kF32) return sum_.Sum(data);
+  return sum_.Sum(
+      data, [this](ProcessGroup& hosts, std::span<float> host_sum) { return SumEncoded(hosts, host_sum); });
+}
+
+Status TensorParallelGroup::SumEncoded(ProcessGroup& hosts, std::span<float> data) {
   const size_t bytes = SyncBytes(sync_, static_cast<int64_t>(data.size()));
   encoded_.resize(bytes);
-  gathered_.resize(bytes * static_cast<size_t>(group_.world_size()));
+  gathered_.resize(bytes * static_cast<size_t>(hosts.world_size()));
   EncodeSync(sync_, data, encoded_);
-  if (Status gathered = group_.all_gather(std::span<const std::byte>(encoded_), gathered_); !gathered) {
+  if (Status gathered = hosts.all_gather(std::span<const std::byte>(encoded_), gathered_); !gathered) {
     return gathered.error().Prefixed(std::string("all_gather of the ") + SyncDTypeName(sync_) + " sums: ");
   }
   std::fill(data.begin(), data.end(), 0.0f);
@@ -27,7 +31,8 @@ Status TensorParallelGroup::Sum(std::span<float> data) {
 }
 
 Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup& group, const ShardPlan& plan,
-                                                                   SyncDType sync) {
+                                                                   SyncDType sync,
+                                                                   const std::string& host_key) {
   CHECK_EQ(group.world_size(), plan.world_size());
   if (plan.tp == 1) {
     if (sync != SyncDType::kF32) {
@@ -48,17 +53,16 @@ Result<std::optional<TensorParallelGroup>> MakeTensorParallelGroup(ProcessGroup&
     if (!split)
       return split.error().Prefixed("making the tensor-parallel group of stage " + std::to_string(stage) +
                                     ": ");
-    std::optional<HostAllReduce> host_sum;
-    if (sync == SyncDType::kF32) {
-      Result<HostAllReduce> made = HostAllReduce::Make(*split, HostKey());
-      if (!made) return made.error().Prefixed("the hosts of stage " + std::to_string(stage) + ": ");
-      if (made->two_levels()) {
-        LOG(INFO) << "stage " << stage << ": tensor-parallel sums in two levels, within each host, then "
-                  << "across hosts";
-        host_sum = *std::move(made);
-      }
+    Result<HostAllReduce> sum = HostAllReduce::Make(*split, host_key);
+    if (!sum) return sum.error().Prefixed("the hosts of stage " + std::to_string(stage) + ": ");
+    if (sum->two_levels()) {
+      LOG(INFO) << "stage " << stage << ": tensor-parallel sums in two levels, within each host, then across "
+                << sum->hosts() << " hosts in " << SyncDTypeName(sync);
+    } else if (sum->hosts() == 1 && sync != SyncDType::kF32) {
+      LOG(INFO) << "stage " << stage << ": every rank on one host: --sync-dtype " << SyncDTypeName(sync)
+                << " does not apply, the sums stay f32";
     }
-    own.emplace(std::move(*split), sync, std::move(host_sum));
+    own.emplace(*std::move(sum), sync);
   }
   return own;
 }

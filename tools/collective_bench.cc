@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   }
   std::optional<inferno::HostAllReduce> host_sum;
   if (flags.Has("hierarchical")) {
-    auto made = inferno::HostAllReduce::Make(*group, inferno::HostKey());
+    auto made = inferno::HostAllReduce::Make(*group);
     if (!made) {
       std::fprintf(stderr, "collective_bench: %s\n", made.error().ToString().c_str());
       return 1;

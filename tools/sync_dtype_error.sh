@@ -1,8 +1,11 @@
 #!/bin/bash
-# What --sync-dtype costs in accuracy: `infer --tp 2` on one host (launch
-# -n 2), greedy, once per sync type, every step's logits dumped; each type's
-# logits against f32's, step by step up to the first step whose token
-# differs (from there the runs continue from different text):
+# What --sync-dtype costs in accuracy: `infer --tp 2*RANKS_PER_HOST` on two
+# namespace "hosts" (tools/netns_hosts.sh, unshaped; RANKS_PER_HOST ranks
+# each, default 1: with 2 the sums cross in two levels), since on one host
+# the sums stay f32 whatever --sync-dtype says; greedy, once per sync type,
+# every step's logits dumped; each type's logits against f32's, step by step
+# up to the first step whose token differs (from there the runs continue
+# from different text):
 #   steps    steps compared (the generated tokens identical up to there) /
 #            steps generated
 #   max_abs  the largest |logit - f32 logit| over those steps
@@ -13,21 +16,42 @@
 #
 #   tools/sync_dtype_error.sh BIN_DIR MODEL TOKENIZER STEPS PROMPT_IDS
 #
-# BIN_DIR holds launch and infer (bazel-bin/tools); TOKENIZER "-": none.
+# BIN_DIR holds launch, infer and frame_delay_relay (bazel-bin/tools);
+# TOKENIZER "-": none. Needs root.
 set -u
+cd "$(dirname "$0")/.." || exit 1
+source tools/netns_hosts.sh
 BIN="$1" MODEL="$2" TOKENIZER="$3" STEPS="$4" PROMPT_IDS="$5"
+RANKS_PER_HOST="${RANKS_PER_HOST:-1}"
 WORK="$(mktemp -d /tmp/sync_dtype_error.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+trap 'netns_hosts_down; rm -rf "$WORK"' EXIT
+netns_hosts_up "$BIN/frame_delay_relay" 2 0 0 || { echo "sync_dtype_error: $NETNS_HOSTS_ERROR" >&2; exit 1; }
+INFERNO_JOB_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+export INFERNO_JOB_SECRET
+PORT=$((20000 + RANDOM % 20000))  # free: nothing else runs in these namespaces
 VOCAB=""
 TOKENIZER_FLAG=()
 [ "$TOKENIZER" = - ] || TOKENIZER_FLAG=(--tokenizer "$TOKENIZER")
 for sync in f32 bf16 q8_0; do
-  if ! timeout 600 "$BIN/launch" -n 2 --timeout 580 --grace 2 -- "$BIN/infer" --model "$MODEL" \
-    "${TOKENIZER_FLAG[@]}" --tp 2 --threads 1 --prompt-ids "$PROMPT_IDS" --max-new-tokens "$STEPS" \
-    --output ids --sync-dtype "$sync" --dump-logits "$WORK/$sync.logits" >"$WORK/$sync.ids" 2>"$WORK/$sync.err"; then
-    echo "sync_dtype_error: infer --sync-dtype $sync failed: $(tail -1 "$WORK/$sync.err")" >&2
-    exit 1
-  fi
+  PORT=$((PORT + 1))
+  pids=()
+  for h in 0 1; do
+    # Host 0's output (rank 0's ids and logits) is what is compared.
+    ip netns exec "${NETNS_HOSTS_NS[$h]}" timeout 600 "$BIN/launch" -n "$RANKS_PER_HOST" --nnodes 2 --node-rank $h \
+      --master-addr "${NETNS_HOSTS_ADDR[0]}" --master-port $PORT --timeout 580 --grace 2 -- "$BIN/infer" \
+      --model "$MODEL" "${TOKENIZER_FLAG[@]}" --tp $((2 * RANKS_PER_HOST)) --threads 1 --prompt-ids "$PROMPT_IDS" \
+      --max-new-tokens "$STEPS" --output ids --sync-dtype "$sync" --dump-logits "$WORK/$sync.logits" \
+      >"$WORK/$sync.ids.$h" 2>"$WORK/$sync.err.$h" &
+    pids+=($!)
+  done
+  for h in 0 1; do
+    if ! wait "${pids[$h]}"; then
+      echo "sync_dtype_error: infer --sync-dtype $sync failed on host $h: $(tail -1 "$WORK/$sync.err.$h")" >&2
+      exit 1
+    fi
+  done
+  mv "$WORK/$sync.ids.0" "$WORK/$sync.ids"
+  cat "$WORK/$sync.err.0" "$WORK/$sync.err.1" >"$WORK/$sync.err"
   [ -n "$VOCAB" ] || VOCAB=$(grep -o 'classifier rows \[[0-9]*, [0-9]*)' "$WORK/$sync.err" | tr -dc '0-9 \n' |
     awk '{if ($2 > v) v = $2} END {print v}')
 done

@@ -1,4 +1,4 @@
-#include "distributed/shm/host_identity.h"
+#include "distributed/host_identity.h"
 
 #include <sched.h>
 #include <sys/wait.h>
@@ -39,6 +39,7 @@ std::optional<std::string> IdentityOfChild(bool own_network) {
 
 TEST(HostIdentity, IsTheSameForTwoProcessesOfOneHost) {
   const std::string mine = HostIdentity();
+  EXPECT_EQ(HostIdentity(), mine);
   EXPECT_NE(mine.find("net:["), std::string::npos) << mine;
   EXPECT_NE(mine.find("ipc:["), std::string::npos) << mine;
   EXPECT_NE(mine.find("pid:["), std::string::npos) << mine;

@@ -1,4 +1,4 @@
-#include "distributed/shm/host_identity.h"
+#include "distributed/host_identity.h"
 
 #include <unistd.h>
 
