@@ -25,10 +25,9 @@
 # tcp_probe and collective_bench), STEPS (infer and dllama tokens, default
 # 128), TRANSPORTS (default "zmq tcp"), MODES (default "secure insecure"),
 # INFER_VARIANTS (';'-separated "NAME BINARY [FLAGS...]", NAME without '_',
-# run in turn each
-# round; default "infer BIN_DIR/infer"; e.g. "f32 bin/infer;q80 bin/infer
-# --shards q4_0_tp2 --sync-dtype q8_0": a variant with --model or --shards
-# reads those instead of MODEL), INFER_FLAGS (added to every infer run, e.g.
+# run in turn each round; default "infer BIN_DIR/infer"; e.g. "f32
+# bin/infer;q80 bin/infer --shards q4_0_tp2 --sync-dtype q8_0": a variant
+# with --model or --shards reads those instead of MODEL), INFER_FLAGS (added to every infer run, e.g.
 # "--temperature 0.8 --top-k 40"), DLLAMA_VARIANTS (';'-separated "NAME
 # MODEL.m BUFFER_FLOAT_TYPE"; default "f32 DLLAMA_MODEL f32"; e.g. "f32
 # m_f32.m f32;q80 m_q40.m q80"), RANKS_PER_HOST (default 1; with 2,
