@@ -144,23 +144,31 @@ status=$?
 [ "$status" -eq 137 ] || fail "SIGKILL of rank 1: launch exited $status, want 137"
 expect_all_gone "SIGKILL of rank 1" "$WORK"/pid.*
 
-# --failover: a rank other than 0 lost leaves the others running; rank 0
-# lost still stops the job.
+# --failover: a lost rank, rank 0 included, leaves the others running; the
+# first rank to exit 0 ends the job with 0 (the others are stopped).
 SURVIVORS=$(program survivors.sh <<EOS
 #!/bin/sh
-# Usage: survivors.sh FAILING_RANK  (killed after 0.3 s; the others exit 0 after 1.5 s, rank 0 last)
+# Usage: survivors.sh FAILING_RANK  (killed after 0.3 s; the others exit 0 after 1.5 s, rank 2 first)
+echo \$\$ > "$WORK/pid.\$RANK"
 if [ "\$RANK" = "\$1" ]; then sleep 0.3; kill -KILL \$\$; fi
 sleep 1.5
-[ "\$RANK" = 0 ] && sleep 1
+[ "\$RANK" = 2 ] || sleep 5
 echo "rank \$RANK done"
 EOS
 )
-timeout 30 "$LAUNCH" -n 3 --failover -- "$SURVIVORS" 1 >"$WORK/failover.out" 2>"$WORK/failover.err"
-status=$?
-[ "$status" -eq 0 ] || fail "--failover, rank 1 killed: launch exited $status, want 0 (rank 0's)"
-[ "$(grep -c done "$WORK/failover.out")" -eq 2 ] || fail "--failover: the survivors did not finish: $(cat "$WORK/failover.out")"
-grep -q "rank 1 (pid [0-9]*) was killed by signal 9 .*--failover: 2 ranks carry on without it" "$WORK/failover.err" ||
-  fail "--failover: no message naming rank 1: $(cat "$WORK/failover.err")"
+for lost in 1 0; do
+  rm -f "$WORK"/pid.*
+  timeout 30 "$LAUNCH" -n 3 --failover --grace 1 -- "$SURVIVORS" $lost >"$WORK/failover.out" 2>"$WORK/failover.err"
+  status=$?
+  [ "$status" -eq 0 ] || fail "--failover, rank $lost killed: launch exited $status, want 0 (rank 2's)"
+  [ "$(cat "$WORK/failover.out")" = "rank 2 done" ] ||
+    fail "--failover, rank $lost killed: the survivors' output: $(cat "$WORK/failover.out")"
+  grep -q "rank $lost (pid [0-9]*) was killed by signal 9 .*--failover: 2 ranks carry on without it" "$WORK/failover.err" ||
+    fail "--failover: no message naming rank $lost: $(cat "$WORK/failover.err")"
+  grep -q "rank 2 exited with status 0; --failover: stopping 1 ranks still running" "$WORK/failover.err" ||
+    fail "--failover, rank $lost killed: no message naming rank 2's exit: $(cat "$WORK/failover.err")"
+  expect_all_gone "--failover, rank $lost killed" "$WORK"/pid.*
+done
 # --standby: one more process with INFERNO_STANDBY in place of RANK (and
 # every process knows how many standbys the job has); it is stopped when
 # rank 0 exits.
@@ -196,10 +204,19 @@ grep -q "rank 0 exited with status 0; --failover: stopping 1 ranks still running
   fail "--failover, rank 1 frozen: $(cat "$WORK/frozen.err")"
 expect_all_gone "--failover, rank 1 frozen" "$WORK"/pid.*
 rm -f "$WORK"/pid.*
-timeout 30 "$LAUNCH" -n 3 --failover -- "$EXIT_IF_RANK" 0 3 2>/dev/null
+# Every rank failing in turn: the job's status is the last one's.
+ALL_FAIL=$(program all_fail.sh <<EOS
+#!/bin/sh
+# rank R exits with status 3 + R after 0.3 (R + 1) s
+sleep "0.\$((3 * (RANK + 1)))"
+exit \$((3 + RANK))
+EOS
+)
+timeout 30 "$LAUNCH" -n 3 --failover -- "$ALL_FAIL" 2>"$WORK/all_fail.err"
 status=$?
-[ "$status" -eq 3 ] || fail "--failover, rank 0 exits 3: launch exited $status, want 3"
-expect_all_gone "--failover, rank 0 exits 3" "$WORK"/pid.*
+[ "$status" -eq 5 ] || fail "--failover, every rank fails: launch exited $status, want 5 (rank 2's, the last)"
+grep -q "rank 0 (pid [0-9]*) exited with status 3; --failover: 2 ranks carry on without it" "$WORK/all_fail.err" ||
+  fail "--failover, rank 0 exits 3: $(cat "$WORK/all_fail.err")"
 
 rm -f "$WORK"/pid.*
 timeout 30 "$LAUNCH" -n 2 -- "$WORK/does-not-exist" 2>"$WORK/exec.err"
