@@ -252,10 +252,13 @@ void GeGlu(std::span<float> out, std::span<const float> gate_up) {
   DCHECK_EQ(gate_up.size(), 2 * hidden);
   const float* gate = gate_up.data();
   const float* up = gate_up.data() + hidden;
-  const float sqrt_2_over_pi = std::sqrt(2.0f / std::numbers::pi_v<float>);
+  // 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): glibc's expf took a third of
+  // tanhf's time (tanhf goes through expm1f), which was 7% of a Gemma 3
+  // prefill.
+  const float minus_2_sqrt_2_over_pi = -2.0f * std::sqrt(2.0f / std::numbers::pi_v<float>);
   for (size_t i = 0; i < hidden; ++i) {
     const float x = gate[i];
-    const float gelu = 0.5f * x * (1.0f + std::tanh(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
+    const float gelu = x / (1.0f + std::exp(minus_2_sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
     out[i] = gelu * up[i];
   }
 }

@@ -253,11 +253,12 @@ TEST_P(TypedMatMul, EveryBatchSizeGivesEachPositionTheMatrixVectorBits) {
   // Batches of 1..64 positions (the transformer's largest, kMaxPositionsPerCall)
   // go through the matrix-matrix tiles, whole and partial; rows not a multiple
   // of any tile's rows; for the widened types, columns that end in a whole
-  // and a partial 8-vector after the 32-element steps.
+  // and a partial 8-vector after the 32-element steps, and columns over more
+  // than one stretch of AVX2's chain-by-chain prefill tile (1100 > 2 x 512).
   const DType dtype = GetParam();
   constexpr int64_t kMaxBatch = 64;
   const bool blocks = DTypeBlockElements(dtype) > 1;
-  for (const int64_t cols : blocks ? std::vector<int64_t>{160, 32} : std::vector<int64_t>{173, 64, 5}) {
+  for (const int64_t cols : blocks ? std::vector<int64_t>{160, 32} : std::vector<int64_t>{1100, 173, 64, 5}) {
     const int64_t rows = 23;
     const std::vector<float> x = RandomVector(kMaxBatch * cols, 21);
     const std::vector<std::byte> w = Stored(dtype, RandomVector(rows * cols, 22));

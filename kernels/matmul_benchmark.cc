@@ -2,7 +2,8 @@
 // Qwen3-30B-A3B expert's (768 hidden units, dim 2048): the
 // matrix-vector product of decode (n = 1, bound by reading the weights:
 // reported as weight GB/s) and the matrix-matrix product of prefill (n = 64
-// positions: reported as GFLOP/s, 2 flops per multiply-add). The matrix is
+// positions: reported as GFLOP/s, 2 flops per multiply-add), and the
+// stories15M shape's at 8, 16 and 64 positions. The matrix is
 // copied until the copies take kStreamBytes, and the calls go round them, so
 // every call reads its weights from memory as decode does in a model larger
 // than the caches (a single matrix of these shapes fits the L3). Args: the
@@ -12,6 +13,7 @@
 //
 //   bazel run -c opt //kernels:matmul_benchmark -- --benchmark_repetitions=3
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,7 +69,22 @@ void Shapes(benchmark::internal::Benchmark* b) {
     }
   }
 }
+// The stories15M shape's products (dim 288, hidden 768, vocab 32000; F32
+// and Q8_0) at 8 positions, a batched decode of 8 streams
+// (tools/serve_bench.sh), and at 16 and 64: where the AVX2 F32 tiles change.
+void SmallModelShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {8, 16, 64}) {
+    for (DType dtype : {DType::kF32, DType::kQ8_0}) {
+      const int64_t index =
+          std::find(std::begin(kAllDTypes), std::end(kAllDTypes), dtype) - std::begin(kAllDTypes);
+      b->Args({index, 1536, 288, n});   // gate and up
+      b->Args({index, 288, 768, n});    // down
+      b->Args({index, 32000, 288, n});  // the classifier
+    }
+  }
+}
 BENCHMARK(BM_MatMul)->Apply(Shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatMul)->Apply(SmallModelShapes)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace inferno
