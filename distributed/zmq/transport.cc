@@ -76,6 +76,9 @@ constexpr std::chrono::milliseconds kFollowerSlice{2};
 // that peer's goodbye frame (which travels on another connection and may
 // arrive a little later) before the drop is reported as a lost peer.
 constexpr std::chrono::milliseconds kGoodbyeWait{200};
+// How long a closing rank waits, for all its peers together, for room in
+// their queues for its goodbye or abort notice (SayFarewell).
+constexpr std::chrono::milliseconds kFarewellWait{500};
 
 // An abort notice's reason is cut to this many bytes.
 constexpr size_t kMaxAbortReasonBytes = 4096;
@@ -273,7 +276,7 @@ struct ZmqTransport::Impl {
   void HandleMonitorEvent(int peer);
   Result<Message> Await(int peer, uint32_t tag, Deadline started, Deadline deadline);
   Result<Message> ProbeAfterTimeout(int peer, uint32_t tag, Deadline started);
-  void SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload);
+  bool SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload);
   void SayFarewell(CollectiveOp op, std::string_view reason);
   Status SendChunks(Peer& peer_state, const FrameKey& key, const GatheredBytes& payload, Deadline deadline,
                     int peer);
@@ -591,29 +594,48 @@ void ZmqTransport::Impl::Shutdown() {
 }
 
 // Queues a kGoodbye or kAbort frame, with `reason` as its payload, to every
-// connected peer that is still there, without waiting: LINGER lets it drain
-// while the sockets close. A peer whose queue is full misses it and sees this
+// connected peer that is still there; LINGER lets it drain while the sockets
+// close. A peer's full queue (with a high-water mark of a few messages,
+// heartbeats can fill it) or a connection being made again is waited for,
+// kFarewellWait for all peers together: an abort notice dropped there left
+// a peer sending on to a third rank as if the job went on (transport_test's
+// SenderBlockedOnAFullQueueEndsOnAnAbortNoticeFromAnotherRank hung 1 run in
+// 40 under load). A peer still unreachable then misses it and sees this
 // rank as lost.
 void ZmqTransport::Impl::SayFarewell(CollectiveOp op, std::string_view reason) {
   if (!connected.load()) return;
+  const Deadline give_up = Clock::now() + kFarewellWait;
   for (auto& peer : peers) {
     std::lock_guard<std::mutex> lock(peer->mutex);
-    SendControlFrame(*peer, op, reason.substr(0, kMaxAbortReasonBytes));
+    while (!SendControlFrame(*peer, op, reason.substr(0, kMaxAbortReasonBytes))) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+      if (left.count() <= 0) break;
+      zmq::pollitem_t item{peer->dealer.handle(), 0, ZMQ_POLLOUT, 0};
+      try {
+        zmq::poll(&item, 1, std::min(left, kIoPollInterval));
+      } catch (const zmq::error_t&) {
+        break;  // the context is ending: nothing more can be sent
+      }
+    }
   }
 }
 
 // Queues a one-frame message of `op` with `payload` (< kMaxChunkBytes) to a
-// peer that is still there, without waiting; drops it when the queue is
-// full. The caller holds peer_state.mutex.
-void ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload) {
-  if (!peer_state.dealer || peer_state.lost.load()) return;
+// peer that is still there, without waiting. False when the peer's queue is
+// full and the frame was not queued (true when queued, and for a peer with
+// no connection or lost, which gets nothing). The caller holds
+// peer_state.mutex.
+bool ZmqTransport::Impl::SendControlFrame(Peer& peer_state, CollectiveOp op, std::string_view payload) {
+  if (!peer_state.dealer || peer_state.lost.load()) return true;
   FrameHeader header = OwnHeader(op, payload.size());
   header.payload_length = static_cast<uint32_t>(payload.size());
   const EncodedFrameHeader encoded = EncodeFrameHeader(header);
-  if (peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
-                             zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-    peer_state.dealer.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
+  if (!peer_state.dealer.send(zmq::const_buffer(encoded.data(), encoded.size()),
+                              zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+    return false;
   }
+  peer_state.dealer.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
+  return true;
 }
 
 // Waits in the ROUTER's own blocking receive rather than in zmq_poll over
