@@ -37,14 +37,24 @@ printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<as
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 BACKEND="http://127.0.0.1:$PORT"
 
-"$FRONT" --listen 127.0.0.1:0 --backend "127.0.0.1:$PORT" --failover-timeout-ms 30000 >"$WORK/front.out" 2>&1 &
-FRONT_PID=$!
-for _ in $(seq 200); do
-  URL=$(sed -n 's/^serve_front: listening on \(http:[^ ]*\)$/\1/p' "$WORK/front.out")
-  [ -n "$URL" ] && break
-  sleep 0.05
-done
-[ -n "$URL" ] || { cat "$WORK/front.out" >&2; kill -KILL "$FRONT_PID"; echo "FAIL: serve_front did not listen" >&2; exit 1; }
+# Starts a serve_front for the leader's port with failover timeout $1 ms,
+# its output in $2; sets STARTED_PID and STARTED_URL, or exits failing.
+start_front() {
+  "$FRONT" --listen 127.0.0.1:0 --backend "127.0.0.1:$PORT" --failover-timeout-ms "$1" >"$2" 2>&1 &
+  STARTED_PID=$!
+  STARTED_URL=
+  for _ in $(seq 200); do
+    STARTED_URL=$(sed -n 's/^serve_front: listening on \(http:[^ ]*\)$/\1/p' "$2")
+    [ -n "$STARTED_URL" ] && return 0
+    sleep 0.05
+  done
+  cat "$2" >&2
+  kill -KILL "$STARTED_PID"
+  echo "FAIL: serve_front did not listen" >&2
+  exit 1
+}
+start_front 30000 "$WORK/front.out"
+FRONT_PID=$STARTED_PID URL=$STARTED_URL
 
 # run_job NAME STANDBYS [KILL]: a 3-rank job (STANDBYS standby ranks), the
 # streams through the front end (with KILL: SIGKILL of rank 0 mid-stream),
@@ -155,13 +165,8 @@ done
 
 # With no job behind it, requests through a front end get a clear error
 # once its failover timeout has passed, not a hang: whole, and streamed.
-"$FRONT" --listen 127.0.0.1:0 --backend "127.0.0.1:$PORT" --failover-timeout-ms 500 >"$WORK/front2.out" 2>&1 &
-FRONT2_PID=$!
-for _ in $(seq 200); do
-  URL2=$(sed -n 's/^serve_front: listening on \(http:[^ ]*\)$/\1/p' "$WORK/front2.out")
-  [ -n "$URL2" ] && break
-  sleep 0.05
-done
+start_front 500 "$WORK/front2.out"
+FRONT2_PID=$STARTED_PID URL2=$STARTED_URL
 out=$(curl -s --max-time 20 "$URL2/v1/completions" -H 'Content-Type: application/json' \
   -d '{"model": "toy", "prompt": "x", "max_tokens": 2}' -w '\n%{http_code}')
 [ "$(tail -1 <<<"$out")" = 503 ] && grep -q '"code":"leader_lost"' <<<"$out" || fail "a request with no leader: $out"
