@@ -12,7 +12,7 @@
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
 //                  [--architecture mixtral|qwen3_moe [--experts 4] [--experts-per-token 2]
 //                   [--expert-hidden N] [--norm-topk-prob] [--decoder-sparse-step 1]
-//                   [--mlp-only-layers 0,3]]
+//                   [--mlp-only-layers 0,3] [--router-skew S]]
 //   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|...]
 //                  [--tokenizer tokenizer.bin] [shape flags]
 //
@@ -108,7 +108,10 @@ const FlagSpec kExpertFlags[] = {
     {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
     {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
     {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
-    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}};
+    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"},
+    {"router-skew", "S",
+     "mixtral, qwen3_moe: route unevenly, for benchmarks of placement by load: experts scattered over the "
+     "indices gain up to about 4*S in router logit (engine/toy_model.h; default 0: near-uniform)"}};
 
 // The expert flags into `shape`, whose architecture is set (`architecture`
 // is the flag's value); fails on a flag the family does not have.
@@ -229,8 +232,10 @@ int main(int argc, char** argv) {
   shape.tie_embeddings = flags.Has("tie-embeddings");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
   Result<double> rope_factor = flags.Double("rope-factor", 8.0, 1.0, 1024.0);
+  Result<double> router_skew = flags.Double("router-skew", 0.0, 0.0, 100.0);
   for (const Error* error :
-       {head_dim ? nullptr : &head_dim.error(), rope_factor ? nullptr : &rope_factor.error()}) {
+       {head_dim ? nullptr : &head_dim.error(), rope_factor ? nullptr : &rope_factor.error(),
+        router_skew ? nullptr : &router_skew.error()}) {
     if (error != nullptr) {
       std::fprintf(stderr, "make_toy_model: %s\n", error->ToString().c_str());
       return 2;
@@ -270,8 +275,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
       return 2;
     }
-    if (Status written =
-            WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype, *vocabulary);
+    if (Status written = WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype,
+                                           *vocabulary, static_cast<float>(*router_skew));
         !written) {
       std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
       return 1;
@@ -287,7 +292,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (Status written = WriteToyModel(out, config, static_cast<uint64_t>(*values[6])); !written) {
+  if (Status written =
+          WriteToyModel(out, config, static_cast<uint64_t>(*values[6]), static_cast<float>(*router_skew));
+      !written) {
     std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
     return 1;
   }
