@@ -146,6 +146,33 @@ Status ReadExpertFlags(const CommandLine& flags, const std::string& architecture
   return {};
 }
 
+// --format gguf: writes the toy model of `config` to `out` in --dtype with
+// --tokenizer's vocabulary; returns main's exit status.
+int WriteGguf(const CommandLine& flags, const std::string& out, const ModelConfig& config, uint64_t seed,
+              float router_skew) {
+  std::string dtype_name = flags.Last("dtype").value_or("f32");
+  std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
+  const std::optional<DType> dtype = ParseDType(dtype_name);
+  if (!dtype) {
+    std::fprintf(stderr, "make_toy_model: --dtype: '%s' is not one of %s\n", flags.Last("dtype")->c_str(),
+                 DTypeNames().c_str());
+    return 2;
+  }
+  Result<GgufVocabulary> vocabulary = VocabularyForModel(flags.Last("tokenizer"), config.vocab_size);
+  if (!vocabulary) {
+    std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
+    return 2;
+  }
+  if (Status written = WriteToyModelGguf(out, config, seed, *dtype, *vocabulary, router_skew); !written) {
+    std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
+    return 1;
+  }
+  std::printf("wrote %s (GGUF, %s matrices; dim %lld, %lld layers, vocab %lld)\n", out.c_str(),
+              std::string(DTypeName(*dtype)).c_str(), static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.num_hidden_layers), static_cast<long long>(config.vocab_size));
+  return 0;
+}
+
 }  // namespace
 }  // namespace inferno
 
@@ -262,29 +289,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (format == "gguf") {
-    std::string dtype_name = flags.Last("dtype").value_or("f32");
-    std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
-    const std::optional<DType> dtype = ParseDType(dtype_name);
-    if (!dtype) {
-      std::fprintf(stderr, "make_toy_model: --dtype: '%s' is not one of %s\n", flags.Last("dtype")->c_str(),
-                   DTypeNames().c_str());
-      return 2;
-    }
-    Result<GgufVocabulary> vocabulary = VocabularyForModel(flags.Last("tokenizer"), config.vocab_size);
-    if (!vocabulary) {
-      std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
-      return 2;
-    }
-    if (Status written = WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype,
-                                           *vocabulary, static_cast<float>(*router_skew));
-        !written) {
-      std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
-      return 1;
-    }
-    std::printf("wrote %s (GGUF, %s matrices; dim %lld, %lld layers, vocab %lld)\n", out.c_str(),
-                std::string(DTypeName(*dtype)).c_str(), static_cast<long long>(shape.dim),
-                static_cast<long long>(shape.layers), static_cast<long long>(shape.vocab));
-    return 0;
+    return WriteGguf(flags, out, config, static_cast<uint64_t>(*values[6]), static_cast<float>(*router_skew));
   }
   for (const char* gguf_only : {"dtype", "tokenizer"}) {
     if (flags.Has(gguf_only)) {
