@@ -31,18 +31,14 @@ void RouteTopK(std::span<float> logits, bool renormalise, std::span<int32_t> exp
   }
 }
 
-MoeFeedForward::MoeFeedForward(const ModelConfig& config, int64_t max_positions, RowRange held,
-                               int64_t expert_hidden)
+MoeFeedForward::MoeFeedForward(const ModelConfig& config, int64_t max_positions, int64_t expert_hidden)
     : dim_(config.hidden_size),
       num_experts_(config.num_experts),
-      held_(held),
       top_k_(config.num_experts_per_tok),
       expert_hidden_(expert_hidden),
       renormalise_(config.norm_topk_prob) {
   CHECK(num_experts_ >= 1 && top_k_ >= 1 && top_k_ <= num_experts_ && expert_hidden_ >= 1)
       << top_k_ << " of " << num_experts_ << " experts of " << expert_hidden_ << " units";
-  CHECK(held_.begin >= 0 && held_.begin < held_.end && held_.end <= num_experts_)
-      << "experts [" << held_.begin << ", " << held_.end << ") of " << num_experts_;
   probabilities_.resize(max_positions * num_experts_);
   chosen_.resize(max_positions * top_k_);
   chosen_weight_.resize(max_positions * top_k_);
@@ -54,11 +50,13 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& config, int64_t max_positions,
   expert_out_.resize(max_positions * dim_);
 }
 
-void MoeFeedForward::Forward(const LayerWeights& layer, std::span<const float> normed, int64_t n,
-                             std::span<float> out, ThreadPool& pool) {
+void MoeFeedForward::Forward(const LayerWeights& layer, std::span<const int32_t> held,
+                             std::span<const float> normed, int64_t n, std::span<float> out,
+                             std::span<int64_t> routed, ThreadPool& pool) {
   const int64_t dim = dim_, hidden = expert_hidden_, k = top_k_;
   CHECK(n >= 1 && n * num_experts_ <= static_cast<int64_t>(probabilities_.size())) << n << " positions";
-  CHECK_EQ(static_cast<int64_t>(layer.experts.size()), held_.size());
+  CHECK_EQ(layer.experts.size(), held.size());
+  CHECK_EQ(static_cast<int64_t>(routed.size()), num_experts_);
   CHECK(static_cast<int64_t>(normed.size()) >= n * dim && static_cast<int64_t>(out.size()) >= n * dim);
   const WeightMatrix router[] = {layer.router.Matrix()};
   MatMul(probabilities_, normed, router, n, num_experts_, dim, pool);
@@ -66,9 +64,11 @@ void MoeFeedForward::Forward(const LayerWeights& layer, std::span<const float> n
     RouteTopK(std::span<float>(probabilities_).subspan(t * num_experts_, num_experts_), renormalise_,
               std::span<int32_t>(chosen_).subspan(t * k, k),
               std::span<float>(chosen_weight_).subspan(t * k, k));
+    for (int64_t i = 0; i < k; ++i) ++routed[static_cast<size_t>(chosen_[t * k + i])];
   }
   std::fill_n(out.begin(), n * dim, 0.0f);
-  for (int64_t e = held_.begin; e < held_.end; ++e) {
+  for (size_t h = 0; h < held.size(); ++h) {
+    const int32_t e = held[h];
     // The rows routed to expert e, in order, and their weights for it.
     int64_t m = 0;
     for (int64_t t = 0; t < n; ++t) {
@@ -81,7 +81,7 @@ void MoeFeedForward::Forward(const LayerWeights& layer, std::span<const float> n
       }
     }
     if (m == 0) continue;
-    const ExpertWeights& expert = layer.experts[static_cast<size_t>(e - held_.begin)];
+    const ExpertWeights& expert = layer.experts[h];
     const WeightMatrix gate_up[] = {expert.w_gate.Matrix(), expert.w_up.Matrix()};
     MatMul(gate_up_, gathered_, gate_up, m, 2 * hidden, dim, pool);
     for (int64_t r = 0; r < m; ++r) {

@@ -22,6 +22,11 @@
 // choose the same experts; each computes its part of `out` — its units of
 // every chosen expert, or the chosen experts it holds (zero when it holds
 // none of a row's) — which the caller sums over the stage as for a dense MLP.
+// The experts a rank holds may be any set per layer (placement by load).
+//
+// The routing histogram: each call adds, per expert, the number of rows
+// routed to it — counted from the routing the call computes anyway, on
+// every rank alike (all choose the same experts).
 //
 // Thread-safety: not thread-safe (it owns scratch buffers); one owner, the
 // stage, calls it. The ThreadPool splits the work inside each call.
@@ -50,22 +55,22 @@ class MoeFeedForward {
  public:
   // No scratch: for a stage without sparse layers.
   MoeFeedForward() = default;
-  // Scratch for up to `max_positions` rows per call; the rank holds experts
-  // `held` (a range of config.num_experts), of `expert_hidden` units each
-  // (the rank's part of config.expert_intermediate_size).
-  MoeFeedForward(const ModelConfig& config, int64_t max_positions, RowRange held, int64_t expert_hidden);
+  // Scratch for up to `max_positions` rows per call; the rank's experts have
+  // `expert_hidden` units each (its part of config.expert_intermediate_size).
+  MoeFeedForward(const ModelConfig& config, int64_t max_positions, int64_t expert_hidden);
 
   // out (n, dim) = the mixture's output (this rank's part of it) for the n
-  // rows of normed (n, dim), with the router and experts of `layer`.
+  // rows of normed (n, dim), with the router and experts of `layer`, which
+  // holds the experts `held` (increasing; layer.experts[i] is expert
+  // held[i]); routed[e] += the rows routed to expert e (num_experts entries).
   // Preconditions: 1 <= n <= max_positions; layer.experts has held.size()
   // entries of expert_hidden units; `out` does not alias `normed`.
-  void Forward(const LayerWeights& layer, std::span<const float> normed, int64_t n, std::span<float> out,
-               ThreadPool& pool);
+  void Forward(const LayerWeights& layer, std::span<const int32_t> held, std::span<const float> normed,
+               int64_t n, std::span<float> out, std::span<int64_t> routed, ThreadPool& pool);
 
  private:
   int64_t dim_ = 0;
   int64_t num_experts_ = 0;
-  RowRange held_;
   int64_t top_k_ = 0;
   int64_t expert_hidden_ = 0;
   bool renormalise_ = false;

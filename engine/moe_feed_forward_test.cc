@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,11 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
   }
 
   // The weights of index t of a stage of tp ranks, experts placed whole when
-  // `expert_parallel`.
-  StageWeights Stage(int tp, int t, bool expert_parallel = false) {
-    Result<ShardPlan> plan = MakeShardPlan(config_, 1, tp, std::nullopt, expert_parallel);
-    EXPECT_TRUE(plan.ok());
+  // `expert_parallel` (as `placement` says, if given).
+  StageWeights Stage(int tp, int t, bool expert_parallel = false,
+                     const std::optional<ExpertPlacement>& placement = std::nullopt) {
+    Result<ShardPlan> plan = MakeShardPlan(config_, 1, tp, std::nullopt, expert_parallel, placement);
+    EXPECT_TRUE(plan.ok()) << plan.error().message;
     Result<StageWeights> weights = LoadStageWeights(*checkpoint_, plan->ranks[static_cast<size_t>(t)]);
     EXPECT_TRUE(weights.ok()) << weights.error().message;
     return std::move(*weights);
@@ -73,7 +75,8 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
 
   // The formula of moe_feed_forward.h in double precision, from the
   // checkpoint's tensors by name.
-  std::vector<double> Reference(const std::vector<float>& x) {
+  // `chosen`, if not null, gets the experts the row is routed to.
+  std::vector<double> Reference(const std::vector<float>& x, std::vector<int64_t>* chosen_experts = nullptr) {
     const int64_t dim = config_.hidden_size, hidden = config_.expert_intermediate_size;
     const auto mat = [&](const std::string& suffix, const std::vector<double>& in, int64_t rows) {
       const std::vector<float>& w = tensors_.at(LayerTensorName(0, suffix));
@@ -93,6 +96,7 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
     for (size_t e = 0; e < p.size(); ++e) order[e] = static_cast<int64_t>(e);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
     order.resize(static_cast<size_t>(config_.num_experts_per_tok));
+    if (chosen_experts != nullptr) *chosen_experts = order;
     double chosen = 0;
     for (int64_t e : order) chosen += p[e];
     std::vector<double> out(static_cast<size_t>(dim));
@@ -115,32 +119,48 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
   }
 
   // The parts of a stage of 3 ranks (each expert's units split, or with
-  // `expert_parallel` the 5 experts placed 2, 2, 1) sum to the whole mixture,
-  // and each rank's batched part of a row is bit for bit its part alone.
-  void ExpectPartsSumToTheWhole(bool expert_parallel) {
+  // `expert_parallel` the 5 experts placed whole, 2, 2, 1 in runs or as
+  // `placement` says) sum to the whole mixture, each rank's batched part of
+  // a row is bit for bit its part alone, and every rank counts the routing.
+  void ExpectPartsSumToTheWhole(bool expert_parallel,
+                                const std::optional<ExpertPlacement>& placement = std::nullopt) {
     const ModelConfig& config = config_;
     const int64_t n = 5, dim = config.hidden_size;
     ThreadPool pool(1);
     const std::vector<float> x = Inputs(n);
     std::vector<double> sum(static_cast<size_t>(n * dim));
     for (int t = 0; t < 3; ++t) {
-      const StageWeights stage = Stage(3, t, expert_parallel);
+      const StageWeights stage = Stage(3, t, expert_parallel, placement);
       const LayerWeights& layer = stage.layers[0];
-      const RowRange held =
-          expert_parallel ? EvenPart(config.num_experts, 3, t) : RowRange{0, config.num_experts};
-      ASSERT_EQ(stage.part.experts, held);
-      ASSERT_EQ(layer.experts.size(), static_cast<size_t>(held.size()));
+      std::vector<int32_t> held;
+      for (int32_t e = 0; e < config.num_experts; ++e) {
+        const int owner = placement ? placement->owner[0][static_cast<size_t>(e)]
+                                    : static_cast<int>(e < 2   ? 0
+                                                       : e < 4 ? 1
+                                                               : 2);
+        if (!expert_parallel || owner == t) held.push_back(e);
+      }
+      ASSERT_EQ(stage.part.ExpertsOf(0), held);
+      ASSERT_EQ(layer.experts.size(), held.size());
       const int64_t units = layer.experts[0].w_gate.rows();
       EXPECT_EQ(units, expert_parallel ? config.expert_intermediate_size
                                        : EvenPart(config.expert_intermediate_size, 3, t).size());
-      MoeFeedForward moe(config, n, held, units);
+      MoeFeedForward moe(config, n, units);
       std::vector<float> part(static_cast<size_t>(n * dim));
-      moe.Forward(layer, x, n, part, pool);
+      std::vector<int64_t> routed(static_cast<size_t>(config.num_experts));
+      moe.Forward(layer, held, x, n, part, routed, pool);
       for (size_t i = 0; i < part.size(); ++i) sum[i] += part[i];
+      std::vector<int64_t> expected_routed(routed.size());
+      for (int64_t row = 0; row < n; ++row) {
+        std::vector<int64_t> chosen;
+        Reference(std::vector<float>(x.begin() + row * dim, x.begin() + (row + 1) * dim), &chosen);
+        for (int64_t e : chosen) ++expected_routed[static_cast<size_t>(e)];
+      }
+      EXPECT_EQ(routed, expected_routed) << "rank index " << t;
       // Grouped by expert over the batch, each row's part is the one it gets alone.
       for (int64_t row = 0; row < n; ++row) {
         std::vector<float> alone(static_cast<size_t>(dim));
-        moe.Forward(layer, std::span<const float>(x).subspan(row * dim, dim), 1, alone, pool);
+        moe.Forward(layer, held, std::span<const float>(x).subspan(row * dim, dim), 1, alone, routed, pool);
         for (int64_t i = 0; i < dim; ++i)
           ASSERT_EQ(part[row * dim + i], alone[i]) << t << ", " << row << ", " << i;
       }
@@ -161,14 +181,17 @@ TEST_P(MoeFeedForwardTest, MatchesTheFormulaAndEachRowAloneBitForBit) {
   const int64_t n = 9, dim = config_.hidden_size;
   const LayerWeights layer = Stage(1, 0).layers[0];
   ThreadPool pool(2);
-  MoeFeedForward moe(config_, n, {0, config_.num_experts}, config_.expert_intermediate_size);
+  MoeFeedForward moe(config_, n, config_.expert_intermediate_size);
+  const std::vector<int32_t> all = {0, 1, 2, 3, 4};
+  std::vector<int64_t> routed(all.size());
   const std::vector<float> x = Inputs(n);
   std::vector<float> batched(static_cast<size_t>(n * dim));
-  moe.Forward(layer, x, n, batched, pool);
+  moe.Forward(layer, all, x, n, batched, routed, pool);
+  EXPECT_EQ(std::accumulate(routed.begin(), routed.end(), int64_t{0}), n * config_.num_experts_per_tok);
   for (int64_t t = 0; t < n; ++t) {
     const std::vector<float> row(x.begin() + t * dim, x.begin() + (t + 1) * dim);
     std::vector<float> alone(static_cast<size_t>(dim));
-    moe.Forward(layer, row, 1, alone, pool);
+    moe.Forward(layer, all, row, 1, alone, routed, pool);
     const std::vector<double> expected = Reference(row);
     for (int64_t i = 0; i < dim; ++i) {
       ASSERT_EQ(batched[t * dim + i], alone[i]) << "row " << t << " element " << i;
@@ -180,6 +203,10 @@ TEST_P(MoeFeedForwardTest, MatchesTheFormulaAndEachRowAloneBitForBit) {
 TEST_P(MoeFeedForwardTest, TensorParallelPartsSumToTheWhole) { ExpectPartsSumToTheWhole(false); }
 
 TEST_P(MoeFeedForwardTest, ExpertParallelPartsSumToTheWhole) { ExpectPartsSumToTheWhole(true); }
+
+TEST_P(MoeFeedForwardTest, ScatteredExpertPartsSumToTheWhole) {
+  ExpectPartsSumToTheWhole(true, ExpertPlacement{{{2, 0, 1, 0, 2}}});
+}
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeFeedForwardTest,
                          ::testing::Values("MixtralForCausalLM", "Qwen3MoeForCausalLM"));

@@ -114,7 +114,7 @@ const TensorSlice& SliceNamed(const RankShard& part, const std::string& name) {
   LOG(FATAL) << "rank " << part.rank << "'s plan has no tensor " << name;
 }
 
-// The router and the rank's experts (part.experts) of sparse layer `layer`
+// The router and the rank's experts (part.ExpertsOf(layer)) of sparse layer `layer`
 // into `weights`, each expert's matrices holding the units of the plan's
 // slice of them.
 Status LoadExperts(const Checkpoint& checkpoint, const RankShard& part, int64_t layer,
@@ -129,12 +129,15 @@ Status LoadExperts(const Checkpoint& checkpoint, const RankShard& part, int64_t 
     return {};
   };
   if (Status s = load(RouterSuffix(config), config.num_experts * dim, weights.router); !s) return s;
+  const std::vector<int32_t>& held = part.ExpertsOf(layer);
+  CHECK(!held.empty()) << "rank " << part.rank << " holds no expert of layer " << layer;
   const TensorSlice& first =
-      SliceNamed(part, LayerTensorName(layer, ExpertSuffix(config, part.experts.begin, ExpertMatrix::kGate)));
+      SliceNamed(part, LayerTensorName(layer, ExpertSuffix(config, held[0], ExpertMatrix::kGate)));
   const int64_t units = first.split_dim < 0 ? config.expert_intermediate_size : first.end - first.begin;
-  weights.experts.resize(static_cast<size_t>(part.experts.size()));
-  for (int64_t e = part.experts.begin; e < part.experts.end; ++e) {
-    ExpertWeights& expert = weights.experts[static_cast<size_t>(e - part.experts.begin)];
+  weights.experts.resize(held.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    const int32_t e = held[i];
+    ExpertWeights& expert = weights.experts[i];
     const std::tuple<ExpertMatrix, int64_t, WeightTensor*> matrices[] = {
         {ExpertMatrix::kGate, units * dim, &expert.w_gate},
         {ExpertMatrix::kUp, units * dim, &expert.w_up},

@@ -107,7 +107,7 @@ struct LayerWeights {
   // A sparse layer (config.IsSparseLayer) has these in place of w_gate, w_up
   // and w_down, which are empty then.
   WeightTensor router;                 // (num_experts, dim); whole on every rank
-  std::vector<ExpertWeights> experts;  // part.experts: experts[i] is expert part.experts.begin + i
+  std::vector<ExpertWeights> experts;  // experts[i] is expert part.ExpertsOf(layer)[i]
 };
 
 struct StageWeights {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <system_error>
 
 #include "loader/safetensors_writer.h"
@@ -113,7 +114,7 @@ ModelConfig ToyModelConfig(const ToyModelShape& shape) {
   return config;
 }
 
-std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed) {
+std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed, float router_skew) {
   std::vector<ToyTensor> tensors;
   for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
     const bool vector = spec.shape.size() == 1;
@@ -136,14 +137,28 @@ std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t s
       tensors.back().name == kLmHeadName ? tensors.back().data : tensors.front().data;
   std::fill(classifier.begin(),
             classifier.begin() + std::min<int64_t>(kToyModelSpecialIds, config.vocab_size) * dim, 0.0f);
+  if (router_skew > 0.0f && config.num_experts > 1) {
+    const int64_t experts = config.num_experts;
+    const bool coprime = std::gcd(experts, int64_t{37}) == 1;
+    for (ToyTensor& tensor : tensors) {
+      if (tensor.name == kEmbedTokensName) {
+        for (int64_t row = 0; row < config.vocab_size; ++row) tensor.data[row * dim] += 4.0f;
+      } else if (tensor.name.ends_with(RouterSuffix(config))) {  // (experts, dim)
+        for (int64_t e = 0; e < experts; ++e) {
+          const int64_t rank = coprime ? 37 * e % experts : e;
+          tensor.data[e * dim] += router_skew * (1.0f - 2.0f * rank / (experts - 1));
+        }
+      }
+    }
+  }
   return tensors;
 }
 
-Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed) {
+Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed, float router_skew) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) return Error::Io("cannot create folder '" + folder + "': " + error.message());
-  const std::vector<ToyTensor> tensors = FuseAsStored(config, MakeToyModelTensors(config, seed));
+  const std::vector<ToyTensor> tensors = FuseAsStored(config, MakeToyModelTensors(config, seed, router_skew));
   std::vector<NamedTensorF32> named;
   for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
   const std::map<std::string, std::string> metadata = {{"format", "pt"},
@@ -160,8 +175,8 @@ Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint6
 }
 
 Status WriteToyModelGguf(const std::string& path, const ModelConfig& config, uint64_t seed, DType matrix_type,
-                         const GgufVocabulary& vocabulary) {
-  const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed);
+                         const GgufVocabulary& vocabulary, float router_skew) {
+  const std::vector<ToyTensor> tensors = MakeToyModelTensors(config, seed, router_skew);
   std::vector<NamedTensorF32> named;
   for (const ToyTensor& tensor : tensors) named.push_back({tensor.name, tensor.shape, tensor.data});
   return WriteGgufLlama(path, config, named, GgufFileType{matrix_type}, vocabulary,

@@ -77,17 +77,26 @@ inline constexpr int64_t kToyModelSpecialIds = 3;
 // order: norms around 1 (around 0 where norms scale by 1 + weight), biases around 0, projections of scale
 // 1 / sqrt(columns), the embedding of scale 1. The classifier
 // rows of the special ids are zero (the embedding's, when tied).
-// Precondition: config.Validate(...) succeeds.
-std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed);
+// `router_skew` s > 0 (a mixture of experts) makes the routing uneven, for
+// benchmarks of placement by load: every embedding row gets +4 in column 0,
+// so the residual stream's column 0 is mostly positive, and each router's
+// column 0 for expert e gets s · (1 - 2 r(e) / (E - 1)), r a fixed
+// permutation of the E experts (r(e) = 37 e mod E when E is coprime to 37):
+// the experts of small r(e) gain up to about 4s in logit, scattered over the
+// expert indices. Precondition: config.Validate(...) succeeds.
+std::vector<ToyTensor> MakeToyModelTensors(const ModelConfig& config, uint64_t seed,
+                                           float router_skew = 0.0f);
 
 // Writes `folder`/config.json and `folder`/model.safetensors (f32) of the toy
 // model, creating `folder` if needed, fused tensors (Phi-3's) stored whole
 // as Hugging Face stores them. Fails naming the file on I/O errors.
-Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed);
+Status WriteToyModel(const std::string& folder, const ModelConfig& config, uint64_t seed,
+                     float router_skew = 0.0f);
 
 // Writes the toy model as the GGUF file `path` (loader/gguf_writer.h), its
-// matrices stored as `matrix_type`, embedding `vocabulary`.
+// matrices stored as `matrix_type`, embedding `vocabulary`; `router_skew`
+// as for MakeToyModelTensors.
 Status WriteToyModelGguf(const std::string& path, const ModelConfig& config, uint64_t seed, DType matrix_type,
-                         const GgufVocabulary& vocabulary);
+                         const GgufVocabulary& vocabulary, float router_skew = 0.0f);
 
 }  // namespace inferno

@@ -74,7 +74,8 @@ TransformerStage::TransformerStage(const ModelConfig& config, StageWeights weigh
   }
   for (const LayerWeights& layer : weights_.layers) {
     if (!layer.experts.empty()) {
-      moe_ = MoeFeedForward(config_, positions, part.experts, layer.experts.front().w_gate.rows());
+      moe_ = MoeFeedForward(config_, positions, layer.experts.front().w_gate.rows());
+      routed_.assign(static_cast<size_t>(part.layers.size() * config_.num_experts), 0);
       break;
     }
   }
@@ -274,7 +275,8 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
               layer.ffn_norm, eps, norm_offset);
     }
     if (!layer.experts.empty()) {  // a mixture of experts (engine/moe_feed_forward.h)
-      moe_.Forward(layer, state_.normed, n, projected, pool_);
+      moe_.Forward(layer, part.ExpertsOf(part.layers.begin + l), state_.normed, n, projected,
+                   std::span<int64_t>(routed_).subspan(l * config_.num_experts, config_.num_experts), pool_);
     } else {
       const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
       MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);

@@ -170,6 +170,13 @@ class TransformerStage {
   // The vocabulary ids whose logits ClassifierSlice computes.
   RowRange classifier_rows() const { return weights_.part.classifier_rows; }
 
+  // The routing histogram of the stage's layers since it was made:
+  // (part().layers.size(), num_experts), row l counting, per expert, the
+  // positions Forward routed to it in layer part().layers.begin + l (every
+  // position run, prompts included; the same on every rank of the stage).
+  // Empty when the stage has no sparse layer; a dense layer's row is zero.
+  std::span<const int64_t> RoutingCounts() const { return routed_; }
+
  private:
   // The attention of the stage's layer l (of its part) for the n rows of x
   // (n, dim) that Forward's batch placed (state_.row_slot, row_pos): their
@@ -189,7 +196,8 @@ class TransformerStage {
   ThreadPool& pool_;
   AllReduce* tensor_parallel_;  // null when the plan's tp is 1
   StageState state_;
-  MoeFeedForward moe_;  // the sparse layers' feed-forward (no scratch without them)
+  MoeFeedForward moe_;           // the sparse layers' feed-forward (no scratch without them)
+  std::vector<int64_t> routed_;  // RoutingCounts()
 };
 
 }  // namespace inferno

@@ -38,7 +38,7 @@ json RankToJson(const RankShard& shard) {
           {"heads", {shard.heads.begin, shard.heads.end}},
           {"kv_heads", {shard.kv_heads.begin, shard.kv_heads.end}},
           {"hidden_units", {shard.hidden_units.begin, shard.hidden_units.end}},
-          {"experts", {shard.experts.begin, shard.experts.end}},
+          {"experts", shard.experts},
           {"classifier_rows", {shard.classifier_rows.begin, shard.classifier_rows.end}},
           {"embedding_rows", {shard.embedding_rows.begin, shard.embedding_rows.end}},
           {"has_final_norm", shard.has_final_norm},
@@ -66,7 +66,7 @@ RankShard RankFromJson(const json& j) {
   shard.heads = range("heads");
   shard.kv_heads = range("kv_heads");
   shard.hidden_units = range("hidden_units");
-  shard.experts = range("experts");
+  shard.experts = j.at("experts").get<std::vector<std::vector<int32_t>>>();
   shard.classifier_rows = range("classifier_rows");
   shard.embedding_rows = range("embedding_rows");
   shard.has_final_norm = j.at("has_final_norm").get<bool>();
@@ -127,6 +127,11 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
                                std::to_string(shard.rank) + ", stage " + std::to_string(shard.stage) +
                                ", tp_index " + std::to_string(shard.tp_index) +
                                ") does not fit the world layout " + WorldLayoutText(m.plan));
+    }
+    if (static_cast<int64_t>(shard.experts.size()) != shard.layers.size()) {
+      return Error::Corruption(source + ": rank " + std::to_string(rank) + " lists the experts of " +
+                               std::to_string(shard.experts.size()) + " layers but holds " +
+                               std::to_string(shard.layers.size()));
     }
     ShardFile file{rank,
                    r.at("file").get<std::string>(),

@@ -1,5 +1,6 @@
 #include "loader/shard_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
@@ -10,6 +11,13 @@
 
 namespace inferno {
 namespace {
+
+// Every expert of a sparse layer, none of a dense one.
+std::vector<int32_t> AllExperts(const ModelConfig& c, int64_t layer) {
+  std::vector<int32_t> all(static_cast<size_t>(c.IsSparseLayer(layer) ? c.num_experts : 0));
+  for (size_t e = 0; e < all.size(); ++e) all[e] = static_cast<int32_t>(e);
+  return all;
+}
 
 // A slice of `name` on `split_dim` covering `range` of `full` items; whole
 // when the range covers them all.
@@ -53,8 +61,9 @@ std::vector<TensorSlice> LayerSlices(const ModelConfig& c, int64_t layer, const 
   if (c.IsSparseLayer(layer)) {
     const int64_t full = c.expert_intermediate_size;
     const RowRange expert_units = expert_parallel ? RowRange{0, full} : EvenPart(full, tp, shard.tp_index);
-    for (int64_t e = 0; e < c.num_experts; ++e) {
-      if (e < shard.experts.begin || e >= shard.experts.end) {
+    const std::vector<int32_t>& held = shard.ExpertsOf(layer);
+    for (int32_t e = 0; e < c.num_experts; ++e) {
+      if (!std::binary_search(held.begin(), held.end(), e)) {
         for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown})
           others_experts.insert(ExpertSuffix(c, e, matrix));
         continue;
@@ -114,6 +123,41 @@ RowRange ShardPlan::TpClassifierRows(int tp_index) const {
   return rows;
 }
 
+ExpertPlacement ShardPlan::Placement(int64_t num_hidden_layers, int64_t num_experts) const {
+  ExpertPlacement placement;
+  placement.owner.resize(static_cast<size_t>(num_hidden_layers));
+  for (const RankShard& shard : ranks) {
+    for (int64_t layer = std::max<int64_t>(shard.layers.begin, 0);
+         layer < shard.layers.end && layer < num_hidden_layers; ++layer) {
+      const std::vector<int32_t>& held = shard.ExpertsOf(layer);
+      std::vector<int>& owner = placement.owner[static_cast<size_t>(layer)];
+      if (!held.empty()) owner.resize(static_cast<size_t>(num_experts), -1);
+      for (int32_t e : held) {
+        if (e >= 0 && e < num_experts) owner[static_cast<size_t>(e)] = shard.tp_index;
+      }
+    }
+  }
+  return placement;
+}
+
+std::string ExpertsText(const RankShard& shard) {
+  const std::vector<int32_t>* first = nullptr;
+  bool same = true;
+  size_t fewest = SIZE_MAX, most = 0;
+  for (const std::vector<int32_t>& held : shard.experts) {
+    if (held.empty()) continue;
+    if (first == nullptr) first = &held;
+    same = same && held == *first && held.back() - held.front() + 1 == static_cast<int32_t>(held.size());
+    fewest = std::min(fewest, held.size());
+    most = std::max(most, held.size());
+  }
+  if (first == nullptr) return "";
+  if (same)
+    return "experts [" + std::to_string(first->front()) + ", " + std::to_string(first->back() + 1) + ")";
+  return "experts placed per layer, " + std::to_string(fewest) +
+         (most == fewest ? "" : "-" + std::to_string(most)) + " per layer";
+}
+
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice) {
   std::vector<int64_t> result = shape;
   if (slice.split_dim >= 0) result[static_cast<size_t>(slice.split_dim)] = slice.end - slice.begin;
@@ -130,7 +174,7 @@ RowRange EvenPart(int64_t total, int parts, int index) {
 
 Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
                                 const std::optional<std::vector<int64_t>>& layers_per_stage,
-                                bool expert_parallel) {
+                                bool expert_parallel, const std::optional<ExpertPlacement>& placement) {
   const int64_t n_layers = c.num_hidden_layers;
   const std::string tp_flag = expert_parallel ? "--ep " : "--tp ";
   if (pp < 1) return Error::InvalidArgument("--pp " + std::to_string(pp) + " must be at least 1");
@@ -156,6 +200,15 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
                                     " " + what + " of the model");
     }
   }
+  if (placement && !expert_parallel) {
+    return Error::InvalidArgument("an expert placement needs expert parallelism (--ep), not " + tp_flag +
+                                  std::to_string(tp));
+  }
+  if (placement) {
+    if (Status fits = CheckExpertPlacement(c, tp, *placement); !fits) return fits.error();
+  }
+  const std::optional<ExpertPlacement> placed =
+      expert_parallel ? std::optional(placement.value_or(ContiguousExperts(c, tp))) : std::nullopt;
   std::vector<int64_t> sizes;
   if (layers_per_stage) {
     if (Status valid = CheckLayers(*layers_per_stage, pp, n_layers); !valid) return valid.error();
@@ -186,7 +239,14 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
       shard.kv_heads = {shard.heads.begin / heads_per_kv,
                         (shard.heads.end + heads_per_kv - 1) / heads_per_kv};
       shard.hidden_units = EvenPart(c.intermediate_size, tp, t);
-      shard.experts = expert_parallel ? EvenPart(c.num_experts, tp, t) : RowRange{0, c.num_experts};
+      for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
+        std::vector<int32_t> held = AllExperts(c, layer);
+        if (placed) {
+          const std::vector<int>& owner = placed->owner[static_cast<size_t>(layer)];
+          std::erase_if(held, [&](int32_t e) { return owner[static_cast<size_t>(e)] != t; });
+        }
+        shard.experts.push_back(std::move(held));
+      }
       const RowRange in_part = ClassifierRowsOfStage(rows, stage);
       shard.classifier_rows = {part.begin + in_part.begin, part.begin + in_part.end};
       if (stage == 0) shard.embedding_rows = part;

@@ -22,9 +22,11 @@
 // A mixture-of-experts layer's router is whole on every rank. Its experts
 // are either split like the dense MLP (each expert's hidden units divided
 // over the stage: tensor parallelism), or, with `expert_parallel` (--ep),
-// placed whole: tensor-parallel index t holds the contiguous experts
-// `experts` (divided as evenly as possible, earlier indices taking the
-// remainder, e.g. 128 experts over 3 ranks as 43, 43, 42) and nothing of the
+// placed whole: tensor-parallel index t holds, in each of its sparse layers,
+// the experts an ExpertPlacement gives it (loader/expert_placement.h: by
+// default contiguous runs divided as evenly as possible, earlier indices
+// taking the remainder, e.g. 128 experts over 3 ranks as 43, 43, 42; or any
+// set per layer, e.g. placed by measured routing load) and nothing of the
 // others. Either way each rank computes its part of the mixture's output and
 // the stage sums the parts with the all-reduce that follows a dense MLP;
 // attention is split by heads as above.
@@ -51,6 +53,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "loader/expert_placement.h"
 #include "loader/pipeline_split.h"
 #include "model/model_config.h"
 
@@ -80,10 +83,12 @@ struct RankShard {
   int stage = 0;     // pipeline position, 0 = first (embedding)
   int tp_index = 0;  // index within the stage's tensor-parallel group
   LayerRange layers;
-  RowRange heads;               // query heads
-  RowRange kv_heads;            // key/value heads (those `heads` read)
-  RowRange hidden_units;        // MLP hidden units (of intermediate_size)
-  RowRange experts;             // experts it holds (all of num_experts unless expert-parallel)
+  RowRange heads;         // query heads
+  RowRange kv_heads;      // key/value heads (those `heads` read)
+  RowRange hidden_units;  // MLP hidden units (of intermediate_size)
+  // experts[i]: the experts it holds of layer layers.begin + i, increasing:
+  // all num_experts unless expert-parallel; empty for a dense layer.
+  std::vector<std::vector<int32_t>> experts;
   RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
   RowRange embedding_rows;      // vocabulary ids whose embedding it holds; empty after stage 0
   bool has_final_norm = false;  // the final norm (stage pp-1)
@@ -97,6 +102,10 @@ struct RankShard {
   // rows from its embedding rows, which contain them (the first stage),
   // rather than holding a slice of their own.
   bool ClassifierRowsInEmbedding(bool tied) const { return tied && stage == 0; }
+  // The experts it holds of layer `layer` (one of `layers`).
+  const std::vector<int32_t>& ExpertsOf(int64_t layer) const {
+    return experts.at(static_cast<size_t>(layer - layers.begin));
+  }
 
   bool operator==(const RankShard&) const = default;
 };
@@ -114,8 +123,17 @@ struct ShardPlan {
   // Rows of the classifier held by the ranks of tensor-parallel index t
   // (contiguous; see above).
   RowRange TpClassifierRows(int tp_index) const;
+  // The placement the ranks' expert lists make for a model of
+  // `num_hidden_layers` layers (expert_parallel plans): the owner of every
+  // listed expert; an expert no rank lists has owner -1.
+  ExpertPlacement Placement(int64_t num_hidden_layers, int64_t num_experts) const;
   bool operator==(const ShardPlan&) const = default;
 };
+
+// How messages name the experts a rank holds: "experts [0, 64)" when each of
+// its sparse layers holds the same contiguous run, else "experts placed per
+// layer, 63-65 per layer"; "" when it holds no layer with experts.
+std::string ExpertsText(const RankShard& shard);
 
 // The part of a tensor `shape` a slice covers.
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice);
@@ -125,15 +143,17 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 RowRange EvenPart(int64_t total, int parts, int index);
 
 // Computes the plan of a pp × tp grid for a model of `config`, experts
-// placed whole when `expert_parallel` (then tp is --ep's value).
+// placed whole when `expert_parallel` (then tp is --ep's value) as
+// `placement` says, contiguously when it is absent.
 // `layers_per_stage`, if given, has pp entries summing to the layer count
 // (each >= 1); otherwise layers are split evenly (pipeline_split.h). Fails
 // with a one-line error naming the flag's value, e.g. "--pp 7 exceeds the 5
 // layers of the model", "--tp 5 exceeds the 4 attention heads of the model",
 // "--ep 9 exceeds the 8 experts of the model", "--ep 2 needs a mixture of
-// experts; the model is dense (use --tp)".
+// experts; the model is dense (use --tp)", or CheckExpertPlacement's error.
 Result<ShardPlan> MakeShardPlan(const ModelConfig& config, int pp, int tp,
                                 const std::optional<std::vector<int64_t>>& layers_per_stage,
-                                bool expert_parallel = false);
+                                bool expert_parallel = false,
+                                const std::optional<ExpertPlacement>& placement = std::nullopt);
 
 }  // namespace inferno

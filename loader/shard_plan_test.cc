@@ -261,7 +261,12 @@ TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
   EXPECT_TRUE(plan->expert_parallel);
   const RowRange expected[] = {{0, 43}, {43, 86}, {86, 128}};
   for (const RankShard& shard : plan->ranks) {
-    EXPECT_EQ(shard.experts, expected[shard.tp_index]) << "rank " << shard.rank;
+    const RowRange run = expected[shard.tp_index];
+    ASSERT_EQ(shard.experts.size(), 1u);
+    EXPECT_EQ(shard.ExpertsOf(shard.layers.begin).size(), static_cast<size_t>(run.size()));
+    EXPECT_EQ(shard.ExpertsOf(shard.layers.begin).front(), run.begin);
+    EXPECT_EQ(ExpertsText(shard),
+              "experts [" + std::to_string(run.begin) + ", " + std::to_string(run.end) + ")");
     EXPECT_EQ(shard.heads, EvenPart(config.num_attention_heads, 3, shard.tp_index));
     std::map<std::string, TensorSlice> by_name;
     for (const TensorSlice& slice : shard.tensors) by_name[slice.name] = slice;
@@ -270,7 +275,7 @@ TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
     for (int64_t e = 0; e < 128; ++e) {
       for (ExpertMatrix matrix : {ExpertMatrix::kGate, ExpertMatrix::kUp, ExpertMatrix::kDown}) {
         const std::string name = LayerTensorName(layer, ExpertSuffix(config, e, matrix));
-        const bool held = e >= shard.experts.begin && e < shard.experts.end;
+        const bool held = e >= run.begin && e < run.end;
         ASSERT_EQ(by_name.contains(name), held) << "rank " << shard.rank << " " << name;
         if (held) {
           EXPECT_EQ(by_name.at(name).split_dim, -1) << name;
@@ -280,7 +285,47 @@ TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
   }
   Result<ShardPlan> tensor_parallel = MakeShardPlan(config, 1, 3, std::nullopt);
   ASSERT_TRUE(tensor_parallel);
-  EXPECT_EQ(tensor_parallel->ranks[1].experts, (RowRange{0, 128}));
+  EXPECT_EQ(tensor_parallel->ranks[1].ExpertsOf(0).size(), 128u);
+}
+
+// A placement by load: per layer, any set of experts per rank; the tensors
+// follow it, and the plan gives back the placement it was made from.
+TEST(MakeShardPlan, PlacedExpertsFollowThePlacementLayerByLayer) {
+  ModelConfig config = TestConfig(2, false);
+  config.architecture = "Qwen3MoeForCausalLM";
+  config.num_experts = 4;
+  config.num_experts_per_tok = 2;
+  config.expert_intermediate_size = 40;
+  const ExpertPlacement placement{{{1, 0, 0, 1}, {0, 1, 1, 1}}};
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt, /*expert_parallel=*/true, placement);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->ranks[0].experts, (std::vector<std::vector<int32_t>>{{1, 2}, {0}}));
+  EXPECT_EQ(plan->ranks[1].experts, (std::vector<std::vector<int32_t>>{{0, 3}, {1, 2, 3}}));
+  EXPECT_EQ(ExpertsText(plan->ranks[1]), "experts placed per layer, 2-3 per layer");
+  EXPECT_EQ(plan->Placement(2, 4), placement);
+  std::set<std::string> names;
+  for (const TensorSlice& slice : plan->ranks[0].tensors) names.insert(slice.name);
+  EXPECT_TRUE(names.contains(LayerTensorName(0, ExpertSuffix(config, 2, ExpertMatrix::kDown))));
+  EXPECT_FALSE(names.contains(LayerTensorName(0, ExpertSuffix(config, 3, ExpertMatrix::kDown))));
+  EXPECT_TRUE(names.contains(LayerTensorName(1, ExpertSuffix(config, 0, ExpertMatrix::kUp))));
+  EXPECT_FALSE(names.contains(LayerTensorName(1, ExpertSuffix(config, 1, ExpertMatrix::kUp))));
+
+  Result<ShardPlan> idle =
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{1, 1, 1, 1}, {0, 1, 1, 1}}});
+  ASSERT_FALSE(idle);
+  EXPECT_EQ(idle.error().message, "the expert placement's layer 0 gives rank index 0 no expert");
+  Result<ShardPlan> outside =
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{0, 1, 2, 1}, {0, 1, 1, 1}}});
+  ASSERT_FALSE(outside);
+  EXPECT_EQ(outside.error().message,
+            "the expert placement's layer 0 puts expert 2 on rank index 2, outside the stage's 2");
+  Result<ShardPlan> short_layers =
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{0, 1, 0, 1}}});
+  ASSERT_FALSE(short_layers);
+  EXPECT_EQ(short_layers.error().message, "the expert placement has 1 layers but the model has 2");
+  Result<ShardPlan> not_ep = MakeShardPlan(config, 1, 2, std::nullopt, false, placement);
+  ASSERT_FALSE(not_ep);
+  EXPECT_EQ(not_ep.error().message, "an expert placement needs expert parallelism (--ep), not --tp 2");
 }
 
 TEST(MakeShardPlan, ExpertParallelBeyondTheExpertsOrOnADenseModel) {

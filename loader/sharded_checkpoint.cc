@@ -27,10 +27,16 @@ Status CheckWorld(const Manifest& manifest, const ShardJob& job, const std::stri
     return Error::InvalidArgument(made_for + "rank " + std::to_string(job.rank) + " is outside them");
   }
   // The plan must be the one MakeShardPlan computes for this grid and these
-  // stages: the engine relies on it (ring order, classifier rows).
+  // stages and this placement of experts: the engine relies on it (ring
+  // order, classifier rows, every expert held once per stage).
   std::vector<int64_t> layers(static_cast<size_t>(plan.pp));
   for (const RankShard& shard : plan.ranks) layers[static_cast<size_t>(shard.stage)] = shard.layers.size();
-  Result<ShardPlan> expected = MakeShardPlan(manifest.config, plan.pp, plan.tp, layers, plan.expert_parallel);
+  const ModelConfig& config = manifest.config;
+  const std::optional<ExpertPlacement> placement =
+      plan.expert_parallel ? std::optional(plan.Placement(config.num_hidden_layers, config.num_experts))
+                           : std::nullopt;
+  Result<ShardPlan> expected =
+      MakeShardPlan(config, plan.pp, plan.tp, layers, plan.expert_parallel, placement);
   if (!expected) return expected.error().Prefixed(folder + ": the manifest's plan: ");
   if (*expected != plan) {
     return Error::Corruption(folder + ": the manifest's plan for " + WorldLayoutText(plan) +

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "loader/manifest.h"
+#include "loader/routing_stats.h"
 #include "loader/sha256.h"
 #include "loader/sharded_checkpoint.h"
 #include "loader/super_block_splits.h"
@@ -49,6 +50,13 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
     Result<std::vector<int64_t>> counts = ParseIntList(*layers, "--layers");
     if (!counts) return counts.error();
     choice.layers_per_stage = *counts;
+  }
+  choice.experts_by_load = flags.Last("experts-by-load");
+  if (choice.experts_by_load && (choice.shards || !choice.ep)) {
+    return Error::InvalidArgument(
+        choice.shards ? "--experts-by-load cannot be combined with --shards: the shards fix the "
+                        "placement (give it to shard)"
+                      : "--experts-by-load places experts under expert parallelism; add --ep");
   }
   return choice;
 }
@@ -98,8 +106,14 @@ namespace {
 // received.
 Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, std::pair<int, int> grid,
                           int world_size) {
-  Result<ShardPlan> plan =
-      MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage, choice.ep.has_value());
+  std::optional<ExpertPlacement> placement;
+  if (choice.experts_by_load) {
+    Result<ExpertPlacement> placed = PlaceExpertsByStatsFile(*choice.experts_by_load, config, grid.second);
+    if (!placed) return placed.error();
+    placement = std::move(*placed);
+  }
+  Result<ShardPlan> plan = MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage,
+                                         choice.ep.has_value(), placement);
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
   return plan;
 }

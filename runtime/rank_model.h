@@ -42,12 +42,16 @@ struct ModelChoice {
   std::optional<int> ep;
   std::optional<int> pp;
   std::optional<std::vector<int64_t>> layers_per_stage;
+  // --experts-by-load FILE (with --ep, without --shards): experts placed by
+  // the routing stats in FILE (loader/routing_stats.h) instead of in runs.
+  std::optional<std::string> experts_by_load;
 };
 
 // The --model or --shards (exactly one; or with --fetch-weights --model or
 // neither), --fetch-weights, --cache (only with --fetch-weights), --tp or
-// --ep (not both), --pp and --layers flags (not --layers with --shards, whose
-// manifest fixes the split); `program` names the tool in the error for a
+// --ep (not both), --pp, --layers and --experts-by-load flags (not --layers
+// or --experts-by-load with --shards, whose manifest fixes the split;
+// --experts-by-load only with --ep); `program` names the tool in the error for a
 // missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 

@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <initializer_list>
 
@@ -29,6 +31,14 @@ void ServerMetrics::ObserveTimePerToken(double seconds) {
 void ServerMetrics::SetRankTimes(int rank, double compute_seconds, double wait_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   rank_times_[rank] = {compute_seconds, wait_seconds};
+}
+
+void ServerMetrics::SetRoutedPositions(int64_t first_layer, int64_t num_experts,
+                                       std::span<const int64_t> counts) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  routed_first_layer_ = first_layer;
+  routed_experts_ = num_experts;
+  routed_.assign(counts.begin(), counts.end());
 }
 
 void ServerMetrics::Observe(Histogram& histogram, double seconds) {
@@ -128,6 +138,20 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
     for (const auto& [rank, seconds] : rank_times_) {
       out += std::string(name) + "{rank=\"" + std::to_string(rank) + "\"} " + Number(seconds[i]) + "\n";
+    }
+  }
+  if (!routed_.empty()) {
+    out +=
+        "# HELP inferno_expert_routed_positions_total Positions the router sent to each expert of each layer "
+        "(the leader's stage's layers).\n# TYPE inferno_expert_routed_positions_total counter\n";
+    for (size_t row = 0; row * routed_experts_ < routed_.size(); ++row) {
+      const auto begin = routed_.begin() + static_cast<int64_t>(row) * routed_experts_;
+      if (std::all_of(begin, begin + routed_experts_, [](int64_t count) { return count == 0; })) continue;
+      for (int64_t e = 0; e < routed_experts_; ++e) {
+        out += "inferno_expert_routed_positions_total{layer=\"" +
+               std::to_string(routed_first_layer_ + static_cast<int64_t>(row)) + "\",expert=\"" +
+               std::to_string(e) + "\"} " + std::to_string(begin[e]) + "\n";
+      }
     }
   }
   struct Family {

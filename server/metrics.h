@@ -7,7 +7,12 @@
 // hits, positions restored, evictions and bytes (the leader's
 // PrefixCacheIndex stats, runtime/prefix_cache_index.h; bytes are the whole
 // job's, summed over its ranks), with speculative decoding (--speculate)
-// the drafted tokens run and those kept, and a histogram of the failovers
+// the drafted tokens run and those kept, for a mixture of experts the
+// positions the router sent to each expert of each of the leader's layers
+// (its stage's routing histogram, engine/transformer.h: every layer when
+// there is one stage, the last stage's under --pp; loader/routing_stats.h
+// holds the same counts as a file, which infer --routing-stats writes),
+// and a histogram of the failovers
 // (serve --failover): from the leader finding a rank lost to the job's next
 // generation formed; its _count counts them. With it, the ranks of the
 // job's current generation and the standby ranks that took a lost rank's
@@ -31,8 +36,10 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/prefix_cache_index.h"
 
@@ -63,6 +70,12 @@ class ServerMetrics {
   // of them kept.
   void CountDrafts(int64_t drafted, int64_t accepted);
 
+  // The leader's stage's routing histogram so far (it replaces the earlier
+  // one): counts (layers, num_experts) of layers first_layer, first_layer +
+  // 1, ... (TransformerStage::RoutingCounts); layers with no count are left
+  // out.
+  void SetRoutedPositions(int64_t first_layer, int64_t num_experts, std::span<const int64_t> counts);
+
   // The exposition text; `queued` and `running` are the queue's gauges,
   // `refused_connections` the HTTP server's count of connections refused
   // for being over its limit.
@@ -88,6 +101,9 @@ class ServerMetrics {
   int64_t standby_takeovers_ = 0;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
+  int64_t routed_first_layer_ = 0;
+  int64_t routed_experts_ = 0;
+  std::vector<int64_t> routed_;  // SetRoutedPositions's counts
   int64_t drafted_tokens_ = 0;
   int64_t accepted_tokens_ = 0;
 };

@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace inferno {
@@ -73,6 +75,22 @@ TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
                       "inferno_rank_compute_seconds_total{rank=\"1\"} 2.5\n"),
             std::string::npos)
       << text;
+}
+
+TEST(ServerMetrics, RendersTheLatestRoutingHistogramOfEachLayerRouted) {
+  ServerMetrics metrics;
+  EXPECT_EQ(metrics.Render(0, 0, 0).find("inferno_expert_routed_positions_total"), std::string::npos);
+  metrics.SetRoutedPositions(2, 3, std::vector<int64_t>{1, 0, 1, 9, 9, 9});
+  // Layers 2 (dense: no count) and 3, each of 3 experts.
+  metrics.SetRoutedPositions(2, 3, std::vector<int64_t>{0, 0, 0, 4, 0, 2});
+  const std::string text = metrics.Render(0, 0, 0);
+  EXPECT_NE(text.find("# TYPE inferno_expert_routed_positions_total counter\n"
+                      "inferno_expert_routed_positions_total{layer=\"3\",expert=\"0\"} 4\n"
+                      "inferno_expert_routed_positions_total{layer=\"3\",expert=\"1\"} 0\n"
+                      "inferno_expert_routed_positions_total{layer=\"3\",expert=\"2\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("layer=\"2\""), std::string::npos) << text;
 }
 
 TEST(ServerMetrics, RendersThePrefixCachesLatestStats) {

@@ -2,7 +2,10 @@
 # //tools:infer on synthetic checkpoints of each Llama-family layout, on 1
 # rank, 2 pipeline stages and 2 tensor-parallel ranks (the mixtures of
 # experts with EP=1 also on 2 and 3 expert-parallel ranks, uneven expert
-# counts included, and on 2 stages x 2 expert-parallel ranks), against an independent
+# counts included, and on 2 stages x 2 expert-parallel ranks; and placed by
+# load: the 1-rank run's --routing-stats, with experts 0 and 1 made hot, read
+# by --experts-by-load on 2 ranks and 2 x 2 ranks, which must place experts
+# in other than contiguous runs), against an independent
 # plain-Python forward pass of the Hugging Face layout (hf_reference.py): the
 # same greedy ids, logits within 1e-4. Families: Llama 3.1 style (GQA,
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
@@ -40,7 +43,8 @@ check_family() {
     return
   fi
   local grids=("1" "2 --pp 2" "2 --tp 2")
-  [ "${EP:-0}" = 1 ] && grids+=("2 --ep 2" "3 --ep 3" "4 --pp 2 --ep 2")
+  [ "${EP:-0}" = 1 ] && grids+=("2 --ep 2" "3 --ep 3" "4 --pp 2 --ep 2" "2 --ep 2 --experts-by-load SKEW"
+    "4 --pp 2 --ep 2 --experts-by-load SKEW")
   if [ "${GGUF:-0}" = 1 ]; then
     if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len "$SEQ_LEN" "$@" \
         >/dev/null; then
@@ -55,6 +59,8 @@ check_family() {
     [ "${grid% gguf}" != "$grid" ] && model="$WORK/$name.gguf" && grid="${grid% gguf}"
     local world="${grid%% *}" flags="" run="${grid// /}${model##*$name}"
     [ "$world" != "$grid" ] && flags="${grid#* }"
+    flags="${flags/SKEW/$WORK/$name.skew}"
+    [ "$grid" = 1 ] && [ "${EP:-0}" = 1 ] && flags="--routing-stats $WORK/$name.stats"
     # shellcheck disable=SC2086  # flags is a list of flags
     if ! timeout 120 "$LAUNCH" -n "$world" --timeout 90 --grace 2 -- "$INFER" --model "$model" $flags \
         --prompt-ids "$PROMPT" --max-new-tokens "$STEPS" --output ids --dump-logits "$WORK/$name.logits.$run" \
@@ -66,7 +72,39 @@ check_family() {
     fi
     python3 "$COMPARE" "$WORK/$name.reference" "$WORK/$name.ids.$run" "$WORK/$name.logits.$run" \
       "$name${model##*$name} on $world ranks $flags" || FAILURES=$((FAILURES + 1))
+    if [ "${flags#--routing-stats}" != "$flags" ]; then
+      # shellcheck disable=SC2086  # the prompt is a list of ids
+      skew_stats "$WORK/$name.stats" "$WORK/$name.skew" "$(($(echo $PROMPT | wc -w) + STEPS - 1))" ||
+        { echo "FAIL: $name: --routing-stats" >&2; FAILURES=$((FAILURES + 1)); }
+    elif [ "${flags#*--experts-by-load}" != "$flags" ] && ! grep -q "experts placed per layer" "$WORK/$name.err.$run"; then
+      echo "FAIL: $name on $world ranks $flags: experts not placed by load: $(grep '^rank' "$WORK/$name.err.$run")" >&2
+      FAILURES=$((FAILURES + 1))
+    fi
   done
+}
+
+# skew_stats STATS OUT POSITIONS: checks infer's routing stats (every sparse
+# layer routed the same positions, at most POSITIONS, to num_experts_per_tok
+# experts each; a dense layer nothing) and writes them to OUT with experts 0 and 1 made ten
+# times as hot: contiguous runs would put both on one rank.
+skew_stats() {
+  python3 - "$@" <<'EOF'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+positions = int(sys.argv[3])
+assert stats["format"] == "inferno-routing-stats", stats
+k = stats["num_experts_per_tok"]
+sums = set()
+for layer, counts in enumerate(stats["counts"]):
+    if counts:
+        assert len(counts) == stats["num_experts"], (layer, counts)
+        sums.add(sum(counts))
+assert len(sums) == 1, "the sparse layers routed %s positions x experts" % sums
+routed = sums.pop()
+assert routed % k == 0 and 0 < routed <= positions * k, "%d routed, %d positions of %d experts" % (routed, positions, k)
+stats["counts"] = [[c * 10 + 100 if e < 2 else c for e, c in enumerate(counts)] for counts in stats["counts"]]
+json.dump(stats, open(sys.argv[2], "w"))
+EOF
 }
 
 check_family llama3 --kv-heads 2 --rope-scaling llama3

@@ -2,9 +2,12 @@
 # `shard --ep` of a Qwen3-MoE GGUF file in Q8_0 (llama.cpp's stacked
 # ffn_{gate,up,down}_exps tensors, 7 experts) for --ep 3 and --pp 2 --ep 2:
 # - each rank's safetensors file holds, of every sparse layer of its stage,
-#   exactly the three matrices of each expert of its manifest range, whole,
-#   and no tensor of another expert; the ranges tile the 7 experts unevenly
-#   (3, 2, 2 and 4, 3);
+#   exactly the three matrices of each expert of its manifest list for that
+#   layer, whole, and no tensor of another expert; the lists tile the 7
+#   experts, in contiguous runs unevenly (3, 2, 2 and 4, 3);
+# - placed by load (--experts-by-load, from infer --routing-stats with
+#   experts 0-2 made hot): the hot experts spread over each stage's ranks, so
+#   the lists are not runs, and infer --shards again gives --model's tokens;
 # - infer --shards on those ranks gives the tokens of infer --model with the
 #   same flags (a Q8_0 model's tokens may part from one rank's at a near tie,
 #   as under --tp; infer_vs_hf_reference_test checks EP's logits);
@@ -24,23 +27,24 @@ MODEL="$WORK/moe.gguf"
   --architecture qwen3_moe --experts 7 --experts-per-token 2 --expert-hidden 32 --norm-topk-prob \
   >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 
-# check_files DIR: checks that every rank's file holds its experts and only
-# those, and prints the experts of each rank of the first stage; fails with
-# the reason on stderr.
+# check_files DIR [by-load]: checks that every rank's file holds its experts
+# and only those, and prints the expert counts of each rank of the first
+# stage's first sparse layer and whether they are runs; fails with the
+# reason on stderr.
 check_files() {
-  python3 - "$1" <<'EOF'
+  python3 - "$@" <<'EOF'
 import json, re, struct, sys
-folder = sys.argv[1]
+folder = sys.argv[1]  # sys.argv[2], if given: placed by load
 manifest = json.load(open(folder + "/manifest.json"))
 assert manifest["world"]["expert_parallel"], "world.expert_parallel is not set"
 config = manifest["config"]
 step = config.get("decoder_sparse_step", 1)
-covered = []
+owners = {}
 for rank in manifest["ranks"]:
     with open(folder + "/" + rank["file"], "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(length))
-    begin, end = rank["experts"]
+    lists = rank["experts"]
     held = {}
     for name in header:
         m = re.match(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(\w+)\.weight$", name)
@@ -48,17 +52,28 @@ for rank in manifest["ranks"]:
             held.setdefault(int(m.group(1)), set()).add((int(m.group(2)), m.group(3)))
     first, last = rank["layers"]
     sparse = [l for l in range(first, last) if (l + 1) % step == 0]
-    expected = {(e, w) for e in range(begin, end) for w in ("gate_proj", "up_proj", "down_proj")}
+    assert len(lists) == last - first, "rank %d lists the experts of %d layers" % (rank["rank"], len(lists))
     assert sorted(held) == sparse, "rank %d holds experts of layers %s, its sparse layers are %s" % (
         rank["rank"], sorted(held), sparse)
     for layer in sparse:
-        assert held[layer] == expected, "rank %d layer %d holds %s, not experts [%d, %d)" % (
-            rank["rank"], layer, sorted(held[layer]), begin, end)
+        experts = lists[layer - first]
+        expected = {(e, w) for e in experts for w in ("gate_proj", "up_proj", "down_proj")}
+        assert held[layer] == expected, "rank %d layer %d holds %s, not experts %s" % (
+            rank["rank"], layer, sorted(held[layer]), experts)
+        if rank["stage"] == 0:
+            owners.setdefault(layer, []).append(experts)
     for slice_ in rank["tensors"]:
         assert ".experts." not in slice_["name"] or "split_dim" not in slice_, slice_["name"] + " is cut"
-    if rank["stage"] == 0:
-        covered.append(end - begin)
-print(" ".join(map(str, covered)))
+for layer, lists in sorted(owners.items()):
+    assert sorted(e for experts in lists for e in experts) == list(range(config["num_experts"])), (
+        "layer %d: the first stage's lists %s do not tile the experts" % (layer, lists))
+layer, lists = sorted(owners.items())[0]
+runs = all(experts == list(range(experts[0], experts[-1] + 1)) for lists in owners.values() for experts in lists)
+print(" ".join(map(str, (len(experts) for experts in lists))) + (" runs" if runs else " placed"))
+if len(sys.argv) > 2:  # the hot experts 0-2 spread as evenly as they can be
+    for layer, lists in owners.items():
+        most = max(sum(1 for e in experts if e < 3) for experts in lists)
+        assert most == -(-3 // len(lists)), "layer %d: hot experts bunched: %s" % (layer, lists)
 EOF
 }
 
@@ -73,7 +88,7 @@ shard_and_run() {
     return
   fi
   local counts
-  counts=$(check_files "$WORK/$name" 2>"$WORK/$name.check") || { fail "$name: $(tail -1 "$WORK/$name.check")"; return; }
+  counts=$(check_files "$WORK/$name" ${BY_LOAD:+by-load} 2>"$WORK/$name.check") || { fail "$name: $(tail -1 "$WORK/$name.check")"; return; }
   echo "$name: experts per rank of the first stage: $counts"
   echo "$counts" >"$WORK/$name.counts"
   infer_ids "$name" "$world" --shards "$WORK/$name" "${PROMPT[@]}" --max-new-tokens "$TOKENS" || return
@@ -84,8 +99,23 @@ shard_and_run() {
 shard_and_run ep3 3 --pp 1 --ep 3
 shard_and_run pp2ep2 4 --pp 2 --ep 2
 grep -q " ep=" "$WORK/ep3.log" || fail "ep3: shard's summary does not name the layout: $(cat "$WORK/ep3.log")"
-[ "$(cat "$WORK/ep3.counts" 2>/dev/null)" = "3 2 2" ] || fail "ep3: experts per rank are not 3 2 2"
-[ "$(cat "$WORK/pp2ep2.counts" 2>/dev/null)" = "4 3" ] || fail "pp2ep2: experts per rank are not 4 3"
+[ "$(cat "$WORK/ep3.counts" 2>/dev/null)" = "3 2 2 runs" ] || fail "ep3: experts per rank are not runs of 3 2 2"
+[ "$(cat "$WORK/pp2ep2.counts" 2>/dev/null)" = "4 3 runs" ] || fail "pp2ep2: experts per rank are not runs of 4 3"
+
+# Placed by load: the routing one rank measured, experts 0-2 made hot.
+"$INFER" --model "$MODEL" "${PROMPT[@]}" --max-new-tokens "$TOKENS" --output ids --routing-stats "$WORK/stats.json" \
+  >/dev/null 2>"$WORK/stats.err" || fail "infer --routing-stats: $(tail -1 "$WORK/stats.err")"
+python3 - "$WORK/stats.json" "$WORK/hot.json" <<'EOF' || fail "routing stats: $(cat "$WORK/stats.json")"
+import json, sys
+stats = json.load(open(sys.argv[1]))
+assert stats["num_experts"] == 7 and len(stats["counts"]) == 4, stats
+stats["counts"] = [[c + 1000 if e < 3 else c for e, c in enumerate(counts)] for counts in stats["counts"]]
+json.dump(stats, open(sys.argv[2], "w"))
+EOF
+BY_LOAD=1 shard_and_run ep3_by_load 3 --pp 1 --ep 3 --experts-by-load "$WORK/hot.json"
+BY_LOAD=1 shard_and_run pp2ep2_by_load 4 --pp 2 --ep 2 --experts-by-load "$WORK/hot.json"
+grep -q "the busiest rank gets" "$WORK/ep3_by_load.log" || fail "ep3_by_load: no busiest-rank share: $(cat "$WORK/ep3_by_load.log")"
+grep -q " placed$" "$WORK/ep3_by_load.counts" 2>/dev/null || fail "ep3_by_load: experts placed in runs"
 
 # expect_error NAME MESSAGE COMMAND...: fails with exactly one line, MESSAGE.
 expect_error() {
@@ -104,6 +134,12 @@ expect_error dense "shard: InvalidArgument: --ep 2 needs a mixture of experts; t
   "$SHARD" --model "$WORK/dense" --pp 1 --ep 2 --out "$WORK/bad"
 expect_error both "shard: InvalidArgument: --tp and --ep both given: --ep M splits attention over its M ranks as --tp M does; give one" \
   "$SHARD" --model "$MODEL" --pp 1 --tp 2 --ep 2 --out "$WORK/bad"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["counts"][1] = s["counts"][1][:5]; json.dump(s, open(sys.argv[2], "w"))' \
+  "$WORK/stats.json" "$WORK/short.json"
+expect_error other_model "shard: InvalidArgument: --experts-by-load: $WORK/short.json: layer 1 counts 5 experts but the model has 7" \
+  "$SHARD" --model "$MODEL" --pp 1 --ep 3 --experts-by-load "$WORK/short.json" --out "$WORK/bad"
+expect_error by_load_tp "shard: InvalidArgument: --experts-by-load places experts under expert parallelism; add --ep" \
+  "$SHARD" --model "$MODEL" --pp 1 --tp 2 --experts-by-load "$WORK/stats.json" --out "$WORK/bad"
 [ ! -e "$WORK/bad/manifest.json" ] || fail "a manifest written after a refused split"
 timeout 120 "$LAUNCH" -n 3 --timeout 60 --grace 2 -- "$INFER" --shards "$WORK/ep3" --tp 3 "${PROMPT[@]}" \
   >/dev/null 2>"$WORK/tp_over_ep.err" && fail "--tp 3 over --ep 3 shards accepted"

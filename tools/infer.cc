@@ -10,8 +10,8 @@
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--tp T | --ep E] [--pp P] [--layers a,b,...] [--output text|ids] [--trace FILE]
-//         [--dump-logits FILE]
+//         [--tp T | --ep E [--experts-by-load STATS]] [--pp P] [--layers a,b,...]
+//         [--output text|ids] [--trace FILE] [--routing-stats FILE] [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
 // --chat may be combined and repeated; several prompts run micro-batched
@@ -71,6 +71,7 @@
 #include "distributed/rendezvous.h"
 #include "engine/stage_weights.h"
 #include "engine/transformer.h"
+#include "loader/routing_stats.h"
 #include "loader/shard_plan.h"
 #include "model/model_config.h"
 #include "runtime/fixed_prompts.h"
@@ -141,6 +142,9 @@ const CommandSpec kSpec{
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
       "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"experts-by-load", "STATS",
+      "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
+      "(a file --routing-stats wrote), not in contiguous runs (with --shards, shard places them)"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
@@ -149,6 +153,9 @@ const CommandSpec kSpec{
       "copy weights into memory, or use them in place in the file's pages (loads ~10x faster; decode "
       "is as fast only where the page cache holds the file in huge pages) (default copy)"},
      {"trace", "FILE", "write a Chrome trace of every rank's time"},
+     {"routing-stats", "FILE",
+      "a mixture of experts: write how many positions (prompts and generated) the router sent to each "
+      "expert of each layer, as JSON (docs/engine.md; shard/infer/serve --experts-by-load read it)"},
      {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"},
      {"failover", "",
       "when a rank other than 0 is lost, a standby rank takes its place (launch --standby), or else the "
@@ -170,6 +177,7 @@ struct InferOptions {
   WeightPlacement weight_placement = WeightPlacement::kCopy;
   SyncDType sync_dtype = SyncDType::kF32;
   std::optional<std::string> trace;
+  std::optional<std::string> routing_stats;  // --routing-stats FILE
   std::optional<std::string> dump_logits;
   std::optional<std::string> draft;  // --draft
   bool failover = false;
@@ -273,6 +281,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   if (!sync) return sync.error();
   options.sync_dtype = *sync;
   options.trace = flags.Last("trace");
+  options.routing_stats = flags.Last("routing-stats");
   options.dump_logits = flags.Last("dump-logits");
   options.failover = flags.Has("failover");
   if (options.failover) {
@@ -394,9 +403,7 @@ void PrintStats(const GenerationReport& report, const ShardPlan& plan) {
   for (size_t rank = 0; rank < report.timelines.size(); ++rank) {
     const Timeline& t = report.timelines[rank];
     const RankShard& part = plan.ranks[rank];
-    const std::string experts = plan.expert_parallel ? ", experts [" + std::to_string(part.experts.begin) +
-                                                           ", " + std::to_string(part.experts.end) + ")"
-                                                     : "";
+    const std::string experts = plan.expert_parallel ? ", " + ExpertsText(part) : "";
     std::fprintf(
         stderr,
         "rank %zu (layers [%lld, %lld), heads [%lld, %lld)%s, classifier rows [%lld, %lld)): compute "
@@ -462,7 +469,8 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed
              << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value()
-             << " sync_dtype=" << SyncDTypeName(options.sync_dtype);
+             << " sync_dtype=" << SyncDTypeName(options.sync_dtype)
+             << " routing_stats=" << options.routing_stats.has_value();
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
@@ -541,6 +549,11 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
   auto report = RunGenerator(group, prepared.setup.model.plan, stage, stage_group, settings, prompts, prompts,
                              timeline);
   if (!report) return report.error();
+  Result<std::vector<std::vector<std::byte>>> routed =
+      options.routing_stats
+          ? group.gather(0, EncodeStageCounts(stage.RoutingCounts()))
+          : Result<std::vector<std::vector<std::byte>>>(std::vector<std::vector<std::byte>>{});
+  if (!routed) return routed.error().Prefixed("gather routing counts on rank 0: ");
   if (!group.is_leader()) return {};
   report->generated = prompts->generated();
   output->Finish(*report);
@@ -553,6 +566,15 @@ Status Run(const InferOptions& options, PreparedRank& prepared, ProcessGroup& gr
     trace << ChromeTraceJson(report->timelines);
     trace.close();
     if (!trace) return Error::Io("--trace: cannot write '" + *options.trace + "'");
+  }
+  if (options.routing_stats) {
+    const ModelConfig& config = prepared.setup.config;
+    Result<RoutingCounts> counts = GatherRoutingCounts(config, prepared.setup.model.plan, *routed);
+    if (!counts) return counts.error();
+    std::ofstream file(*options.routing_stats);
+    file << RoutingStatsToJson(config, *counts);
+    file.close();
+    if (!file) return Error::Io("--routing-stats: cannot write '" + *options.routing_stats + "'");
   }
   return {};
 }

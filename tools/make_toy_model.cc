@@ -12,7 +12,7 @@
 //                  [--head-dim N] [--attention-bias] [--rope-scaling llama3 [--rope-factor 8]]
 //                  [--architecture mixtral|qwen3_moe [--experts 4] [--experts-per-token 2]
 //                   [--expert-hidden N] [--norm-topk-prob] [--decoder-sparse-step 1]
-//                   [--mlp-only-layers 0,3]]
+//                   [--mlp-only-layers 0,3] [--router-skew S]]
 //   make_toy_model --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|...]
 //                  [--tokenizer tokenizer.bin] [shape flags]
 //
@@ -108,7 +108,10 @@ const FlagSpec kExpertFlags[] = {
     {"expert-hidden", "N", "mixtral, qwen3_moe: an expert's hidden size (default: --hidden's)"},
     {"norm-topk-prob", "", "qwen3_moe: renormalise the chosen experts' weights (Mixtral always does)"},
     {"decoder-sparse-step", "N", "qwen3_moe: layer i has experts when (i + 1) % N == 0 (default 1)"},
-    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"}};
+    {"mlp-only-layers", "I,J", "qwen3_moe: layers with a dense MLP instead of experts"},
+    {"router-skew", "S",
+     "mixtral, qwen3_moe: route unevenly, for benchmarks of placement by load: experts scattered over the "
+     "indices gain up to about 4*S in router logit (engine/toy_model.h; default 0: near-uniform)"}};
 
 // The expert flags into `shape`, whose architecture is set (`architecture`
 // is the flag's value); fails on a flag the family does not have.
@@ -141,6 +144,33 @@ Status ReadExpertFlags(const CommandLine& flags, const std::string& architecture
     shape.mlp_only_layers = *parsed;
   }
   return {};
+}
+
+// --format gguf: writes the toy model of `config` to `out` in --dtype with
+// --tokenizer's vocabulary; returns main's exit status.
+int WriteGguf(const CommandLine& flags, const std::string& out, const ModelConfig& config, uint64_t seed,
+              float router_skew) {
+  std::string dtype_name = flags.Last("dtype").value_or("f32");
+  std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
+  const std::optional<DType> dtype = ParseDType(dtype_name);
+  if (!dtype) {
+    std::fprintf(stderr, "make_toy_model: --dtype: '%s' is not one of %s\n", flags.Last("dtype")->c_str(),
+                 DTypeNames().c_str());
+    return 2;
+  }
+  Result<GgufVocabulary> vocabulary = VocabularyForModel(flags.Last("tokenizer"), config.vocab_size);
+  if (!vocabulary) {
+    std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
+    return 2;
+  }
+  if (Status written = WriteToyModelGguf(out, config, seed, *dtype, *vocabulary, router_skew); !written) {
+    std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
+    return 1;
+  }
+  std::printf("wrote %s (GGUF, %s matrices; dim %lld, %lld layers, vocab %lld)\n", out.c_str(),
+              std::string(DTypeName(*dtype)).c_str(), static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.num_hidden_layers), static_cast<long long>(config.vocab_size));
+  return 0;
 }
 
 }  // namespace
@@ -229,8 +259,10 @@ int main(int argc, char** argv) {
   shape.tie_embeddings = flags.Has("tie-embeddings");
   Result<int64_t> head_dim = flags.Int("head-dim", 0, 2, 1 << 16);
   Result<double> rope_factor = flags.Double("rope-factor", 8.0, 1.0, 1024.0);
+  Result<double> router_skew = flags.Double("router-skew", 0.0, 0.0, 100.0);
   for (const Error* error :
-       {head_dim ? nullptr : &head_dim.error(), rope_factor ? nullptr : &rope_factor.error()}) {
+       {head_dim ? nullptr : &head_dim.error(), rope_factor ? nullptr : &rope_factor.error(),
+        router_skew ? nullptr : &router_skew.error()}) {
     if (error != nullptr) {
       std::fprintf(stderr, "make_toy_model: %s\n", error->ToString().c_str());
       return 2;
@@ -257,29 +289,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (format == "gguf") {
-    std::string dtype_name = flags.Last("dtype").value_or("f32");
-    std::transform(dtype_name.begin(), dtype_name.end(), dtype_name.begin(), ::toupper);
-    const std::optional<DType> dtype = ParseDType(dtype_name);
-    if (!dtype) {
-      std::fprintf(stderr, "make_toy_model: --dtype: '%s' is not one of %s\n", flags.Last("dtype")->c_str(),
-                   DTypeNames().c_str());
-      return 2;
-    }
-    Result<GgufVocabulary> vocabulary = VocabularyForModel(flags.Last("tokenizer"), config.vocab_size);
-    if (!vocabulary) {
-      std::fprintf(stderr, "make_toy_model: %s\n", vocabulary.error().ToString().c_str());
-      return 2;
-    }
-    if (Status written =
-            WriteToyModelGguf(out, config, static_cast<uint64_t>(*values[6]), *dtype, *vocabulary);
-        !written) {
-      std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
-      return 1;
-    }
-    std::printf("wrote %s (GGUF, %s matrices; dim %lld, %lld layers, vocab %lld)\n", out.c_str(),
-                std::string(DTypeName(*dtype)).c_str(), static_cast<long long>(shape.dim),
-                static_cast<long long>(shape.layers), static_cast<long long>(shape.vocab));
-    return 0;
+    return WriteGguf(flags, out, config, static_cast<uint64_t>(*values[6]), static_cast<float>(*router_skew));
   }
   for (const char* gguf_only : {"dtype", "tokenizer"}) {
     if (flags.Has(gguf_only)) {
@@ -287,7 +297,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (Status written = WriteToyModel(out, config, static_cast<uint64_t>(*values[6])); !written) {
+  if (Status written =
+          WriteToyModel(out, config, static_cast<uint64_t>(*values[6]), static_cast<float>(*router_skew));
+      !written) {
     std::fprintf(stderr, "make_toy_model: %s\n", written.error().ToString().c_str());
     return 1;
   }

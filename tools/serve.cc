@@ -2,7 +2,8 @@
 // rank or under `launch -n W` on a grid of W ranks: W / T pipeline stages of
 // T tensor-parallel ranks each (--tp T, default 1):
 //
-//   launch -n 2 -- serve --model PATH [--tp T | --ep E] [--listen 127.0.0.1:8080] [--slots 8] [--queue 64]
+//   launch -n 2 -- serve --model PATH [--tp T | --ep E [--experts-by-load STATS]] [--listen 127.0.0.1:8080]
+//   [--slots 8] [--queue 64]
 //         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
 //
 // Rank 0, the leader (the last stage's tensor-parallel index 0), serves HTTP
@@ -115,6 +116,9 @@ const CommandSpec kSpec{
      {"ep", "E",
       "expert-parallel ranks per pipeline stage, in place of --tp: each holds whole experts of a mixture of "
       "experts, attention split by heads as under --tp E (with --shards, the shards')"},
+     {"experts-by-load", "STATS",
+      "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
+      "(a file infer --routing-stats wrote), not in contiguous runs (with --shards, shard places them)"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
@@ -385,10 +389,13 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
     settings.report_drafts = [&metrics](int64_t drafted, int64_t accepted) {
       metrics.CountDrafts(drafted, accepted);
     };
-    settings.report_rank_times = [&metrics](std::span<const RankTimes> ranks) {
+    // Called from the generator's thread, the one that runs `stage`.
+    settings.report_rank_times = [&metrics, &stage](std::span<const RankTimes> ranks) {
       for (const RankTimes& times : ranks) {
         metrics.SetRankTimes(times.rank, times.compute_seconds, times.wait_seconds);
       }
+      metrics.SetRoutedPositions(stage.part().layers.begin, stage.config().num_experts,
+                                 stage.RoutingCounts());
     };
   }
   Timeline timeline(false);

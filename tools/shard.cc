@@ -1,10 +1,14 @@
 // shard: splits a checkpoint into one safetensors file per rank of a
 // pipeline- (x tensor- or expert-) parallel job, plus manifest.json.
 //
-//   shard --model PATH --pp N [--tp M | --ep M] [--layers a,b,...] [--dtype T] --out DIR
+//   shard --model PATH --pp N [--tp M | --ep M [--experts-by-load STATS]] [--layers a,b,...]
+//         [--dtype T] --out DIR
 //
 // With --ep M each of a stage's M ranks holds whole experts of every
-// mixture-of-experts layer, and its file only those (loader/shard_plan.h).
+// mixture-of-experts layer, and its file only those (loader/shard_plan.h):
+// contiguous runs, or with --experts-by-load each layer's experts placed so
+// the busiest rank gets the least of the routing `infer --routing-stats`
+// measured (loader/expert_placement.h).
 //
 // PATH is a safetensors file or folder (with config.json), a Hugging Face
 // sharded folder, a GGUF file (whose embedded tokenizer infer reads with
@@ -19,6 +23,7 @@
 
 #include "base/command_line.h"
 #include "loader/mapped_checkpoint.h"
+#include "loader/routing_stats.h"
 #include "loader/shard_plan.h"
 #include "loader/shard_progress.h"
 #include "loader/shard_writer.h"
@@ -34,7 +39,8 @@ int Fail(const Error& error) {
 
 const CommandSpec kSpec{
     "shard",
-    "--model PATH --pp N [--tp M | --ep M] [--layers a,b,...] [--dtype T] --out DIR",
+    "--model PATH --pp N [--tp M | --ep M [--experts-by-load STATS]] [--layers a,b,...] [--dtype T] --out "
+    "DIR",
     "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor- or expert-) parallel "
     "job,\n"
     "plus manifest.json. PATH is a safetensors file or folder (with config.json), a Hugging Face sharded\n"
@@ -46,6 +52,9 @@ const CommandSpec kSpec{
      {"ep", "M",
       "expert-parallel ranks per stage: each holds whole experts of a mixture of experts, attention split "
       "by heads as under --tp M"},
+     {"experts-by-load", "STATS",
+      "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
+      "(a file infer --routing-stats wrote for this model), not in contiguous runs"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
      {"dtype", "T",
       "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
@@ -88,8 +97,21 @@ int Run(int argc, char** argv) {
 
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
   if (!checkpoint) return Fail(checkpoint.error());
-  Result<ShardPlan> plan = MakeShardPlan((*checkpoint)->config(), static_cast<int>(*pp),
-                                         static_cast<int>(*tp), layers, expert_parallel);
+  const ModelConfig& config = (*checkpoint)->config();
+  std::optional<ExpertPlacement> placement;
+  std::optional<RoutingCounts> counts;
+  if (std::optional<std::string> stats = flags.Last("experts-by-load")) {
+    if (!expert_parallel) {
+      return Fail(
+          Error::InvalidArgument("--experts-by-load places experts under expert parallelism; add --ep"));
+    }
+    Result<RoutingCounts> read = ReadRoutingStats(*stats, config);
+    if (!read) return Fail(read.error().Prefixed("--experts-by-load: "));
+    counts = std::move(*read);
+    if (*tp <= config.num_experts) placement = PlaceExpertsByLoad(config, static_cast<int>(*tp), *counts);
+  }
+  Result<ShardPlan> plan =
+      MakeShardPlan(config, static_cast<int>(*pp), static_cast<int>(*tp), layers, expert_parallel, placement);
   if (!plan) return Fail(plan.error());
   if (!dtype) {  // shards keep the checkpoint's types
     if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
@@ -118,8 +140,7 @@ int Run(int argc, char** argv) {
                                 : ", embedding rows [" + std::to_string(shard.embedding_rows.begin) + ", " +
                                       std::to_string(shard.embedding_rows.end) + ")";
     if (plan->expert_parallel) {
-      embedding += ", experts [" + std::to_string(shard.experts.begin) + ", " +
-                   std::to_string(shard.experts.end) + ")";
+      embedding += ", " + ExpertsText(shard);
     }
     std::fprintf(stderr,
                  "shard:   rank %d: stage %d tp %d, layers [%lld, %lld), heads [%lld, %lld), classifier rows "
@@ -130,6 +151,13 @@ int Run(int argc, char** argv) {
                  static_cast<long long>(shard.classifier_rows.end), embedding.c_str(),
                  shard.has_final_norm ? ", final norm" : "",
                  report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
+  }
+  for (int64_t layer = 0; counts && layer < config.num_hidden_layers; ++layer) {
+    if (!config.IsSparseLayer(layer)) continue;
+    std::fprintf(stderr,
+                 "shard:   layer %lld: the busiest rank gets %.3f of the routing (contiguous: %.3f)\n",
+                 static_cast<long long>(layer), BusiestRankShare(*placement, plan->tp, *counts, layer),
+                 BusiestRankShare(ContiguousExperts(config, plan->tp), plan->tp, *counts, layer));
   }
   return 0;
 }
