@@ -1,5 +1,6 @@
 #include "server/failover_front.h"
 
+#include <atomic>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,10 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kRetryPause{100};
 // How long a connection to the leader may take to open (one host: at once).
 constexpr std::chrono::seconds kConnectTimeout{2};
+// How long a candidate may take to answer /health when the front end looks
+// for the new leader (a stopped process accepts the connection but never
+// answers).
+constexpr std::chrono::milliseconds kProbeTimeout{500};
 // How long a whole answer may take (the leader sends nothing before it).
 constexpr std::chrono::minutes kWholeAnswerLimit{10};
 
@@ -39,11 +44,19 @@ std::string ErrorEvent(const std::string& message) { return "data: " + LostJson(
 // Passes one client's request on, and again after a lost leader.
 struct FailoverFront::Forwarder {
   const FrontSettings& settings;
+  std::atomic<size_t>& leader;  // the index of the candidate last found leading
   const httplib::Request& request;
-  std::string where = settings.backend.host + ":" + std::to_string(settings.backend.port);
+  size_t tried = 0;  // the candidate of the last try
 
-  httplib::Client Client() const {
-    httplib::Client client(settings.backend.host, settings.backend.port);
+  // A client of the leader, as far as the front end knows (see FindLeader).
+  httplib::Client Client() {
+    tried = leader.load();
+    return Client(tried);
+  }
+
+  httplib::Client Client(size_t index) const {
+    const HostPort& backend = settings.backends[index];
+    httplib::Client client(backend.host, backend.port);
     client.set_connection_timeout(kConnectTimeout);
     client.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(settings.silence));
     client.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(settings.silence));
@@ -60,6 +73,27 @@ struct FailoverFront::Forwarder {
     if (request.has_header("Authorization"))
       out.set_header("Authorization", request.get_header_value("Authorization"));
     return out;
+  }
+
+  // After a failed try at candidate `tried`: asks every candidate's /health,
+  // the one after it first (a new leader listens at its own address) and
+  // it last, and makes the first that answers 200 (ready) the leader. A
+  // stopped one is passed over after kProbeTimeout; none: the leader stays.
+  void FindLeader() {
+    const size_t count = settings.backends.size();
+    if (count == 1) return;
+    for (size_t step = 1; step <= count; ++step) {
+      const size_t index = (tried + step) % count;
+      httplib::Client client = Client(index);
+      client.set_connection_timeout(kProbeTimeout);
+      client.set_read_timeout(kProbeTimeout);
+      const httplib::Result health = client.Get("/health");
+      if (health && health->status == 200) {
+        size_t expected = tried;  // unless another request found one first
+        leader.compare_exchange_strong(expected, index);
+        return;
+      }
+    }
   }
 
   // A whole answer: sent again after a lost leader until a new one answers
@@ -81,13 +115,17 @@ struct FailoverFront::Forwarder {
         res.set_content(LostJson(LostMessage()), "application/json");
         return;
       }
+      FindLeader();
       std::this_thread::sleep_for(kRetryPause);
     }
   }
 
   std::string LostMessage() const {
-    return "serve_front: the leader at " + where +
-           " was lost and no new leader continued the request within " +
+    std::string where;
+    for (const HostPort& backend : settings.backends)
+      where += (where.empty() ? "" : ", ") + backend.host + ":" + std::to_string(backend.port);
+    return "serve_front: the leader (of " + where +
+           ") was lost and no new leader continued the request within " +
            std::to_string(settings.failover_timeout.count()) + " ms";
   }
 
@@ -178,6 +216,7 @@ struct FailoverFront::Forwarder {
         return sink.write(event.data(), event.size());
       }
       if (HttpServer::ClientGone()) return false;
+      FindLeader();
       std::this_thread::sleep_for(kRetryPause);
     }
   }
@@ -194,11 +233,11 @@ FailoverFront::FailoverFront(FrontSettings settings)
     const Json body = Json::parse(req.body, nullptr, false);
     const bool stream = body.is_object() && body.value("stream", false) == true;
     if (!stream) {
-      Forwarder{settings_, req}.Whole(res);
+      Forwarder{settings_, leader_, req}.Whole(res);
       return;
     }
     res.set_chunked_content_provider("text/event-stream", [this, &req](size_t, httplib::DataSink& sink) {
-      const bool stayed = Forwarder{settings_, req}.Stream(sink);
+      const bool stayed = Forwarder{settings_, leader_, req}.Stream(sink);
       if (stayed) sink.done();
       return stayed;
     });
@@ -209,7 +248,7 @@ FailoverFront::FailoverFront(FrontSettings settings)
     httplib::Headers headers;
     if (req.has_header("Authorization"))
       headers.emplace("Authorization", req.get_header_value("Authorization"));
-    httplib::Client client = Forwarder{settings_, req}.Client();
+    httplib::Client client = Forwarder{settings_, leader_, req}.Client();
     httplib::Result result = client.Get(req.path, headers);
     if (!result) {
       res.status = 503;
