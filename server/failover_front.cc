@@ -248,8 +248,12 @@ FailoverFront::FailoverFront(FrontSettings settings)
     httplib::Headers headers;
     if (req.has_header("Authorization"))
       headers.emplace("Authorization", req.get_header_value("Authorization"));
-    httplib::Client client = Forwarder{settings_, leader_, req}.Client();
-    httplib::Result result = client.Get(req.path, headers);
+    Forwarder forwarder{settings_, leader_, req};
+    httplib::Result result = forwarder.Client().Get(req.path, headers);
+    if (!result) {  // the leader was lost: asked once more at the one found next
+      forwarder.FindLeader();
+      result = forwarder.Client().Get(req.path, headers);
+    }
     if (!result) {
       res.status = 503;
       res.set_content(Json{{"status", "no leader"}}.dump(), "application/json");

@@ -20,7 +20,8 @@
 // Before the first loss of a request, the leader's answers pass unchanged
 // (a streamed request's non-200 answer arrives as an error event: the
 // stream's 200 has been sent). GET requests (/health, /metrics, /v1/models)
-// are passed once.
+// go to the leader (once more to the next one found, when it cannot be
+// reached).
 //
 // Thread-safety: Bind and Start once from one thread; Stop from any: it
 // stops accepting and returns once the open requests have ended (each

@@ -499,6 +499,40 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   return GenerationEnd{report.error(), std::move(lost_ranks)};
 }
 
+// Starts the leader's HTTP server in `server` at `listen` (see
+// ListenAddress) and prints where. Errors: Io (the address cannot be bound).
+Status StartLeading(const ServeOptions& options, const HostPort& listen, RequestQueue& queue,
+                    ServerMetrics& metrics, std::optional<OpenAiServer>& server) {
+  ServerSettings settings;
+  settings.model_name = options.model_name;
+  settings.api_key = options.api_key;
+  settings.max_body_bytes = options.max_body_bytes;
+  settings.request_deadline = std::chrono::milliseconds(options.read_deadline_ms);
+  settings.max_connections = options.max_connections;
+  settings.continuations = options.failover;
+  server.emplace(settings, queue, metrics);
+  Result<int> port = server->Bind(listen.host, listen.port);
+  if (!port) {
+    if (options.listen.size() > 1 || !options.failover) return port.error();
+    return port.error().Prefixed(
+        "as the job's new leader (a lost leader may still hold the one --listen address: give each "
+        "process its own --listen): ");
+  }
+  server->Start();
+  std::printf("serve: listening on http://%s:%d\n", listen.host.c_str(), *port);
+  std::fflush(stdout);
+  return {};
+}
+
+// "serve: rank R: <error>; failing over (lost: 0, 2) (the leader is lost)".
+void ReportFailingOver(int rank, const GenerationEnd& end) {
+  std::string lost;
+  for (int lost_rank : end.lost_ranks) lost += (lost.empty() ? "" : ", ") + std::to_string(lost_rank);
+  std::fprintf(stderr, "serve: rank %d: %s; failing over (lost: %s)%s\n", rank, end.lost->ToString().c_str(),
+               lost.empty() ? "none named" : lost.c_str(),
+               Among(end.lost_ranks, 0) ? " (the leader is lost)" : "");
+}
+
 // The leader's prompt maker over the job's tokenizer and chat template.
 PromptMaker MakePromptMaker(const PreparedRank& prepared) {
   PromptMaker maker;
@@ -583,27 +617,6 @@ int main(int argc, char** argv) {
   ServerMetrics metrics;
   std::optional<OpenAiServer> server;
   bool serving = false;  // SetReady called
-  const auto start_leading = [&]() -> Status {
-    ServerSettings settings;
-    settings.model_name = options->model_name;
-    settings.api_key = options->api_key;
-    settings.max_body_bytes = options->max_body_bytes;
-    settings.request_deadline = std::chrono::milliseconds(options->read_deadline_ms);
-    settings.max_connections = options->max_connections;
-    settings.continuations = options->failover;
-    server.emplace(settings, queue, metrics);
-    Result<int> port = server->Bind(listen->host, listen->port);
-    if (!port) {
-      if (options->listen.size() > 1 || !options->failover) return port.error();
-      return port.error().Prefixed(
-          "as the job's new leader (a lost leader may still hold the one --listen "
-          "address: give each process its own --listen): ");
-    }
-    server->Start();
-    std::printf("serve: listening on http://%s:%d\n", listen->host.c_str(), *port);
-    std::fflush(stdout);
-    return {};
-  };
   std::optional<Leader> leader_parts;
   const auto leading = [&]() -> Leader* { return leader_parts ? &*leader_parts : nullptr; };
   const auto linger = [](const RendezvousConfig& config) {
@@ -614,7 +627,8 @@ int main(int argc, char** argv) {
   std::deque<PreparedRank> prepared_ranks;
   for (int generation = first_generation;; ++generation) {
     if (config.rank == 0 && !server) {
-      if (Status started = start_leading(); !started) return Fail(config.rank, started.error(), 1);
+      if (Status started = StartLeading(*options, *listen, queue, metrics, server); !started)
+        return Fail(config.rank, started.error(), 1);
       leader_parts.emplace(Leader{queue, metrics, *server});
     }
     Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
@@ -652,12 +666,7 @@ int main(int argc, char** argv) {
     // The liveness watch's verdict: a rank found lost itself (it was stopped
     // or hung) is fenced out; with rank 0 lost, rank 1 coordinates.
     if (Among(end->lost_ranks, config.rank)) Fenced(config.rank);
-    std::string lost_text;
-    for (int lost_rank : end->lost_ranks)
-      lost_text += (lost_text.empty() ? "" : ", ") + std::to_string(lost_rank);
-    std::fprintf(stderr, "serve: rank %d: %s; failing over (lost: %s)%s\n", config.rank,
-                 end->lost->ToString().c_str(), lost_text.empty() ? "none named" : lost_text.c_str(),
-                 Among(end->lost_ranks, 0) ? " (the leader is lost)" : "");
+    ReportFailingOver(config.rank, *end);
     Result<Regrouped> regrouped =
         Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
