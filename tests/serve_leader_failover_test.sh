@@ -38,7 +38,7 @@ STREAMS=8
 MAX_TOKENS=${MAX_TOKENS:-120}
 KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
 read -r -a FAULTS <<<"${FAULTS:-KILL:1 KILL:0 STOP:0 HANG:1}"
-HANG_STEP=${HANG_STEP:-40}
+HANG_STEP=${HANG_STEP:-80}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
 read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
