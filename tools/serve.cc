@@ -25,13 +25,19 @@
 // distributed/standby_rank.h) loads nothing and waits until a regroup gives
 // it a lost rank's place (AwaitPlace), then loads that rank's layers and
 // joins as it, so the job keeps its world size and plan; SIGTERM ends a
-// waiting standby with 0. When the leader itself is lost (one host, --listen
-// on a fixed port: its address then refuses connections), rank 1
-// coordinates the regroup, a standby takes rank 0's place or else rank 1
-// becomes rank 0, and the new rank 0 listens at --listen; `serve_front`
-// (server/failover_front.h), in front of that address, continues the
-// clients' streams there (server/continuation.h). Errors are one line on
-// stderr.
+// waiting standby with 0. Which ranks were lost is the liveness watch's
+// verdict (Transport::LostRanks: killed, stopped, hung, cut off), read when
+// the loop fails; when the leader itself is among them, rank 1 coordinates
+// the regroup, a standby takes rank 0's place or else rank 1 becomes rank 0,
+// and the new rank 0 listens at its own --listen (one per process of the
+// job: ranks, then standby ranks; a lost leader that still holds its address,
+// stopped or hung, keeps no one from listening, and across hosts each
+// address is its own host's); `serve_front` (server/failover_front.h), given
+// every process's address, finds the new leader and continues the clients'
+// streams there (server/continuation.h). A rank that finds itself lost
+// (frozen past the liveness limit: SIGSTOP, then SIGCONT; or hung) has been
+// fenced out by the others: it exits 1 saying so, and never serves or
+// rejoins. Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>

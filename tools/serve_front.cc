@@ -5,10 +5,9 @@
 // standby rank, or the next rank, each listening at its own --listen, or
 // all at one fixed address), without a token lost or repeated:
 //
-//   launch -n 3 --failover --standby 1 -- serve --failover --model M \
-//     --listen 127.0.0.1:8081 --listen 127.0.0.1:8082 --listen 127.0.0.1:8083 --listen 127.0.0.1:8084 &
-//   serve_front --listen 127.0.0.1:8080 --backend 127.0.0.1:8081 --backend 127.0.0.1:8082 \
-//     --backend 127.0.0.1:8083 --backend 127.0.0.1:8084
+//   L="--listen 127.0.0.1:8081 --listen 127.0.0.1:8082 --listen 127.0.0.1:8083 --listen 127.0.0.1:8084"
+//   launch -n 3 --failover --standby 1 -- serve --failover --model M $L &
+//   serve_front --listen 127.0.0.1:8080 ${L//--listen/--backend}
 //
 // (Across hosts each rank's address is its own host's: --listen
 // 0.0.0.0:8081 once, and one --backend HOST:8081 per process.)
