@@ -1,6 +1,8 @@
 #include "server/failover_front.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -28,6 +30,11 @@ constexpr std::chrono::seconds kConnectTimeout{2};
 constexpr std::chrono::milliseconds kProbeTimeout{500};
 // How long a whole answer may take (the leader sends nothing before it).
 constexpr std::chrono::minutes kWholeAnswerLimit{10};
+// While a whole answer is awaited, how often the leader's /health is asked
+// (a stopped leader neither answers nor closes the connection), and how many
+// unanswered asks in a row make it lost.
+constexpr std::chrono::seconds kWholeWatchPause{1};
+constexpr int kWholeWatchMisses = 2;
 
 // The OpenAI error object of a request the front end cannot continue.
 std::string LostJson(const std::string& message) {
@@ -96,6 +103,46 @@ struct FailoverFront::Forwarder {
     }
   }
 
+  // Whether candidate `index` answers /health at all (503 "loading" too)
+  // within kProbeTimeout.
+  bool Answers(size_t index) const {
+    httplib::Client client = Client(index);
+    client.set_connection_timeout(kProbeTimeout);
+    client.set_read_timeout(kProbeTimeout);
+    return static_cast<bool>(client.Get("/health"));
+  }
+
+  // Sends `out` with `client`, asking the leader's /health every
+  // kWholeWatchPause meanwhile on a thread of its own: after
+  // kWholeWatchMisses unanswered asks the request is cut (as a broken
+  // connection), so a stopped leader is not waited for kWholeAnswerLimit.
+  httplib::Result SendWatched(httplib::Client& client, const httplib::Request& out) {
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool answered = false;
+    std::thread watch([&] {
+      int missed = 0;
+      std::unique_lock<std::mutex> lock(mutex);
+      while (!wake.wait_for(lock, kWholeWatchPause, [&] { return answered; })) {
+        lock.unlock();
+        missed = Answers(tried) ? 0 : missed + 1;
+        lock.lock();
+        if (missed == kWholeWatchMisses && !answered) {
+          client.stop();
+          return;
+        }
+      }
+    });
+    httplib::Result result = client.send(out);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      answered = true;
+    }
+    wake.notify_all();
+    watch.join();
+    return result;
+  }
+
   // A whole answer: sent again after a lost leader until a new one answers
   // (a 503 then means it is still loading).
   void Whole(httplib::Response& res) {
@@ -103,7 +150,7 @@ struct FailoverFront::Forwarder {
     while (true) {
       httplib::Client client = Client();
       client.set_read_timeout(kWholeAnswerLimit);
-      httplib::Result result = client.send(Outgoing(request.body));
+      httplib::Result result = SendWatched(client, Outgoing(request.body));
       if (result && (result->status != 503 || !lost)) {
         res.status = result->status;
         res.set_content(result->body, result->get_header_value("Content-Type").c_str());

@@ -6,7 +6,8 @@
 // docs/reliability.md; or one fixed address the next leader listens at
 // again). When the leader is lost mid-answer (its connection breaks, or it
 // says nothing, not even its 1 s keep-alive, for `silence`: a stopped
-// leader; an answer sent whole: for 10 minutes), the front end looks for the
+// leader; an answer sent whole: for 10 minutes, or its /health goes
+// unanswered twice, asked every second), the front end looks for the
 // new leader (the first candidate, from the one after the lost, whose
 // /health answers 200 within 500 ms) and sends the request again until a
 // new leader takes it, at most `failover_timeout` after the loss:

@@ -493,11 +493,13 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   Result<GenerationReport> report =
       RunGenerator(*group, prepared.setup.model.plan, stage, stage_group, settings, queue, queue, timeline);
   if (report) return GenerationEnd{};
-  // Which ranks were lost, from the liveness watch, before the abort stops it.
+  // Which ranks were lost, from the liveness watch, before the abort stops it
+  // (only failover needs them: without it the job ends at once).
   Transport& transport = *group->transport();
   std::vector<int> lost_ranks = transport.LostRanks();
-  for (const auto until = std::chrono::steady_clock::now() + kVerdictWait;
-       lost_ranks.empty() && std::chrono::steady_clock::now() < until; lost_ranks = transport.LostRanks()) {
+  const auto until =
+      std::chrono::steady_clock::now() + (options.failover ? kVerdictWait : std::chrono::milliseconds(0));
+  for (; lost_ranks.empty() && std::chrono::steady_clock::now() < until; lost_ranks = transport.LostRanks()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // The other ranks fail at once with this reason rather than time out.
