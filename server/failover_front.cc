@@ -85,10 +85,10 @@ struct FailoverFront::Forwarder {
   // After a failed try at candidate `tried`: asks every candidate's /health,
   // the one after it first (a new leader listens at its own address) and
   // it last, and makes the first that answers 200 (ready) the leader. A
-  // stopped one is passed over after kProbeTimeout; none: the leader stays.
-  void FindLeader() {
+  // stopped one is passed over after kProbeTimeout. Returns whether one
+  // answered (none: the leader stays).
+  bool FindLeader() {
     const size_t count = settings.backends.size();
-    if (count == 1) return;
     for (size_t step = 1; step <= count; ++step) {
       const size_t index = (tried + step) % count;
       httplib::Client client = Client(index);
@@ -98,9 +98,21 @@ struct FailoverFront::Forwarder {
       if (health && health->status == 200) {
         size_t expected = tried;  // unless another request found one first
         leader.compare_exchange_strong(expected, index);
-        return;
+        return true;
       }
     }
+    return false;
+  }
+
+  // After a loss at `lost`: FindLeader every kRetryPause until a candidate
+  // answers (so that no try waits on a stopped leader). False once
+  // `failover_timeout` has passed since `lost` or the client has left.
+  bool AwaitLeader(Clock::time_point lost) {
+    while (!FindLeader()) {
+      if (Clock::now() - lost >= settings.failover_timeout || HttpServer::ClientGone()) return false;
+      std::this_thread::sleep_for(kRetryPause);
+    }
+    return true;
   }
 
   // Whether candidate `index` answers /health at all (503 "loading" too)
@@ -157,13 +169,12 @@ struct FailoverFront::Forwarder {
         return;
       }
       if (!lost) lost = Clock::now();
-      if (Clock::now() - *lost >= settings.failover_timeout || HttpServer::ClientGone()) {
+      if (result) std::this_thread::sleep_for(kRetryPause);  // a new leader's 503: still loading
+      if (Clock::now() - *lost >= settings.failover_timeout || !AwaitLeader(*lost)) {
         res.status = 503;
         res.set_content(LostJson(LostMessage()), "application/json");
         return;
       }
-      FindLeader();
-      std::this_thread::sleep_for(kRetryPause);
     }
   }
 
@@ -258,13 +269,12 @@ struct FailoverFront::Forwarder {
       pending.clear();
       if (progressed) lost.reset();  // a leader took it since: this is a new loss
       if (!lost) lost = Clock::now();
-      if (Clock::now() - *lost >= settings.failover_timeout) {
+      if (status == 503) std::this_thread::sleep_for(kRetryPause);  // a new leader still loading
+      if (Clock::now() - *lost >= settings.failover_timeout || !AwaitLeader(*lost)) {
+        if (HttpServer::ClientGone()) return false;
         const std::string event = ErrorEvent(LostMessage());
         return sink.write(event.data(), event.size());
       }
-      if (HttpServer::ClientGone()) return false;
-      FindLeader();
-      std::this_thread::sleep_for(kRetryPause);
     }
   }
 };

@@ -9,7 +9,8 @@
 // leader; an answer sent whole: for 10 minutes, or its /health goes
 // unanswered twice, asked every second), the front end looks for the
 // new leader (the first candidate, from the one after the lost, whose
-// /health answers 200 within 500 ms) and sends the request again until a
+// /health answers 200 within 500 ms; asked every 100 ms until one does, so
+// no try waits on a stopped leader) and sends the request again until a
 // new leader takes it, at most `failover_timeout` after the loss:
 // - a streamed request (server/continuation.h) continues: the front end
 //   remembers the ids of the tokens whose chunks it has passed on and asks
