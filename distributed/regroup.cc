@@ -39,9 +39,7 @@ struct StandbyCalls {
 // The coordinator's side of a regroup: collects the survivors and the
 // standbys it needs, then numbers and answers them (see the header).
 Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                         int standbys, bool leader_lost) {
-  // The coordinator: the leader, or with the leader lost the lowest other rank.
-  const int coordinator = leader_lost ? 1 : 0;
+                         int standbys, const std::vector<int>& lost_ranks, int coordinator) {
   Result<std::unique_ptr<RendezvousServer>> server =
       RendezvousServer::Listen(ended.master_addr, ended.master_port, ended.job_secret);
   if (!server) return std::move(server).error().Prefixed("regroup: ");
@@ -50,11 +48,11 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   StandbyCalls calls;
   bool survivors_in = false;
   const auto lost = [&] { return ended.world_size - 1 - static_cast<int>(arrived.size()); };
-  // Once all but one of the other ranks are in (with the leader lost: all of
-  // them, the leader being the one), the standbys that have not called yet
-  // get kStandbyWait from then.
+  // Once all of the other ranks but those lost (at least one) are in, the
+  // standbys that have not called yet get kStandbyWait from then.
+  const int expected = ended.world_size - 1 - std::max<int>(1, static_cast<int>(lost_ranks.size()));
   const auto note_arrival = [&] {
-    if (survivors_in || static_cast<int>(arrived.size()) < ended.world_size - 2) return;
+    if (survivors_in || static_cast<int>(arrived.size()) < expected) return;
     survivors_in = true;
     if (standbys > 0) deadline = std::min(deadline, Clock::now() + kStandbyWait);
   };
@@ -92,8 +90,11 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
     } else if (asked != generation) {
       refusal = "rank " + std::to_string(rank) + " asked to join generation " + std::to_string(asked) +
                 ", the leader forms generation " + std::to_string(generation);
-    } else if (rank <= 0 || rank == coordinator || rank >= ended.world_size || arrived.count(rank) > 0) {
+    } else if (rank <= coordinator || rank >= ended.world_size || arrived.count(rank) > 0) {
       refusal = "rank " + std::to_string(rank) + " arrived twice or is out of range";
+    } else if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) != lost_ranks.end()) {
+      refusal = "rank " + std::to_string(rank) + " was found lost: it is fenced out of generation " +
+                std::to_string(generation);
     }
     if (!refusal.empty()) {
       (void)(*server)->Reply(request->client, Json{{"error", refusal}}.dump());
@@ -201,9 +202,15 @@ Result<Regrouped> Ask(const RendezvousConfig& ended, int generation, std::chrono
 }  // namespace
 
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys, bool leader_lost) {
-  return ended.rank == (leader_lost ? 1 : 0) ? Decide(ended, generation, window, standbys, leader_lost)
-                                             : Ask(ended, generation, window);
+                          int standbys, const std::vector<int>& lost_ranks) {
+  int coordinator = 0;
+  while (std::find(lost_ranks.begin(), lost_ranks.end(), coordinator) != lost_ranks.end()) ++coordinator;
+  if (coordinator == ended.rank) return Decide(ended, generation, window, standbys, lost_ranks, coordinator);
+  if (std::find(lost_ranks.begin(), lost_ranks.end(), ended.rank) != lost_ranks.end()) {
+    return Error::InvalidArgument("regroup: rank " + std::to_string(ended.rank) +
+                                  " is among the lost ranks it was given; a fenced rank does not regroup");
+  }
+  return Ask(ended, generation, window);
 }
 
 Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,

@@ -3,13 +3,14 @@
 // the job's next generation, before they rendezvous again as a new
 // ProcessGroup (Join) over those members.
 //
-// The coordinator decides: the leader (rank 0), or when the leader is the
-// rank lost (the caller knows it: `leader_lost`), rank 1. It listens at
+// The coordinator decides: the lowest rank not among the lost ones the
+// caller names (its liveness watch's verdict, Transport::LostRanks): the
+// leader (rank 0), or when the leader is lost, rank 1. It listens at
 // the job's MASTER_ADDR:MASTER_PORT again, with the job's secret (CURVE, as
 // the rendezvous), and every surviving rank reports its rank in the ended
-// generation. The survivors are in as soon as all but one of the other ranks
-// (with the leader lost: all but the leader) have arrived (one loss, the
-// common case, costs no waiting) or when
+// generation. The survivors are in as soon as all of the other ranks but the
+// lost ones (at least one) have arrived (one loss, the common case, costs no
+// waiting) or when
 // `window` has passed. A standby rank (AwaitPlace) calls the leader over and
 // over until a regroup hears it: the leader answers "hold", and counts the
 // standby once it confirms on the same connection (so a call of a connection
@@ -22,8 +23,8 @@
 // leader lost, a standby becomes rank 0 (the new leader), or else rank 1
 // does (the coordinator itself), each other member moving down one. Standbys not
 // needed are told to wait for the next regroup. A request of another
-// generation, an unknown rank or a rank that arrives twice is refused with a
-// one-line reason. The new generation's Join then binds fresh sockets and
+// generation, an unknown rank, a rank named lost (fenced out) or a rank that
+// arrives twice is refused with a one-line reason. The new generation's Join then binds fresh sockets and
 // fresh shared-memory segments under a fresh job id, so no message of the
 // ended generation can reach it.
 //
@@ -56,16 +57,19 @@ struct Regrouped {
 inline constexpr std::chrono::milliseconds kStandbyWait{2000};
 
 // Regroups rank `ended.rank` of the generation `ended` described, whose
-// successor is number `generation` (1 for the first regroup). `leader_lost`:
-// rank 0 of `ended` is the rank lost (every survivor must agree on it: one
-// host, serve tells it from its HTTP address refusing connections); rank 1
-// then coordinates. On the coordinator, `standbys` is how many standby ranks
-// may still answer (0: none is waited for). Errors: Timeout on another rank
+// successor is number `generation` (1 for the first regroup). `lost_ranks`:
+// the ranks of `ended` found lost (Transport::LostRanks; every survivor must
+// agree on whether rank 0 is among them, which the liveness watch gives: each
+// survivor judges the same heartbeats, or the same closed connection); the
+// lowest rank not among them coordinates. On the coordinator, `standbys` is
+// how many standby ranks may still answer (0: none is waited for).
+// Errors: InvalidArgument when `ended.rank` is itself among `lost_ranks`
+// (fenced out: it must not take part); Timeout on another rank
 // that hears no answer within `window` plus two seconds (the coordinator is
 // gone); InvalidArgument when the coordinator refuses the rank (the reason
 // quoted); Transport when the coordinator cannot listen.
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys = 0, bool leader_lost = false);
+                          int standbys = 0, const std::vector<int>& lost_ranks = {});
 
 // A standby rank's wait for a place: calls the leader at `job`'s
 // MASTER_ADDR:MASTER_PORT (`job.standby` names the standby) until a regroup

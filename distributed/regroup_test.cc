@@ -106,10 +106,10 @@ TEST(Regroup, WithTheLeaderLostRankOneCoordinatesAndBecomesRankZero) {
   const int port = FreePort();
   // Rank 0 of 3 is lost; rank 1 decides and becomes rank 0, rank 2 rank 1.
   auto survivor = std::async(std::launch::async, [port] {
-    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 0, /*leader_lost=*/true);
+    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 0, /*lost_ranks=*/{0});
   });
   const auto started = Clock::now();
-  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 0, /*leader_lost=*/true);
+  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 0, /*lost_ranks=*/{0});
   ASSERT_TRUE(coordinator.ok()) << coordinator.error().ToString();
   EXPECT_LT(Clock::now() - started, milliseconds(10000));  // not the window
   EXPECT_EQ(coordinator->config.rank, 0);
@@ -121,6 +121,31 @@ TEST(Regroup, WithTheLeaderLostRankOneCoordinatesAndBecomesRankZero) {
   EXPECT_EQ(other->old_ranks, (std::vector<int>{1, 2}));
 }
 
+TEST(Regroup, ARankNamedAmongTheLostIsFencedOutAndDoesNotRegroup) {
+  // A stopped leader that runs again finds itself among the lost ranks.
+  Result<Regrouped> fenced = Regroup(Ended(0, 3, FreePort()), 1, milliseconds(1000), 0, /*lost_ranks=*/{0});
+  ASSERT_FALSE(fenced.ok());
+  EXPECT_EQ(fenced.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(fenced.error().message.find("fenced"), std::string::npos) << fenced.error().message;
+}
+
+TEST(Regroup, WithRanksZeroAndOneLostRankTwoCoordinates) {
+  const int port = FreePort();
+  auto survivor = std::async(std::launch::async, [port] {
+    return Regroup(Ended(3, 4, port), 1, milliseconds(20000), 0, /*lost_ranks=*/{0, 1});
+  });
+  const auto started = Clock::now();
+  Result<Regrouped> coordinator =
+      Regroup(Ended(2, 4, port), 1, milliseconds(20000), 0, /*lost_ranks=*/{0, 1});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.error().ToString();
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));  // both lost named: not the window
+  EXPECT_EQ(coordinator->config.rank, 0);
+  EXPECT_EQ(coordinator->old_ranks, (std::vector<int>{2, 3}));
+  Result<Regrouped> other = survivor.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+}
+
 TEST(Regroup, WithTheLeaderLostAStandbyTakesRankZero) {
   const int port = FreePort();
   std::atomic<bool> stop{false};
@@ -129,9 +154,9 @@ TEST(Regroup, WithTheLeaderLostAStandbyTakesRankZero) {
   });
   std::this_thread::sleep_for(milliseconds(300));
   auto survivor = std::async(std::launch::async, [port] {
-    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 1, /*leader_lost=*/true);
+    return Regroup(Ended(2, 3, port), 1, milliseconds(20000), 1, /*lost_ranks=*/{0});
   });
-  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 1, /*leader_lost=*/true);
+  Result<Regrouped> coordinator = Regroup(Ended(1, 3, port), 1, milliseconds(20000), 1, /*lost_ranks=*/{0});
   ASSERT_TRUE(coordinator.ok()) << coordinator.error().ToString();
   EXPECT_EQ(coordinator->config.rank, 1);
   EXPECT_EQ(coordinator->old_ranks, (std::vector<int>{0, 1, 2}));

@@ -127,6 +127,16 @@ class Transport {
   // unless a transport says otherwise.
   virtual Status CheckAbortNotices() { return {}; }
 
+  // The ranks this rank's liveness watch has found lost, lowest first: peers
+  // judged unresponsive (stopped, frozen, unreachable or hung) and peers
+  // whose connection or process ended without a goodbye or abort notice;
+  // and this rank itself once it finds that it was frozen or stalled for the
+  // watch's limit, since its peers then judge it lost. Never waits; valid
+  // until Close or Abort. Empty unless a transport says otherwise (the
+  // ZeroMQ control plane every multi-process job has; RoutedTransport asks
+  // its control transport).
+  virtual std::vector<int> LostRanks() const { return {}; }
+
   // Stops the transport; pending and later calls fail with Closed; peers'
   // Recv from this rank fail with PeerLost once its messages are taken.
   // Idempotent.

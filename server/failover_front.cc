@@ -1,5 +1,8 @@
 #include "server/failover_front.h"
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -21,8 +24,17 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kRetryPause{100};
 // How long a connection to the leader may take to open (one host: at once).
 constexpr std::chrono::seconds kConnectTimeout{2};
+// How long a candidate may take to answer /health when the front end looks
+// for the new leader (a stopped process accepts the connection but never
+// answers).
+constexpr std::chrono::milliseconds kProbeTimeout{500};
 // How long a whole answer may take (the leader sends nothing before it).
 constexpr std::chrono::minutes kWholeAnswerLimit{10};
+// While a whole answer is awaited, how often the leader's /health is asked
+// (a stopped leader neither answers nor closes the connection), and how many
+// unanswered asks in a row make it lost.
+constexpr std::chrono::seconds kWholeWatchPause{1};
+constexpr int kWholeWatchMisses = 2;
 
 // The OpenAI error object of a request the front end cannot continue.
 std::string LostJson(const std::string& message) {
@@ -39,11 +51,19 @@ std::string ErrorEvent(const std::string& message) { return "data: " + LostJson(
 // Passes one client's request on, and again after a lost leader.
 struct FailoverFront::Forwarder {
   const FrontSettings& settings;
+  std::atomic<size_t>& leader;  // the index of the candidate last found leading
   const httplib::Request& request;
-  std::string where = settings.backend.host + ":" + std::to_string(settings.backend.port);
+  size_t tried = 0;  // the candidate of the last try
 
-  httplib::Client Client() const {
-    httplib::Client client(settings.backend.host, settings.backend.port);
+  // A client of the leader, as far as the front end knows (see FindLeader).
+  httplib::Client Client() {
+    tried = leader.load();
+    return Client(tried);
+  }
+
+  httplib::Client Client(size_t index) const {
+    const HostPort& backend = settings.backends[index];
+    httplib::Client client(backend.host, backend.port);
     client.set_connection_timeout(kConnectTimeout);
     client.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(settings.silence));
     client.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(settings.silence));
@@ -62,6 +82,79 @@ struct FailoverFront::Forwarder {
     return out;
   }
 
+  // After a failed try at candidate `tried`: asks every candidate's /health,
+  // the one after it first (a new leader listens at its own address) and
+  // it last, and makes the first that answers 200 (ready) the leader. A
+  // stopped one is passed over after kProbeTimeout. Returns whether one
+  // answered (none: the leader stays).
+  bool FindLeader() {
+    const size_t count = settings.backends.size();
+    for (size_t step = 1; step <= count; ++step) {
+      const size_t index = (tried + step) % count;
+      httplib::Client client = Client(index);
+      client.set_connection_timeout(kProbeTimeout);
+      client.set_read_timeout(kProbeTimeout);
+      const httplib::Result health = client.Get("/health");
+      if (health && health->status == 200) {
+        size_t expected = tried;  // unless another request found one first
+        leader.compare_exchange_strong(expected, index);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // After a loss at `lost`: FindLeader every kRetryPause until a candidate
+  // answers (so that no try waits on a stopped leader). False once
+  // `failover_timeout` has passed since `lost` or the client has left.
+  bool AwaitLeader(Clock::time_point lost) {
+    while (!FindLeader()) {
+      if (Clock::now() - lost >= settings.failover_timeout || HttpServer::ClientGone()) return false;
+      std::this_thread::sleep_for(kRetryPause);
+    }
+    return true;
+  }
+
+  // Whether candidate `index` answers /health at all (503 "loading" too)
+  // within kProbeTimeout.
+  bool Answers(size_t index) const {
+    httplib::Client client = Client(index);
+    client.set_connection_timeout(kProbeTimeout);
+    client.set_read_timeout(kProbeTimeout);
+    return static_cast<bool>(client.Get("/health"));
+  }
+
+  // Sends `out` with `client`, asking the leader's /health every
+  // kWholeWatchPause meanwhile on a thread of its own: after
+  // kWholeWatchMisses unanswered asks the request is cut (as a broken
+  // connection), so a stopped leader is not waited for kWholeAnswerLimit.
+  httplib::Result SendWatched(httplib::Client& client, const httplib::Request& out) {
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool answered = false;
+    std::thread watch([&] {
+      int missed = 0;
+      std::unique_lock<std::mutex> lock(mutex);
+      while (!wake.wait_for(lock, kWholeWatchPause, [&] { return answered; })) {
+        lock.unlock();
+        missed = Answers(tried) ? 0 : missed + 1;
+        lock.lock();
+        if (missed == kWholeWatchMisses && !answered) {
+          client.stop();
+          return;
+        }
+      }
+    });
+    httplib::Result result = client.send(out);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      answered = true;
+    }
+    wake.notify_all();
+    watch.join();
+    return result;
+  }
+
   // A whole answer: sent again after a lost leader until a new one answers
   // (a 503 then means it is still loading).
   void Whole(httplib::Response& res) {
@@ -69,25 +162,28 @@ struct FailoverFront::Forwarder {
     while (true) {
       httplib::Client client = Client();
       client.set_read_timeout(kWholeAnswerLimit);
-      httplib::Result result = client.send(Outgoing(request.body));
+      httplib::Result result = SendWatched(client, Outgoing(request.body));
       if (result && (result->status != 503 || !lost)) {
         res.status = result->status;
         res.set_content(result->body, result->get_header_value("Content-Type").c_str());
         return;
       }
       if (!lost) lost = Clock::now();
-      if (Clock::now() - *lost >= settings.failover_timeout || HttpServer::ClientGone()) {
+      if (result) std::this_thread::sleep_for(kRetryPause);  // a new leader's 503: still loading
+      if (Clock::now() - *lost >= settings.failover_timeout || !AwaitLeader(*lost)) {
         res.status = 503;
         res.set_content(LostJson(LostMessage()), "application/json");
         return;
       }
-      std::this_thread::sleep_for(kRetryPause);
     }
   }
 
   std::string LostMessage() const {
-    return "serve_front: the leader at " + where +
-           " was lost and no new leader continued the request within " +
+    std::string where;
+    for (const HostPort& backend : settings.backends)
+      where += (where.empty() ? "" : ", ") + backend.host + ":" + std::to_string(backend.port);
+    return "serve_front: the leader (of " + where +
+           ") was lost and no new leader continued the request within " +
            std::to_string(settings.failover_timeout.count()) + " ms";
   }
 
@@ -173,12 +269,12 @@ struct FailoverFront::Forwarder {
       pending.clear();
       if (progressed) lost.reset();  // a leader took it since: this is a new loss
       if (!lost) lost = Clock::now();
-      if (Clock::now() - *lost >= settings.failover_timeout) {
+      if (status == 503) std::this_thread::sleep_for(kRetryPause);  // a new leader still loading
+      if (Clock::now() - *lost >= settings.failover_timeout || !AwaitLeader(*lost)) {
+        if (HttpServer::ClientGone()) return false;
         const std::string event = ErrorEvent(LostMessage());
         return sink.write(event.data(), event.size());
       }
-      if (HttpServer::ClientGone()) return false;
-      std::this_thread::sleep_for(kRetryPause);
     }
   }
 };
@@ -194,11 +290,11 @@ FailoverFront::FailoverFront(FrontSettings settings)
     const Json body = Json::parse(req.body, nullptr, false);
     const bool stream = body.is_object() && body.value("stream", false) == true;
     if (!stream) {
-      Forwarder{settings_, req}.Whole(res);
+      Forwarder{settings_, leader_, req}.Whole(res);
       return;
     }
     res.set_chunked_content_provider("text/event-stream", [this, &req](size_t, httplib::DataSink& sink) {
-      const bool stayed = Forwarder{settings_, req}.Stream(sink);
+      const bool stayed = Forwarder{settings_, leader_, req}.Stream(sink);
       if (stayed) sink.done();
       return stayed;
     });
@@ -209,8 +305,12 @@ FailoverFront::FailoverFront(FrontSettings settings)
     httplib::Headers headers;
     if (req.has_header("Authorization"))
       headers.emplace("Authorization", req.get_header_value("Authorization"));
-    httplib::Client client = Forwarder{settings_, req}.Client();
-    httplib::Result result = client.Get(req.path, headers);
+    Forwarder forwarder{settings_, leader_, req};
+    httplib::Result result = forwarder.Client().Get(req.path, headers);
+    if (!result) {  // the leader was lost: asked once more at the one found next
+      forwarder.FindLeader();
+      result = forwarder.Client().Get(req.path, headers);
+    }
     if (!result) {
       res.status = 503;
       res.set_content(Json{{"status", "no leader"}}.dump(), "application/json");

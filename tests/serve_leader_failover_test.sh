@@ -1,9 +1,20 @@
 #!/bin/bash
 # A lost leader in serve --failover (issue 32): 3 ranks under launch
-# --failover, serve --listen on a fixed port, and serve_front in front of
-# it; 8 greedy streams through the front end; SIGKILL of rank 0 (the leader:
-# HTTP listener, request queue, last stage) once the streams have sent
-# KILL_AFTER chunks between them.
+# --failover, each process with its own serve --listen (a fixed port; the
+# standby's too), and serve_front in front of them (--backend for each); 8
+# greedy streams through the front end; rank 0 (the leader: HTTP listener,
+# request queue, last stage) is lost once the streams have sent KILL_AFTER
+# chunks between them, by each fault of FAULTS in turn (FAULT:STANDBYS;
+# default "KILL:1 KILL:0 STOP:0 HANG:1"):
+# - KILL: SIGKILL;
+# - STOP: SIGSTOP (its listener still accepts connections, and it keeps its
+#   port). Once the streams are done the test continues it (SIGCONT): it must
+#   exit 1 within 10 s saying it was fenced out, not serve;
+# - HANG: its generator thread hangs at forward pass HANG_STEP (the test-only
+#   hook, runtime/test_only_hang.h, set for the first rank 0 alone); its other
+#   threads run on, and it must end itself saying it was fenced out.
+# The survivors name rank 0 lost from their liveness watch (the log line
+# "(lost: 0) (the leader is lost)").
 # - With a standby (launch --standby 1): the standby takes rank 0's place
 #   (it becomes the leader and listens at the same address), the job keeps
 #   3 ranks (/metrics: inferno_ranks 3, one takeover, one failover).
@@ -26,21 +37,39 @@ WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_leader_failover.XXXXXX")"
 STREAMS=8
 MAX_TOKENS=${MAX_TOKENS:-120}
 KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
-read -r -a STANDBYS <<<"${STANDBYS:-1 0}"
+read -r -a FAULTS <<<"${FAULTS:-KILL:1 KILL:0 STOP:0 HANG:1}"
+HANG_STEP=${HANG_STEP:-80}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
 read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
 TOKENIZER=${TOKENIZER:-byte-level}
 "$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
-# The leader's fixed port: free a moment ago.
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BACKEND="http://127.0.0.1:$PORT"
+# Each process's fixed port (ranks 0-2, then the standby): free a moment ago.
+read -r -a PORTS <<<"$(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(4)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))')"
+BACKEND="http://127.0.0.1:${PORTS[0]}"
+BACKEND_FLAGS=() LISTEN_FLAGS=()
+for port in "${PORTS[@]}"; do
+  BACKEND_FLAGS+=(--backend "127.0.0.1:$port")
+  LISTEN_FLAGS+=(--listen "127.0.0.1:$port")
+done
+# serve, but the first rank 0 alone hangs at forward pass HANG_STEP (a
+# standby, with no RANK, and a rank that becomes rank 0 later never do).
+cat >"$WORK/serve_hang0" <<EOF
+#!/bin/bash
+[ "\${RANK:-}" = 0 ] && export INFERNO_TEST_ONLY_HANG="0:$HANG_STEP"
+exec "$(readlink -f "$SERVE")" "\$@"
+EOF
+chmod +x "$WORK/serve_hang0"
 
-# Starts a serve_front for the leader's port with failover timeout $1 ms,
+# Starts a serve_front for the processes' ports with failover timeout $1 ms,
 # its output in $2; sets STARTED_PID and STARTED_URL, or exits failing.
 start_front() {
-  "$FRONT" --listen 127.0.0.1:0 --backend "127.0.0.1:$PORT" --failover-timeout-ms "$1" >"$2" 2>&1 &
+  "$FRONT" --listen 127.0.0.1:0 "${BACKEND_FLAGS[@]}" --failover-timeout-ms "$1" >"$2" 2>&1 &
   STARTED_PID=$!
   STARTED_URL=
   for _ in $(seq 200); do
@@ -56,16 +85,18 @@ start_front() {
 start_front 30000 "$WORK/front.out"
 FRONT_PID=$STARTED_PID URL=$STARTED_URL
 
-# run_job NAME STANDBYS [KILL]: a 3-rank job (STANDBYS standby ranks), the
-# streams through the front end (with KILL: SIGKILL of rank 0 mid-stream),
-# then a drain through the leader of the moment; the client's JSON in
-# $WORK/NAME.json. Sets NEW_LEADER (the pid drained).
+# run_job NAME STANDBYS [FAULT]: a 3-rank job (STANDBYS standby ranks), the
+# streams through the front end (with FAULT: rank 0 lost mid-stream, see
+# the top), then a drain through the leader of the moment; the client's JSON
+# in $WORK/NAME.json. Sets NEW_LEADER (the pid drained).
 run_job() {
-  local name="$1" standbys="$2" kill="${3:-}"
+  local name="$1" standbys="$2" fault="${3:-}" serve="$SERVE" signal=NONE
+  [ "$fault" = HANG ] && serve="$WORK/serve_hang0"
+  { [ "$fault" = KILL ] || [ "$fault" = STOP ]; } && signal=$fault
   SERVER_OUT="$WORK/$name.out"
   trap '' TERM
-  "$LAUNCH" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- "$SERVE" --failover \
-    --listen "127.0.0.1:$PORT" --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy \
+  "$LAUNCH" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- "$serve" --failover \
+    "${LISTEN_FLAGS[@]:0:$((2 * (3 + standbys)))}" --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy \
     --chat-template "$WORK/chat.jinja" \
     --slots "$STREAMS" >"$SERVER_OUT" 2>&1 &
   SERVER_PID=$!
@@ -91,13 +122,24 @@ run_job() {
     -d '{"model": "toy", "prompt": "An answer sent whole", "max_tokens": 100, "temperature": 0}' \
     -w '\n%{http_code}' >"$WORK/$name.whole" &
   local whole=$!
-  timeout 120 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[0]}" "$KILL_AFTER" "${kill:-NONE}" \
+  timeout 120 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[0]}" "$KILL_AFTER" "$signal" \
     >"$WORK/$name.json"
   wait "$whole" || fail "$name: the whole answer's curl failed"
   curl -s --max-time 10 "$URL/metrics" >"$WORK/$name.metrics"
+  if [ "$fault" = STOP ] || [ "$fault" = HANG ]; then
+    # The lost leader, run again (STOP) or hung, ends itself, fenced out.
+    [ "$fault" = STOP ] && kill -CONT "${pids[0]}"
+    local gone=$(($(now_ms) + 10000))
+    while kill -0 "${pids[0]}" 2>/dev/null && [ "$(now_ms)" -lt "$gone" ]; do sleep 0.05; done
+    kill -0 "${pids[0]}" 2>/dev/null && fail "$name: the lost leader still runs 10 s after it was continued"
+    grep -q "serve: rank 0: this rank was frozen or hung past the liveness limit.*fenced out" \
+      "$SERVER_OUT" || fail "$name: the lost leader did not say it was fenced out"
+    grep -q "launch: rank 0 (pid ${pids[0]}) exited with status 1.*carry on" "$SERVER_OUT" ||
+      fail "$name: the lost leader did not exit 1: $(grep launch: "$SERVER_OUT")"
+  fi
   # The leader now: rank 0, or after its loss the standby, or else rank 1.
   NEW_LEADER=${pids[0]}
-  if [ -n "$kill" ]; then NEW_LEADER=${pids[$([ "$standbys" -gt 0 ] && echo 3 || echo 1)]}; fi
+  if [ -n "$fault" ]; then NEW_LEADER=${pids[$([ "$standbys" -gt 0 ] && echo 3 || echo 1)]}; fi
   kill -TERM "$NEW_LEADER"
   local until=$(($(now_ms) + 30000))
   while kill -0 "$SERVER_PID" 2>/dev/null && [ "$(now_ms)" -lt "$until" ]; do sleep 0.05; done
@@ -126,14 +168,15 @@ for i, s in enumerate(r["streams"]):
     assert s["error"] is None and s["done"] and s["finish"] in ("length", "stop") and s["text"], (i, s)
 PY
 
-for standbys in "${STANDBYS[@]}"; do
-  name="leader-standby$standbys"
-  run_job "$name" "$standbys" KILL || { cat "$SERVER_OUT" >&2; continue; }
+for fault_standbys in "${FAULTS[@]}"; do
+  fault=${fault_standbys%:*} standbys=${fault_standbys#*:}
+  name="leader-$fault-standby$standbys"
+  run_job "$name" "$standbys" "$fault" || { cat "$SERVER_OUT" >&2; continue; }
   python3 - "$WORK/undisturbed.json" "$WORK/$name.json" "$name" <<'PY' || fail "$name: the streams across the failover"
 import json, sys
 before = json.load(open(sys.argv[1]))
 r = json.load(open(sys.argv[2]))
-assert r["killed"], "the client never killed the leader: the streams ended first"
+assert r["killed"], "the client never marked the fault: the streams ended first"
 for i, (a, b) in enumerate(zip(before["streams"], r["streams"])):
     assert b["error"] is None, ("stream %d got an error" % i, b["error"])
     assert b["done"] and b["finish"] == a["finish"], (i, a["finish"], b)
@@ -151,8 +194,11 @@ PY
     grep -qx "$line" "$WORK/$name.metrics" ||
       fail "$name: /metrics lacks '$line': $(grep -E 'failover_seconds_count|ranks|standby' "$WORK/$name.metrics")"
   done
-  grep -q "launch: rank 0 (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
+  [ "$fault" != KILL ] || grep -q "launch: rank 0 (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
     fail "$name: launch did not carry on without rank 0: $(grep launch: "$SERVER_OUT")"
+  # Every survivor named rank 0 lost, from its liveness watch.
+  [ "$(grep -c "serve: rank [12]: .*failing over (lost: 0) (the leader is lost)" "$SERVER_OUT")" = 2 ] ||
+    fail "$name: the survivors did not both name rank 0 lost: $(grep "failing over" "$SERVER_OUT")"
   if [ "$standbys" -gt 0 ]; then
     grep -q "serve: standby rank 0 takes rank 0's place in generation 1" "$SERVER_OUT" ||
       fail "$name: the standby did not take rank 0's place: $(grep serve: "$SERVER_OUT")"

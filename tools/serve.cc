@@ -26,22 +26,28 @@
 // distributed/standby_rank.h) loads nothing and waits until a regroup gives
 // it a lost rank's place (AwaitPlace), then loads that rank's layers and
 // joins as it, so the job keeps its world size and plan; SIGTERM ends a
-// waiting standby with 0. When the leader itself is lost (one host, --listen
-// on a fixed port: its address then refuses connections), rank 1
-// coordinates the regroup, a standby takes rank 0's place or else rank 1
-// becomes rank 0, and the new rank 0 listens at --listen; `serve_front`
-// (server/failover_front.h), in front of that address, continues the
-// clients' streams there (server/continuation.h). Errors are one line on
-// stderr.
-#include <netdb.h>
+// waiting standby with 0. Which ranks were lost is the liveness watch's
+// verdict (Transport::LostRanks: killed, stopped, hung, cut off), read when
+// the loop fails; when the leader itself is among them, rank 1 coordinates
+// the regroup, a standby takes rank 0's place or else rank 1 becomes rank 0,
+// and the new rank 0 listens at its own --listen (one per process of the
+// job: ranks, then standby ranks; a lost leader that still holds its address,
+// stopped or hung, keeps no one from listening, and across hosts each
+// address is its own host's); `serve_front` (server/failover_front.h), given
+// every process's address, finds the new leader and continues the clients'
+// streams there (server/continuation.h). A rank that finds itself lost
+// (frozen past the liveness limit: SIGSTOP, then SIGCONT; or hung) has been
+// fenced out by the others: it exits 1 saying so, and never serves or
+// rejoins. Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -50,10 +56,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <glog/logging.h>
 
@@ -86,7 +94,10 @@ const CommandSpec kSpec{
     {{"model", "PATH",
       "a safetensors file or folder, Hugging Face sharded folder, GGUF file, or llama2.c .bin"},
      {"shards", "DIR", "a folder written by shard; each rank maps only its own file"},
-     {"listen", "HOST:PORT", "the address to serve on (default 127.0.0.1:8080; port 0: any free port)"},
+     {"listen", "HOST:PORT",
+      "the address to serve on (default 127.0.0.1:8080; port 0: any free port); with --failover, may be "
+      "given once per process of the job (ranks, then standby ranks): each listens at its own when it "
+      "leads, and serve_front is given them all as --backend"},
      {"model-name", "NAME", "the model id requests name (default: the file or folder name of --model)"},
      {"tokenizer", "FILE", "a tokenizer.json or folder, a llama2.c tokenizer.bin, or byte-level"},
      {"chat-template", "FILE", "a Jinja chat template instead of tokenizer_config.json's"},
@@ -127,8 +138,9 @@ const CommandSpec kSpec{
       "when a rank is lost, a standby rank takes its place (launch --standby), or else the others carry "
       "on without it, re-planning the pipeline over themselves; every running request continues (run "
       "under launch --failover; with --model only, no --tp, --ep, --pp, --layers or --fetch-weights). "
-      "A lost rank 0 too, with --listen on a fixed port: the standby or rank 1 becomes the leader and "
-      "listens there; clients' streams continue through serve_front"}}};
+      "A lost rank 0 too (killed, stopped or hung, as the liveness watch finds it): the standby or rank "
+      "1 becomes the leader and listens at its --listen; clients' streams continue through serve_front. "
+      "A rank found stopped or hung exits once it runs again (fenced out)"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -144,8 +156,9 @@ constexpr int64_t kDefaultCacheMib = 1024;
 
 struct ServeOptions {
   ModelChoice model;
-  std::string host = "127.0.0.1";
-  int port = 8080;
+  // Every --listen, in order (default 127.0.0.1:8080): one for the whole
+  // job, or one per process of a --failover job (see ListenAddress).
+  std::vector<HostPort> listen = {{"127.0.0.1", 8080}};
   std::string model_name;
   std::optional<std::string> tokenizer;
   std::optional<std::string> chat_template;
@@ -170,11 +183,11 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   Result<ModelChoice> model = ParseModelChoice(flags, "serve");
   if (!model) return model.error();
   options.model = *std::move(model);
-  if (const std::optional<std::string> listen = flags.Last("listen")) {
-    Result<HostPort> address = ParseHostPort("listen", *listen);
+  if (flags.Has("listen")) options.listen.clear();
+  for (const std::string& listen : flags.All("listen")) {
+    Result<HostPort> address = ParseHostPort("listen", listen);
     if (!address) return address.error();
-    options.host = address->host;
-    options.port = address->port;
+    options.listen.push_back(*address);
   }
   const std::filesystem::path path(options.model.model);
   options.model_name =
@@ -229,7 +242,30 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   if (options.failover) {
     if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
   }
+  if (options.listen.size() > 1 && !options.failover) {
+    return Error::InvalidArgument(
+        "--listen is given " + std::to_string(options.listen.size()) +
+        " times: one address per process is for --failover jobs (each rank listens at its own when it "
+        "leads); give one --listen");
+  }
   return options;
+}
+
+// Where this process serves HTTP when it leads: the one --listen, or with
+// one per process, the one of its first place in the job (`where`: rank r
+// the r-th, standby s the (W + s)-th of a job of W ranks), so a leader
+// that is lost but still holds its address (stopped, hung) never keeps the
+// next leader from listening. Errors: InvalidArgument when the count of
+// --listen is neither 1 nor the job's processes.
+Result<HostPort> ListenAddress(const ServeOptions& options, const RendezvousConfig& where) {
+  if (options.listen.size() == 1) return options.listen.front();
+  const int processes = where.world_size + where.standby_ranks;
+  if (static_cast<int>(options.listen.size()) != processes) {
+    return Error::InvalidArgument("--listen is given " + std::to_string(options.listen.size()) +
+                                  " times for a job of " + std::to_string(processes) +
+                                  " processes (ranks and standby ranks): give one, or one per process");
+  }
+  return options.listen[where.standby ? where.world_size + *where.standby : where.rank];
 }
 
 // How long the leader keeps answering after the pipeline failed (503s, and
@@ -335,11 +371,71 @@ struct GenerationEnd {
   // Set when the generator loop failed (a rank was lost); the group has
   // been aborted, so its other ranks fail at once with this reason.
   std::optional<Error> lost;
+  // Then: the ranks the liveness watch found lost (Transport::LostRanks),
+  // this one included when it was frozen or hung past the watch's limit.
+  std::vector<int> lost_ranks;
 };
 
 // How long a new rank 0 retries listening at the job's address while the
 // regroup's coordinator (another process) closes its socket there.
 constexpr std::chrono::milliseconds kListenRetry{2000};
+
+// How long after the generator loop failed a rank waits for its liveness
+// watch to name a lost rank (a rank that failed on another's abort notice
+// reaches the same verdict itself within a beat or two of the first rank
+// to fail: the watch's limit is 1.5 s from the fault); none by then: the
+// failure lost no rank.
+constexpr std::chrono::milliseconds kVerdictWait{2500};
+// How often the fence watch asks the transport.
+constexpr std::chrono::milliseconds kFenceCheck{100};
+
+// Ends this process once its own liveness watch finds that it was frozen
+// (SIGSTOP) or hung past the watch's limit: its peers then judge it lost and
+// go on without it, so it must neither serve nor rejoin (it would be a second
+// leader). A thread of its own, so that a hung main thread is ended too.
+[[noreturn]] void Fenced(int rank) {
+  std::fprintf(stderr,
+               "serve: rank %d: this rank was frozen or hung past the liveness limit, so the other ranks "
+               "have gone on without it (fenced out); exiting\n",
+               rank);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+bool Among(const std::vector<int>& ranks, int rank) {
+  return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+// Watches `transport` on a thread of its own from construction to
+// destruction, ending the process (Fenced) once this rank is among its lost
+// ranks.
+class FenceWatch {
+ public:
+  explicit FenceWatch(const Transport& transport)
+      : thread_([this, &transport] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          while (!stop_) {
+            if (Among(transport.LostRanks(), transport.rank())) Fenced(transport.rank());
+            wake_.wait_for(lock, kFenceCheck);
+          }
+        }) {}
+  ~FenceWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  FenceWatch(const FenceWatch&) = delete;
+  FenceWatch& operator=(const FenceWatch&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 // One generation: joins the group `config` describes with `prepared`'s
 // weights (moved into the stage) and runs the generator loop until the
@@ -361,6 +457,7 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
     group = Join(config, rendezvous);
   }
   if (!group) return group.error().Prefixed("joining the process group: ");
+  const FenceWatch fence(*group->transport());
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
       MakeTensorParallelGroup(*group, prepared.setup.model.plan, options.sync_dtype);
   if (!tensor_parallel) return tensor_parallel.error();
@@ -403,31 +500,52 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   Result<GenerationReport> report =
       RunGenerator(*group, prepared.setup.model.plan, stage, stage_group, settings, queue, queue, timeline);
   if (report) return GenerationEnd{};
+  // Which ranks were lost, from the liveness watch, before the abort stops it
+  // (only failover needs them: without it the job ends at once).
+  Transport& transport = *group->transport();
+  std::vector<int> lost_ranks = transport.LostRanks();
+  const auto until =
+      std::chrono::steady_clock::now() + (options.failover ? kVerdictWait : std::chrono::milliseconds(0));
+  for (; lost_ranks.empty() && std::chrono::steady_clock::now() < until; lost_ranks = transport.LostRanks()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // The other ranks fail at once with this reason rather than time out.
-  group->transport()->Abort(report.error().ToString());
-  return GenerationEnd{report.error()};
+  transport.Abort(report.error().ToString());
+  return GenerationEnd{report.error(), std::move(lost_ranks)};
 }
 
-// Whether something accepts TCP connections at host:port (one host: a lost
-// leader's HTTP listener refuses them; a running or stopped one accepts).
-bool Listening(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
-  bool accepted = false;
-  for (addrinfo* address = found; address != nullptr && !accepted; address = address->ai_next) {
-    const int fd = socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
-    if (fd < 0) continue;
-    const timeval limit{1, 0};  // a full backlog of a stopped leader: count it as there
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    accepted = connect(fd, address->ai_addr, address->ai_addrlen) == 0 || errno == EINPROGRESS ||
-               errno == EAGAIN || errno == ETIMEDOUT;
-    close(fd);
+// Starts the leader's HTTP server in `server` at `listen` (see
+// ListenAddress) and prints where. Errors: Io (the address cannot be bound).
+Status StartLeading(const ServeOptions& options, const HostPort& listen, RequestQueue& queue,
+                    ServerMetrics& metrics, std::optional<OpenAiServer>& server) {
+  ServerSettings settings;
+  settings.model_name = options.model_name;
+  settings.api_key = options.api_key;
+  settings.max_body_bytes = options.max_body_bytes;
+  settings.request_deadline = std::chrono::milliseconds(options.read_deadline_ms);
+  settings.max_connections = options.max_connections;
+  settings.continuations = options.failover;
+  server.emplace(settings, queue, metrics);
+  Result<int> port = server->Bind(listen.host, listen.port);
+  if (!port) {
+    if (options.listen.size() > 1 || !options.failover) return port.error();
+    return port.error().Prefixed(
+        "as the job's new leader (a lost leader may still hold the one --listen address: give each "
+        "process its own --listen): ");
   }
-  freeaddrinfo(found);
-  return accepted;
+  server->Start();
+  std::printf("serve: listening on http://%s:%d\n", listen.host.c_str(), *port);
+  std::fflush(stdout);
+  return {};
+}
+
+// "serve: rank R: <error>; failing over (lost: 0, 2) (the leader is lost)".
+void ReportFailingOver(int rank, const GenerationEnd& end) {
+  std::string lost;
+  for (int lost_rank : end.lost_ranks) lost += (lost.empty() ? "" : ", ") + std::to_string(lost_rank);
+  std::fprintf(stderr, "serve: rank %d: %s; failing over (lost: %s)%s\n", rank, end.lost->ToString().c_str(),
+               lost.empty() ? "none named" : lost.c_str(),
+               Among(end.lost_ranks, 0) ? " (the leader is lost)" : "");
 }
 
 // The leader's prompt maker over the job's tokenizer and chat template.
@@ -473,6 +591,8 @@ int main(int argc, char** argv) {
   const int rank = where->rank;
   Result<ServeOptions> options = ParseOptions(flags);
   if (!options) return Fail(rank, options.error(), 2);
+  const Result<HostPort> listen = ListenAddress(*options, *where);
+  if (!listen) return Fail(rank, listen.error(), 2);
   RendezvousConfig config = *where;
   int first_generation = 0;
   // When this rank saw the last loss (a standby: when it got its place).
@@ -512,22 +632,6 @@ int main(int argc, char** argv) {
   ServerMetrics metrics;
   std::optional<OpenAiServer> server;
   bool serving = false;  // SetReady called
-  const auto start_leading = [&]() -> Status {
-    ServerSettings settings;
-    settings.model_name = options->model_name;
-    settings.api_key = options->api_key;
-    settings.max_body_bytes = options->max_body_bytes;
-    settings.request_deadline = std::chrono::milliseconds(options->read_deadline_ms);
-    settings.max_connections = options->max_connections;
-    settings.continuations = options->failover;
-    server.emplace(settings, queue, metrics);
-    Result<int> port = server->Bind(options->host, options->port);
-    if (!port) return port.error();
-    server->Start();
-    std::printf("serve: listening on http://%s:%d\n", options->host.c_str(), *port);
-    std::fflush(stdout);
-    return {};
-  };
   std::optional<Leader> leader_parts;
   const auto leading = [&]() -> Leader* { return leader_parts ? &*leader_parts : nullptr; };
   const auto linger = [](const RendezvousConfig& config) {
@@ -538,7 +642,8 @@ int main(int argc, char** argv) {
   std::deque<PreparedRank> prepared_ranks;
   for (int generation = first_generation;; ++generation) {
     if (config.rank == 0 && !server) {
-      if (Status started = start_leading(); !started) return Fail(config.rank, started.error(), 1);
+      if (Status started = StartLeading(*options, *listen, queue, metrics, server); !started)
+        return Fail(config.rank, started.error(), 1);
       leader_parts.emplace(Leader{queue, metrics, *server});
     }
     Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
@@ -573,12 +678,12 @@ int main(int argc, char** argv) {
     if (!end->lost) break;
     if (!options->failover) EndJob(config.rank, *end->lost, leading(), linger(config));
     lost_at = std::chrono::steady_clock::now();
-    // Only the HTTP address tells (one host): a lost leader's listener is closed.
-    const bool leader_lost =
-        config.rank != 0 && options->port != 0 && !Listening(options->host, options->port);
-    std::fprintf(stderr, "serve: rank %d: %s; failing over%s\n", config.rank, end->lost->ToString().c_str(),
-                 leader_lost ? " (the leader is lost)" : "");
-    Result<Regrouped> regrouped = Regroup(config, generation + 1, kRegroupWindow, standbys_left, leader_lost);
+    // The liveness watch's verdict: a rank found lost itself (it was stopped
+    // or hung) is fenced out; with rank 0 lost, rank 1 coordinates.
+    if (Among(end->lost_ranks, config.rank)) Fenced(config.rank);
+    ReportFailingOver(config.rank, *end);
+    Result<Regrouped> regrouped =
+        Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
     standbys_taken = regrouped->standbys_taken;
     standbys_left -= standbys_taken;

@@ -19,9 +19,13 @@
 #
 # With LEADER=1 the victim is rank 0, the leader, and each round runs
 # tests/serve_leader_failover_test.sh instead (streams through
-# serve_front; build //tools:serve_front too): an undisturbed job, one
-# with a standby taking rank 0's place (leader-standby1) and one where
-# rank 1 becomes the leader (leader-standby0); no decode rates are printed.
+# serve_front; build //tools:serve_front too): an undisturbed job, then one
+# job for each FAULT:STANDBYS of LEADER_FAULTS (default "KILL:1 KILL:0
+# STOP:1 STOP:0": SIGKILL or SIGSTOP of rank 0, with a standby taking its
+# place, leader-KILL-standby1, or rank 1 becoming the leader,
+# leader-KILL-standby0); no decode rates are printed. For a STOP the time is
+# from the SIGSTOP to every stream's next chunk (the stop is found by the
+# liveness watch, 1.5 s, and by serve_front's --silence-ms, 3 s).
 set -u
 BIN="$(readlink -f "$1")" ROUNDS="${2:-20}"
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
@@ -34,7 +38,8 @@ for round in $(seq "$ROUNDS"); do
   victim=$((1 + RANDOM % 2)) kill_after=${KILL_AFTER:-$((16 + RANDOM % 685))}
   if [ "${LEADER:-0}" = 1 ]; then
     victim=0
-    KILL_AFTER=$kill_after tests/serve_leader_failover_test.sh "$BIN/launch" "$BIN/serve" "$BIN/make_toy_model" \
+    FAULTS="${LEADER_FAULTS:-KILL:1 KILL:0 STOP:1 STOP:0}" KILL_AFTER=$kill_after \
+      tests/serve_leader_failover_test.sh "$BIN/launch" "$BIN/serve" "$BIN/make_toy_model" \
       "$BIN/serve_front" tests/serve_continuation_check.py tests/serve_failover_client.py >"$LOG" 2>&1
   else
     VICTIM=$victim KILL_AFTER=$kill_after tests/serve_failover_test.sh "$BIN/launch" "$BIN/serve" \
@@ -42,7 +47,7 @@ for round in $(seq "$ROUNDS"); do
   fi
   if [ $? -eq 0 ]; then
     passed=$((passed + 1))
-    grep -E '^(undisturbed|failover-KILL|standby-KILL|leader-standby[01]):' "$LOG" |
+    grep -E '^(undisturbed|failover-KILL|standby-KILL|leader-[A-Z]+-standby[01]):' "$LOG" |
       sed "s/^/round $round: victim $victim after $kill_after chunks: /" | tee -a "$RESULTS"
   else
     echo "round $round: victim $victim after $kill_after chunks: FAILED"
@@ -57,7 +62,10 @@ median() {
     awk '{ v[NR] = $1 } END { if (NR) printf "%g (n=%d, largest %g)", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), NR, v[NR]; else printf "none" }'
 }
 SIDES="undisturbed failover-KILL standby-KILL"
-[ "${LEADER:-0}" = 1 ] && SIDES="leader-standby1 leader-standby0"
+if [ "${LEADER:-0}" = 1 ]; then
+  SIDES=
+  for fault in ${LEADER_FAULTS:-KILL:1 KILL:0 STOP:1 STOP:0}; do SIDES+=" leader-${fault%:*}-standby${fault#*:}"; done
+fi
 for side in $SIDES; do
   if [ "${LEADER:-0}" = 1 ]; then
     echo "$side: kill to every stream's next chunk (ms): $(median "to every stream's next chunk \([0-9]*\) ms" $side)"

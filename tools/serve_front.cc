@@ -1,11 +1,16 @@
 // serve_front: the front end of a `serve --failover` job whose leader may be
 // lost (server/failover_front.h). Clients talk to it; it passes their
-// requests to the leader's fixed HTTP address and, when the leader is lost,
-// continues every streamed answer at the new leader (a standby rank, or the
-// next rank, listening at the same address), without a token lost or repeated:
+// requests to the leader's HTTP address and, when the leader is lost (killed,
+// stopped or hung), continues every streamed answer at the new leader (a
+// standby rank, or the next rank, each listening at its own --listen, or
+// all at one fixed address), without a token lost or repeated:
 //
-//   launch -n 3 --failover --standby 1 -- serve --failover --model M --listen 127.0.0.1:8081 &
-//   serve_front --listen 127.0.0.1:8080 --backend 127.0.0.1:8081
+//   L="--listen 127.0.0.1:8081 --listen 127.0.0.1:8082 --listen 127.0.0.1:8083 --listen 127.0.0.1:8084"
+//   launch -n 3 --failover --standby 1 -- serve --failover --model M $L &
+//   serve_front --listen 127.0.0.1:8080 ${L//--listen/--backend}
+//
+// (Across hosts each rank's address is its own host's: --listen
+// 0.0.0.0:8081 once, and one --backend HOST:8081 per process.)
 //
 // It prints "serve_front: listening on http://HOST:PORT" once it listens;
 // SIGTERM or SIGINT stops it: it stops accepting clients and exits once its
@@ -27,19 +32,20 @@ namespace {
 
 const CommandSpec kSpec{
     "serve_front",
-    "--backend HOST:PORT [--listen HOST:PORT] [flags]",
-    "The front end of a serve --failover job: passes the OpenAI API to the leader at --backend (a fixed "
-    "port, "
-    "where a\nnew leader listens after a lost one) and continues every streamed answer at the new leader, "
+    "--backend HOST:PORT [--backend HOST:PORT ...] [--listen HOST:PORT] [flags]",
+    "The front end of a serve --failover job: passes the OpenAI API to the leader, one of the --backend "
+    "addresses\n(the job's processes' --listen), and continues every streamed answer at the new leader, "
     "none of its tokens\nlost or repeated; a request that cannot be continued gets an error (event). SIGTERM "
     "stops it once its\nopen requests have ended.",
-    {{"backend", "HOST:PORT", "the leader's --listen address (required; not port 0)"},
+    {{"backend", "HOST:PORT",
+      "a leader candidate's --listen address, once per process of the job in its order (ranks, then "
+      "standby ranks), or the one fixed address (required; not port 0)"},
      {"listen", "HOST:PORT",
       "the address to serve clients on (default 127.0.0.1:8080; port 0: any free port)"},
      {"failover-timeout-ms", "N",
       "how long after a lost leader a request waits for a new one before it gets an error (default 30000)"},
      {"silence-ms", "N",
-      "a leader silent this long (it sends a keep-alive each second) is taken for lost (default 10000)"},
+      "a leader silent this long (it sends a keep-alive each second) is taken for lost (default 3000)"},
      {"read-deadline-ms", "N",
       "a client's request must arrive within N ms of its first byte (default 10000)"},
      {"max-connections", "N", "client connections served at once; more get 503 (default 256)"},
@@ -62,19 +68,22 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  const std::optional<std::string> backend_flag = flags.Last("backend");
-  if (!backend_flag)
+  FrontSettings settings;
+  if (!flags.Has("backend"))
     return Fail(Error::InvalidArgument("--backend HOST:PORT is required: the leader's --listen"));
-  Result<HostPort> backend = ParseHostPort("backend", *backend_flag);
-  if (!backend) return Fail(backend.error());
-  if (backend->port == 0) {
-    return Fail(
-        Error::InvalidArgument("--backend: port 0 is no address; give serve's --listen a fixed port"));
+  for (const std::string& backend_flag : flags.All("backend")) {
+    Result<HostPort> backend = ParseHostPort("backend", backend_flag);
+    if (!backend) return Fail(backend.error());
+    if (backend->port == 0) {
+      return Fail(
+          Error::InvalidArgument("--backend: port 0 is no address; give serve's --listen a fixed port"));
+    }
+    settings.backends.push_back(*backend);
   }
   Result<HostPort> listen = ParseHostPort("listen", flags.Last("listen").value_or("127.0.0.1:8080"));
   if (!listen) return Fail(listen.error());
   Result<int64_t> failover_timeout = flags.Int("failover-timeout-ms", 30000, 1, 3600 * 1000);
-  Result<int64_t> silence = flags.Int("silence-ms", 10000, 1000, 3600 * 1000);
+  Result<int64_t> silence = flags.Int("silence-ms", 3000, 1000, 3600 * 1000);
   Result<int64_t> read_deadline = flags.Int("read-deadline-ms", 10000, 1, 3600 * 1000);
   Result<int64_t> connections = flags.Int("max-connections", 256, 1, 1 << 16);
   Result<int64_t> body = flags.Int("max-body-bytes", 1 << 20, 1, int64_t{1} << 30);
@@ -84,8 +93,6 @@ int main(int argc, char** argv) {
         body ? nullptr : &body.error()}) {
     if (error != nullptr) return Fail(*error);
   }
-  FrontSettings settings;
-  settings.backend = *backend;
   settings.failover_timeout = std::chrono::milliseconds(*failover_timeout);
   settings.silence = std::chrono::milliseconds(*silence);
   settings.request_deadline = std::chrono::milliseconds(*read_deadline);

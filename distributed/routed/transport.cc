@@ -1,5 +1,6 @@
 #include "distributed/routed/transport.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <glog/logging.h>
@@ -45,6 +46,15 @@ bool RoutedTransport::SharesMemoryWith(int peer) const {
 Status RoutedTransport::CheckAbortNotices() {
   if (Status aborted = local_->CheckAbortNotices(); !aborted) return aborted;
   return control_->CheckAbortNotices();
+}
+
+std::vector<int> RoutedTransport::LostRanks() const {
+  std::vector<int> lost = control_->LostRanks();
+  const std::vector<int> local = local_->LostRanks();
+  lost.insert(lost.end(), local.begin(), local.end());
+  std::sort(lost.begin(), lost.end());
+  lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
+  return lost;
 }
 
 void RoutedTransport::Close() {

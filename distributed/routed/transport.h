@@ -54,6 +54,8 @@ class RoutedTransport : public Transport {
   bool SharesMemoryWith(int peer) const override;
   // Either transport's notice.
   Status CheckAbortNotices() override;
+  // Both transports' (the control transport's liveness watch finds them).
+  std::vector<int> LostRanks() const override;
   void Close() override;
   void Abort(const std::string& reason) override;
 

@@ -227,6 +227,8 @@ struct ZmqTransport::Impl {
     std::atomic<bool> unresponsive{false};
   };
   std::vector<std::unique_ptr<Peer>> peers;
+  // This rank's own verdict on itself, set by the beat thread (see LostRanks).
+  std::atomic<bool> self_lost{false};
 
   // The receiving side: whichever Recv caller holds router_mutex reads the
   // ROUTER and the connection monitors and queues what arrives in the mailbox
@@ -535,6 +537,19 @@ Result<Message> ZmqTransport::Impl::Await(int peer, uint32_t tag, Deadline start
   }
 }
 
+std::vector<int> ZmqTransport::LostRanks() const {
+  const Impl& impl = *impl_;
+  std::vector<int> lost;
+  for (int peer = 0; peer < static_cast<int>(impl.peers.size()); ++peer) {
+    const Impl::Peer& state = *impl.peers[peer];
+    if (peer == impl.options.rank
+            ? impl.self_lost.load()
+            : state.unresponsive.load() || (state.lost.load() && !state.departed.load()))
+      lost.push_back(peer);
+  }
+  return lost;
+}
+
 void ZmqTransport::Close() {
   std::call_once(impl_->close_once, [this] { impl_->Shutdown(); });
 }
@@ -817,10 +832,22 @@ void ZmqTransport::Impl::HandleMonitorEvent(int monitor_index) {
 void ZmqTransport::Impl::Beat() {
   StallClock stall;
   std::unique_lock<std::mutex> lock(beat_mutex);
+  Deadline last_beat = Clock::now();
   while (!beat_stop) {
     const Deadline now = Clock::now();
+    const std::chrono::milliseconds stalled_for = stall.Sample(now);
+    const auto frozen_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_beat);
+    last_beat = now;
+    // What the peers see of this process: no beat for silent_limit, or a
+    // stall of stall_limit, makes it lost to them, so to itself too.
+    if ((frozen_for >= options.silent_limit || stalled_for >= options.stall_limit) &&
+        !self_lost.exchange(true)) {
+      LOG(WARNING) << "rank " << options.rank << ": this rank was "
+                   << (frozen_for >= options.silent_limit ? "frozen" : "stalled in a step") << " for "
+                   << std::max(frozen_for, stalled_for).count() << " ms: its peers judge it lost";
+    }
     std::array<std::byte, sizeof(int64_t)> stalled;
-    StoreLittleEndian<int64_t>(stalled, stall.Sample(now).count());
+    StoreLittleEndian<int64_t>(stalled, stalled_for.count());
     const std::string_view payload(reinterpret_cast<const char*>(stalled.data()), stalled.size());
     for (int peer = 0; peer < options.world_size; ++peer) {
       if (peer == options.rank) continue;

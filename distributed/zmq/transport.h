@@ -151,6 +151,13 @@ class ZmqTransport : public Transport {
   // notice is among what arrived; OK otherwise. Also for waits on another
   // transport that must end on a notice sent over this one (RoutedTransport).
   Status CheckAbortNotices() override;
+  // The liveness watch's verdicts (see beat_interval): peers found
+  // unresponsive or whose connection dropped without a goodbye or abort
+  // notice, and this rank once its own beat thread finds that this process
+  // was frozen (no beat for silent_limit: SIGSTOP) or stalled for
+  // stall_limit (its peers judge it by the same numbers). Call after
+  // Connect.
+  std::vector<int> LostRanks() const override;
 
  private:
   struct Impl;
