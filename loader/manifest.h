@@ -28,8 +28,9 @@ inline constexpr char kManifestFileName[] = "manifest.json";
 inline constexpr char kManifestFormat[] = "inferno-shards";
 // 2: the plan records each rank's heads, KV heads, hidden units and
 // classifier rows (issue 12); 3: and its embedding rows, which tensor
-// parallelism splits.
-inline constexpr int kManifestFormatVersion = 4;
+// parallelism splits; 5: every rank of the first stage holds the whole
+// embedding (4's split it by vocabulary rows).
+inline constexpr int kManifestFormatVersion = 5;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.

@@ -80,12 +80,15 @@ struct RankShard {
   int stage = 0;     // pipeline position, 0 = first (embedding)
   int tp_index = 0;  // index within the stage's tensor-parallel group
   LayerRange layers;
-  RowRange heads;               // query heads
-  RowRange kv_heads;            // key/value heads (those `heads` read)
-  RowRange hidden_units;        // MLP hidden units (of intermediate_size)
-  RowRange experts;             // experts it holds (all of num_experts unless expert-parallel)
-  RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
-  RowRange embedding_rows;      // vocabulary ids whose embedding it holds; empty after stage 0
+  RowRange heads;            // query heads
+  RowRange kv_heads;         // key/value heads (those `heads` read)
+  RowRange hidden_units;     // MLP hidden units (of intermediate_size)
+  RowRange experts;          // experts it holds (all of num_experts unless expert-parallel)
+  RowRange classifier_rows;  // vocabulary ids whose logits it computes; may be empty
+  // Vocabulary ids whose embedding it holds: all of them on every rank of
+  // stage 0 (a lookup then needs no collective: across hosts a sync is a
+  // one-way wait per position), none after it.
+  RowRange embedding_rows;
   bool has_final_norm = false;  // the final norm (stage pp-1)
   // Every tensor (or slice) the rank holds, in checkpoint order; the
   // classifier rows are a row slice of lm_head.weight (of
