@@ -88,28 +88,21 @@ int64_t TransformerStage::max_positions_per_call() const {
   return std::min(kMaxPositionsPerCall, context_length_);
 }
 
-Status TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) {
+void TransformerStage::Embed(std::span<const int32_t> tokens, std::span<float> x) {
   CHECK(is_first());
   const int64_t dim = config_.hidden_size;
-  const RowRange held = weights_.part.embedding_rows;
+  CHECK(weights_.part.embedding_rows == (RowRange{0, config_.vocab_size}))
+      << "the first stage holds the whole embedding table";
   CHECK_EQ(x.size(), tokens.size() * dim);
   for (size_t t = 0; t < tokens.size(); ++t) {
     CHECK(tokens[t] >= 0 && tokens[t] < config_.vocab_size) << "token id " << tokens[t];
     float* row = x.data() + t * dim;
-    if (tokens[t] >= held.begin && tokens[t] < held.end) {
-      weights_.token_embedding.RowToF32(tokens[t] - held.begin, std::span<float>(row, dim));
-    } else {
-      std::fill_n(row, dim, -0.0f);
-    }
+    weights_.token_embedding.RowToF32(tokens[t], std::span<float>(row, dim));
     if (config_.scales_embedding()) {  // Gemma: times sqrt(hidden_size), as a float
       const float scale = std::sqrt(static_cast<float>(dim));
       for (int64_t i = 0; i < dim; ++i) row[i] *= scale;
     }
   }
-  if (!tensor_parallel_) return {};
-  Status shared = tensor_parallel_->Sum(x);
-  if (!shared) return shared.error().Prefixed("tensor-parallel all_reduce of the token embeddings: ");
-  return {};
 }
 
 Status TransformerStage::Forward(int slot, int64_t pos, std::span<float> x, Timeline* timeline,

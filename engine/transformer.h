@@ -105,12 +105,10 @@ class TransformerStage {
   int64_t max_positions_per_call() const;
 
   // First stage: x (tokens.size(), dim) = the embedding rows of `tokens`.
-  // Under tensor parallelism every rank of the group calls it with the same
-  // tokens: each fills the rows it holds and -0.0 elsewhere (x + -0.0 is x
-  // for every float), and one all_reduce (sum) gives every rank the same,
-  // exact rows; fails when that collective fails. Preconditions:
-  // is_first(); every id in [0, vocab).
-  Status Embed(std::span<const int32_t> tokens, std::span<float> x);
+  // Every rank of a tensor-parallel first stage holds the whole table
+  // (loader/shard_plan.h), so the lookup is local: no collective.
+  // Preconditions: is_first(); every id in [0, vocab).
+  void Embed(std::span<const int32_t> tokens, std::span<float> x);
 
   // Runs the stage's layers in place over x (rows, dim), the hidden states of
   // the positions of `batch` in its order (rows = the sum of its n); their

@@ -52,7 +52,7 @@ void BM_DecodeStep(benchmark::State& state) {
   int32_t token = 1;
   int64_t pos = 0;
   for (auto _ : state) {
-    CHECK(stage.Embed(std::span<const int32_t>(&token, 1), x).ok());
+    stage.Embed(std::span<const int32_t>(&token, 1), x);
     CHECK(stage.Forward(0, pos, x).ok());
     stage.FinalNorm(x, normed);
     stage.ClassifierSlice(normed, logits);

@@ -29,8 +29,10 @@ inline constexpr char kManifestFormat[] = "inferno-shards";
 // 2: the plan records each rank's heads, KV heads, hidden units and
 // classifier rows (issue 12); 3: and its embedding rows, which tensor
 // parallelism splits; 4: and its experts (a range); 5: the experts it holds
-// of each of its layers, as a list per layer (issue 29: placement by load).
-inline constexpr int kManifestFormatVersion = 5;
+// of each of its layers, as a list per layer (issue 29: placement by load);
+// 6: every rank of the first stage holds the whole embedding (up to 5 split
+// it by vocabulary rows).
+inline constexpr int kManifestFormatVersion = 6;
 inline constexpr char kShardToolVersion[] = "inferno-shard 1.0";
 
 // __metadata__ keys of every shard file.

@@ -249,10 +249,10 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
       }
       const RowRange in_part = ClassifierRowsOfStage(rows, stage);
       shard.classifier_rows = {part.begin + in_part.begin, part.begin + in_part.end};
-      if (stage == 0) shard.embedding_rows = part;
+      if (stage == 0) shard.embedding_rows = {0, c.vocab_size};
       shard.has_final_norm = stage == pp - 1;
 
-      if (stage == 0) shard.tensors.push_back(SliceOf(kEmbedTokensName, 0, part, c.vocab_size));
+      if (stage == 0) shard.tensors.push_back({kEmbedTokensName, -1, 0, 0});
       for (int64_t layer = shard.layers.begin; layer < shard.layers.end; ++layer) {
         for (TensorSlice& slice : LayerSlices(c, layer, shard, tp, expert_parallel))
           shard.tensors.push_back(std::move(slice));

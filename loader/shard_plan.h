@@ -89,8 +89,11 @@ struct RankShard {
   // experts[i]: the experts it holds of layer layers.begin + i, increasing:
   // all num_experts unless expert-parallel; empty for a dense layer.
   std::vector<std::vector<int32_t>> experts;
-  RowRange classifier_rows;     // vocabulary ids whose logits it computes; may be empty
-  RowRange embedding_rows;      // vocabulary ids whose embedding it holds; empty after stage 0
+  RowRange classifier_rows;  // vocabulary ids whose logits it computes; may be empty
+  // Vocabulary ids whose embedding it holds: all of them on every rank of
+  // stage 0 (a lookup then needs no collective: across hosts a sync is a
+  // one-way wait per position), none after it.
+  RowRange embedding_rows;
   bool has_final_norm = false;  // the final norm (stage pp-1)
   // Every tensor (or slice) the rank holds, in checkpoint order; the
   // classifier rows are a row slice of lm_head.weight (of

@@ -36,22 +36,18 @@ TEST(MakeShardPlan, EmbeddingOnFirstStageFinalNormOnLastStageWhichIsRankZero) {
   EXPECT_EQ(plan->ranks[1].layers, (LayerRange{1, 3}));
 }
 
-// Under tensor parallelism the first stage's ranks split the embedding as
-// the grid splits the classifier, so with tied embeddings each one's
-// classifier rows are among its embedding rows and read from them.
-TEST(MakeShardPlan, FirstStageSplitsTheEmbeddingByTheRowsOfItsRing) {
+// Under tensor parallelism every rank of the first stage holds the whole
+// embedding, so a lookup needs no collective, and with tied embeddings its
+// classifier rows are read from it.
+TEST(MakeShardPlan, FirstStageRanksEachHoldTheWholeEmbedding) {
   for (const bool tied : {false, true}) {
     const ModelConfig config = TestConfig(4, tied);
     Result<ShardPlan> plan = MakeShardPlan(config, 2, 3, std::nullopt);
     ASSERT_TRUE(plan) << plan.error().message;
-    int64_t next = 0;
     for (int t = 0; t < 3; ++t) {
       const RankShard& first = plan->ranks[static_cast<size_t>(plan->RankOf(0, t))];
-      EXPECT_EQ(first.embedding_rows, plan->TpClassifierRows(t));
-      EXPECT_EQ(first.embedding_rows.begin, next);
-      next = first.embedding_rows.end;
-      EXPECT_EQ(first.tensors.front(), (TensorSlice{"model.embed_tokens.weight", 0,
-                                                    first.embedding_rows.begin, first.embedding_rows.end}));
+      EXPECT_EQ(first.embedding_rows, (RowRange{0, config.vocab_size}));
+      EXPECT_EQ(first.tensors.front(), (TensorSlice{"model.embed_tokens.weight", -1, 0, 0}));
       // Tied: no second slice of the embedding for the classifier rows.
       EXPECT_EQ(
           std::count_if(first.tensors.begin(), first.tensors.end(),
@@ -61,7 +57,6 @@ TEST(MakeShardPlan, FirstStageSplitsTheEmbeddingByTheRowsOfItsRing) {
       EXPECT_LE(first.classifier_rows.end, first.embedding_rows.end);
       EXPECT_EQ(plan->ranks[static_cast<size_t>(plan->RankOf(1, t))].embedding_rows.size(), 0);
     }
-    EXPECT_EQ(next, config.vocab_size);
   }
 }
 
