@@ -227,11 +227,7 @@ TEST(GgufCheckpoint, FailsOnCorruptFileWithByteOffset) {
 }
 
 ModelConfig Qwen3MoeConfig() {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "Qwen3MoeForCausalLM";
-  config.num_experts = 3;
-  config.num_experts_per_tok = 2;
-  config.expert_intermediate_size = 32;
+  ModelConfig config = TestMixtureConfig("Qwen3MoeForCausalLM", 3, 2, /*expert_hidden=*/32);
   config.norm_topk_prob = true;
   return config;
 }

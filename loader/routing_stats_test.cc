@@ -7,14 +7,7 @@
 namespace inferno {
 namespace {
 
-ModelConfig MixtureConfig() {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "Qwen3MoeForCausalLM";
-  config.num_experts = 3;
-  config.num_experts_per_tok = 2;
-  config.expert_intermediate_size = 40;
-  return config;
-}
+ModelConfig MixtureConfig() { return TestMixtureConfig("Qwen3MoeForCausalLM", 3, 2); }
 
 TEST(RoutingStats, RoundTrips) {
   const ModelConfig config = MixtureConfig();

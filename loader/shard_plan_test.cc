@@ -216,11 +216,7 @@ TEST(MakeShardPlan, TensorParallelDegreeAboveTheHeadCount) {
 }
 
 TEST(MakeShardPlan, EachExpertsHiddenUnitsAreSplitLikeTheMlpsAndTheRouterIsWhole) {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "MixtralForCausalLM";
-  config.num_experts = 3;
-  config.num_experts_per_tok = 2;
-  config.expert_intermediate_size = 40;
+  ModelConfig config = TestMixtureConfig("MixtralForCausalLM", 3, 2);
   Result<ShardPlan> plan = MakeShardPlan(config, 1, 3, std::nullopt);
   ASSERT_TRUE(plan) << plan.error().message;
   for (int t = 0; t < 3; ++t) {
@@ -246,11 +242,7 @@ TEST(MakeShardPlan, EachExpertsHiddenUnitsAreSplitLikeTheMlpsAndTheRouterIsWhole
 }
 
 TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "Qwen3MoeForCausalLM";
-  config.num_experts = 128;
-  config.num_experts_per_tok = 8;
-  config.expert_intermediate_size = 40;
+  ModelConfig config = TestMixtureConfig("Qwen3MoeForCausalLM", 128, 8);
   Result<ShardPlan> plan = MakeShardPlan(config, 2, 3, std::nullopt, /*expert_parallel=*/true);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_TRUE(plan->expert_parallel);
@@ -286,11 +278,7 @@ TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
 // A placement by load: per layer, any set of experts per rank; the tensors
 // follow it, and the plan gives back the placement it was made from.
 TEST(MakeShardPlan, PlacedExpertsFollowThePlacementLayerByLayer) {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "Qwen3MoeForCausalLM";
-  config.num_experts = 4;
-  config.num_experts_per_tok = 2;
-  config.expert_intermediate_size = 40;
+  ModelConfig config = TestMixtureConfig("Qwen3MoeForCausalLM", 4, 2);
   const ExpertPlacement placement{{{1, 0, 0, 1}, {0, 1, 1, 1}}};
   Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt, /*expert_parallel=*/true, placement);
   ASSERT_TRUE(plan) << plan.error().message;
@@ -324,11 +312,7 @@ TEST(MakeShardPlan, PlacedExpertsFollowThePlacementLayerByLayer) {
 }
 
 TEST(MakeShardPlan, ExpertParallelBeyondTheExpertsOrOnADenseModel) {
-  ModelConfig config = TestConfig(2, false);
-  config.architecture = "MixtralForCausalLM";
-  config.num_experts = 3;
-  config.num_experts_per_tok = 2;
-  config.expert_intermediate_size = 40;
+  ModelConfig config = TestMixtureConfig("MixtralForCausalLM", 3, 2);
   Result<ShardPlan> too_many = MakeShardPlan(config, 1, 4, std::nullopt, /*expert_parallel=*/true);
   ASSERT_FALSE(too_many);
   EXPECT_EQ(too_many.error().message, "--ep 4 exceeds the 3 experts of the model");

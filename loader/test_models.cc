@@ -26,6 +26,16 @@ ModelConfig TestConfig(int64_t layers, bool tied) {
   return c;
 }
 
+ModelConfig TestMixtureConfig(const std::string& architecture, int64_t experts, int64_t per_token,
+                              int64_t expert_hidden) {
+  ModelConfig c = TestConfig(2, false);
+  c.architecture = architecture;
+  c.num_experts = experts;
+  c.num_experts_per_tok = per_token;
+  c.expert_intermediate_size = expert_hidden;
+  return c;
+}
+
 float TestWeight(const std::string& name, int64_t i) {
   uint32_t h = 2166136261u;
   for (char ch : name) h = (h ^ static_cast<uint8_t>(ch)) * 16777619u;

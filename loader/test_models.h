@@ -17,6 +17,11 @@ namespace inferno {
 
 // dim 16, hidden 40, `layers` layers, 4 heads, 2 kv heads, vocab 24, seq 32.
 ModelConfig TestConfig(int64_t layers = 3, bool tied = false);
+// TestConfig(2) as a mixture of experts: `architecture` (MixtralForCausalLM,
+// Qwen3MoeForCausalLM), `experts` experts of `expert_hidden` hidden units,
+// `per_token` chosen per token.
+ModelConfig TestMixtureConfig(const std::string& architecture, int64_t experts, int64_t per_token,
+                              int64_t expert_hidden = 40);
 
 // The value of element `i` of tensor `name` in every generated model: distinct
 // across tensors and elements, exactly representable in BF16 and F16.
