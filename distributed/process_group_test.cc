@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -86,6 +88,88 @@ std::vector<std::byte> Blob(int rank, size_t size) {
   return blob;
 }
 
+// Every rank's buffer at each length, `make(rank, length)`, and their
+// concatenation in rank order: what the collectives' tests send and expect.
+// Built on the test's thread before its ranks start, then only read by the
+// rank threads. Rank threads that remade these element by element took most
+// of the test's time (at world 8, more than the collectives they checked),
+// and most of all under the sanitizers.
+template <typename T>
+class RankBuffers {
+ public:
+  RankBuffers(int world, const std::vector<size_t>& lengths,
+              const std::function<std::vector<T>(int, size_t)>& make) {
+    for (size_t length : lengths) {
+      if (buffers_.count(length) != 0) continue;
+      std::vector<std::vector<T>>& buffers = buffers_[length];
+      std::vector<T>& concatenated = concatenated_[length];
+      for (int rank = 0; rank < world; ++rank) {
+        buffers.push_back(make(rank, length));
+        concatenated.insert(concatenated.end(), buffers.back().begin(), buffers.back().end());
+      }
+    }
+  }
+
+  const std::vector<T>& of(int rank, size_t length) const { return buffers_.at(length).at(rank); }
+  const std::vector<T>& concatenated(size_t length) const { return concatenated_.at(length); }
+
+ private:
+  std::map<size_t, std::vector<std::vector<T>>> buffers_;
+  std::map<size_t, std::vector<T>> concatenated_;
+};
+
+// Input<T> of every rank at each length, and its reduction over the ranks
+// for each kind (as ExpectedReduction gives it, element for element), but
+// at kLargeOddLength only kSum unless `every_kind_at_large_length`.
+template <typename T = float>
+class ReductionCases {
+ public:
+  ReductionCases(int world, const std::vector<size_t>& lengths, bool every_kind_at_large_length)
+      : inputs_(world, lengths, [](int rank, size_t length) { return Input<T>(rank, length); }) {
+    for (size_t length : lengths) {
+      for (ReduceKind kind : kAllKinds) {
+        if (length == kLargeOddLength && !every_kind_at_large_length && kind != ReduceKind::kSum) continue;
+        std::vector<T> result = inputs_.of(0, length);
+        for (int rank = 1; rank < world; ++rank) {
+          const std::vector<T>& values = inputs_.of(rank, length);
+          for (size_t i = 0; i < length; ++i) {
+            switch (kind) {
+              case ReduceKind::kSum:
+              case ReduceKind::kMean:
+                result[i] += values[i];
+                break;
+              case ReduceKind::kProd:
+                result[i] *= values[i];
+                break;
+              case ReduceKind::kMin:
+                result[i] = std::min(result[i], values[i]);
+                break;
+              case ReduceKind::kMax:
+                result[i] = std::max(result[i], values[i]);
+                break;
+            }
+          }
+        }
+        if (kind == ReduceKind::kMean) {
+          for (T& value : result) value /= static_cast<T>(world);
+        }
+        reductions_[{length, kind}] = std::move(result);
+      }
+    }
+  }
+
+  const std::vector<T>& input(int rank, size_t length) const { return inputs_.of(rank, length); }
+  // Null where the constructor left the pair out.
+  const std::vector<T>* reduction(size_t length, ReduceKind kind) const {
+    auto found = reductions_.find({length, kind});
+    return found == reductions_.end() ? nullptr : &found->second;
+  }
+
+ private:
+  RankBuffers<T> inputs_;
+  std::map<std::pair<size_t, ReduceKind>, std::vector<T>> reductions_;
+};
+
 // A blob size per rank that differs across ranks; rank 1's spans several
 // transport chunks.
 size_t BlobSize(int rank) { return rank == 1 ? (3u << 20) / 2 + 7 : rank * 3 + 1; }
@@ -125,89 +209,82 @@ void Record(std::vector<std::string>& failures, const Status& status, bool match
   }
 }
 
-// One rank's all_reduce of every kind and length, of element type T: the
-// failures it saw. Without `every_kind_at_large_length`, the large length
-// runs kSum only (the other kinds differ from it only in the operator, which
-// the small lengths check).
+// One rank's all_reduce of every length and kind `cases` holds: the
+// failures it saw.
 template <typename T>
-std::vector<std::string> AllReduceFailures(ProcessGroup& group, int world_size,
-                                           bool every_kind_at_large_length) {
+std::vector<std::string> AllReduceFailures(ProcessGroup& group, const std::vector<size_t>& lengths,
+                                           const ReductionCases<T>& cases) {
   std::vector<std::string> failures;
-  for (size_t length : LengthsFor(world_size)) {
+  for (size_t length : lengths) {
     for (ReduceKind kind : kAllKinds) {
-      if (length == kLargeOddLength && !every_kind_at_large_length && kind != ReduceKind::kSum) continue;
-      std::vector<T> data = Input<T>(group.rank(), length);
+      const std::vector<T>* expected = cases.reduction(length, kind);
+      if (expected == nullptr) continue;
+      std::vector<T> data = cases.input(group.rank(), length);
       Status status = group.all_reduce(data, kind);
       if (!status) {
         failures.push_back(Describe(status));
         continue;
       }
-      for (size_t i = 0; i < length; ++i) {
-        if (data[i] != ExpectedReduction<T>(world_size, i, kind)) {
-          failures.push_back("length " + std::to_string(length) + " kind " +
-                             std::to_string(static_cast<int>(kind)) + " index " + std::to_string(i) +
-                             ": got " + std::to_string(data[i]));
-          break;
-        }
-      }
+      if (data == *expected) continue;
+      const size_t i = std::mismatch(data.begin(), data.end(), expected->begin()).first - data.begin();
+      failures.push_back("length " + std::to_string(length) + " kind " +
+                         std::to_string(static_cast<int>(kind)) + " index " + std::to_string(i) + ": got " +
+                         std::to_string(data[i]));
     }
   }
   return failures;
 }
 
 TEST_P(ProcessGroupTest, AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
-  ExpectNoRankFails([&](ProcessGroup& group) { return AllReduceFailures<float>(group, world(), true); });
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const ReductionCases<float> cases(world(), lengths, true);
+  ExpectNoRankFails([&](ProcessGroup& group) { return AllReduceFailures(group, lengths, cases); });
 }
 
 TEST_P(ProcessGroupTest, AllGatherConcatenatesInRankOrder) {
-  const int world_size = world();
-  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const RankBuffers<float> inputs(world(), lengths, Input<float>);
+  ExpectNoRankFails([&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t length : LengthsFor(world_size)) {
-      Result<std::vector<float>> gathered = group.all_gather(Input(group.rank(), length));
+    for (size_t length : lengths) {
+      Result<std::vector<float>> gathered = group.all_gather(inputs.of(group.rank(), length));
       if (!gathered) {
         failures.push_back(Describe(gathered));
-        continue;
+      } else if (*gathered != inputs.concatenated(length)) {
+        failures.push_back("length " + std::to_string(length));
       }
-      std::vector<float> expected;
-      for (int rank = 0; rank < world_size; ++rank) {
-        std::vector<float> part = Input(rank, length);
-        expected.insert(expected.end(), part.begin(), part.end());
-      }
-      if (*gathered != expected) failures.push_back("length " + std::to_string(length));
     }
     return failures;
   });
-  for (int rank = 0; rank < world_size; ++rank) {
-    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
-  }
 }
 
 TEST_P(ProcessGroupTest, BroadcastCopiesRootBufferFromEveryRoot) {
-  const int world_size = world();
-  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const RankBuffers<float> inputs(world(), lengths, Input<float>);
+  ExpectNoRankFails([&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t length : LengthsFor(world_size)) {
-      for (int root = 0; root < world_size; ++root) {
+    for (size_t length : lengths) {
+      for (int root = 0; root < world(); ++root) {
         std::vector<float> data =
-            group.rank() == root ? Input(root, length) : std::vector<float>(length, -99.0f);
+            group.rank() == root ? inputs.of(root, length) : std::vector<float>(length, -99.0f);
         Status status = group.broadcast(root, data);
         if (!status) {
           failures.push_back(Describe(status));
-        } else if (data != Input(root, length)) {
+        } else if (data != inputs.of(root, length)) {
           failures.push_back("length " + std::to_string(length) + " root " + std::to_string(root));
         }
       }
     }
     return failures;
   });
-  for (int rank = 0; rank < world_size; ++rank) {
-    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
-  }
 }
 
+// The large length runs kSum only: the other kinds differ from it only in
+// the operator, which the small lengths check.
 TEST_P(ProcessGroupTest, Int32AllReduceGivesEveryRankTheReductionForEveryKindAndLength) {
-  ExpectNoRankFails([&](ProcessGroup& group) { return AllReduceFailures<int32_t>(group, world(), false); });
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const ReductionCases<int32_t> cases(world(), lengths, false);
+  ExpectNoRankFails([&](ProcessGroup& group) { return AllReduceFailures(group, lengths, cases); });
 }
 
 // Byte buffers of 3 × length + 1 bytes: odd sizes, and at the large length
@@ -218,49 +295,55 @@ size_t ByteLength(size_t length) { return 3 * length + 1; }
 // which the float tests run at the large length; int32 runs the others.
 bool Int32RunsAt(size_t length) { return length != kLargeOddLength; }
 
+std::vector<size_t> Int32Lengths(const std::vector<size_t>& lengths) {
+  std::vector<size_t> int32_lengths;
+  std::copy_if(lengths.begin(), lengths.end(), std::back_inserter(int32_lengths), Int32RunsAt);
+  return int32_lengths;
+}
+
 TEST_P(ProcessGroupTest, Int32AndByteAllGatherConcatenateInRankOrder) {
-  const int world_size = world();
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const RankBuffers<int32_t> ints_of(world(), Int32Lengths(lengths), Input<int32_t>);
+  const RankBuffers<std::byte> bytes_of(
+      world(), lengths, [](int rank, size_t length) { return Blob(rank, ByteLength(length)); });
   ExpectNoRankFails([&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t length : LengthsFor(world_size)) {
-      std::vector<int32_t> expected_ints;
-      std::vector<std::byte> expected_bytes;
-      for (int rank = 0; rank < world_size; ++rank) {
-        const std::vector<int32_t> part = Input<int32_t>(rank, length);
-        expected_ints.insert(expected_ints.end(), part.begin(), part.end());
-        const std::vector<std::byte> blob = Blob(rank, ByteLength(length));
-        expected_bytes.insert(expected_bytes.end(), blob.begin(), blob.end());
-      }
+    for (size_t length : lengths) {
       if (Int32RunsAt(length)) {
-        std::vector<int32_t> ints(world_size * length);
-        Status status = group.all_gather(Input<int32_t>(group.rank(), length), ints);
-        Record(failures, status, ints == expected_ints, "int32 length " + std::to_string(length));
+        std::vector<int32_t> ints(world() * length);
+        Status status = group.all_gather(ints_of.of(group.rank(), length), ints);
+        Record(failures, status, ints == ints_of.concatenated(length),
+               "int32 length " + std::to_string(length));
       }
-      std::vector<std::byte> bytes(world_size * ByteLength(length));
-      Status status = group.all_gather(Blob(group.rank(), ByteLength(length)), bytes);
-      Record(failures, status, bytes == expected_bytes, "bytes length " + std::to_string(length));
+      std::vector<std::byte> bytes(world() * ByteLength(length));
+      Status status = group.all_gather(bytes_of.of(group.rank(), length), bytes);
+      Record(failures, status, bytes == bytes_of.concatenated(length),
+             "bytes length " + std::to_string(length));
     }
     return failures;
   });
 }
 
 TEST_P(ProcessGroupTest, Int32AndByteBroadcastCopyRootBufferFromEveryRoot) {
-  const int world_size = world();
+  const std::vector<size_t> lengths = LengthsFor(world());
+  const RankBuffers<int32_t> ints_of(world(), Int32Lengths(lengths), Input<int32_t>);
+  const RankBuffers<std::byte> bytes_of(
+      world(), lengths, [](int rank, size_t length) { return Blob(rank, ByteLength(length)); });
   ExpectNoRankFails([&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t length : LengthsFor(world_size)) {
-      for (int root = 0; root < world_size; ++root) {
+    for (size_t length : lengths) {
+      for (int root = 0; root < world(); ++root) {
         const std::string where = " length " + std::to_string(length) + " root " + std::to_string(root);
         if (Int32RunsAt(length)) {
           std::vector<int32_t> ints =
-              group.rank() == root ? Input<int32_t>(root, length) : std::vector<int32_t>(length, -99);
+              group.rank() == root ? ints_of.of(root, length) : std::vector<int32_t>(length, -99);
           Status status = group.broadcast(root, ints);
-          Record(failures, status, ints == Input<int32_t>(root, length), "int32" + where);
+          Record(failures, status, ints == ints_of.of(root, length), "int32" + where);
         }
-        std::vector<std::byte> bytes = group.rank() == root ? Blob(root, ByteLength(length))
-                                                            : std::vector<std::byte>(ByteLength(length));
+        std::vector<std::byte> bytes =
+            group.rank() == root ? bytes_of.of(root, length) : std::vector<std::byte>(ByteLength(length));
         Status status = group.broadcast(root, bytes);
-        Record(failures, status, bytes == Blob(root, ByteLength(length)), "bytes" + where);
+        Record(failures, status, bytes == bytes_of.of(root, length), "bytes" + where);
       }
     }
     return failures;
@@ -269,29 +352,28 @@ TEST_P(ProcessGroupTest, Int32AndByteBroadcastCopyRootBufferFromEveryRoot) {
 
 TEST_P(ProcessGroupTest, ReduceScatterGivesRankItsReducedBlock) {
   const int world_size = world();
-  auto results = RunRanks(Transports(), [&](ProcessGroup& group) {
+  std::vector<size_t> blocks = {0, 1, static_cast<size_t>(world_size + 1), kLargeOddLength / world_size | 1};
+  std::vector<size_t> lengths;
+  for (size_t block : blocks) lengths.push_back(block * world_size);
+  const ReductionCases<float> cases(world_size, lengths, true);
+  ExpectNoRankFails([&](ProcessGroup& group) {
     std::vector<std::string> failures;
-    for (size_t block :
-         {size_t{0}, size_t{1}, static_cast<size_t>(world_size + 1), kLargeOddLength / world_size | 1}) {
+    for (size_t block : blocks) {
+      const size_t length = block * world_size;
       for (ReduceKind kind : kAllKinds) {
-        const size_t length = block * world_size;
-        Result<std::vector<float>> mine = group.reduce_scatter(Input(group.rank(), length), kind);
+        Result<std::vector<float>> mine = group.reduce_scatter(cases.input(group.rank(), length), kind);
         if (!mine) {
           failures.push_back(Describe(mine));
           continue;
         }
-        std::vector<float> expected(block);
-        for (size_t i = 0; i < block; ++i) {
-          expected[i] = ExpectedReduction(world_size, group.rank() * block + i, kind);
+        const auto expected = cases.reduction(length, kind)->begin() + group.rank() * block;
+        if (!std::equal(mine->begin(), mine->end(), expected, expected + block)) {
+          failures.push_back("block " + std::to_string(block));
         }
-        if (*mine != expected) failures.push_back("block " + std::to_string(block));
       }
     }
     return failures;
   });
-  for (int rank = 0; rank < world_size; ++rank) {
-    EXPECT_TRUE(results[rank].empty()) << "rank " << rank << ": " << results[rank].front();
-  }
 }
 
 TEST_P(ProcessGroupTest, GatherAndScatterMoveVariableSizeBlobs) {
