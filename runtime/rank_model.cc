@@ -63,16 +63,13 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
 }
 
 Status CheckFailoverChoice(const ModelChoice& choice, bool regrids) {
-  if (regrids && (choice.shards || choice.fetch || choice.layers_per_stage)) {
+  const bool grid_flags = choice.tp || choice.ep || choice.pp;
+  if (choice.shards || choice.fetch || choice.layers_per_stage || (!regrids && grid_flags)) {
     return Error::InvalidArgument(
-        "--failover re-plans the grid over the model file on every rank: drop --shards, --fetch-weights "
-        "and --layers");
-  }
-  if (!regrids &&
-      (choice.shards || choice.fetch || choice.tp || choice.ep || choice.pp || choice.layers_per_stage)) {
-    return Error::InvalidArgument(
-        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
-        "--tp, --ep, --pp and --layers");
+        regrids ? "--failover re-plans the grid over the model file on every rank: drop --shards, "
+                  "--fetch-weights and --layers"
+                : "--failover re-plans a pipeline over the model file on every rank: drop --shards, "
+                  "--fetch-weights, --tp, --ep, --pp and --layers");
   }
   return {};
 }
