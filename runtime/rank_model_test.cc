@@ -1,11 +1,15 @@
 #include "runtime/rank_model.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/toy_model.h"
+#include "loader/expert_placement.h"
+#include "loader/routing_stats.h"
 
 namespace inferno {
 namespace {
@@ -61,7 +65,8 @@ TEST(FailoverGrid, PipelineJobStaysAPipeline) {
   EXPECT_FALSE(grid->ep.has_value());
 }
 
-TEST(FailoverGrid, ExpertParallelKeepsPlacingWholeExperts) {
+// A Mixtral toy of 4 layers, 6 heads and 6 experts.
+ModelChoice MixtureJob() {
   ToyModelShape shape;
   shape.architecture = "MixtralForCausalLM";
   shape.dim = 48;
@@ -70,6 +75,11 @@ TEST(FailoverGrid, ExpertParallelKeepsPlacingWholeExperts) {
   shape.experts = 6;
   ModelChoice job;
   job.model = ToyFolder("mixture", shape);
+  return job;
+}
+
+TEST(FailoverGrid, ExpertParallelKeepsPlacingWholeExperts) {
+  ModelChoice job = MixtureJob();
   job.ep = 3;
   Result<ModelChoice> grid = FailoverGrid(job, 2);
   ASSERT_TRUE(grid.ok()) << grid.error().message;
@@ -79,6 +89,30 @@ TEST(FailoverGrid, ExpertParallelKeepsPlacingWholeExperts) {
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   EXPECT_TRUE(opened->plan.expert_parallel);
   EXPECT_EQ(opened->plan.tp, 2);
+}
+
+TEST(FailoverGrid, ExpertsByLoadArePlacedOverTheNewDegree) {
+  ModelChoice job = MixtureJob();
+  Result<RankModel> whole = OpenRankModel(job, 0, 1);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  const ModelConfig& config = whole->checkpoint->config();
+  // Experts 0 and 1 hot in every layer: contiguous halves would put both on
+  // tensor-parallel index 0; placed by load they go to different ranks.
+  const RoutingCounts counts(static_cast<size_t>(config.num_hidden_layers), {100, 90, 1, 1, 1, 1});
+  job.experts_by_load = std::string(std::getenv("TEST_TMPDIR")) + "/stats.json";
+  std::ofstream(*job.experts_by_load) << RoutingStatsToJson(config, counts);
+  job.ep = 3;
+  Result<ModelChoice> grid = FailoverGrid(job, 2);
+  ASSERT_TRUE(grid.ok()) << grid.error().message;
+  EXPECT_EQ(grid->ep, 2);
+  EXPECT_EQ(grid->experts_by_load, job.experts_by_load);
+  Result<RankModel> opened = OpenRankModel(*grid, 0, 2);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  const ExpertPlacement placement = opened->plan.Placement(config.num_hidden_layers, config.num_experts);
+  for (const std::vector<int>& owner : placement.owner) {
+    ASSERT_EQ(owner.size(), 6u);
+    EXPECT_NE(owner[0], owner[1]) << "the two hot experts on one rank";
+  }
 }
 
 TEST(FailoverGrid, NoGridOverTheMembersNamesWhy) {
