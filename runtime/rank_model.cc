@@ -1,5 +1,6 @@
 #include "runtime/rank_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -61,11 +62,14 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
   return choice;
 }
 
-Status CheckFailoverChoice(const ModelChoice& choice) {
-  if (choice.shards || choice.fetch || choice.tp || choice.ep || choice.pp || choice.layers_per_stage) {
+Status CheckFailoverChoice(const ModelChoice& choice, bool regrids) {
+  const bool grid_flags = choice.tp || choice.ep || choice.pp;
+  if (choice.shards || choice.fetch || choice.layers_per_stage || (!regrids && grid_flags)) {
     return Error::InvalidArgument(
-        "--failover re-plans a pipeline over the model file on every rank: drop --shards, --fetch-weights, "
-        "--tp, --ep, --pp and --layers");
+        regrids ? "--failover re-plans the grid over the model file on every rank: drop --shards, "
+                  "--fetch-weights and --layers"
+                : "--failover re-plans a pipeline over the model file on every rank: drop --shards, "
+                  "--fetch-weights, --tp, --ep, --pp and --layers");
   }
   return {};
 }
@@ -119,6 +123,28 @@ Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, 
 }
 
 }  // namespace
+
+Result<ModelChoice> FailoverGrid(const ModelChoice& job, int world_size) {
+  Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(job.model);
+  if (!checkpoint) return checkpoint.error().Prefixed("--model: ");
+  const int wanted = job.ep.value_or(job.tp.value_or(1));
+  std::optional<Error> refused;
+  for (int tp = std::min(wanted, world_size); tp >= 1; --tp) {
+    if (world_size % tp != 0) continue;
+    ModelChoice choice = job;
+    choice.pp.reset();
+    if (choice.ep) {
+      choice.ep = tp;
+    } else if (choice.tp) {
+      choice.tp = tp;
+    }
+    Result<ShardPlan> plan = JobPlan((*checkpoint)->config(), choice, {world_size / tp, tp}, world_size);
+    Status whole = plan ? CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()) : Status(plan.error());
+    if (whole) return choice;
+    refused = whole.error();
+  }
+  return refused->Prefixed("--failover: no grid over " + std::to_string(world_size) + " ranks: ");
+}
 
 Result<RankModel> OpenRankModel(const ModelChoice& choice, int rank, int world_size) {
   if (choice.fetch && choice.model.empty()) {

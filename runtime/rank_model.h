@@ -55,10 +55,24 @@ struct ModelChoice {
 // missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 
-// --failover re-plans a pipeline over the model file on every rank, so it
-// takes a plain --model: fails naming the flags it cannot re-plan
-// (--shards, --fetch-weights, --tp, --ep, --pp, --layers).
-Status CheckFailoverChoice(const ModelChoice& choice);
+// --failover re-plans the job over the model file on every rank, so it
+// takes --model: fails naming the flags it cannot re-plan (--shards,
+// --fetch-weights, --layers; and unless `regrids`, --tp, --ep and --pp:
+// infer re-plans only a pipeline, serve any grid, see FailoverGrid).
+Status CheckFailoverChoice(const ModelChoice& choice, bool regrids);
+
+// The grid of a --failover job of flags `job` (--model only, see
+// CheckFailoverChoice) over the `world_size` members of a generation after
+// a regroup: --tp (or --ep) T is kept when it divides world_size and the
+// model takes it (MakeShardPlan accepts it, and every quantized super-block
+// stays whole), else the largest T' < T that does, down to 1 (a pure
+// pipeline); --pp becomes world_size / T'. Experts are placed over T' by the
+// job's rule (contiguous runs, or --experts-by-load's stats). With a
+// standby in every lost place the world size is the job's, and so is the
+// grid. A function of the model file, the flags and world_size, so every
+// member computes the same one. Errors: the model cannot be opened; no T'
+// works (the error of T' = 1, e.g. more stages than layers).
+Result<ModelChoice> FailoverGrid(const ModelChoice& job, int world_size);
 
 // The --weights copy|mapped flag (default copy).
 Result<WeightPlacement> ParseWeightPlacement(const CommandLine& flags);

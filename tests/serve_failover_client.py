@@ -7,8 +7,10 @@
       arrived over all streams, SIGNAL (KILL or STOP; KILL by default) to
       KILL_PID (the "kill" below; with SIGNAL NONE, the moment is marked and
       nothing is signalled, so an undisturbed run gives the same windows). Prints one JSON object:
-      {"streams": [{"text", "finish", "error", "done"}, ...] (in prompt
-      order), "kill_to_next_chunk_ms" (from the kill to the first chunk of
+      {"streams": [{"text", "text_before_kill", "finish", "error", "done"},
+      ...] (in prompt order; text_before_kill: the text of the chunks that
+      arrived before the kill, all of it when none came after),
+      "kill_to_next_chunk_ms" (from the kill to the first chunk of
       any stream after it, which may have been on its way before the kill;
       null without a kill or if none came), "kill_to_every_next_chunk_ms"
       (to the first chunk after the kill of every stream that had not ended
@@ -44,8 +46,8 @@ def main():
     parsed = urllib.parse.urlparse(url)
     lock = threading.Lock()
     state = {"chunks": 0, "killed_at": None, "times": []}
-    streams = [{"text": "", "finish": None, "error": None, "done": False, "after_kill": None,
-                "ended_at": None, "last_chunk": None, "first_chunk": None, "longest_gap": 0.0} for _ in range(n)]
+    streams = [{"text": "", "text_before_kill": None, "finish": None, "error": None, "done": False,
+                "after_kill": None, "ended_at": None, "last_chunk": None, "first_chunk": None, "longest_gap": 0.0} for _ in range(n)]
 
     def run(index):
         stream = streams[index]
@@ -75,6 +77,7 @@ def main():
                     state["times"].append(now)
                     if state["killed_at"] is not None and stream["after_kill"] is None:
                         stream["after_kill"] = now
+                        stream["text_before_kill"] = stream["text"]
                     state["chunks"] += 1
                     if kill_pid is not None and state["killed_at"] is None and state["chunks"] >= kill_after:
                         if kill_signal is not None:
@@ -96,6 +99,9 @@ def main():
     for thread in threads:
         thread.join()
     killed_at = state["killed_at"]
+    for s in streams:
+        if s["text_before_kill"] is None:
+            s["text_before_kill"] = s["text"]
     firsts = [s["after_kill"] for s in streams if s["after_kill"] is not None]
     waiting = [s for s in streams if killed_at is not None and s["ended_at"] > killed_at and s["finish"]]
     # When every stream still running at the kill had its next chunk.
@@ -113,7 +119,7 @@ def main():
         return round(sum(1 for t in state["times"] if begin < t <= end) / (end - begin), 1)
 
     print(json.dumps({
-        "streams": [{k: s[k] for k in ("text", "finish", "error", "done")} for s in streams],
+        "streams": [{k: s[k] for k in ("text", "text_before_kill", "finish", "error", "done")} for s in streams],
         "killed": killed_at is not None,
         "kill_to_next_chunk_ms": round((min(firsts) - killed_at) * 1000) if firsts else None,
         "kill_to_every_next_chunk_ms": round((resumed - killed_at) * 1000) if resumed else None,

@@ -285,7 +285,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.dump_logits = flags.Last("dump-logits");
   options.failover = flags.Has("failover");
   if (options.failover) {
-    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
+    if (Status plan = CheckFailoverChoice(options.model, /*regrids=*/false); !plan) return plan.error();
   }
   return options;
 }

@@ -19,12 +19,13 @@
 // requests (503, or an error event), turns /health unhealthy, and every rank
 // exits non-zero within the transport's timeout, as infer's do; with
 // --failover (under launch --failover) the survivors instead form the job's
-// next generation without it (distributed/regroup.h), re-plan the pipeline
-// over themselves, and the leader continues every running request from its
+// next generation without it (distributed/regroup.h), re-plan the grid over
+// themselves (FailoverGrid: --tp or --ep kept where it divides their count,
+// else smaller), and the leader continues every running request from its
 // prompt and the tokens it has generated (RequestQueue::Requeue; see
 // docs/reliability.md). A standby rank (launch --failover --standby N;
 // distributed/standby_rank.h) loads nothing and waits until a regroup gives
-// it a lost rank's place (AwaitPlace), then loads that rank's layers and
+// it a lost rank's place (AwaitPlace), then loads that rank's part and
 // joins as it, so the job keeps its world size and plan; SIGTERM ends a
 // waiting standby with 0. Which ranks were lost is the liveness watch's
 // verdict (Transport::LostRanks: killed, stopped, hung, cut off), read when
@@ -135,9 +136,12 @@ const CommandSpec kSpec{
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},
      {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},
      {"failover", "",
-      "when a rank is lost, a standby rank takes its place (launch --standby), or else the others carry "
-      "on without it, re-planning the pipeline over themselves; every running request continues (run "
-      "under launch --failover; with --model only, no --tp, --ep, --pp, --layers or --fetch-weights). "
+      "when a rank is lost, a standby rank takes its place (launch --standby) and the grid stays, or else "
+      "the others carry on without it, re-planning over themselves: --tp/--ep T kept if it divides their "
+      "count and the model takes it, else the largest that does (down to 1: a pipeline), experts placed "
+      "over it by the same rule; every running request continues, greedy text as undisturbed with the "
+      "same T (a smaller T sums in another order: not guaranteed bit for bit) (run under launch "
+      "--failover; with --model only, no --layers or --fetch-weights). "
       "A lost rank 0 too (killed, stopped or hung, as the liveness watch finds it): the standby or rank "
       "1 becomes the leader and listens at its --listen; clients' streams continue through serve_front. "
       "A rank found stopped or hung exits once it runs again (fenced out)"}}};
@@ -240,7 +244,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.sync_dtype = *sync;
   options.failover = flags.Has("failover");
   if (options.failover) {
-    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
+    if (Status plan = CheckFailoverChoice(options.model, /*regrids=*/true); !plan) return plan.error();
   }
   if (options.listen.size() > 1 && !options.failover) {
     return Error::InvalidArgument(
@@ -280,9 +284,12 @@ struct PreparedRank {
   std::optional<DraftSetup> draft;  // rank 0 with --draft
 };
 
-Result<PreparedRank> Prepare(const ServeOptions& options, int rank, int world_size) {
+// Opens rank `rank` of a world of `world_size` over `model` (the job's
+// --model and grid, or after a regroup FailoverGrid's) and loads its weights.
+Result<PreparedRank> Prepare(const ServeOptions& options, const ModelChoice& model, int rank,
+                             int world_size) {
   RankSetupOptions setup_options;
-  setup_options.model = options.model;
+  setup_options.model = model;
   setup_options.tokenizer = options.tokenizer;
   setup_options.context = options.context;
   Result<RankSetup> setup = OpenRank(setup_options, rank, world_size);
@@ -457,7 +464,15 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
     group = Join(config, rendezvous);
   }
   if (!group) return group.error().Prefixed("joining the process group: ");
-  const FenceWatch fence(*group->transport());
+  // Only --failover fences: there the others go on without a rank they
+  // judged lost, so it must never serve again. Its verdict on itself uses
+  // the transport's shortest limit (1.5 s), never a peer's longer one
+  // (10 s while that peer is flooded): a rank cannot know its peers'
+  // floods, and fencing early only costs a failover, where fencing late
+  // lets a second leader serve. Without --failover a lost rank ends the job
+  // anyway, so a self-verdict there could only end a job its peers kept.
+  std::optional<FenceWatch> fence;
+  if (options.failover) fence.emplace(*group->transport());
   Result<std::optional<TensorParallelGroup>> tensor_parallel =
       MakeTensorParallelGroup(*group, prepared.setup.model.plan, options.sync_dtype);
   if (!tensor_parallel) return tensor_parallel.error();
@@ -646,7 +661,12 @@ int main(int argc, char** argv) {
         return Fail(config.rank, started.error(), 1);
       leader_parts.emplace(Leader{queue, metrics, *server});
     }
-    Result<PreparedRank> prepared = Prepare(*options, config.rank, config.world_size);
+    // After a regroup every member re-plans the job's grid over the members
+    // (FailoverGrid): the same grid while standbys fill the lost places.
+    Result<ModelChoice> grid = generation == 0 ? Result<ModelChoice>(options->model)
+                                               : FailoverGrid(options->model, config.world_size);
+    if (!grid) EndJob(config.rank, grid.error(), leading(), linger(config));
+    Result<PreparedRank> prepared = Prepare(*options, *grid, config.rank, config.world_size);
     if (!prepared) EndJob(config.rank, prepared.error(), leading(), linger(config));
     prepared_ranks.push_back(std::move(*prepared));
     const auto on_joined = [&] {
@@ -655,8 +675,12 @@ int main(int argc, char** argv) {
       if (generation > 0) {
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
         metrics.ObserveFailover(took.count(), standbys_taken);
-        std::fprintf(stderr, "serve: rank 0: generation %d formed over %d ranks %.3f s after the loss\n",
-                     generation, config.world_size, took.count());
+        const ShardPlan& plan = prepared_ranks.back().setup.model.plan;
+        std::fprintf(stderr,
+                     "serve: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks) %.3f s "
+                     "after the loss\n",
+                     generation, config.world_size, plan.pp, plan.tp,
+                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count());
       }
       if (serving) return;
       serving = true;

@@ -17,6 +17,14 @@
 #   bazel build --config=opt //tools:launch //tools:serve //tools:make_toy_model
 #   tools/serve_failover_soak.sh bazel-bin/tools [ROUNDS]
 #
+# A grid job: GRID, GRID_AFTER, GRID_STANDBY and SAME_WITHOUT_STANDBY as
+# tests/serve_failover_test.sh takes them, e.g. for --tp 3 (re-planned to
+# --tp 2 without the standby, whose streams then report how many of 8 are
+# identical rather than fail on a difference):
+#   GRID="--tp 3" GRID_AFTER="1 stages x 2 tensor-parallel" \
+#   GRID_STANDBY="1 stages x 3 tensor-parallel" SAME_WITHOUT_STANDBY=0 \
+#   tools/serve_failover_soak.sh bazel-bin/tools 5
+#
 # With LEADER=1 the victim is rank 0, the leader, and each round runs
 # tests/serve_leader_failover_test.sh instead (streams through
 # serve_front; build //tools:serve_front too): an undisturbed job, then one
