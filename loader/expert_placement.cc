@@ -5,18 +5,20 @@
 
 #include <glog/logging.h>
 
+#include "loader/pipeline_split.h"
+
 namespace inferno {
 
 ExpertPlacement ContiguousExperts(const ModelConfig& config, int tp) {
   CHECK(tp >= 1 && tp <= config.num_experts) << tp << " ranks for " << config.num_experts << " experts";
   ExpertPlacement placement;
   placement.owner.resize(static_cast<size_t>(config.num_hidden_layers));
-  const int64_t base = config.num_experts / tp, extra = config.num_experts % tp;
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     if (!config.IsSparseLayer(layer)) continue;
     std::vector<int>& owner = placement.owner[static_cast<size_t>(layer)];
-    for (int t = 0; t < tp; ++t)
-      owner.insert(owner.end(), static_cast<size_t>(base + (t < extra ? 1 : 0)), t);
+    for (int t = 0; t < tp; ++t) {
+      owner.insert(owner.end(), static_cast<size_t>(EvenPart(config.num_experts, tp, t).size()), t);
+    }
   }
   return placement;
 }

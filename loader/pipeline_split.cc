@@ -16,11 +16,19 @@ int64_t LayerCost(const ModelConfig& config) {
 
 }  // namespace
 
+RowRange EvenPart(int64_t total, int parts, int index) {
+  CHECK(index >= 0 && index < parts) << "part " << index << " of " << parts;
+  const int64_t base = total / parts;
+  const int64_t extra = total % parts;
+  const int64_t begin = index * base + std::min<int64_t>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
 std::vector<int64_t> ComputeBalancedLayersPerStage(const ModelConfig& config, int stages) {
   const int64_t layers = config.num_hidden_layers;
   CHECK(stages >= 1 && stages <= layers) << stages << " stages for " << layers << " layers";
   std::vector<int64_t> split(stages);
-  for (int s = 0; s < stages; ++s) split[s] = layers / stages + (s < layers % stages ? 1 : 0);
+  for (int s = 0; s < stages; ++s) split[s] = EvenPart(layers, stages, s).size();
   return split;
 }
 

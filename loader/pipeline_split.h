@@ -31,6 +31,12 @@ struct RowRange {
   bool operator==(const RowRange&) const = default;
 };
 
+// Part `index` of `total` items divided into `parts` as evenly as possible,
+// earlier parts taking the remainder: layers over stages, heads, hidden
+// units and classifier rows over tensor-parallel ranks, experts over
+// expert-parallel ones. Precondition: 0 <= index < parts.
+RowRange EvenPart(int64_t total, int parts, int index);
+
 // Layers per stage, in stage order (stage 0 first), each >= 1, summing to
 // the layer count, as even as possible (earlier stages take the remainder):
 // with the classifier spread by ComputeBalancedClassifierRows that minimizes

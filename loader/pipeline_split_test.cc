@@ -8,6 +8,13 @@
 namespace inferno {
 namespace {
 
+TEST(EvenPart, EarlierPartsTakeTheRemainderAndPartsTileTheWhole) {
+  EXPECT_EQ(EvenPart(10, 3, 0), (RowRange{0, 4}));
+  EXPECT_EQ(EvenPart(10, 3, 1), (RowRange{4, 7}));
+  EXPECT_EQ(EvenPart(10, 3, 2), (RowRange{7, 10}));
+  EXPECT_EQ(EvenPart(2, 2, 1), (RowRange{1, 2}));
+}
+
 ModelConfig Config(int64_t dim, int64_t layers, int64_t vocab) {
   ModelConfig config;
   config.hidden_size = dim;

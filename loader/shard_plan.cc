@@ -164,14 +164,6 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
   return result;
 }
 
-RowRange EvenPart(int64_t total, int parts, int index) {
-  CHECK(index >= 0 && index < parts) << "part " << index << " of " << parts;
-  const int64_t base = total / parts;
-  const int64_t extra = total % parts;
-  const int64_t begin = index * base + std::min<int64_t>(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
-}
-
 Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
                                 const std::optional<std::vector<int64_t>>& layers_per_stage,
                                 bool expert_parallel, const std::optional<ExpertPlacement>& placement) {

@@ -141,10 +141,6 @@ std::string ExpertsText(const RankShard& shard);
 // The part of a tensor `shape` a slice covers.
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice);
 
-// Part `index` of `total` items divided into `parts` as evenly as possible,
-// earlier parts taking the remainder. Precondition: 0 <= index < parts.
-RowRange EvenPart(int64_t total, int parts, int index);
-
 // Computes the plan of a pp × tp grid for a model of `config`, experts
 // placed whole when `expert_parallel` (then tp is --ep's value) as
 // `placement` says, contiguously when it is absent.

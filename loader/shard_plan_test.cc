@@ -12,13 +12,6 @@
 namespace inferno {
 namespace {
 
-TEST(EvenPart, EarlierPartsTakeTheRemainderAndPartsTileTheWhole) {
-  EXPECT_EQ(EvenPart(10, 3, 0), (RowRange{0, 4}));
-  EXPECT_EQ(EvenPart(10, 3, 1), (RowRange{4, 7}));
-  EXPECT_EQ(EvenPart(10, 3, 2), (RowRange{7, 10}));
-  EXPECT_EQ(EvenPart(2, 2, 1), (RowRange{1, 2}));
-}
-
 TEST(MakeShardPlan, EmbeddingOnFirstStageFinalNormOnLastStageWhichIsRankZero) {
   Result<ShardPlan> plan = MakeShardPlan(TestConfig(5, false), 3, 1, std::vector<int64_t>{1, 2, 2});
   ASSERT_TRUE(plan) << plan.error().message;
