@@ -26,7 +26,7 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3" STRANGER="$4"
 shift 4
-SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000 SEQ_LEN=1024
+SECURE=0 LAUNCH_FLAGS=(--insecure) STRANGER_FLAGS=() ATTACK_MS=1000
 if [ "${1:-}" = "--secure" ]; then
   SECURE=1
   INFERNO_JOB_SECRET=$("$2") || { echo "FAIL: job_key" >&2; exit 1; }
@@ -40,12 +40,12 @@ if [ "${1:-}" = "--flood" ]; then
   # The job must outlive the flood: under ASan on a loaded machine a 6 s
   # flood ran 9 s while 1000 tokens took 6.6 s (shared memory made the job
   # faster), so the flood is shorter and the job longer.
-  ATTACK_MS=3000 SEQ_LEN=2048
+  ATTACK_MS=3000
 fi
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/stranger.XXXXXX")"
 WORLD=3
 
-"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len "$SEQ_LEN" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
+"$MAKE_TOY" --out "$WORK/toy" --dim 384 --layers 4 --seq-len 640 >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 
 # listening_endpoints PID: the tcp:// and ipc:// endpoints PID listens on.
 listening_endpoints() {
@@ -66,21 +66,26 @@ listening_endpoints() {
 }
 
 # The clean run, whose ids the attacked one must print. The job must still
-# run when the attack ends, so it is sized to take at least 2 x ATTACK_MS
-# plus 3 s: a first short run measures this build's speed, and each run too
-# short is scaled by its shortfall (x1.5), in tokens up to the context, then
-# in prompts (up to 32). A fixed size was wrong both ways: -c opt generated
-# 1500 tokens in 2.3 s, inside a 3 s flood, and the default fastbuild took
-# 37 s for them, doubling the test's time for nothing.
-tokens=100 prompts=1 target_ms=$((2 * ATTACK_MS + 3000)) max_tokens=$((SEQ_LEN - 32))
+# run when the attack ends, so its generation (infer's "total:", which
+# starts after the ranks' start and rendezvous, as the attack does) is sized
+# to take at least 2 x ATTACK_MS plus 3 s: a first short run measures this
+# build's speed, and each run too short is scaled by its shortfall (x1.5),
+# in tokens up to 512 a prompt (the toy's context is 640), then in prompts (up to 32). A fixed size was
+# wrong both ways: -c opt generated 1500 tokens in 2.3 s, inside a 3 s
+# flood, and the default fastbuild took 37 s for them, doubling the test's
+# time for nothing. The launch's whole time was wrong too: on a loaded
+# machine the ranks' start made a too-short job look long enough. And a
+# token costs more the longer its sequence, so sequences of the whole
+# context overshot (fastbuild: 700 tokens in 5.5 s, 2 x 2016 in 46.5 s).
+tokens=100 prompts=1 target_ms=$((2 * ATTACK_MS + 3000)) max_tokens=512
 while :; do
   INFER_ARGS=(--model "$WORK/toy" --max-new-tokens "$tokens" --output ids)
   for ((p = 0; p < prompts; p++)); do INFER_ARGS+=(--prompt "Once upon a time $p"); done
-  clean_start_ms=$(now_ms)
   timeout 120 env -u INFERNO_JOB_SECRET "$LAUNCH" -n "$WORLD" --insecure --timeout 100 --grace 2 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/clean.ids" 2>"$WORK/clean.err" ||
     { cat "$WORK/clean.err" >&2; fail "the clean run failed"; break; }
-  clean_ms=$(($(now_ms) - clean_start_ms))
-  echo "clean run: $prompts prompt(s) of $tokens tokens in $clean_ms ms"
+  clean_ms=$(sed -n 's/.*, total: \([0-9.]*\) s .*/\1/p' "$WORK/clean.err" | awk '{ printf "%d", $1 * 1000 }')
+  [ -n "$clean_ms" ] || { cat "$WORK/clean.err" >&2; fail "the clean run printed no generation time"; break; }
+  echo "clean run: $prompts prompt(s) of $tokens tokens generated in $clean_ms ms"
   [ "$clean_ms" -lt "$target_ms" ] && [ "$prompts" -lt 32 ] || break
   scale=$(((3 * target_ms + 2 * clean_ms - 1) / (2 * clean_ms)))
   [ "$scale" -ge 2 ] || scale=2
