@@ -273,16 +273,20 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
     } else {
       const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};
       MatMul(state_.gate_up, state_.normed, w_gate_up, n, 2 * hidden, dim, pool_);
-      for (int64_t t = 0; t < n; ++t) {
-        const std::span<float> activated = std::span<float>(state_.activated).subspan(t * hidden, hidden);
-        const std::span<const float> gate_up =
-            std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden);
-        if (config_.activation == Activation::kGeluTanh) {
-          GeGlu(activated, gate_up);
-        } else {
-          SwiGlu(activated, gate_up);
+      // Positions split among the threads: a prefill's exponentials took
+      // 6% of a 2-thread TinyLlama-4 prefill on one thread.
+      pool_.ParallelFor(n, [&](int64_t begin, int64_t end, int) {
+        for (int64_t t = begin; t < end; ++t) {
+          const std::span<float> activated = std::span<float>(state_.activated).subspan(t * hidden, hidden);
+          const std::span<const float> gate_up =
+              std::span<const float>(state_.gate_up).subspan(t * 2 * hidden, 2 * hidden);
+          if (config_.activation == Activation::kGeluTanh) {
+            GeGlu(activated, gate_up);
+          } else {
+            SwiGlu(activated, gate_up);
+          }
         }
-      }
+      });
       const WeightMatrix w_down[] = {layer.w_down.Matrix()};
       MatMul(projected, state_.activated, w_down, n, dim, hidden, pool_);
     }

@@ -105,25 +105,40 @@ RowsFunction RowsFor(const MatMulKernels& kernels, DType dtype) {
 // x quantized to 8-bit blocks of one size (32 or 256), per calling thread
 // and size: grows to the largest x seen, then is reused (no allocation per
 // token). The sums of 32 codes only for blocks of 32 (the Q8_0/Q4_0 AVX-512
-// lanes read them).
+// lanes read them). Rows of x are quantized independently of each other, so
+// they may be split among threads.
 struct QuantizedInput {
+  int64_t block = 0;
   std::vector<float> scales;
   std::vector<int8_t> codes;
   std::vector<int32_t> sums;
   std::vector<int16_t> half_sums;
 
-  void Quantize(const MatMulKernels& kernels, const float* x, int64_t count, int64_t block) {
-    const bool of_32 = block == kQuantBlockElements;
+  // Room for `count` values in blocks of `block_elements`.
+  void Reserve(int64_t count, int64_t block_elements) {
+    block = block_elements;
     if (static_cast<int64_t>(codes.size()) < count) {
       codes.resize(count);
       scales.resize(count / block);
-      if (of_32) sums.resize(count / kQuantBlockElements);
+      if (block == kQuantBlockElements) sums.resize(count / kQuantBlockElements);
       half_sums.resize(count / 16);
     }
-    kernels.quantize_input(x, count, block, scales.data(), codes.data(), of_32 ? sums.data() : nullptr,
-                           half_sums.data());
+  }
+  // Rows [begin, end) of x (rows of `cols` values, a multiple of `block`).
+  // Precondition: Reserve for at least end * cols values.
+  void Quantize(const MatMulKernels& kernels, const float* x, int64_t cols, int64_t begin, int64_t end) {
+    const int64_t first = begin * cols;
+    kernels.quantize_input(x + first, (end - begin) * cols, block, scales.data() + first / block,
+                           codes.data() + first,
+                           block == kQuantBlockElements ? sums.data() + first / kQuantBlockElements : nullptr,
+                           half_sums.data() + first / 16);
   }
 };
+
+// Below this many values of x, its quantization runs on the calling thread
+// alone (a decode step's vector: a few microseconds, less than waking a
+// worker); above, its rows are split among the pool's threads.
+constexpr int64_t kParallelQuantizeValues = int64_t{1} << 15;
 
 }  // namespace
 
@@ -152,26 +167,37 @@ void MatMul(std::span<float> out, std::span<const float> x, std::span<const Weig
   }
   DCHECK_GE(stacked_rows, rows);
   InputRows input{.values = x.data()};
-  // x quantized for each block size in the product, kept per thread.
-  const auto quantized = [&](int64_t block) -> const QuantizedInput& {
+  // x quantized for each block size in the product, kept per calling thread.
+  // (References: a lambda names a thread_local object by name as the running
+  // thread's own, so the workers reach the caller's through these.)
+  thread_local QuantizedInput thread_of_32, thread_of_256;
+  QuantizedInput& of_32 = thread_of_32;
+  QuantizedInput& of_256 = thread_of_256;
+  const auto reserve = [&](QuantizedInput& quantized, int64_t block) {
     CHECK_EQ(cols % block, 0) << "a matrix of blocks of " << block << " with " << cols << " columns";
-    thread_local QuantizedInput of_32, of_256;
-    QuantizedInput& input = block == kQuantBlockElements ? of_32 : of_256;
-    input.Quantize(kernels, x.data(), n * cols, block);
-    return input;
+    quantized.Reserve(n * cols, block);
   };
+  if (blocks) reserve(of_32, kQuantBlockElements);
+  if (super_blocks) reserve(of_256, kSuperBlockElements);
+  const auto quantize_rows = [&](int64_t begin, int64_t end) {
+    if (blocks) of_32.Quantize(kernels, x.data(), cols, begin, end);
+    if (super_blocks) of_256.Quantize(kernels, x.data(), cols, begin, end);
+  };
+  if ((blocks || super_blocks) && n * cols >= kParallelQuantizeValues) {
+    pool.ParallelFor(n, [&](int64_t begin, int64_t end, int) { quantize_rows(begin, end); });
+  } else if (blocks || super_blocks) {
+    quantize_rows(0, n);
+  }
   if (blocks) {
-    const QuantizedInput& q = quantized(kQuantBlockElements);
-    input.scales = q.scales.data();
-    input.codes = q.codes.data();
-    input.sums = q.sums.data();
-    input.half_sums = q.half_sums.data();
+    input.scales = of_32.scales.data();
+    input.codes = of_32.codes.data();
+    input.sums = of_32.sums.data();
+    input.half_sums = of_32.half_sums.data();
   }
   if (super_blocks) {
-    const QuantizedInput& q = quantized(kSuperBlockElements);
-    input.super_scales = q.scales.data();
-    input.super_codes = q.codes.data();
-    input.super_half_sums = q.half_sums.data();
+    input.super_scales = of_256.scales.data();
+    input.super_codes = of_256.codes.data();
+    input.super_half_sums = of_256.half_sums.data();
   }
   float* out_data = out.data();
   pool.ParallelFor(rows, [&](int64_t row_begin, int64_t row_end, int) {

@@ -12,7 +12,8 @@
 // floating-point operations whatever the thread count, the row split or the
 // batch size (a matrix-matrix product computes every element exactly as the
 // matrix-vector product would): a result depends only on the instruction set
-// chosen. Threads only split output rows (or heads). No kernel allocates.
+// chosen. Threads only split output rows (or heads), and the rows of x that
+// MatMul quantizes. No kernel allocates.
 //
 // Thread-safety: the functions are reentrant; a ThreadPool argument must not
 // be used by another thread during the call.

@@ -358,6 +358,51 @@ TEST(MatMul, BlockTypesGiveTheIntegerDotProductOfTheCodesScaled) {
   EXPECT_NEAR(out, 0.5 * x_scale * static_cast<double>(integer), 1e-6);
 }
 
+TEST(MatMul, XCodesRoundHalfToEven) {
+  // max |x| = 127, so x's scale is 1 and its codes are x rounded to an
+  // integer, ties to even (as lrintf); an identity matrix of Q8_0 rows
+  // with d = 1 gives each code back as a product.
+  const float values[] = {127.0f, -127.0f, 0.5f,        1.5f,   2.5f,   -2.5f,   3.5f,  -3.5f,
+                          126.5f, -126.5f, 0.49999997f, -0.5f,  -1.5f,  4.5f,    5.5f,  6.49f,
+                          -6.51f, 7.0f,    -8.0f,       100.5f, 101.5f, -100.5f, -0.0f, 0.0f,
+                          9.25f,  10.75f,  11.5f,       -11.5f, 12.5f,  -12.5f,  13.5f, -13.5f};
+  const std::vector<float> x(std::begin(values), std::end(values));
+  std::vector<BlockQ8_0> identity(32);
+  for (int r = 0; r < 32; ++r) {
+    identity[r].d = 0x3C00;  // 1.0
+    for (int k = 0; k < 32; ++k) identity[r].qs[k] = static_cast<int8_t>(k == r ? 1 : 0);
+  }
+  const WeightMatrix matrix[] = {{DType::kQ8_0, reinterpret_cast<const std::byte*>(identity.data()), 32}};
+  ThreadPool pool(1);
+  std::vector<float> codes(32);
+  MatMul(codes, x, matrix, 1, 32, 32, pool);
+  for (int k = 0; k < 32; ++k) {
+    EXPECT_EQ(codes[k], static_cast<float>(std::lrintf(values[k]))) << "x = " << values[k];
+  }
+}
+
+TEST(MatMul, InputQuantizedOnSeveralThreadsGivesTheOneThreadBits) {
+  // x large enough that its rows are quantized on several threads, for
+  // blocks of 32 (Q8_0) and super-blocks (Q4_K) in one product.
+  const int64_t n = 40, cols = 1024, rows = 7;
+  const std::vector<float> x = RandomVector(n * cols, 41);
+  const std::vector<std::byte> q8 = Stored(DType::kQ8_0, RandomVector(rows * cols, 42));
+  const std::vector<std::byte> q4k = Stored(DType::kQ4_K, RandomVector(rows * cols, 43));
+  const WeightMatrix both[] = {{DType::kQ8_0, q8.data(), rows}, {DType::kQ4_K, q4k.data(), rows}};
+  std::vector<float> reference(n * 2 * rows);
+  for (int64_t t = 0; t < n; ++t) {
+    ThreadPool single(1);
+    MatMul(std::span<float>(reference).subspan(t * 2 * rows, 2 * rows),
+           std::span<const float>(x).subspan(t * cols, cols), both, 1, 2 * rows, cols, single);
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(n * 2 * rows);
+    MatMul(out, x, both, n, 2 * rows, cols, pool);
+    EXPECT_EQ(Bits(out), Bits(reference)) << threads << " threads";
+  }
+}
+
 TEST(MatMul, NonFiniteInputGivesNanForBlockTypes) {
   std::vector<float> x(32, 1.0f);
   x[3] = INFINITY;
