@@ -5,14 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 namespace inferno {
 
 struct CollectiveArea::MemberLine {
   alignas(64) std::atomic<int32_t> pid;
-  std::atomic<uint32_t> announced_op;
-  std::atomic<uint64_t> announced_sequence;  // 1 + the sequence number; 0: none yet
+  Announcement announced;
   std::atomic<uint64_t> posted;
   std::atomic<uint64_t> reduced;
   std::atomic<uint64_t> done;
@@ -107,9 +107,7 @@ Status CollectiveArea::WatchMembers(std::vector<int> job_ranks, std::function<St
 }
 
 void CollectiveArea::Announce(CollectiveOp op, uint64_t sequence) {
-  MemberLine& mine = Member(rank_);
-  mine.announced_op.store(static_cast<uint32_t>(op), std::memory_order_relaxed);
-  mine.announced_sequence.store(sequence + 1, std::memory_order_release);
+  Member(rank_).announced.Store(op, sequence);
 }
 
 Status CollectiveArea::CheckMembers(const AreaStamp& stamp,
@@ -121,18 +119,16 @@ Status CollectiveArea::CheckMembers(const AreaStamp& stamp,
     if (Status alive = watch.Check(); !alive) return alive;
   }
   for (int member = 0; member < size_; ++member) {
-    const MemberLine& line = Member(member);
-    // announced_sequence is 0 until the member first announces.
-    const uint64_t announced = line.announced_sequence.load(std::memory_order_acquire);
-    const auto op = static_cast<CollectiveOp>(line.announced_op.load(std::memory_order_relaxed));
-    if (announced == stamp.sequence + 1 && op == CollectiveOp::kAbort) {
+    const std::optional<AnnouncedCollective> announced = Member(member).announced.Load();
+    if (!announced || announced->sequence != stamp.sequence) continue;
+    if (announced->op == CollectiveOp::kAbort) {
       return Error{ErrorKind::kCollectiveMismatch,
                    describe() + ": rank " + std::to_string(job_ranks_.empty() ? member : job_ranks_[member]) +
                        " failed it before entering the collective area"};
     }
-    if (announced == stamp.sequence + 1 && op != stamp.op) {
-      return Error::CollectiveMismatch(describe(),
-                                       OpText(op, stamp.sequence) + " (rank " + std::to_string(member) + ")");
+    if (announced->op != stamp.op) {
+      return Error::CollectiveMismatch(
+          describe(), OpText(announced->op, announced->sequence) + " (rank " + std::to_string(member) + ")");
     }
   }
   return {};

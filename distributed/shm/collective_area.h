@@ -14,7 +14,8 @@
 //                  `posted` (chunks r has written, ever), `reduced` (chunks
 //                  whose slice r has reduced, ever; all_reduce), `done`
 //                  (chunks r has finished reading, ever), and the op and
-//                  sequence number of the collective r is in (see Announce)
+//                  sequence number of the collective r is in, in one word
+//                  (announcement.h; see Announce)
 //   slot headers   per member, two 64-byte lines (one per buffer): the op,
 //                  sequence number, element count, broadcast root and chunk
 //                  number of what the buffer holds
@@ -56,6 +57,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "distributed/shm/announcement.h"
 #include "distributed/shm/doorbell.h"
 #include "distributed/shm/peer_watch.h"
 #include "distributed/shm/segment.h"
@@ -104,7 +106,7 @@ class CollectiveArea {
   Status WatchMembers(std::vector<int> job_ranks, std::function<Status()> also_check);
 
   // Says which collective this member is in (for the mismatch check of the
-  // peers' waits). Cheap: two stores.
+  // peers' waits). Cheap: one store (announcement.h).
   void Announce(CollectiveOp op, uint64_t sequence);
   // Says that this member failed collective `sequence` without entering the
   // area (e.g. a bad argument): the peers waiting in it fail at once with a
