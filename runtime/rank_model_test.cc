@@ -22,16 +22,23 @@ std::string ToyFolder(const std::string& name, const ToyModelShape& shape) {
   return folder;
 }
 
-// A dense toy of 4 layers and 6 heads.
-ModelChoice DenseJob() {
+// A --model job of a toy of 4 layers and 6 heads of dim 48: dense, or with
+// `experts` experts (Mixtral).
+ModelChoice ToyJob(int64_t experts = 0) {
   ToyModelShape shape;
   shape.dim = 48;
   shape.heads = 6;
   shape.kv_heads = 6;
+  if (experts > 0) {
+    shape.architecture = "MixtralForCausalLM";
+    shape.experts = experts;
+  }
   ModelChoice job;
-  job.model = ToyFolder("dense", shape);
+  job.model = ToyFolder(experts > 0 ? "mixture" : "dense", shape);
   return job;
 }
+
+ModelChoice DenseJob() { return ToyJob(); }
 
 TEST(FailoverGrid, KeepsTheDegreeWhileItDividesTheMembers) {
   ModelChoice job = DenseJob();
@@ -65,18 +72,8 @@ TEST(FailoverGrid, PipelineJobStaysAPipeline) {
   EXPECT_FALSE(grid->ep.has_value());
 }
 
-// A Mixtral toy of 4 layers, 6 heads and 6 experts.
-ModelChoice MixtureJob() {
-  ToyModelShape shape;
-  shape.architecture = "MixtralForCausalLM";
-  shape.dim = 48;
-  shape.heads = 6;
-  shape.kv_heads = 6;
-  shape.experts = 6;
-  ModelChoice job;
-  job.model = ToyFolder("mixture", shape);
-  return job;
-}
+// A Mixtral toy of 6 experts.
+ModelChoice MixtureJob() { return ToyJob(6); }
 
 TEST(FailoverGrid, ExpertParallelKeepsPlacingWholeExperts) {
   ModelChoice job = MixtureJob();
