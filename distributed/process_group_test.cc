@@ -57,28 +57,30 @@ std::vector<T> Input(int rank, size_t length) {
   return data;
 }
 
+// `so_far` (the reduction over the ranks before) combined with the next
+// rank's `value`; kMean sums, and the caller divides at the end.
+template <typename T>
+T Combined(ReduceKind kind, T so_far, T value) {
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kMean:
+      return so_far + value;
+    case ReduceKind::kProd:
+      return so_far * value;
+    case ReduceKind::kMin:
+      return std::min(so_far, value);
+    case ReduceKind::kMax:
+      return std::max(so_far, value);
+  }
+  return so_far;
+}
+
 // int32's kMean rounds toward zero.
 template <typename T = float>
 T ExpectedReduction(int world, size_t index, ReduceKind kind) {
   T result = static_cast<T>(InputValue(0, index));
-  for (int rank = 1; rank < world; ++rank) {
-    const T value = static_cast<T>(InputValue(rank, index));
-    switch (kind) {
-      case ReduceKind::kSum:
-      case ReduceKind::kMean:
-        result += value;
-        break;
-      case ReduceKind::kProd:
-        result *= value;
-        break;
-      case ReduceKind::kMin:
-        result = std::min(result, value);
-        break;
-      case ReduceKind::kMax:
-        result = std::max(result, value);
-        break;
-    }
-  }
+  for (int rank = 1; rank < world; ++rank)
+    result = Combined(kind, result, static_cast<T>(InputValue(rank, index)));
   return kind == ReduceKind::kMean ? result / static_cast<T>(world) : result;
 }
 
@@ -132,23 +134,7 @@ class ReductionCases {
         std::vector<T> result = inputs_.of(0, length);
         for (int rank = 1; rank < world; ++rank) {
           const std::vector<T>& values = inputs_.of(rank, length);
-          for (size_t i = 0; i < length; ++i) {
-            switch (kind) {
-              case ReduceKind::kSum:
-              case ReduceKind::kMean:
-                result[i] += values[i];
-                break;
-              case ReduceKind::kProd:
-                result[i] *= values[i];
-                break;
-              case ReduceKind::kMin:
-                result[i] = std::min(result[i], values[i]);
-                break;
-              case ReduceKind::kMax:
-                result[i] = std::max(result[i], values[i]);
-                break;
-            }
-          }
+          for (size_t i = 0; i < length; ++i) result[i] = Combined(kind, result[i], values[i]);
         }
         if (kind == ReduceKind::kMean) {
           for (T& value : result) value /= static_cast<T>(world);
