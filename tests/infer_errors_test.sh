@@ -101,7 +101,7 @@ expect_error context_beyond_model 2 "--context 17 exceeds the model's 16 positio
   --context 17
 
 # Ranks that would compute different things (here: another model of the same
-# shape, then another temperature) refuse to start together: every rank
+# shape, another temperature, logits dumped by one rank) refuse to start together: every rank
 # prints one line naming both ranks and what differs.
 "$MAKE_TOY" --out "$WORK/toy2" --layers 3 --seq-len 16 --seed 2 >/dev/null || fail "make_toy_model --seed 2"
 # Both ranks run by hand (under launch, the first rank to fail gets the other
@@ -136,6 +136,9 @@ expect_mismatch other_model "rank 1 and rank 0 run different things: weights is 
   "--model $WORK/toy2" --model "$WORK/toy" --prompt hi --max-new-tokens 4
 expect_mismatch other_temperature "rank 1 and rank 0 run different things: generation is .*temperature=0.5" \
   "--temperature 0.5" --model "$WORK/toy" --prompt hi --max-new-tokens 4
+# --dump-logits on one rank only: it picks how the ranks exchange their picks.
+expect_mismatch one_rank_dumps_logits "rank 1 and rank 0 run different things: generation is .*report_logits=1" \
+  "--dump-logits $WORK/one_rank.logits" --model "$WORK/toy" --prompt hi --max-new-tokens 4
 
 # A rank started by hand without a secret, and without asking for an
 # insecure job, refuses to start: one line saying what to do.

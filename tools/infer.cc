@@ -469,8 +469,11 @@ std::map<std::string, std::string> RunFingerprint(const InferOptions& options, c
              << " temperature=" << sampling.temperature << " top_k=" << sampling.top_k
              << " top_p=" << sampling.top_p << " seed=" << sampling.seed
              << " speculate=" << options.generation.speculate << " draft_model=" << options.draft.has_value()
-             << " sync_dtype=" << SyncDTypeName(options.sync_dtype)
-             << " routing_stats=" << options.routing_stats.has_value();
+             << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " routing_stats="
+             << options.routing_stats.has_value()
+             // Whether the logits are reported (--dump-logits) picks the
+             // sampling exchange (Scheduler::SampleNext): every rank's must agree.
+             << " report_logits=" << options.dump_logits.has_value();
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["prompts"] = ShortDigest(prompts.str());
   fingerprint["generation"] = generation.str();
