@@ -17,6 +17,7 @@
 # prompt must still complete, with at most --max-new-tokens ids, and start
 # with the undisturbed run's ids up to the tokens rank 0 kept at the loss
 # (its "tokens kept" line); how many prompts are identical is reported.
+# RANKS: the job's ranks (default 3; the victim is one of 1 to RANKS - 1).
 # TOY_FLAGS: the model's shape (make_toy_model's flags); HANG_STEP: the
 # forward pass the victim hangs at.
 #
@@ -25,7 +26,8 @@ set -u
 source tests/test_lib.sh
 LAUNCH="$1" INFER="$2" MAKE_TOY="$3"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/infer_failover.XXXXXX")"
-VICTIM=${VICTIM:-$((1 + RANDOM % 2))}
+RANKS=${RANKS:-3}
+VICTIM=${VICTIM:-$((1 + RANDOM % (RANKS - 1)))}
 HANG_STEP=${HANG_STEP:-20}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
@@ -45,7 +47,7 @@ exec "\$@"
 EOS
 chmod +x "$WORK/victim.sh"
 
-timeout 60 "$LAUNCH" -n 3 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/undisturbed.ids" 2>"$WORK/undisturbed.err" ||
+timeout 60 "$LAUNCH" -n "$RANKS" -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/undisturbed.ids" 2>"$WORK/undisturbed.err" ||
   { cat "$WORK/undisturbed.err" >&2; echo "FAIL: the undisturbed run" >&2; exit 1; }
 [ "$(wc -l <"$WORK/undisturbed.ids")" -eq 4 ] || fail "the undisturbed run printed: $(cat "$WORK/undisturbed.ids")"
 
@@ -53,13 +55,13 @@ timeout 60 "$LAUNCH" -n 3 -- "$INFER" "${INFER_ARGS[@]}" >"$WORK/undisturbed.ids
 # as above (SAME=0: the ids as SAME_WITHOUT_STANDBY=0 says).
 run_failover() {
   local name="$1" standbys="$2" same="${3:-1}" out="$WORK/$1.out" err="$WORK/$1.err"
-  "$LAUNCH" -n 3 --failover --standby "$standbys" --grace 2 --tag-output -- "$WORK/victim.sh" \
+  "$LAUNCH" -n "$RANKS" --failover --standby "$standbys" --grace 2 --tag-output -- "$WORK/victim.sh" \
     "$INFER" --failover "${INFER_ARGS[@]}" >"$out" 2>"$err" &
   local launch_pid=$! pids=() victim_pid="" deadline=$(($(now_ms) + 40000))
   while [ "$(now_ms)" -lt "$deadline" ] && kill -0 "$launch_pid" 2>/dev/null; do
     if [ -z "$victim_pid" ] && grep -q "^\[$VICTIM\] rank $VICTIM: INFERNO_TEST_ONLY_HANG: hanging" "$err"; then
       local rank
-      for rank in 0 1 2; do pids+=("$(rank_pid "$launch_pid" "$rank")"); done
+      for ((rank = 0; rank < RANKS; ++rank)); do pids+=("$(rank_pid "$launch_pid" "$rank")"); done
       [ "$standbys" -gt 0 ] && pids+=("$(rank_pid "$launch_pid" 0 INFERNO_STANDBY)")
       victim_pid="${pids[$VICTIM]}"
       [ -n "$victim_pid" ] && kill -KILL "$victim_pid"
@@ -101,14 +103,14 @@ PY
 }
 
 run_failover survivors 0 "$SAME_WITHOUT_STANDBY"
-grep -q "^\[0\] infer: rank 0: generation 1: 2 ranks (0 standby" "$WORK/survivors.err" ||
-  fail "survivors: rank 0 did not go on as 2 ranks: $(grep infer: "$WORK/survivors.err")"
-grep -q "^\[0\] infer: rank 0: generation 1 formed over 2 ranks ($GRID_AFTER ranks)" "$WORK/survivors.err" ||
+grep -q "^\[0\] infer: rank 0: generation 1: $((RANKS - 1)) ranks (0 standby" "$WORK/survivors.err" ||
+  fail "survivors: rank 0 did not go on as $((RANKS - 1)) ranks: $(grep infer: "$WORK/survivors.err")"
+grep -q "^\[0\] infer: rank 0: generation 1 formed over $((RANKS - 1)) ranks ($GRID_AFTER ranks)" "$WORK/survivors.err" ||
   fail "survivors: generation 1 is not $GRID_AFTER: $(grep infer: "$WORK/survivors.err")"
 run_failover standby 1
-grep -q "^\[0\] infer: rank 0: generation 1: 3 ranks (1 standby" "$WORK/standby.err" ||
-  fail "standby: rank 0 did not go on as 3 ranks: $(grep infer: "$WORK/standby.err")"
-grep -q "^\[0\] infer: rank 0: generation 1 formed over 3 ranks ($GRID_STANDBY ranks)" "$WORK/standby.err" ||
+grep -q "^\[0\] infer: rank 0: generation 1: $RANKS ranks (1 standby" "$WORK/standby.err" ||
+  fail "standby: rank 0 did not go on as $RANKS ranks: $(grep infer: "$WORK/standby.err")"
+grep -q "^\[0\] infer: rank 0: generation 1 formed over $RANKS ranks ($GRID_STANDBY ranks)" "$WORK/standby.err" ||
   fail "standby: generation 1 is not $GRID_STANDBY: $(grep infer: "$WORK/standby.err")"
 grep -q "infer: standby rank 0 takes rank $VICTIM's place in generation 1" "$WORK/standby.err" ||
   fail "standby: the standby did not take rank $VICTIM's place: $(grep infer: "$WORK/standby.err")"
