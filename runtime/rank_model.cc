@@ -62,14 +62,11 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
   return choice;
 }
 
-Status CheckFailoverChoice(const ModelChoice& choice, bool regrids) {
-  const bool grid_flags = choice.tp || choice.ep || choice.pp;
-  if (choice.shards || choice.fetch || choice.layers_per_stage || (!regrids && grid_flags)) {
+Status CheckFailoverChoice(const ModelChoice& choice) {
+  if (choice.shards || choice.fetch || choice.layers_per_stage) {
     return Error::InvalidArgument(
-        regrids ? "--failover re-plans the grid over the model file on every rank: drop --shards, "
-                  "--fetch-weights and --layers"
-                : "--failover re-plans a pipeline over the model file on every rank: drop --shards, "
-                  "--fetch-weights, --tp, --ep, --pp and --layers");
+        "--failover re-plans the grid over the model file on every rank: drop --shards, --fetch-weights "
+        "and --layers");
   }
   return {};
 }

@@ -55,11 +55,11 @@ struct ModelChoice {
 // missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 
-// --failover re-plans the job over the model file on every rank, so it
-// takes --model: fails naming the flags it cannot re-plan (--shards,
-// --fetch-weights, --layers; and unless `regrids`, --tp, --ep and --pp:
-// infer re-plans only a pipeline, serve any grid, see FailoverGrid).
-Status CheckFailoverChoice(const ModelChoice& choice, bool regrids);
+// --failover (infer's and serve's) re-plans the job's grid over the model
+// file on every rank (FailoverGrid), so it takes --model with --tp, --ep and
+// --pp: fails naming the flags it cannot re-plan (--shards, --fetch-weights,
+// --layers).
+Status CheckFailoverChoice(const ModelChoice& choice);
 
 // The grid of a --failover job of flags `job` (--model only, see
 // CheckFailoverChoice) over the `world_size` members of a generation after

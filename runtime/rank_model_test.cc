@@ -126,16 +126,13 @@ TEST(FailoverGrid, NoGridOverTheMembersNamesWhy) {
       << grid.error().message;
 }
 
-TEST(CheckFailoverChoice, RegridsTakeTheGridFlagsButNotLayers) {
+TEST(CheckFailoverChoice, TakesTheGridFlagsButNotLayers) {
   ModelChoice job = DenseJob();
   job.tp = 2;
   job.pp = 2;
-  EXPECT_TRUE(CheckFailoverChoice(job, /*regrids=*/true).ok());
-  const Status pipeline_only = CheckFailoverChoice(job, /*regrids=*/false);
-  ASSERT_FALSE(pipeline_only.ok());
-  EXPECT_NE(pipeline_only.error().message.find("--tp"), std::string::npos);
+  EXPECT_TRUE(CheckFailoverChoice(job).ok());
   job.layers_per_stage = std::vector<int64_t>{2, 2};
-  const Status layers = CheckFailoverChoice(job, /*regrids=*/true);
+  const Status layers = CheckFailoverChoice(job);
   ASSERT_FALSE(layers.ok());
   EXPECT_NE(layers.error().message.find("--layers"), std::string::npos);
 }

@@ -3,8 +3,10 @@
 # --failover, 8 greedy streams in flight: SIGKILL of a non-leader rank
 # (rank 1 or 2, chosen at random unless VICTIM is set) once the streams have
 # sent KILL_AFTER chunks between them; then the same with SIGSTOP (the
-# frozen rank is SIGKILLed by launch --grace after rank 0's drain; unless
-# SIGNALS says otherwise). The survivors regroup as 2 ranks (two
+# frozen rank is SIGKILLed by launch --grace after rank 0's drain, or with
+# STOPPED=continue, continued by the test once the streams are done: it must
+# then exit 1 within 10 s saying it was fenced out; unless SIGNALS says
+# otherwise). The survivors regroup as 2 ranks (two
 # pipeline stages over the same model file) and the leader continues every
 # stream from its prompt and the tokens already sent:
 # - every stream completes with the text of an undisturbed run of the same
@@ -43,6 +45,7 @@ VICTIM=${VICTIM:-$((1 + RANDOM % (RANKS - 1)))}
 read -r -a SIGNALS <<<"${SIGNALS:-KILL STOP}"
 # STANDBY_SIGNALS: the runs with a standby rank (none: "").
 read -r -a STANDBY_SIGNALS <<<"${STANDBY_SIGNALS-KILL}"
+STOPPED=${STOPPED:-kill}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
 # TOY_FLAGS: the model's shape (make_toy_model's flags); TOKENIZER: serve's.
@@ -74,6 +77,14 @@ run_job() {
   timeout 90 python3 "$CLIENT" "$URL" "$STREAMS" "$MAX_TOKENS" "${pids[$VICTIM]}" "$KILL_AFTER" "${signal:-NONE}" \
     >"$WORK/$name.json"
   curl -s --max-time 10 "$URL/metrics" >"$WORK/$name.metrics"
+  if [ "$signal" = STOP ] && [ "$STOPPED" = continue ]; then
+    local victim="${pids[$VICTIM]}" gone=$(($(now_ms) + 10000))
+    kill -CONT "$victim"
+    while kill -0 "$victim" 2>/dev/null && [ "$(now_ms)" -lt "$gone" ]; do sleep 0.05; done
+    kill -0 "$victim" 2>/dev/null && fail "$name: the stopped rank $VICTIM still runs 10 s after it was continued"
+    grep -q "serve: rank $VICTIM: this rank was frozen or hung past the liveness limit.*fenced out" "$SERVER_OUT" ||
+      fail "$name: the stopped rank $VICTIM did not say it was fenced out: $(grep "serve: rank $VICTIM" "$SERVER_OUT")"
+  fi
   stop_server
   [ "$SERVER_STATUS" -eq 0 ] || fail "$name: launch exited $SERVER_STATUS after the drain"
   for rank in "${!pids[@]}"; do
@@ -131,6 +142,9 @@ for signal in "${SIGNALS[@]}"; do
   if [ "$signal" = KILL ]; then
     grep -q "launch: rank $VICTIM (pid [0-9]*) was killed by signal 9.*carry on without it" "$SERVER_OUT" ||
       fail "$name: launch did not report rank $VICTIM's loss and carry on: $(grep launch: "$SERVER_OUT")"
+  elif [ "$STOPPED" = continue ]; then
+    grep -q "launch: rank $VICTIM (pid [0-9]*) exited with status 1.*carry on" "$SERVER_OUT" ||
+      fail "$name: the continued rank $VICTIM did not exit 1: $(grep launch: "$SERVER_OUT")"
   else
     grep -Eq "launch: rank [0-9] exited with status 0; --failover: stopping [0-9]+ ranks still running" "$SERVER_OUT" ||
       fail "$name: launch did not stop the frozen rank $VICTIM: $(grep launch: "$SERVER_OUT")"

@@ -26,6 +26,11 @@
 # undisturbed answer; SIGTERM to the new leader drains the job: launch exits 0, no
 # process left (the standby included), nothing new in /dev/shm.
 #
+# GRID: serve's grid flags (e.g. "--tp 3"; none: three pipeline stages);
+# the new leader must report generation 1's grid as GRID_AFTER without a
+# standby and GRID_STANDBY with one (the job's own). TOY_FLAGS: the model's
+# shape (make_toy_model's flags).
+#
 # First, on the undisturbed job's leader: serve_continuation_check.py (the
 # leader's side of server/continuation.h, chat and completion streams).
 #
@@ -43,6 +48,9 @@ export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
 read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
 TOKENIZER=${TOKENIZER:-byte-level}
+read -r -a GRID <<<"${GRID:-}"
+GRID_AFTER=${GRID_AFTER:-2 stages x 1 tensor-parallel}
+GRID_STANDBY=${GRID_STANDBY:-3 stages x 1 tensor-parallel}
 "$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>' >"$WORK/chat.jinja"
 # Each process's fixed port (ranks 0-2, then the standby): free a moment ago.
@@ -95,7 +103,7 @@ run_job() {
   { [ "$fault" = KILL ] || [ "$fault" = STOP ]; } && signal=$fault
   SERVER_OUT="$WORK/$name.out"
   trap '' TERM
-  "$LAUNCH" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- "$serve" --failover \
+  "$LAUNCH" -n 3 --failover --standby "$standbys" --timeout 120 --grace 2 -- "$serve" --failover "${GRID[@]}" \
     "${LISTEN_FLAGS[@]:0:$((2 * (3 + standbys)))}" --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy \
     --chat-template "$WORK/chat.jinja" \
     --slots "$STREAMS" >"$SERVER_OUT" 2>&1 &
@@ -190,6 +198,9 @@ PY
     sed "s/\"created\":[0-9]*,//; s/\"id\":\"cmpl-[0-9]*\",//" "$WORK/$name.whole") ||
     fail "$name: the whole answer differs: $(cat "$WORK/$name.whole") vs $(cat "$WORK/undisturbed.whole")"
   ranks=$((standbys > 0 ? 3 : 2))
+  grid=$([ "$standbys" -gt 0 ] && echo "$GRID_STANDBY" || echo "$GRID_AFTER")
+  grep -q "serve: rank 0: generation 1 formed over $ranks ranks ($grid ranks)" "$SERVER_OUT" ||
+    fail "$name: generation 1 is not $grid: $(grep 'generation 1 formed' "$SERVER_OUT")"
   for line in 'inferno_failover_seconds_count 1' "inferno_ranks $ranks" "inferno_standby_takeovers_total $standbys"; do
     grep -qx "$line" "$WORK/$name.metrics" ||
       fail "$name: /metrics lacks '$line': $(grep -E 'failover_seconds_count|ranks|standby' "$WORK/$name.metrics")"

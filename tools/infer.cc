@@ -41,10 +41,13 @@
 // keeps those the sampler agrees with (docs/serving.md). With --failover
 // (under launch --failover), a lost rank other than 0 does not end the job:
 // the others form its next generation (distributed/regroup.h; a standby
-// rank of launch --standby takes the lost rank's place, else the pipeline is
-// re-planned over fewer ranks), and every prompt not done continues from
-// its prompt plus the tokens it had (runtime/fixed_prompts.h): greedy output
-// is that of an undisturbed run; the statistics are the last generation's.
+// rank of launch --standby takes the lost rank's place and the grid stays,
+// else the grid is re-planned over fewer ranks as serve's is: FailoverGrid,
+// --tp/--ep kept where it divides their count, else smaller), and every
+// prompt not done continues from its prompt plus the tokens it had
+// (runtime/fixed_prompts.h): greedy output is that of an undisturbed run
+// with the same --tp/--ep (a smaller one sums in another order: not
+// guaranteed bit for bit); the statistics are the last generation's.
 // Statistics go to stderr at the end. Every error is one line on stderr and a non-zero
 // exit on every rank.
 #include <chrono>
@@ -158,9 +161,12 @@ const CommandSpec kSpec{
       "expert of each layer, as JSON (docs/engine.md; shard/infer/serve --experts-by-load read it)"},
      {"dump-logits", "FILE", "write every sampled step's logits (f32, native order)"},
      {"failover", "",
-      "when a rank other than 0 is lost, a standby rank takes its place (launch --standby), or else the "
-      "others carry on without it, re-planning the pipeline over themselves; every prompt continues (run "
-      "under launch --failover; with --model only, no --tp, --ep, --pp, --layers or --fetch-weights)"}}};
+      "when a rank other than 0 is lost, a standby rank takes its place (launch --standby) and the grid "
+      "stays, or else the others carry on without it, re-planning over themselves: --tp/--ep T kept if it "
+      "divides their count and the model takes it, else the largest that does (down to 1: a pipeline); "
+      "every prompt continues, greedy output as undisturbed with the same T (a smaller T sums in another "
+      "order: not guaranteed bit for bit) (run under launch --failover; with --model only, no --layers "
+      "or --fetch-weights)"}}};
 
 struct InferOptions {
   ModelChoice model;
@@ -285,7 +291,7 @@ Result<InferOptions> ParseOptions(const CommandLine& flags) {
   options.dump_logits = flags.Last("dump-logits");
   options.failover = flags.Has("failover");
   if (options.failover) {
-    if (Status plan = CheckFailoverChoice(options.model, /*regrids=*/false); !plan) return plan.error();
+    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
   }
   return options;
 }
@@ -670,9 +676,18 @@ int main(int argc, char** argv) {
   int standbys_left = where->standby_ranks;
   for (int generation = first_generation;; ++generation) {
     const bool fetching = options->model.fetch && config.rank != 0;
+    // After a regroup every member re-plans the job's grid over the members
+    // (FailoverGrid, as serve does): the same grid while standbys fill the
+    // lost places.
+    Result<ModelChoice> grid = generation == 0 ? Result<ModelChoice>(options->model)
+                                               : FailoverGrid(options->model, config.world_size);
+    if (!grid) {
+      std::fprintf(stderr, "infer: rank %d: %s\n", config.rank, grid.error().ToString().c_str());
+      return 1;
+    }
     std::optional<PreparedRank> prepared;
     if (!fetching) {
-      Result<RankModel> model = OpenRankModel(options->model, config.rank, config.world_size);
+      Result<RankModel> model = OpenRankModel(*grid, config.rank, config.world_size);
       Result<PreparedRank> mine =
           model ? Prepare(*options, std::move(*model), config.rank) : Result<PreparedRank>(model.error());
       if (!mine) {
@@ -689,6 +704,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "infer: rank %d: joining the process group: %s\n", config.rank,
                    group.error().ToString().c_str());
       return 1;
+    }
+    if (generation > 0 && group->is_leader()) {
+      const ShardPlan& plan = prepared->setup.model.plan;
+      std::fprintf(stderr, "infer: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks)\n",
+                   generation, config.world_size, plan.pp, plan.tp,
+                   plan.expert_parallel ? "expert-parallel" : "tensor-parallel");
     }
     Status status = options->model.fetch ? FetchWeights(*options, prepared, *group) : Status{};
     // Only the leader prints: the console output starts streaming when made.
@@ -715,12 +736,17 @@ int main(int argc, char** argv) {
     if (source) {
       standbys_left -= regrouped->standbys_taken;
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
+      // Each prompt's tokens before the loss, which the continuation keeps.
+      std::string kept;
+      for (const std::vector<int32_t>& tokens : source->generated()) {
+        kept += (kept.empty() ? "" : ", ") + std::to_string(tokens.size());
+      }
       std::fprintf(
           stderr,
           "infer: rank 0: generation %d: %d ranks (%d standby rank(s) took a place) %.3f s after the "
-          "loss; %lld prompts continue\n",
+          "loss; %lld prompts continue (tokens kept: %s)\n",
           generation + 1, regrouped->config.world_size, regrouped->standbys_taken, took.count(),
-          static_cast<long long>(source->Continue()));
+          static_cast<long long>(source->Continue()), kept.c_str());
     }
     config = regrouped->config;
   }

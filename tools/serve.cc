@@ -244,7 +244,7 @@ Result<ServeOptions> ParseOptions(const CommandLine& flags) {
   options.sync_dtype = *sync;
   options.failover = flags.Has("failover");
   if (options.failover) {
-    if (Status plan = CheckFailoverChoice(options.model, /*regrids=*/true); !plan) return plan.error();
+    if (Status plan = CheckFailoverChoice(options.model); !plan) return plan.error();
   }
   if (options.listen.size() > 1 && !options.failover) {
     return Error::InvalidArgument(

@@ -25,6 +25,7 @@
 #   GRID_STANDBY="1 stages x 3 tensor-parallel" SAME_WITHOUT_STANDBY=0 \
 #   tools/serve_failover_soak.sh bazel-bin/tools 5
 #
+# GRID, GRID_AFTER and GRID_STANDBY apply with LEADER=1 too.
 # With LEADER=1 the victim is rank 0, the leader, and each round runs
 # tests/serve_leader_failover_test.sh instead (streams through
 # serve_front; build //tools:serve_front too): an undisturbed job, then one
