@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -324,7 +325,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
            << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
            << " draft_model=" << options.draft.has_value()
-           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " stop_ids=";
+           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " failover=" << options.failover
+           << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -381,6 +383,10 @@ struct GenerationEnd {
   // Then: the ranks the liveness watch found lost (Transport::LostRanks),
   // this one included when it was frozen or hung past the watch's limit.
   std::vector<int> lost_ranks;
+  // Set when the loop ended for a grow-back, which every rank agreed to (the
+  // leader's broadcast after the loop): a replacement called the leader's
+  // JoinDesk while the job ran below its size.
+  bool grow_back = false;
 };
 
 // How long a new rank 0 retries listening at the job's address while the
@@ -444,14 +450,32 @@ class FenceWatch {
   std::thread thread_;
 };
 
+// Under --failover, after the loop ended without a failure: whether the
+// job regroups to grow back (rank 0 says, every rank hears the same), or
+// has drained. Errors: the broadcast's (the group failed at the end).
+Result<bool> AgreeOnGrowBack(ProcessGroup& group, const RequestQueue* queue) {
+  std::array<std::byte, 1> grow{
+      std::byte{queue != nullptr && queue->regroup_asked() ? uint8_t{1} : uint8_t{0}}};
+  if (Status agreed = group.broadcast(0, grow); !agreed) return agreed.error();
+  return grow[0] == std::byte{1};
+}
+
 // One generation: joins the group `config` describes with `prepared`'s
 // weights (moved into the stage) and runs the generator loop until the
-// queue is drained (leader) or the loop fails. Calls `on_joined` once the
-// group is formed. `retry_listen`: rank 0 retries a failed listen for
-// kListenRetry. Errors: joining the group.
+// queue is drained (leader), a replacement joins (below), or the loop
+// fails. Calls `on_joined` once the group is formed. `retry_listen`: rank 0
+// retries a failed listen for kListenRetry. With --failover, a leader of a
+// generation below `job_size` ranks keeps a JoinDesk at the job's address
+// while the loop runs; a replacement's call asks the queue to regroup
+// (RequestQueue::AskRegroup), and the generation ends with grow_back on
+// every rank. `join_failure_is_loss`: a failed Join (a member lost while
+// it loaded, e.g. a replacement killed) ends the generation as a loss
+// naming no rank, so the members regroup without it. Errors: joining the
+// group (unless that is a loss).
 Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const RendezvousConfig& config,
                                       PreparedRank& prepared, Leader* leader,
-                                      const std::function<void()>& on_joined, bool retry_listen) {
+                                      const std::function<void()>& on_joined, bool retry_listen, int job_size,
+                                      bool join_failure_is_loss) {
   RendezvousOptions rendezvous;
   rendezvous.fingerprint = ServeFingerprint(options, prepared);
   bool listened = false;
@@ -463,6 +487,8 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     group = Join(config, rendezvous);
   }
+  if (!group && join_failure_is_loss)
+    return GenerationEnd{group.error().Prefixed("joining the process group: "), {}};
   if (!group) return group.error().Prefixed("joining the process group: ");
   // Only --failover fences: there the others go on without a rank they
   // judged lost, so it must never serve again. Its verdict on itself uses
@@ -512,9 +538,26 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   }
   Timeline timeline(false);
   RequestQueue* queue = leader != nullptr ? &leader->queue : nullptr;
+  std::unique_ptr<JoinDesk> desk;
+  if (options.failover && queue != nullptr && config.world_size < job_size) {
+    Result<std::unique_ptr<JoinDesk>> opened = JoinDesk::Open(config, [queue] {
+      std::fprintf(stderr, "serve: rank 0: a replacement called; the job grows back at the next step\n");
+      queue->AskRegroup();
+    });
+    if (opened) {
+      desk = *std::move(opened);
+    } else {
+      std::fprintf(stderr, "serve: rank 0: no replacement can join this generation: %s\n",
+                   opened.error().ToString().c_str());
+    }
+  }
   Result<GenerationReport> report =
       RunGenerator(*group, prepared.setup.model.plan, stage, stage_group, settings, queue, queue, timeline);
-  if (report) return GenerationEnd{};
+  desk.reset();  // before anything else listens at the job's address
+  if (report && !options.failover) return GenerationEnd{};
+  Result<bool> grow = report ? AgreeOnGrowBack(*group, queue) : Result<bool>(false);
+  if (report && grow) return GenerationEnd{std::nullopt, {}, *grow};
+  if (!grow) report = grow.error();
   // Which ranks were lost, from the liveness watch, before the abort stops it
   // (only failover needs them: without it the job ends at once).
   Transport& transport = *group->transport();
@@ -614,6 +657,10 @@ int main(int argc, char** argv) {
   std::chrono::steady_clock::time_point lost_at;
   int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
   int standbys_taken = 0;                    // by the last regroup
+  // The job's own size, which a grow-back returns to (a standby learns it
+  // with its place), and whether the last regroup was one.
+  int job_size = where->world_size;
+  bool grew_back = false;
   if (where->standby) {
     if (!options->failover) {
       std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
@@ -635,6 +682,7 @@ int main(int argc, char** argv) {
     lost_at = std::chrono::steady_clock::now();
     standbys_taken = (*place)->standbys_taken;
     standbys_left -= standbys_taken;
+    job_size = (*place)->job_size;
     std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
                  (*place)->old_ranks[config.rank], first_generation);
   }
@@ -674,13 +722,18 @@ int main(int argc, char** argv) {
       metrics.SetRanks(config.world_size);
       if (generation > 0) {
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
-        metrics.ObserveFailover(took.count(), standbys_taken);
+        if (grew_back) {
+          metrics.CountJoins(standbys_taken);
+        } else {
+          metrics.ObserveFailover(took.count(), standbys_taken);
+        }
         const ShardPlan& plan = prepared_ranks.back().setup.model.plan;
         std::fprintf(stderr,
                      "serve: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks) %.3f s "
-                     "after the loss\n",
+                     "after the %s\n",
                      generation, config.world_size, plan.pp, plan.tp,
-                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count());
+                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count(),
+                     grew_back ? "previous one ended to take a replacement in" : "loss");
       }
       if (serving) return;
       serving = true;
@@ -696,9 +749,28 @@ int main(int argc, char** argv) {
     // A new rank 0 listens where the regroup's coordinator (maybe another
     // process) just did; that socket may take a moment to close.
     const bool retry_join = generation > 0 && config.rank == 0;
-    Result<GenerationEnd> end =
-        ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join);
+    Result<GenerationEnd> end = ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined,
+                                                retry_join, job_size, options->failover && generation > 0);
     if (!end) EndJob(config.rank, end.error(), leading(), linger(config));
+    grew_back = end->grow_back;
+    if (grew_back) {
+      lost_at = std::chrono::steady_clock::now();
+      Result<Regrouped> grown = GrowBack(config, generation + 1, kRegroupWindow, job_size);
+      if (!grown) EndJob(config.rank, grown.error(), leading(), linger(config));
+      standbys_taken = grown->standbys_taken;
+      standbys_left = std::max(0, standbys_left - standbys_taken);
+      if (config.rank == 0) {
+        const int64_t requeued = queue.Requeue();
+        std::fprintf(stderr,
+                     "serve: rank 0: generation %d: %d ranks (%d replacement(s) joined%s); %lld running "
+                     "requests continue\n",
+                     generation + 1, grown->config.world_size, standbys_taken,
+                     standbys_taken == 0 ? ": none called again in time, the join is abandoned" : "",
+                     static_cast<long long>(requeued));
+      }
+      config = grown->config;
+      continue;
+    }
     if (!end->lost) break;
     if (!options->failover) EndJob(config.rank, *end->lost, leading(), linger(config));
     lost_at = std::chrono::steady_clock::now();
@@ -707,7 +779,7 @@ int main(int argc, char** argv) {
     if (Among(end->lost_ranks, config.rank)) Fenced(config.rank);
     ReportFailingOver(config.rank, *end);
     Result<Regrouped> regrouped =
-        Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks);
+        Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks, job_size);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
     standbys_taken = regrouped->standbys_taken;
     standbys_left -= standbys_taken;
