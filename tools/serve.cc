@@ -39,7 +39,15 @@
 // streams there (server/continuation.h). A rank that finds itself lost
 // (frozen past the liveness limit: SIGSTOP, then SIGCONT; or hung) has been
 // fenced out by the others: it exits 1 saying so, and never serves or
-// rejoins. Errors are one line on stderr.
+// rejoins. A job running below its own size (no standby took a lost place)
+// grows back: its leader keeps a JoinDesk (distributed/regroup.h) at the
+// job's address while the loop runs, and when a replacement calls (launch
+// --join ADDR:PORT, on any host, with the job's secret), the loop ends at
+// its next step on every rank (the leader cancels every running request in
+// its step decisions, and broadcasts "grow back" after the loop), the ranks
+// regroup with the replacement in a new place (GrowBack), re-plan to the
+// job's own grid, and the leader continues the running requests as after a
+// failover. Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -145,7 +153,10 @@ const CommandSpec kSpec{
       "--failover; with --model only, no --layers or --fetch-weights). "
       "A lost rank 0 too (killed, stopped or hung, as the liveness watch finds it): the standby or rank "
       "1 becomes the leader and listens at its --listen; clients' streams continue through serve_front. "
-      "A rank found stopped or hung exits once it runs again (fenced out)"}}};
+      "A rank found stopped or hung exits once it runs again (fenced out). "
+      "A job running below its size grows back when a replacement joins: launch --join ADDR:PORT -- serve "
+      "--failover ... (ADDR:PORT: the job's MASTER_ADDR:MASTER_PORT; the job's INFERNO_JOB_SECRET in its "
+      "environment), on any host; the job regroups with it at a step boundary, running requests continue"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -606,6 +617,74 @@ void ReportFailingOver(int rank, const GenerationEnd& end) {
                Among(end.lost_ranks, 0) ? " (the leader is lost)" : "");
 }
 
+// What a rank knows of its job across the generations.
+struct JobState {
+  RendezvousConfig config;  // the current generation's
+  int first_generation = 0;
+  // When this rank saw the last loss, or the grow-back began (a standby:
+  // when it got its place).
+  std::chrono::steady_clock::time_point lost_at;
+  int standbys_left = 0;   // the job's standby ranks not yet taken
+  int standbys_taken = 0;  // by the last regroup
+  // The job's own size, which a grow-back returns to (a standby learns it
+  // with its place), and whether the last regroup was a grow-back.
+  int job_size = 0;
+  bool grew_back = false;
+};
+
+// A standby rank's wait for a place (AwaitPlace; SIGTERM or SIGINT ends it),
+// then `job` set for it. Returns the status to exit with instead: 0 when
+// the job ended without it, 1 on an error, 2 without --failover.
+std::optional<int> AwaitStandbyPlace(const ServeOptions& options, const RendezvousConfig& where,
+                                     const sigset_t& drain_signals, JobState& job) {
+  if (!options.failover) {
+    std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
+                 *where.standby);
+    return 2;
+  }
+  const auto drain_asked = [&drain_signals] {
+    const timespec now{};
+    return sigtimedwait(&drain_signals, nullptr, &now) > 0;
+  };
+  Result<std::optional<Regrouped>> place = AwaitPlace(where, drain_asked);
+  if (!place) {
+    std::fprintf(stderr, "serve: standby rank %d: %s\n", *where.standby, place.error().ToString().c_str());
+    return 1;
+  }
+  if (!*place) return 0;  // the job ended without needing this standby
+  job.config = (*place)->config;
+  job.first_generation = (*place)->generation;
+  job.lost_at = std::chrono::steady_clock::now();
+  job.standbys_taken = (*place)->standbys_taken;
+  job.standbys_left -= job.standbys_taken;
+  job.job_size = (*place)->job_size;
+  std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where.standby,
+               (*place)->old_ranks[job.config.rank], job.first_generation);
+  return std::nullopt;
+}
+
+// After generation `generation` ended for a grow-back (every rank agreed):
+// GrowBack, then the leader requeues the running requests; `job` is set for
+// the next generation. Ends the job on an error.
+void GrowBackAfter(int generation, JobState& job, RequestQueue& queue, Leader* leader,
+                   std::chrono::milliseconds linger) {
+  job.lost_at = std::chrono::steady_clock::now();
+  Result<Regrouped> grown = GrowBack(job.config, generation + 1, kRegroupWindow, job.job_size);
+  if (!grown) EndJob(job.config.rank, grown.error(), leader, linger);
+  job.standbys_taken = grown->standbys_taken;
+  job.standbys_left = std::max(0, job.standbys_left - job.standbys_taken);
+  if (job.config.rank == 0) {
+    const int64_t requeued = queue.Requeue();
+    std::fprintf(stderr,
+                 "serve: rank 0: generation %d: %d ranks (%d replacement(s) joined%s); %lld running requests "
+                 "continue\n",
+                 generation + 1, grown->config.world_size, job.standbys_taken,
+                 job.standbys_taken == 0 ? ": none called again in time, the join is abandoned" : "",
+                 static_cast<long long>(requeued));
+  }
+  job.config = grown->config;
+}
+
 // The leader's prompt maker over the job's tokenizer and chat template.
 PromptMaker MakePromptMaker(const PreparedRank& prepared) {
   PromptMaker maker;
@@ -651,41 +730,14 @@ int main(int argc, char** argv) {
   if (!options) return Fail(rank, options.error(), 2);
   const Result<HostPort> listen = ListenAddress(*options, *where);
   if (!listen) return Fail(rank, listen.error(), 2);
-  RendezvousConfig config = *where;
-  int first_generation = 0;
-  // When this rank saw the last loss (a standby: when it got its place).
-  std::chrono::steady_clock::time_point lost_at;
-  int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
-  int standbys_taken = 0;                    // by the last regroup
-  // The job's own size, which a grow-back returns to (a standby learns it
-  // with its place), and whether the last regroup was one.
-  int job_size = where->world_size;
-  bool grew_back = false;
+  JobState job;
+  job.config = *where;
+  job.standbys_left = where->standby_ranks;
+  job.job_size = where->world_size;
   if (where->standby) {
-    if (!options->failover) {
-      std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
-                   *where->standby);
-      return 2;
-    }
-    const auto drain_asked = [&drain_signals] {
-      const timespec now{};
-      return sigtimedwait(&drain_signals, nullptr, &now) > 0;
-    };
-    Result<std::optional<Regrouped>> place = AwaitPlace(*where, drain_asked);
-    if (!place) {
-      std::fprintf(stderr, "serve: standby rank %d: %s\n", *where->standby, place.error().ToString().c_str());
-      return 1;
-    }
-    if (!*place) return 0;  // the job ended without needing this standby
-    config = (*place)->config;
-    first_generation = (*place)->generation;
-    lost_at = std::chrono::steady_clock::now();
-    standbys_taken = (*place)->standbys_taken;
-    standbys_left -= standbys_taken;
-    job_size = (*place)->job_size;
-    std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
-                 (*place)->old_ranks[config.rank], first_generation);
+    if (std::optional<int> status = AwaitStandbyPlace(*options, *where, drain_signals, job)) return *status;
   }
+  RendezvousConfig& config = job.config;
 
   // The leader's parts: the queue and metrics (every rank has them; only a
   // leader uses them) and the HTTP server, which a rank starts when it first
@@ -703,7 +755,7 @@ int main(int argc, char** argv) {
   // Every generation's rank; the leader's prompt maker points into the one it
   // first led.
   std::deque<PreparedRank> prepared_ranks;
-  for (int generation = first_generation;; ++generation) {
+  for (int generation = job.first_generation;; ++generation) {
     if (config.rank == 0 && !server) {
       if (Status started = StartLeading(*options, *listen, queue, metrics, server); !started)
         return Fail(config.rank, started.error(), 1);
@@ -721,11 +773,11 @@ int main(int argc, char** argv) {
       if (config.rank != 0) return;
       metrics.SetRanks(config.world_size);
       if (generation > 0) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
-        if (grew_back) {
-          metrics.CountJoins(standbys_taken);
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - job.lost_at;
+        if (job.grew_back) {
+          metrics.CountJoins(job.standbys_taken);
         } else {
-          metrics.ObserveFailover(took.count(), standbys_taken);
+          metrics.ObserveFailover(took.count(), job.standbys_taken);
         }
         const ShardPlan& plan = prepared_ranks.back().setup.model.plan;
         std::fprintf(stderr,
@@ -733,7 +785,7 @@ int main(int argc, char** argv) {
                      "after the %s\n",
                      generation, config.world_size, plan.pp, plan.tp,
                      plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count(),
-                     grew_back ? "previous one ended to take a replacement in" : "loss");
+                     job.grew_back ? "previous one ended to take a replacement in" : "loss");
       }
       if (serving) return;
       serving = true;
@@ -749,40 +801,27 @@ int main(int argc, char** argv) {
     // A new rank 0 listens where the regroup's coordinator (maybe another
     // process) just did; that socket may take a moment to close.
     const bool retry_join = generation > 0 && config.rank == 0;
-    Result<GenerationEnd> end = ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined,
-                                                retry_join, job_size, options->failover && generation > 0);
+    Result<GenerationEnd> end =
+        ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join,
+                        job.job_size, options->failover && generation > 0);
     if (!end) EndJob(config.rank, end.error(), leading(), linger(config));
-    grew_back = end->grow_back;
-    if (grew_back) {
-      lost_at = std::chrono::steady_clock::now();
-      Result<Regrouped> grown = GrowBack(config, generation + 1, kRegroupWindow, job_size);
-      if (!grown) EndJob(config.rank, grown.error(), leading(), linger(config));
-      standbys_taken = grown->standbys_taken;
-      standbys_left = std::max(0, standbys_left - standbys_taken);
-      if (config.rank == 0) {
-        const int64_t requeued = queue.Requeue();
-        std::fprintf(stderr,
-                     "serve: rank 0: generation %d: %d ranks (%d replacement(s) joined%s); %lld running "
-                     "requests continue\n",
-                     generation + 1, grown->config.world_size, standbys_taken,
-                     standbys_taken == 0 ? ": none called again in time, the join is abandoned" : "",
-                     static_cast<long long>(requeued));
-      }
-      config = grown->config;
+    job.grew_back = end->grow_back;
+    if (job.grew_back) {
+      GrowBackAfter(generation, job, queue, leading(), linger(config));
       continue;
     }
     if (!end->lost) break;
     if (!options->failover) EndJob(config.rank, *end->lost, leading(), linger(config));
-    lost_at = std::chrono::steady_clock::now();
+    job.lost_at = std::chrono::steady_clock::now();
     // The liveness watch's verdict: a rank found lost itself (it was stopped
     // or hung) is fenced out; with rank 0 lost, rank 1 coordinates.
     if (Among(end->lost_ranks, config.rank)) Fenced(config.rank);
     ReportFailingOver(config.rank, *end);
     Result<Regrouped> regrouped =
-        Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks, job_size);
+        Regroup(config, generation + 1, kRegroupWindow, job.standbys_left, end->lost_ranks, job.job_size);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
-    standbys_taken = regrouped->standbys_taken;
-    standbys_left -= standbys_taken;
+    job.standbys_taken = regrouped->standbys_taken;
+    job.standbys_left -= job.standbys_taken;
     if (config.rank == 0) {
       const int64_t requeued = queue.Requeue();
       std::fprintf(stderr,
