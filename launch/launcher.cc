@@ -382,7 +382,7 @@ class Supervisor {
       set("WORLD_SIZE", std::to_string(options_.world_size()));
     }
     set("LOCAL_RANK", std::to_string(local_rank));
-    set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks_per_node));
+    set("LOCAL_WORLD_SIZE", std::to_string(options_.join ? options_.standby : options_.ranks_per_node));
     set("NODE_RANK", std::to_string(options_.node_rank));
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));
