@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,12 @@ constexpr std::chrono::milliseconds kHeldWait{30000};
 constexpr int kRefusedCallsToGiveUp = 5;
 // How often a standby rank asks `stopped()` while it waits.
 constexpr std::chrono::milliseconds kStandbyStopCheck{250};
+// The answer a JoinDesk gives a rank's regroup request (its coordinator is
+// not listening yet), and how long the rank waits before it asks again.
+constexpr char kRetryKey[] = "retry";
+constexpr std::chrono::milliseconds kRetryPause{50};
+// How often a JoinDesk asks whether it is to close.
+constexpr std::chrono::milliseconds kDeskStopCheck{100};
 
 // The leader's view of the standby ranks that called during one regroup.
 struct StandbyCalls {
@@ -39,7 +46,8 @@ struct StandbyCalls {
 // The coordinator's side of a regroup: collects the survivors and the
 // standbys it needs, then numbers and answers them (see the header).
 Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                         int standbys, const std::vector<int>& lost_ranks, int coordinator) {
+                         int standbys, const std::vector<int>& lost_ranks, int coordinator, int job_size,
+                         bool grow) {
   Result<std::unique_ptr<RendezvousServer>> server =
       RendezvousServer::Listen(ended.master_addr, ended.master_port, ended.job_secret);
   if (!server) return std::move(server).error().Prefixed("regroup: ");
@@ -47,10 +55,15 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   std::map<int, std::string> arrived;  // old rank -> client
   StandbyCalls calls;
   bool survivors_in = false;
-  const auto lost = [&] { return ended.world_size - 1 - static_cast<int>(arrived.size()); };
-  // Once all of the other ranks but those lost (at least one) are in, the
-  // standbys that have not called yet get kStandbyWait from then.
-  const int expected = ended.world_size - 1 - std::max<int>(1, static_cast<int>(lost_ranks.size()));
+  // The places of the next generation: the ended one's, and when growing
+  // back, the job's own size.
+  const int places = grow ? job_size : ended.world_size;
+  const auto lost = [&] { return places - 1 - static_cast<int>(arrived.size()); };
+  // Once all of the other ranks but those lost (at least one; none when
+  // growing back) are in, the standbys that have not called yet get
+  // kStandbyWait from then.
+  const int expected =
+      ended.world_size - 1 - (grow ? 0 : std::max<int>(1, static_cast<int>(lost_ranks.size())));
   const auto note_arrival = [&] {
     if (survivors_in || static_cast<int>(arrived.size()) < expected) return;
     survivors_in = true;
@@ -109,7 +122,7 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   regrouped.generation = generation;
   std::vector<std::optional<std::string>> clients;  // by new rank; none: the coordinator
   size_t next_standby = 0;
-  for (int place = 0; place < ended.world_size; ++place) {
+  for (int place = 0; place < places; ++place) {
     if (place == coordinator) {
       regrouped.config.rank = static_cast<int>(clients.size());
       clients.emplace_back();
@@ -124,13 +137,15 @@ Result<Regrouped> Decide(const RendezvousConfig& ended, int generation, std::chr
   }
   regrouped.config.world_size = static_cast<int>(regrouped.old_ranks.size());
   regrouped.standbys_taken = static_cast<int>(next_standby);
+  regrouped.job_size = job_size;
   for (size_t index = 0; index < clients.size(); ++index) {
     if (!clients[index]) continue;
     Json answer{{"rank", index},
                 {"world_size", regrouped.config.world_size},
                 {"old_ranks", regrouped.old_ranks},
                 {"generation", generation},
-                {"standbys_taken", regrouped.standbys_taken}};
+                {"standbys_taken", regrouped.standbys_taken},
+                {"job_size", job_size}};
     // A member gone since it asked fails the new rendezvous, which names it.
     (void)(*server)->Reply(*clients[index], answer.dump());
   }
@@ -160,6 +175,7 @@ Result<Regrouped> ReadPlace(const RendezvousConfig& job, const Json& json) {
   regrouped.config.world_size = json.at("world_size").get<int>();
   regrouped.generation = json.at("generation").get<int>();
   regrouped.standbys_taken = json.value("standbys_taken", 0);
+  regrouped.job_size = json.value("job_size", regrouped.config.world_size);
   for (const Json& rank : json.at("old_ranks")) {
     if (!rank.is_number_integer()) return Error::Transport("regroup: a malformed answer from the leader");
     regrouped.old_ranks.push_back(rank.get<int>());
@@ -178,39 +194,60 @@ std::optional<Error> Refusal(const Json& json, const std::string& who) {
                                 json.at("error").get<std::string>());
 }
 
+// A survivor's (or a grown-back member's) request for its place. A desk
+// (JoinDesk) still listening at the address answers "retry": the request
+// is sent again on a fresh connection until the coordinator answers.
 Result<Regrouped> Ask(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window) {
-  Result<std::unique_ptr<RendezvousClient>> client =
-      RendezvousClient::Connect(ended.master_addr, ended.master_port, ended.job_secret);
-  if (!client) return std::move(client).error().Prefixed("regroup: ");
-  Status sent = (*client)->Send(Json{{"generation", generation}, {"rank", ended.rank}}.dump());
-  if (!sent) return std::move(sent).error().Prefixed("regroup: ");
-  Result<std::string> reply = (*client)->Receive(Clock::now() + window + kAnswerSlack);
-  if (!reply) {
-    return std::move(reply).error().Prefixed("regroup: the leader at " + ended.master_addr + ":" +
-                                             std::to_string(ended.master_port) + " did not answer: ");
+  const Deadline until = Clock::now() + window + kAnswerSlack;
+  const std::string request = Json{{"generation", generation}, {"rank", ended.rank}}.dump();
+  while (true) {
+    Result<std::unique_ptr<RendezvousClient>> client =
+        RendezvousClient::Connect(ended.master_addr, ended.master_port, ended.job_secret);
+    if (!client) return std::move(client).error().Prefixed("regroup: ");
+    Status sent = (*client)->Send(request);
+    if (!sent) return std::move(sent).error().Prefixed("regroup: ");
+    Result<std::string> reply = (*client)->Receive(until);
+    if (!reply) {
+      return std::move(reply).error().Prefixed("regroup: the leader at " + ended.master_addr + ":" +
+                                               std::to_string(ended.master_port) + " did not answer: ");
+    }
+    const Json json = Json::parse(*reply, nullptr, false);
+    if (json.is_object() && json.value(kRetryKey, false)) {
+      std::this_thread::sleep_for(kRetryPause);
+      continue;
+    }
+    if (std::optional<Error> refused = Refusal(json, "rank " + std::to_string(ended.rank))) return *refused;
+    Result<Regrouped> regrouped = ReadPlace(ended, json);
+    if (regrouped &&
+        (regrouped->generation != generation || regrouped->old_ranks[regrouped->config.rank] != ended.rank)) {
+      return Error::Transport("regroup: an inconsistent answer from the leader");
+    }
+    return regrouped;
   }
-  const Json json = Json::parse(*reply, nullptr, false);
-  if (std::optional<Error> refused = Refusal(json, "rank " + std::to_string(ended.rank))) return *refused;
-  Result<Regrouped> regrouped = ReadPlace(ended, json);
-  if (regrouped &&
-      (regrouped->generation != generation || regrouped->old_ranks[regrouped->config.rank] != ended.rank)) {
-    return Error::Transport("regroup: an inconsistent answer from the leader");
-  }
-  return regrouped;
 }
 
 }  // namespace
 
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys, const std::vector<int>& lost_ranks) {
+                          int standbys, const std::vector<int>& lost_ranks, int job_size) {
   int coordinator = 0;
   while (std::find(lost_ranks.begin(), lost_ranks.end(), coordinator) != lost_ranks.end()) ++coordinator;
-  if (coordinator == ended.rank) return Decide(ended, generation, window, standbys, lost_ranks, coordinator);
+  if (coordinator == ended.rank) {
+    return Decide(ended, generation, window, standbys, lost_ranks, coordinator,
+                  job_size > 0 ? job_size : ended.world_size, /*grow=*/false);
+  }
   if (std::find(lost_ranks.begin(), lost_ranks.end(), ended.rank) != lost_ranks.end()) {
     return Error::InvalidArgument("regroup: rank " + std::to_string(ended.rank) +
                                   " is among the lost ranks it was given; a fenced rank does not regroup");
   }
   return Ask(ended, generation, window);
+}
+
+Result<Regrouped> GrowBack(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
+                           int job_size) {
+  if (ended.rank != 0) return Ask(ended, generation, window);
+  return Decide(ended, generation, window, std::max(0, job_size - ended.world_size), {}, /*coordinator=*/0,
+                std::max(job_size, ended.world_size), /*grow=*/true);
 }
 
 Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
@@ -263,6 +300,38 @@ Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
     return std::optional<Regrouped>(*std::move(place));
   }
   return std::optional<Regrouped>();
+}
+
+Result<std::unique_ptr<JoinDesk>> JoinDesk::Open(const RendezvousConfig& job, std::function<void()> heard) {
+  Result<std::unique_ptr<RendezvousServer>> server =
+      RendezvousServer::Listen(job.master_addr, job.master_port, job.job_secret);
+  if (!server) return std::move(server).error().Prefixed("join desk: ");
+  return std::unique_ptr<JoinDesk>(new JoinDesk(*std::move(server), std::move(heard)));
+}
+
+JoinDesk::JoinDesk(std::unique_ptr<RendezvousServer> server, std::function<void()> heard)
+    : server_(std::move(server)), heard_(std::move(heard)), thread_([this] { Serve(); }) {}
+
+JoinDesk::~JoinDesk() {
+  stop_ = true;
+  thread_.join();
+}
+
+void JoinDesk::Serve() {
+  bool heard = false;
+  while (!stop_) {
+    Result<RendezvousServer::Request> request = server_->Receive(Clock::now() + kDeskStopCheck);
+    if (!request) continue;  // a timeout: ask stop_ again
+    const Json json = Json::parse(request->body, nullptr, false);
+    if (json.is_object() && json.contains("standby")) {
+      // Unanswered: the caller calls again, and the regroup that follows hears it.
+      if (!heard) heard_();
+      heard = true;
+      continue;
+    }
+    // A rank's regroup request: its coordinator will listen here once this desk closes.
+    (void)server_->Reply(request->client, Json{{kRetryKey, true}}.dump());
+  }
 }
 
 }  // namespace inferno

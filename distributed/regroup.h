@@ -31,15 +31,20 @@
 // Thread-safety: plain functions; each call builds its own sockets.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
 #include "distributed/rendezvous.h"
 
 namespace inferno {
+
+class RendezvousServer;  // distributed/zmq/rendezvous_channel.h
 
 struct Regrouped {
   // The old configuration with this rank's new rank and the new world size.
@@ -51,6 +56,9 @@ struct Regrouped {
   int generation = 0;
   // How many standby ranks took a place (every member learns it).
   int standbys_taken = 0;
+  // The job's own world size, which a grow-back returns to (every member
+  // learns it, so a replacement started later knows it too).
+  int job_size = 0;
 };
 
 // How long the leader waits for standby ranks once the survivors are in.
@@ -67,9 +75,22 @@ inline constexpr std::chrono::milliseconds kStandbyWait{2000};
 // (fenced out: it must not take part); Timeout on another rank
 // that hears no answer within `window` plus two seconds (the coordinator is
 // gone); InvalidArgument when the coordinator refuses the rank (the reason
-// quoted); Transport when the coordinator cannot listen.
+// quoted); Transport when the coordinator cannot listen. `job_size`: the
+// job's own world size, passed on to every member (0: ended.world_size).
 Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
-                          int standbys = 0, const std::vector<int>& lost_ranks = {});
+                          int standbys = 0, const std::vector<int>& lost_ranks = {}, int job_size = 0);
+
+// A grow-back: no rank of `ended` was lost, and the job, running below its
+// own size `job_size`, takes the standby ranks (replacements) that call, up
+// to job_size - ended.world_size, in new places after the old ranks (new
+// ranks ended.world_size, ...). Every rank of `ended` calls it once all
+// have agreed to (the leader decided it, see JoinDesk); rank 0 coordinates,
+// waits `window` for every other rank, then at most kStandbyWait for the
+// standbys; none calling in time leaves the members as they were (a
+// generation of the same size). Every member keeps its rank. Errors as
+// Regroup's.
+Result<Regrouped> GrowBack(const RendezvousConfig& ended, int generation, std::chrono::milliseconds window,
+                           int job_size);
 
 // A standby rank's wait for a place: calls the leader at `job`'s
 // MASTER_ADDR:MASTER_PORT (`job.standby` names the standby) until a regroup
@@ -83,5 +104,36 @@ Result<Regrouped> Regroup(const RendezvousConfig& ended, int generation, std::ch
 // arrives, is retried) or its answer is malformed.
 Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
                                             const std::function<bool()>& stopped);
+
+// JoinDesk: while a job runs below its own size, its leader listens at the
+// job's MASTER_ADDR:MASTER_PORT (with the job's secret, CURVE, so a caller
+// with another secret is refused in the handshake) for standby ranks that
+// call (AwaitPlace: a replacement started later, or a standby that missed
+// the last regroup). The first call heard runs `heard` (once, on the desk's
+// thread); calls are never answered: the caller calls again and the
+// GrowBack that follows the desk hears it. A rank's regroup request that
+// reaches the desk (its loop failed before the leader's did) is answered
+// "retry", and Regroup asks again until the coordinator answers. The desk
+// must be closed (destroyed) before anything else listens at the address.
+//
+// Thread-safety: one thread of its own; construction and destruction from
+// one thread.
+class JoinDesk {
+ public:
+  // Errors: Transport naming the address when it cannot listen.
+  static Result<std::unique_ptr<JoinDesk>> Open(const RendezvousConfig& job, std::function<void()> heard);
+  ~JoinDesk();  // stops listening within kDeskStopCheck (0.1 s)
+  JoinDesk(const JoinDesk&) = delete;
+  JoinDesk& operator=(const JoinDesk&) = delete;
+
+ private:
+  JoinDesk(std::unique_ptr<RendezvousServer> server, std::function<void()> heard);
+  void Serve();
+
+  std::unique_ptr<RendezvousServer> server_;
+  const std::function<void()> heard_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 }  // namespace inferno

@@ -280,6 +280,56 @@ TEST(Regroup, AStandbyOfAnotherJobSecretGivesUpAfterItsCallsAreRefused) {
   EXPECT_NE(refused.error().message.find("refused"), std::string::npos) << refused.error().message;
 }
 
+TEST(GrowBack, AReplacementHeardAtTheDeskTakesANewPlaceAndEveryRankKeepsItsOwn) {
+  const int port = FreePort();
+  // A job of 3 runs on 2 ranks; its leader's desk hears a replacement.
+  std::promise<void> heard;
+  Result<std::unique_ptr<JoinDesk>> desk = JoinDesk::Open(Ended(0, 2, port), [&heard] { heard.set_value(); });
+  ASSERT_TRUE(desk.ok()) << desk.error().ToString();
+  std::atomic<bool> stop{false};
+  auto replacement = std::async(std::launch::async, [port, &stop] {
+    return AwaitPlace(Standby(9, 1, port), [&stop] { return stop.load(); });
+  });
+  ASSERT_EQ(heard.get_future().wait_for(milliseconds(10000)), std::future_status::ready);
+  // Rank 1's request reaches the desk first (answered "retry"), then the coordinator.
+  auto member = std::async(std::launch::async,
+                           [port] { return GrowBack(Ended(1, 2, port), 1, milliseconds(20000), 3); });
+  std::this_thread::sleep_for(milliseconds(200));
+  desk->reset();
+  Result<Regrouped> leader = GrowBack(Ended(0, 2, port), 1, milliseconds(20000), 3);
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_EQ(leader->config.rank, 0);
+  EXPECT_EQ(leader->config.world_size, 3);
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(leader->standbys_taken, 1);
+  Result<Regrouped> other = member.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+  EXPECT_EQ(other->config.world_size, 3);
+  Result<std::optional<Regrouped>> placed = replacement.get();
+  ASSERT_TRUE(placed.ok()) << placed.error().ToString();
+  ASSERT_TRUE(placed->has_value());
+  EXPECT_EQ((*placed)->config.rank, 2);
+  EXPECT_EQ((*placed)->config.world_size, 3);
+  EXPECT_EQ((*placed)->job_size, 3);
+}
+
+TEST(GrowBack, NoReplacementCallingAgainLeavesTheMembersAsTheyWere) {
+  const int port = FreePort();
+  auto member = std::async(std::launch::async,
+                           [port] { return GrowBack(Ended(1, 2, port), 1, milliseconds(20000), 3); });
+  const auto started = Clock::now();
+  Result<Regrouped> leader = GrowBack(Ended(0, 2, port), 1, milliseconds(20000), 3);
+  ASSERT_TRUE(leader.ok()) << leader.error().ToString();
+  EXPECT_LT(Clock::now() - started, milliseconds(10000));  // kStandbyWait, not the window
+  EXPECT_EQ(leader->config.world_size, 2);
+  EXPECT_EQ(leader->old_ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(leader->standbys_taken, 0);
+  Result<Regrouped> other = member.get();
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->config.rank, 1);
+}
+
 TEST(Regroup, ASurvivorWithoutALeaderTimesOut) {
   const int port = FreePort();
   Result<Regrouped> alone = Regroup(Ended(1, 3, port), 1, milliseconds(200));

@@ -370,9 +370,13 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
     if (!count) return std::move(count).error();
     config.standby_ranks = *count;
   }
-  // A standby's RANK is not set; it reads as rank 0 here and -1 below.
+  // A standby's RANK is not set; it reads as rank 0 here and -1 below (a
+  // replacement started later, launch --join, has no WORLD_SIZE either: the
+  // leader tells it the job's size).
   const auto rank_variable = [&](const char* name) -> const char* {
-    return standby != nullptr && std::string_view(name) == "RANK" ? "0" : getenv(name);
+    return standby != nullptr && std::string_view(name) == "RANK" && getenv("WORLD_SIZE") != nullptr
+               ? "0"
+               : getenv(name);
   };
   const RankVariables kRankNames[] = {
       {"RANK", "WORLD_SIZE", std::nullopt, nullptr},
@@ -453,7 +457,7 @@ Result<RendezvousConfig> ReadRendezvousConfig(const std::function<const char*(co
                                   (secret != nullptr ? kJobSecretVariable : kJobSecretFileVariable) +
                                   " and " + kInsecureJobVariable + "=1 are set: unset one");
   }
-  if (config.world_size > 1 && !config.job_secret && insecure == nullptr) {
+  if ((config.world_size > 1 || config.standby) && !config.job_secret && insecure == nullptr) {
     return Error::InvalidArgument(
         std::string("a job of ") + std::to_string(config.world_size) + " ranks needs a secret: export " +
         kJobSecretVariable +

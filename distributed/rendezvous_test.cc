@@ -84,6 +84,20 @@ TEST(ReadRendezvousConfig, AStandbyRankHasNoRankAndCannotJoin) {
   EXPECT_NE(both.error().message.find("both RANK and INFERNO_STANDBY are set"), std::string::npos);
 }
 
+TEST(ReadRendezvousConfig, AReplacementStartedLaterNeedsNoWorldSizeButTheSecret) {
+  Result<RendezvousConfig> config = ReadRendezvousConfig(FakeEnvironment(
+      {{"INFERNO_STANDBY", "7"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}, kInsecure}));
+  ASSERT_TRUE(config.ok()) << config.error().ToString();
+  EXPECT_EQ(config->standby, 7);
+  EXPECT_EQ(config->rank, -1);
+  EXPECT_EQ(config->master_port, 29500);
+  Result<RendezvousConfig> unsecured = ReadRendezvousConfig(
+      FakeEnvironment({{"INFERNO_STANDBY", "7"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}}));
+  ASSERT_FALSE(unsecured.ok());
+  EXPECT_NE(unsecured.error().message.find("INFERNO_JOB_SECRET"), std::string::npos)
+      << unsecured.error().message;
+}
+
 TEST(ReadRendezvousConfig, ReadsOpenMpiAndSlurmNames) {
   Result<RendezvousConfig> ompi = ReadRendezvousConfig(FakeEnvironment({{"OMPI_COMM_WORLD_RANK", "1"},
                                                                         {"OMPI_COMM_WORLD_SIZE", "3"},

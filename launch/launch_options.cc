@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <unistd.h>
+
 #include "base/command_line.h"
 
 namespace inferno {
@@ -44,7 +46,7 @@ Result<std::chrono::milliseconds> ParseSeconds(std::string_view flag, const std:
 const CommandSpec& LaunchCommandSpec() {
   static const CommandSpec spec{
       "launch",
-      "-n RANKS [flags] [--] PROGRAM [ARGS...]",
+      "(-n RANKS | --join ADDR:PORT) [flags] [--] PROGRAM [ARGS...]",
       "Starts RANKS copies of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR\n"
       "and MASTER_PORT set. When a rank fails, the others get SIGTERM, then SIGKILL after --grace seconds,\n"
       "and launch exits with the failed rank's status (128+signal if it was killed).",
@@ -58,6 +60,13 @@ const CommandSpec& LaunchCommandSpec() {
        {"standby", "N",
         "with --failover: start N standby ranks more on this node, which load nothing and take a lost "
         "rank's place (serve --failover; they get INFERNO_STANDBY in place of RANK)"},
+       {"join", "ADDR:PORT",
+        "start no ranks, only standby ranks (--standby, default 1) of a running job whose leader listens "
+        "at ADDR:PORT (its MASTER_ADDR:MASTER_PORT): replacements, on any host, that take the next lost "
+        "rank's place or grow a job running below its size back (serve --failover); they need the job's "
+        "INFERNO_JOB_SECRET (or INFERNO_JOB_SECRET_FILE) in launch's environment"},
+       {"standby-index", "I",
+        "with --join: the first standby rank's index, INFERNO_STANDBY (default: launch's process id)"},
        {"insecure", "",
         "neither encrypt the job's traffic nor check who joins (by default the ranks share a secret, "
         "INFERNO_JOB_SECRET: launch's if set, else new; or launch's INFERNO_JOB_SECRET_FILE)"},
@@ -100,6 +109,7 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
                         integer("node-rank", "--node-rank", 0, 65535, options.node_rank),
                         integer("master-port", "--master-port", 1, 65535, options.master_port),
                         integer("standby", "--standby", 0, 4096, options.standby),
+                        integer("standby-index", "--standby-index", 0, 1 << 30, options.first_standby_index),
                         seconds("timeout", false, options.timeout), seconds("grace", true, options.grace)}) {
     if (!status) return status.error();
   }
@@ -127,6 +137,38 @@ Result<LaunchOptions> ParseLaunchOptions(const CommandLine& flags) {
   }
   options.command = flags.command();
 
+  if (const std::optional<std::string> join = flags.Last("join")) {
+    const size_t colon = join->rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Error::InvalidArgument(
+          "--join: expected the job's ADDR:PORT (its MASTER_ADDR:MASTER_PORT), got " + Quoted(*join));
+    }
+    Result<long> port = ParseInteger("--join's port", join->substr(colon + 1), 1, 65535);
+    if (!port) return port.error();
+    for (const char* flag : {"nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port"}) {
+      if (flags.Has(flag)) {
+        return Error::InvalidArgument(std::string("--") + flag +
+                                      ": --join starts standby ranks of a job already running, at the "
+                                      "address --join gives; drop it");
+      }
+    }
+    if (options.command.empty()) return Error::InvalidArgument("no program given after the flags");
+    options.join = true;
+    options.failover = true;
+    options.ranks_per_node = 0;
+    options.master_addr = join->substr(0, colon);
+    options.master_port = static_cast<int>(*port);
+    if (!flags.Has("standby")) options.standby = 1;
+    if (options.standby == 0) return Error::InvalidArgument("--standby: --join starts at least one");
+    if (!flags.Has("standby-index")) options.first_standby_index = static_cast<int>(getpid());
+    return options;
+  }
+  if (flags.Has("standby-index")) {
+    return Error::InvalidArgument(
+        "--standby-index: only with --join (a job's own standby ranks are numbered "
+        "by node)");
+  }
+  options.first_standby_index = options.node_rank * options.standby;
   if (!flags.Has("nproc-per-node")) return Error::InvalidArgument("-n: missing; say how many ranks to start");
   if (options.command.empty()) return Error::InvalidArgument("no program given after the flags");
   if (options.node_rank >= options.nnodes) {

@@ -4,6 +4,7 @@
 //          [--transport auto|zmq|shm|tcp] [--bind core|none] [--failover [--standby N]]
 //          [--nnodes N --node-rank R --master-addr ADDR --master-port PORT]
 //          [--] PROGRAM ARGS...
+//   launch --join ADDR:PORT [--standby N] [--standby-index I] [--] PROGRAM ARGS...
 //
 // Thread-safety: a plain value type.
 #pragma once
@@ -77,6 +78,19 @@ struct LaunchOptions {
   // INFERNO_STANDBY_RANKS = nnodes * standby. A standby's failure is
   // reported, as a rank's other than 0, and the job carries on.
   int standby = 0;
+  // The first standby rank's index (INFERNO_STANDBY): node_rank * standby,
+  // or with --join, --standby-index (default: launch's process id, so
+  // replacements started apart do not share one).
+  int first_standby_index = 0;
+  // --join ADDR:PORT: start no ranks, only `standby` (default 1) standby
+  // ranks of a running job whose leader is at ADDR:PORT (its MASTER_ADDR
+  // and MASTER_PORT, set in master_addr and master_port): replacements
+  // started later, on any host, which take a lost rank's place or grow a
+  // job running below its size back (serve --failover). They get the job's
+  // secret from launch's environment (INFERNO_JOB_SECRET or
+  // INFERNO_JOB_SECRET_FILE; never a fresh one) and no WORLD_SIZE (the
+  // leader tells them the job's size).
+  bool join = false;
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   // The program and its arguments (argv[0] first).

@@ -87,6 +87,25 @@ TEST(ParseLaunchOptions, StandbyRanksNeedFailover) {
   EXPECT_EQ(negative.error().message, "--standby: expected an integer in [0, 4096], got '-1'");
 }
 
+TEST(ParseLaunchOptions, JoinStartsOneStandbyRankOfTheJobAtTheAddressAndNoRanks) {
+  auto options = Parse({"--join", "10.0.0.7:29500", "--standby-index", "4", "serve", "--failover"});
+  ASSERT_TRUE(options.ok()) << options.error().message;
+  EXPECT_TRUE(options->join);
+  EXPECT_TRUE(options->failover);
+  EXPECT_EQ(options->ranks_per_node, 0);
+  EXPECT_EQ(options->standby, 1);
+  EXPECT_EQ(options->first_standby_index, 4);
+  EXPECT_EQ(options->master_addr, "10.0.0.7");
+  EXPECT_EQ(options->master_port, 29500);
+  auto with_ranks = Parse({"--join", "10.0.0.7:29500", "-n", "2", "prog"});
+  ASSERT_FALSE(with_ranks.ok());
+  EXPECT_NE(with_ranks.error().message.find("-n"), std::string::npos) << with_ranks.error().message;
+  auto no_port = Parse({"--join", "10.0.0.7", "prog"});
+  ASSERT_FALSE(no_port.ok());
+  EXPECT_NE(no_port.error().message.find("--join"), std::string::npos) << no_port.error().message;
+  EXPECT_FALSE(Parse({"-n", "2", "--standby-index", "3", "prog"}).ok());
+}
+
 TEST(ParseLaunchOptions, HelpSkipsValidation) {
   const char* argv[] = {"launch", "--help"};
   auto flags = CommandLine::Parse(2, argv, LaunchCommandSpec());

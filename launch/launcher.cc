@@ -249,6 +249,12 @@ class Supervisor {
       job_secret_ = inherited;
       return {};
     }
+    if (options_.join) {
+      return Error::InvalidArgument(
+          std::string("--join: a replacement needs the job's secret: export the job's ") +
+          kJobSecretVariable + " (or " + kJobSecretFileVariable +
+          " naming a file that holds it), or --insecure for a job without one");
+    }
     if (options_.nnodes > 1) {
       return Error::InvalidArgument(
           std::string("a job of ") + std::to_string(options_.nnodes) + " nodes needs the same " +
@@ -304,7 +310,7 @@ class Supervisor {
       process.rank = options_.node_rank * options_.ranks_per_node + local_rank;
     } else {
       process.rank = -1;
-      process.standby = options_.node_rank * options_.standby + local_rank - options_.ranks_per_node;
+      process.standby = options_.first_standby_index + local_rank - options_.ranks_per_node;
     }
     int out_pipe[2] = {-1, -1};
     int err_pipe[2] = {-1, -1};
@@ -365,14 +371,18 @@ class Supervisor {
       set("RANK", std::to_string(process.rank));
       unsetenv(kStandbyVariable);
     }
-    if (options_.standby > 0) {
+    if (options_.standby > 0 && !options_.join) {
       set(kStandbyRanksVariable, std::to_string(options_.nnodes * options_.standby));
     } else {
       unsetenv(kStandbyRanksVariable);
     }
-    set("WORLD_SIZE", std::to_string(options_.world_size()));
+    if (options_.join) {
+      unsetenv("WORLD_SIZE");  // the job's leader tells a replacement its size
+    } else {
+      set("WORLD_SIZE", std::to_string(options_.world_size()));
+    }
     set("LOCAL_RANK", std::to_string(local_rank));
-    set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks_per_node));
+    set("LOCAL_WORLD_SIZE", std::to_string(options_.join ? options_.standby : options_.ranks_per_node));
     set("NODE_RANK", std::to_string(options_.node_rank));
     set("MASTER_ADDR", options_.master_addr);
     set("MASTER_PORT", std::to_string(master_port_));

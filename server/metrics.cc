@@ -86,6 +86,12 @@ void ServerMetrics::ObserveFailover(double seconds, int standbys) {
   rank_times_.clear();
 }
 
+void ServerMetrics::CountJoins(int joined) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  joins_ += joined;
+  rank_times_.clear();
+}
+
 void ServerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
   std::lock_guard<std::mutex> lock(mutex_);
   prefix_cache_ = stats;
@@ -182,6 +188,9 @@ std::string ServerMetrics::Render(int64_t queued, int64_t running, int64_t refus
            {"inferno_ranks", "gauge", "Ranks of the job's current generation.", ranks_},
            {"inferno_standby_takeovers_total", "counter",
             "Standby ranks that took a lost rank's place (serve --failover).", standby_takeovers_},
+           {"inferno_joins_total", "counter",
+            "Standby ranks that joined a job running below its size, which grew back (serve --failover).",
+            joins_},
        }) {
     out += std::string("# HELP ") + family.name + " " + family.help + "\n# TYPE " + family.name + " " +
            family.type + "\n" + family.name + " " + std::to_string(family.value) + "\n";

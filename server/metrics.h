@@ -62,6 +62,10 @@ class ServerMetrics {
   // standby ranks took lost ranks' places. The ranks' times reported so far
   // are dropped: the ranks of the next generation report theirs.
   void ObserveFailover(double seconds, int standbys);
+  // A grow-back (serve --failover) in which `joined` standby ranks took new
+  // places in a job running below its size; the ranks' times reported so
+  // far are dropped, as for a failover.
+  void CountJoins(int joined);
   // Rank `rank`'s totals so far (they replace its earlier ones).
   void SetRankTimes(int rank, double compute_seconds, double wait_seconds);
   // The prefix cache's stats so far (they replace the earlier ones).
@@ -99,6 +103,7 @@ class ServerMetrics {
   Histogram failover_;
   int64_t ranks_ = 0;
   int64_t standby_takeovers_ = 0;
+  int64_t joins_ = 0;
   std::map<int, std::array<double, 2>> rank_times_;  // rank -> {compute, wait} seconds
   PrefixCacheStats prefix_cache_;
   int64_t routed_first_layer_ = 0;

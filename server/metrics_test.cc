@@ -54,6 +54,16 @@ TEST(ServerMetrics, CountsFailoversTheirSecondsAndStandbyTakeovers) {
   EXPECT_NE(text.find("inferno_failover_seconds_count 2\n"), std::string::npos);
 }
 
+TEST(ServerMetrics, CountsJoinsAndDropsTheRankTimesOfTheSmallerJob) {
+  ServerMetrics metrics;
+  EXPECT_NE(metrics.Render(0, 0, 0).find("inferno_joins_total 0\n"), std::string::npos);
+  metrics.SetRankTimes(1, 1.0, 2.0);
+  metrics.CountJoins(1);
+  const std::string text = metrics.Render(0, 0, 0);
+  EXPECT_NE(text.find("inferno_joins_total 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("{rank=\"1\"}"), std::string::npos);
+}
+
 TEST(ServerMetrics, RendersEachRanksLatestComputeAndWaitAsCounters) {
   ServerMetrics metrics;
   const std::string before = metrics.Render(0, 0, 0);

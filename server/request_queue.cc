@@ -77,6 +77,7 @@ std::optional<SequenceSpec> RequestQueue::Next(std::chrono::steady_clock::time_p
       End(*queue_.front().first, FinishReason::kCancelled);
       queue_.pop_front();
     }
+    if (regroup_asked_) return std::nullopt;
     if (!queue_.empty()) break;
     if (draining_ || failed_) return std::nullopt;
     if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout && queue_.empty()) return std::nullopt;
@@ -89,13 +90,13 @@ std::optional<SequenceSpec> RequestQueue::Next(std::chrono::steady_clock::time_p
 
 bool RequestQueue::Exhausted() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return (draining_ || failed_) && queue_.empty();
+  return regroup_asked_ || ((draining_ || failed_) && queue_.empty());
 }
 
 bool RequestQueue::Cancelled(int64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
-  return found == running_.end() || found->second.request->cancelled_;
+  return regroup_asked_ || found == running_.end() || found->second.request->cancelled_;
 }
 
 void RequestQueue::OnToken(int64_t id, int32_t, int32_t token) {
@@ -122,6 +123,8 @@ void RequestQueue::OnSequenceDone(int64_t id, FinishReason reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = running_.find(id);
   if (found == running_.end()) return;
+  // Cancelled for a regroup, not by its client: Requeue continues it.
+  if (regroup_asked_ && reason == FinishReason::kCancelled && !found->second.request->cancelled_) return;
   End(*found->second.request, reason);
   running_.erase(found);
 }
@@ -147,8 +150,20 @@ int64_t RequestQueue::Requeue() {
     ++requeued;
   }
   running_.clear();
+  regroup_asked_ = false;
   arrived_.notify_all();
   return requeued;
+}
+
+void RequestQueue::AskRegroup() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  regroup_asked_ = true;
+  arrived_.notify_all();
+}
+
+bool RequestQueue::regroup_asked() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return regroup_asked_;
 }
 
 void RequestQueue::End(Request& request, FinishReason reason) {

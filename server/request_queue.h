@@ -107,6 +107,16 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
   // generated all its tokens ends with kLength. Returns how many were
   // requeued.
   int64_t Requeue();
+  // Before a regroup that grows the job back (serve --failover; runs on any
+  // thread): the generator starts nothing more, and at its next step cancels
+  // every running request, which stays running here (not ended) so that
+  // Requeue continues it in the next generation; the loop then ends as when
+  // drained, on every rank (the cancellations are the leader's step
+  // decisions). A request its client cancelled ends as usual. Requeue ends
+  // this state.
+  void AskRegroup();
+  // Whether AskRegroup was called since the last Requeue.
+  bool regroup_asked() const;
 
   int64_t queued() const;
   int64_t running() const;
@@ -140,6 +150,7 @@ class RequestQueue : public SequenceSource, public GenerationObserver {
   std::map<int64_t, Running> running_;
   int64_t next_id_ = 0;
   bool draining_ = false;
+  bool regroup_asked_ = false;
   std::optional<Error> failed_;
 };
 

@@ -69,6 +69,39 @@ TEST(RequestQueue, RequeueContinuesRunningRequestsFromPromptPlusGeneratedAheadOf
   EXPECT_EQ(a_events.previous, 11);
 }
 
+TEST(RequestQueue, AskRegroupEndsTheLoopKeepingRunningRequestsForRequeue) {
+  RequestQueue queue(4);
+  Submission a = queue.Submit(Spec({1, 2}));
+  Submission b = queue.Submit(Spec({3}));
+  Submission waiting = queue.Submit(Spec({9}));
+  ASSERT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  ASSERT_TRUE(queue.Next(Clock::time_point::min()).has_value());
+  queue.OnToken(a.request->id(), 2, 10);
+  b.request->Cancel();
+  queue.AskRegroup();
+  EXPECT_TRUE(queue.regroup_asked());
+  // The loop starts nothing more, cancels the running requests and ends.
+  EXPECT_FALSE(queue.Next(Clock::time_point::min()).has_value());
+  EXPECT_TRUE(queue.Exhausted());
+  EXPECT_TRUE(queue.Cancelled(a.request->id()));
+  queue.OnSequenceDone(a.request->id(), FinishReason::kCancelled);
+  queue.OnSequenceDone(b.request->id(), FinishReason::kCancelled);
+  EXPECT_FALSE(a.request->Take(Clock::now()).finish.has_value());
+  EXPECT_EQ(b.request->Take(Clock::now()).finish, FinishReason::kCancelled);  // its client's cancel
+  EXPECT_EQ(queue.running(), 1);
+
+  EXPECT_EQ(queue.Requeue(), 1);
+  EXPECT_FALSE(queue.regroup_asked());
+  EXPECT_FALSE(queue.Exhausted());
+  std::optional<SequenceSpec> resumed = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->id, a.request->id());
+  EXPECT_EQ(resumed->prompt, (std::vector<int32_t>{1, 2, 10}));
+  std::optional<SequenceSpec> next = queue.Next(Clock::time_point::min());
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, waiting.request->id());
+}
+
 TEST(RequestQueue, ASequenceWithNoTokensLeftEndsAtOnceWithLength) {
   RequestQueue queue(1);
   SequenceSpec spec = Spec({1, 2, 3});

@@ -39,12 +39,21 @@
 // streams there (server/continuation.h). A rank that finds itself lost
 // (frozen past the liveness limit: SIGSTOP, then SIGCONT; or hung) has been
 // fenced out by the others: it exits 1 saying so, and never serves or
-// rejoins. Errors are one line on stderr.
+// rejoins. A job running below its own size (no standby took a lost place)
+// grows back: its leader keeps a JoinDesk (distributed/regroup.h) at the
+// job's address while the loop runs, and when a replacement calls (launch
+// --join ADDR:PORT, on any host, with the job's secret), the loop ends at
+// its next step on every rank (the leader cancels every running request in
+// its step decisions, and broadcasts "grow back" after the loop), the ranks
+// regroup with the replacement in a new place (GrowBack), re-plan to the
+// job's own grid, and the leader continues the running requests as after a
+// failover. Errors are one line on stderr.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -144,7 +153,10 @@ const CommandSpec kSpec{
       "--failover; with --model only, no --layers or --fetch-weights). "
       "A lost rank 0 too (killed, stopped or hung, as the liveness watch finds it): the standby or rank "
       "1 becomes the leader and listens at its --listen; clients' streams continue through serve_front. "
-      "A rank found stopped or hung exits once it runs again (fenced out)"}}};
+      "A rank found stopped or hung exits once it runs again (fenced out). "
+      "A job running below its size grows back when a replacement joins: launch --join ADDR:PORT -- serve "
+      "--failover ... (ADDR:PORT: the job's MASTER_ADDR:MASTER_PORT; the job's INFERNO_JOB_SECRET in its "
+      "environment), on any host; the job regroups with it at a step boundary, running requests continue"}}};
 
 // --max-connections by default: this many, or kReaderConnections more than
 // the running and queued requests hold, if that is more, so that clients
@@ -324,7 +336,8 @@ std::map<std::string, std::string> ServeFingerprint(const ServeOptions& options,
   settings << "context=" << prepared.setup.context_limit << " slots=" << options.slots
            << " cache_mib=" << options.cache_mib << " speculate=" << options.speculate
            << " draft_model=" << options.draft.has_value()
-           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " stop_ids=";
+           << " sync_dtype=" << SyncDTypeName(options.sync_dtype) << " failover=" << options.failover
+           << " stop_ids=";
   for (int32_t id : prepared.setup.stop_ids) settings << id << ",";
   std::map<std::string, std::string> fingerprint = RankFingerprint(prepared.setup);
   fingerprint["serve"] = settings.str();
@@ -381,6 +394,10 @@ struct GenerationEnd {
   // Then: the ranks the liveness watch found lost (Transport::LostRanks),
   // this one included when it was frozen or hung past the watch's limit.
   std::vector<int> lost_ranks;
+  // Set when the loop ended for a grow-back, which every rank agreed to (the
+  // leader's broadcast after the loop): a replacement called the leader's
+  // JoinDesk while the job ran below its size.
+  bool grow_back = false;
 };
 
 // How long a new rank 0 retries listening at the job's address while the
@@ -444,14 +461,32 @@ class FenceWatch {
   std::thread thread_;
 };
 
+// Under --failover, after the loop ended without a failure: whether the
+// job regroups to grow back (rank 0 says, every rank hears the same), or
+// has drained. Errors: the broadcast's (the group failed at the end).
+Result<bool> AgreeOnGrowBack(ProcessGroup& group, const RequestQueue* queue) {
+  std::array<std::byte, 1> grow{
+      std::byte{queue != nullptr && queue->regroup_asked() ? uint8_t{1} : uint8_t{0}}};
+  if (Status agreed = group.broadcast(0, grow); !agreed) return agreed.error();
+  return grow[0] == std::byte{1};
+}
+
 // One generation: joins the group `config` describes with `prepared`'s
 // weights (moved into the stage) and runs the generator loop until the
-// queue is drained (leader) or the loop fails. Calls `on_joined` once the
-// group is formed. `retry_listen`: rank 0 retries a failed listen for
-// kListenRetry. Errors: joining the group.
+// queue is drained (leader), a replacement joins (below), or the loop
+// fails. Calls `on_joined` once the group is formed. `retry_listen`: rank 0
+// retries a failed listen for kListenRetry. With --failover, a leader of a
+// generation below `job_size` ranks keeps a JoinDesk at the job's address
+// while the loop runs; a replacement's call asks the queue to regroup
+// (RequestQueue::AskRegroup), and the generation ends with grow_back on
+// every rank. `join_failure_is_loss`: a failed Join (a member lost while
+// it loaded, e.g. a replacement killed) ends the generation as a loss
+// naming no rank, so the members regroup without it. Errors: joining the
+// group (unless that is a loss).
 Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const RendezvousConfig& config,
                                       PreparedRank& prepared, Leader* leader,
-                                      const std::function<void()>& on_joined, bool retry_listen) {
+                                      const std::function<void()>& on_joined, bool retry_listen, int job_size,
+                                      bool join_failure_is_loss) {
   RendezvousOptions rendezvous;
   rendezvous.fingerprint = ServeFingerprint(options, prepared);
   bool listened = false;
@@ -463,6 +498,8 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     group = Join(config, rendezvous);
   }
+  if (!group && join_failure_is_loss)
+    return GenerationEnd{group.error().Prefixed("joining the process group: "), {}};
   if (!group) return group.error().Prefixed("joining the process group: ");
   // Only --failover fences: there the others go on without a rank they
   // judged lost, so it must never serve again. Its verdict on itself uses
@@ -512,9 +549,26 @@ Result<GenerationEnd> ServeGeneration(const ServeOptions& options, const Rendezv
   }
   Timeline timeline(false);
   RequestQueue* queue = leader != nullptr ? &leader->queue : nullptr;
+  std::unique_ptr<JoinDesk> desk;
+  if (options.failover && queue != nullptr && config.world_size < job_size) {
+    Result<std::unique_ptr<JoinDesk>> opened = JoinDesk::Open(config, [queue] {
+      std::fprintf(stderr, "serve: rank 0: a replacement called; the job grows back at the next step\n");
+      queue->AskRegroup();
+    });
+    if (opened) {
+      desk = *std::move(opened);
+    } else {
+      std::fprintf(stderr, "serve: rank 0: no replacement can join this generation: %s\n",
+                   opened.error().ToString().c_str());
+    }
+  }
   Result<GenerationReport> report =
       RunGenerator(*group, prepared.setup.model.plan, stage, stage_group, settings, queue, queue, timeline);
-  if (report) return GenerationEnd{};
+  desk.reset();  // before anything else listens at the job's address
+  if (report && !options.failover) return GenerationEnd{};
+  Result<bool> grow = report ? AgreeOnGrowBack(*group, queue) : Result<bool>(false);
+  if (report && grow) return GenerationEnd{std::nullopt, {}, *grow};
+  if (!grow) report = grow.error();
   // Which ranks were lost, from the liveness watch, before the abort stops it
   // (only failover needs them: without it the job ends at once).
   Transport& transport = *group->transport();
@@ -563,6 +617,74 @@ void ReportFailingOver(int rank, const GenerationEnd& end) {
                Among(end.lost_ranks, 0) ? " (the leader is lost)" : "");
 }
 
+// What a rank knows of its job across the generations.
+struct JobState {
+  RendezvousConfig config;  // the current generation's
+  int first_generation = 0;
+  // When this rank saw the last loss, or the grow-back began (a standby:
+  // when it got its place).
+  std::chrono::steady_clock::time_point lost_at;
+  int standbys_left = 0;   // the job's standby ranks not yet taken
+  int standbys_taken = 0;  // by the last regroup
+  // The job's own size, which a grow-back returns to (a standby learns it
+  // with its place), and whether the last regroup was a grow-back.
+  int job_size = 0;
+  bool grew_back = false;
+};
+
+// A standby rank's wait for a place (AwaitPlace; SIGTERM or SIGINT ends it),
+// then `job` set for it. Returns the status to exit with instead: 0 when
+// the job ended without it, 1 on an error, 2 without --failover.
+std::optional<int> AwaitStandbyPlace(const ServeOptions& options, const RendezvousConfig& where,
+                                     const sigset_t& drain_signals, JobState& job) {
+  if (!options.failover) {
+    std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
+                 *where.standby);
+    return 2;
+  }
+  const auto drain_asked = [&drain_signals] {
+    const timespec now{};
+    return sigtimedwait(&drain_signals, nullptr, &now) > 0;
+  };
+  Result<std::optional<Regrouped>> place = AwaitPlace(where, drain_asked);
+  if (!place) {
+    std::fprintf(stderr, "serve: standby rank %d: %s\n", *where.standby, place.error().ToString().c_str());
+    return 1;
+  }
+  if (!*place) return 0;  // the job ended without needing this standby
+  job.config = (*place)->config;
+  job.first_generation = (*place)->generation;
+  job.lost_at = std::chrono::steady_clock::now();
+  job.standbys_taken = (*place)->standbys_taken;
+  job.standbys_left -= job.standbys_taken;
+  job.job_size = (*place)->job_size;
+  std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where.standby,
+               (*place)->old_ranks[job.config.rank], job.first_generation);
+  return std::nullopt;
+}
+
+// After generation `generation` ended for a grow-back (every rank agreed):
+// GrowBack, then the leader requeues the running requests; `job` is set for
+// the next generation. Ends the job on an error.
+void GrowBackAfter(int generation, JobState& job, RequestQueue& queue, Leader* leader,
+                   std::chrono::milliseconds linger) {
+  job.lost_at = std::chrono::steady_clock::now();
+  Result<Regrouped> grown = GrowBack(job.config, generation + 1, kRegroupWindow, job.job_size);
+  if (!grown) EndJob(job.config.rank, grown.error(), leader, linger);
+  job.standbys_taken = grown->standbys_taken;
+  job.standbys_left = std::max(0, job.standbys_left - job.standbys_taken);
+  if (job.config.rank == 0) {
+    const int64_t requeued = queue.Requeue();
+    std::fprintf(stderr,
+                 "serve: rank 0: generation %d: %d ranks (%d replacement(s) joined%s); %lld running requests "
+                 "continue\n",
+                 generation + 1, grown->config.world_size, job.standbys_taken,
+                 job.standbys_taken == 0 ? ": none called again in time, the join is abandoned" : "",
+                 static_cast<long long>(requeued));
+  }
+  job.config = grown->config;
+}
+
 // The leader's prompt maker over the job's tokenizer and chat template.
 PromptMaker MakePromptMaker(const PreparedRank& prepared) {
   PromptMaker maker;
@@ -608,36 +730,14 @@ int main(int argc, char** argv) {
   if (!options) return Fail(rank, options.error(), 2);
   const Result<HostPort> listen = ListenAddress(*options, *where);
   if (!listen) return Fail(rank, listen.error(), 2);
-  RendezvousConfig config = *where;
-  int first_generation = 0;
-  // When this rank saw the last loss (a standby: when it got its place).
-  std::chrono::steady_clock::time_point lost_at;
-  int standbys_left = where->standby_ranks;  // the job's standby ranks not yet taken
-  int standbys_taken = 0;                    // by the last regroup
+  JobState job;
+  job.config = *where;
+  job.standbys_left = where->standby_ranks;
+  job.job_size = where->world_size;
   if (where->standby) {
-    if (!options->failover) {
-      std::fprintf(stderr, "serve: standby rank %d: a standby rank (INFERNO_STANDBY) needs --failover\n",
-                   *where->standby);
-      return 2;
-    }
-    const auto drain_asked = [&drain_signals] {
-      const timespec now{};
-      return sigtimedwait(&drain_signals, nullptr, &now) > 0;
-    };
-    Result<std::optional<Regrouped>> place = AwaitPlace(*where, drain_asked);
-    if (!place) {
-      std::fprintf(stderr, "serve: standby rank %d: %s\n", *where->standby, place.error().ToString().c_str());
-      return 1;
-    }
-    if (!*place) return 0;  // the job ended without needing this standby
-    config = (*place)->config;
-    first_generation = (*place)->generation;
-    lost_at = std::chrono::steady_clock::now();
-    standbys_taken = (*place)->standbys_taken;
-    standbys_left -= standbys_taken;
-    std::fprintf(stderr, "serve: standby rank %d takes rank %d's place in generation %d\n", *where->standby,
-                 (*place)->old_ranks[config.rank], first_generation);
+    if (std::optional<int> status = AwaitStandbyPlace(*options, *where, drain_signals, job)) return *status;
   }
+  RendezvousConfig& config = job.config;
 
   // The leader's parts: the queue and metrics (every rank has them; only a
   // leader uses them) and the HTTP server, which a rank starts when it first
@@ -655,7 +755,7 @@ int main(int argc, char** argv) {
   // Every generation's rank; the leader's prompt maker points into the one it
   // first led.
   std::deque<PreparedRank> prepared_ranks;
-  for (int generation = first_generation;; ++generation) {
+  for (int generation = job.first_generation;; ++generation) {
     if (config.rank == 0 && !server) {
       if (Status started = StartLeading(*options, *listen, queue, metrics, server); !started)
         return Fail(config.rank, started.error(), 1);
@@ -673,14 +773,19 @@ int main(int argc, char** argv) {
       if (config.rank != 0) return;
       metrics.SetRanks(config.world_size);
       if (generation > 0) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - lost_at;
-        metrics.ObserveFailover(took.count(), standbys_taken);
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - job.lost_at;
+        if (job.grew_back) {
+          metrics.CountJoins(job.standbys_taken);
+        } else {
+          metrics.ObserveFailover(took.count(), job.standbys_taken);
+        }
         const ShardPlan& plan = prepared_ranks.back().setup.model.plan;
         std::fprintf(stderr,
                      "serve: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks) %.3f s "
-                     "after the loss\n",
+                     "after the %s\n",
                      generation, config.world_size, plan.pp, plan.tp,
-                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count());
+                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count(),
+                     job.grew_back ? "previous one ended to take a replacement in" : "loss");
       }
       if (serving) return;
       serving = true;
@@ -697,20 +802,26 @@ int main(int argc, char** argv) {
     // process) just did; that socket may take a moment to close.
     const bool retry_join = generation > 0 && config.rank == 0;
     Result<GenerationEnd> end =
-        ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join);
+        ServeGeneration(*options, config, prepared_ranks.back(), leading(), on_joined, retry_join,
+                        job.job_size, options->failover && generation > 0);
     if (!end) EndJob(config.rank, end.error(), leading(), linger(config));
+    job.grew_back = end->grow_back;
+    if (job.grew_back) {
+      GrowBackAfter(generation, job, queue, leading(), linger(config));
+      continue;
+    }
     if (!end->lost) break;
     if (!options->failover) EndJob(config.rank, *end->lost, leading(), linger(config));
-    lost_at = std::chrono::steady_clock::now();
+    job.lost_at = std::chrono::steady_clock::now();
     // The liveness watch's verdict: a rank found lost itself (it was stopped
     // or hung) is fenced out; with rank 0 lost, rank 1 coordinates.
     if (Among(end->lost_ranks, config.rank)) Fenced(config.rank);
     ReportFailingOver(config.rank, *end);
     Result<Regrouped> regrouped =
-        Regroup(config, generation + 1, kRegroupWindow, standbys_left, end->lost_ranks);
+        Regroup(config, generation + 1, kRegroupWindow, job.standbys_left, end->lost_ranks, job.job_size);
     if (!regrouped) EndJob(config.rank, regrouped.error(), leading(), linger(config));
-    standbys_taken = regrouped->standbys_taken;
-    standbys_left -= standbys_taken;
+    job.standbys_taken = regrouped->standbys_taken;
+    job.standbys_left -= job.standbys_taken;
     if (config.rank == 0) {
       const int64_t requeued = queue.Requeue();
       std::fprintf(stderr,
