@@ -22,8 +22,9 @@
 # (default 3) rounds of TOKENS (default 128) generated tokens each; WEIGHTS
 # (default copy) is infer's --weights. Copy, because on this VM a file
 # mapped in place is mapped in 4 KiB pages (FilePmdMapped 0 kB: the page
-# cache holds the bench's file in small folios), and its TLB misses halved
-# every side's decode (docs/engine.md, "Where EP 2's time goes"). The file is
+# cache holds the bench's file in small folios), and its TLB misses cost
+# decode 1.2x (one rank) to 1.8x (--ep 2), quiet (docs/engine.md, "Where
+# EP 2's time goes"). The file is
 # read once before the rounds so that every run finds it in the page cache.
 # Prints one line per run ("side round decode_tok_s rss_kb=... compute_s=...
 # wait_s=...", per rank, the compute and wait totals of the whole run,
