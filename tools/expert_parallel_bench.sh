@@ -1,51 +1,73 @@
 #!/bin/bash
 # Benchmarks expert parallelism on a Qwen3-30B-A3B-shaped mixture of experts
 # cut to 2 layers (dim 2048, 32 query / 4 KV heads of 128, 128 experts of 768
-# hidden units, 8 chosen per token, Q8_0; the byte-level vocabulary of 259,
-# so the classifier is negligible): decode tokens/s of
+# hidden units, 8 chosen per token, in DTYPE; the byte-level vocabulary of
+# 259, so the classifier is negligible): decode tokens/s of
 #   one rank x 1 thread | one rank x 2 threads | --ep 2 (2 ranks x 1 thread)
 #   | with SKEW > 0, also --ep 2 --experts-by-load (placed by the routing
 #     one rank measured on this prompt, infer --routing-stats)
+#   | with $LLAMA_CPP set, llama.cpp on the same file at 1 and 2 threads
 # interleaved round by round, and each rank's peak RSS.
 #
-#   tools/expert_parallel_bench.sh [WORK_DIR] [ROUNDS] [TOKENS] [WEIGHTS] [SKEW]
+#   tools/expert_parallel_bench.sh [WORK_DIR] [ROUNDS] [TOKENS] [WEIGHTS] [SKEW] [DTYPE]
 #
 # SKEW (default 0: the toy's near-uniform routing) is make_toy_model's
 # --router-skew: a biased router whose histogram (each layer's hottest
 # experts' shares, and the busiest rank's share under contiguous runs) is
 # printed before the rounds.
+# DTYPE (default q8_0) is any make_toy_model --dtype, or q4_k_m / q5_k_m:
+# llama.cpp's mix, made by convert_to_gguf from an f16 file of the same model.
 # WORK_DIR (default /tmp/inferno_ep_bench) holds the model, made once with
 # //tools:make_toy_model (about 5 GB of RAM and a few minutes); ROUNDS
 # (default 3) rounds of TOKENS (default 128) generated tokens each; WEIGHTS
-# (default mapped) is infer's --weights. The file is read once before the
-# rounds so that every run finds it in the page cache. Prints one line per
-# run ("side round decode_tok_s rss_kb=... compute_s=... wait_s=...", per
-# rank, the compute and wait totals of the whole run, prefill included) and
-# the medians.
+# (default copy) is infer's --weights. Copy, because on this VM a file
+# mapped in place is mapped in 4 KiB pages (FilePmdMapped 0 kB: the page
+# cache holds the bench's file in small folios), and its TLB misses cost
+# decode 1.2x (one rank) to 1.8x (--ep 2), quiet (docs/engine.md, "Where
+# EP 2's time goes"). The file is
+# read once before the rounds so that every run finds it in the page cache.
+# Prints one line per run ("side round decode_tok_s rss_kb=... compute_s=...
+# wait_s=...", per rank, the compute and wait totals of the whole run,
+# prefill included) and the medians.
+# LLAMA_CPP, when set, is the folder holding node_modules/node-llama-cpp
+# (tools/yardsticks/fetch_llama_cpp.sh); llama.cpp gets the prompt's token
+# ids (BOS and the bytes, as inferno's byte-level vocabulary encodes it).
 # Bazel startup options (e.g. --output_base=...) come from $BAZEL_STARTUP.
 set -euo pipefail
 WORK="${1:-/tmp/inferno_ep_bench}"
 ROUNDS="${2:-3}"
 TOKENS="${3:-128}"
-WEIGHTS="${4:-mapped}"
+WEIGHTS="${4:-copy}"
 SKEW="${5:-0}"
+DTYPE="${6:-q8_0}"
+PROMPT="Once upon a time"
 BAZEL=(bazel ${BAZEL_STARTUP:-})
 cd "$(dirname "$0")/.."
 
-"${BAZEL[@]}" build --config=opt //tools:infer //tools:launch //tools:make_toy_model >&2
+"${BAZEL[@]}" build --config=opt //tools:infer //tools:launch //tools:make_toy_model //tools:convert_to_gguf >&2
 BIN="$("${BAZEL[@]}" info --config=opt bazel-bin 2>/dev/null)/tools"
 mkdir -p "$WORK"
-MODEL="$WORK/qwen3_30b_a3b_2l.gguf"
-[[ "$SKEW" = 0 ]] || MODEL="$WORK/qwen3_30b_a3b_2l_skew$SKEW.gguf"
+NAME=qwen3_30b_a3b_2l
+[[ "$SKEW" = 0 ]] || NAME="${NAME}_skew$SKEW"
+[[ "$DTYPE" = q8_0 ]] || NAME="${NAME}_$DTYPE"
+MODEL="$WORK/$NAME.gguf"
 if [[ ! -f "$MODEL" ]]; then
-  "$BIN/make_toy_model" --format gguf --dtype q8_0 --out "$MODEL" --dim 2048 --layers 2 --heads 32 \
+  MADE="$MODEL"
+  case "$DTYPE" in q4_k_m | q5_k_m) MADE="$WORK/${NAME}_f16.gguf" ;; esac
+  MAKE_DTYPE="$DTYPE"
+  [[ "$MADE" = "$MODEL" ]] || MAKE_DTYPE=f16
+  "$BIN/make_toy_model" --format gguf --dtype "$MAKE_DTYPE" --out "$MADE" --dim 2048 --layers 2 --heads 32 \
     --kv-heads 4 --head-dim 128 --architecture qwen3_moe --experts 128 --experts-per-token 8 \
     --expert-hidden 768 --hidden 6144 --norm-topk-prob --seq-len 4096 --router-skew "$SKEW" >&2
+  if [[ "$MADE" != "$MODEL" ]]; then
+    "$BIN/convert_to_gguf" --model "$MADE" --dtype "$DTYPE" --out "$MODEL" >&2
+    rm -f "$MADE"
+  fi
 fi
 cat "$MODEL" >/dev/null
-STATS="$WORK/routing_skew$SKEW.json"
+STATS="$WORK/routing_$NAME.json"
 if [[ "$SKEW" != 0 ]]; then
-  "$BIN/infer" --model "$MODEL" --weights "$WEIGHTS" --prompt "Once upon a time" --max-new-tokens "$TOKENS" \
+  "$BIN/infer" --model "$MODEL" --weights "$WEIGHTS" --prompt "$PROMPT" --max-new-tokens "$TOKENS" \
     --routing-stats "$STATS" >/dev/null 2>&1
   python3 - "$STATS" <<'EOF'
 import json, sys
@@ -67,7 +89,7 @@ run() {
   rm -f "$WORK"/rss.*
   "$BIN/launch" -n "$world" --timeout 600 -- /bin/sh -c \
     'exec /usr/bin/time -o "$0/rss.$RANK" -f "%M" "$@"' "$WORK" \
-    "$BIN/infer" --model "$MODEL" --weights "$WEIGHTS" --prompt "Once upon a time" \
+    "$BIN/infer" --model "$MODEL" --weights "$WEIGHTS" --prompt "$PROMPT" \
     --max-new-tokens "$TOKENS" "$@" >/dev/null 2>"$WORK/run.err"
   local rate
   rate=$(sed -n 's/.* decode: \([0-9.]*\) tok\/s.*/\1/p' "$WORK/run.err")
@@ -76,11 +98,25 @@ run() {
     "wait_s=$(sed -n 's/^rank .*wait \([0-9.]*\) s$/\1/p' "$WORK/run.err" | paste -sd,)"
 }
 
+# llama SIDE ROUND THREADS: llama.cpp's greedy generation on the same file.
+llama() {
+  local ids rate
+  ids="1 $(printf '%s' "$PROMPT" | od -An -tu1 | awk '{for (i = 1; i <= NF; ++i) printf "%d ", $i + 3}')"
+  rate=$(node tools/yardsticks/llama_cpp_generate.mjs --package "$LLAMA_CPP" --model "$MODEL" \
+    --prompt-ids "$ids" --max-new-tokens "$TOKENS" --threads "$3" 2>/dev/null |
+    sed -n 's/.*decode [0-9]* tokens \([0-9.]*\) tok\/s.*/\1/p')
+  echo "$1 $2 $rate"
+}
+
 for ((round = 1; round <= ROUNDS; round++)); do
   run 1x1 "$round" 1 --threads 1
   run 1x2 "$round" 1 --threads 2
   run ep2 "$round" 2 --ep 2 --threads 1
   [[ "$SKEW" = 0 ]] || run ep2_load "$round" 2 --ep 2 --threads 1 --experts-by-load "$STATS"
+  if [[ -n "${LLAMA_CPP:-}" ]]; then
+    llama llama1 "$round" 1
+    llama llama2 "$round" 2
+  fi
 done | tee "$WORK/results.txt"
 
 python3 - "$WORK/results.txt" <<'EOF'
@@ -96,6 +132,10 @@ for side in ("ep2", "ep2_load"):
     if side in median:
         print("%s / 1x1 = %.2f, %s / 1x2 = %.2f" % (side, median[side] / median["1x1"], side,
                                                     median[side] / median["1x2"]))
+for side in ("1x1", "1x2", "ep2"):
+    threads = "llama2" if side == "1x2" else "llama1"
+    if threads in median:
+        print("%s / llama.cpp at %s thread(s) = %.2f" % (side, threads[-1], median[side] / median[threads]))
 if "ep2_load" in median:
     print("ep2_load / ep2 = %.2f" % (median["ep2_load"] / median["ep2"]))
 EOF
