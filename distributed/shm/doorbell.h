@@ -55,6 +55,11 @@ struct WaitPolicy {
   // Two ranks of --ep 2 meet 0.5-0.7 ms apart at a mixture's all_reduce
   // (docs/engine.md); a sleep there costs the sleeper a 55-150 us wake-up.
   std::chrono::nanoseconds adaptive_spin{std::chrono::milliseconds(1)};
+  // A sched_yield that returns later than this ran another thread: the core
+  // has no room, so the poll stops at `spin` and the wait counts as a long
+  // one in the WaitHistory (an idle core returns from it within ~1 us; a
+  // thread that took the core keeps it for a scheduler slice, ~1 ms).
+  std::chrono::nanoseconds crowded_yield{std::chrono::microseconds(50)};
   // The longest single sleep; `check` runs at least this often while asleep.
   std::chrono::milliseconds check_interval{50};
   // Unset, or called before the first sleep and between sleeps: an error ends
@@ -72,8 +77,9 @@ class Doorbell {
   // `deadline`, or the error of `policy.check`. `ready` must read what the
   // waker publishes with acquire (or stronger) loads; it is called often.
   // With `history` (the waiter's own), the yielding poll lasts
-  // `history->PollFor(policy.spin, policy.adaptive_spin)` and the wait is
-  // recorded there; without, it lasts `policy.spin`.
+  // `history->PollFor(policy.spin, policy.adaptive_spin)` (cut to
+  // `policy.spin` once a yield took longer than `policy.crowded_yield`) and
+  // the wait is recorded there; without, it lasts `policy.spin`.
   template <typename Ready>
   Result<bool> WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy,
                          WaitHistory* history = nullptr);
@@ -101,9 +107,11 @@ Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const Wa
   if (ready()) return true;
   const WaitingOutside waiting;  // on a peer process (base/progress.h)
   const Deadline started = Clock::now();
+  bool crowded = false;  // a yield ran another thread: the core had no room
   const auto done = [&](Result<bool> outcome) {
-    if (history != nullptr)
-      history->Record(Clock::now() - started, outcome.ok() && *outcome, policy.adaptive_spin);
+    if (history != nullptr) {
+      history->Record(Clock::now() - started, outcome.ok() && *outcome && !crowded, policy.adaptive_spin);
+    }
     return outcome;
   };
   const Deadline busy_until = std::min(started + policy.busy_spin, deadline);
@@ -111,12 +119,20 @@ Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const Wa
     for (int i = 0; i < 16; ++i) CpuRelax();
     if (ready()) return done(true);
   }
-  const std::chrono::nanoseconds poll =
-      history != nullptr ? history->PollFor(policy.spin, policy.adaptive_spin) : policy.spin;
-  const Deadline spin_until = std::min(Clock::now() + poll, deadline);
-  while (Clock::now() < spin_until) {
+  Deadline looked = Clock::now();
+  const Deadline short_until = std::min(looked + policy.spin, deadline);
+  Deadline spin_until = short_until;
+  if (history != nullptr)
+    spin_until = std::min(looked + history->PollFor(policy.spin, policy.adaptive_spin), deadline);
+  while (looked < spin_until) {
     YieldCpu();
     if (ready()) return done(true);
+    const Deadline now = Clock::now();
+    if (now - looked > policy.crowded_yield && !crowded) {
+      crowded = true;
+      spin_until = std::min(spin_until, short_until);
+    }
+    looked = now;
   }
   for (;;) {
     if (policy.check) {

@@ -112,10 +112,12 @@ TEST(WaitHistory, NeverPollsShorterThanTheSpin) {
 // With a history of quick waits a waiter polls (up to a bound far beyond any
 // run of this test) and never reaches the check that precedes a sleep; with
 // a fresh history the same wait sleeps after a zero-length poll, so it calls
-// the check first. `ready` turns true on its 2000th look, not at a time.
+// the check first. `ready` turns true on its 2000th look, not at a time; no
+// yield counts as crowded.
 TEST(Doorbell, HistoryOfQuickWaitsKeepsTheWaiterPollingAndOffTheSleep) {
   WaitPolicy policy = SleepOnlyPolicy();
   policy.adaptive_spin = std::chrono::seconds(600);
+  policy.crowded_yield = std::chrono::seconds(600);
   int checks = 0;
   policy.check = [&]() -> Status {
     ++checks;
@@ -139,6 +141,30 @@ TEST(Doorbell, HistoryOfQuickWaitsKeepsTheWaiterPollingAndOffTheSleep) {
   EXPECT_EQ(checks, 1);
   // The failed wait counts as a long one.
   EXPECT_EQ(fresh.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
+}
+
+// A yield that takes longer than `crowded_yield` (here any yield: 0 ns) means
+// another thread needed the core: the long poll stops at `spin` (0 here), the
+// waiter reaches its sleep, and the wait counts as a long one.
+TEST(Doorbell, CrowdedYieldStopsTheLongPoll) {
+  WaitPolicy policy = SleepOnlyPolicy();
+  policy.adaptive_spin = std::chrono::seconds(600);
+  policy.crowded_yield = std::chrono::nanoseconds(0);
+  int checks = 0;
+  policy.check = [&]() -> Status {
+    ++checks;
+    return Error::PeerLost("test: the waiter reached its sleep", 1);
+  };
+  Doorbell bell;
+  WaitHistory quick;
+  for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
+  int looks = 0;
+  Result<bool> woken =
+      bell.WaitUntil([&] { return ++looks >= 2000; }, Clock::now() + seconds(600), policy, &quick);
+  ASSERT_FALSE(woken.ok());
+  EXPECT_EQ(checks, 1);
+  EXPECT_LT(looks, 2000);
+  EXPECT_EQ(quick.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 // within that bound, and otherwise sleeps after the short default poll.
 //
 // The rule (a saturating score in [0, kFull]): a wait that ended, ready,
-// within `bound` adds 1; any other wait (longer, timed out, failed) takes
-// kMissCost away. The next wait polls for `bound` while the score is at
+// within `bound` adds 1; any other wait (longer, timed out, failed, or one
+// whose poll found the core crowded: Doorbell::WaitUntil) takes kMissCost
+// away. The next wait polls for `bound` while the score is at
 // least kPoll, else for the policy's short `spin`. Starting at 0, it takes
 // kPoll quick waits in a row to start polling long, and one long wait
 // (kMissCost > kFull - kPoll) to stop it: on a loaded machine, where the
@@ -44,7 +45,7 @@ class WaitHistory {
   }
 
   // Learns from one wait that lasted `waited`; `ready` is false when it timed
-  // out or failed.
+  // out, failed or found the core crowded.
   void Record(std::chrono::nanoseconds waited, bool ready, std::chrono::nanoseconds bound) {
     const int score = score_.load(std::memory_order_relaxed);
     const bool quick = ready && waited <= bound;
