@@ -32,7 +32,9 @@
 # LLAMA_CPP, when set, is the folder holding node_modules/node-llama-cpp
 # (tools/yardsticks/fetch_llama_cpp.sh); llama.cpp gets the prompt's token
 # ids (BOS and the bytes, as inferno's byte-level vocabulary encodes it).
-# Bazel startup options (e.g. --output_base=...) come from $BAZEL_STARTUP.
+# Bazel startup options (e.g. --output_base=...) come from $BAZEL_STARTUP;
+# with $BIN set (a folder holding infer, launch, make_toy_model and
+# convert_to_gguf, e.g. another commit's copies for an A/B), nothing is built.
 set -euo pipefail
 WORK="${1:-/tmp/inferno_ep_bench}"
 ROUNDS="${2:-3}"
@@ -44,8 +46,10 @@ PROMPT="Once upon a time"
 BAZEL=(bazel ${BAZEL_STARTUP:-})
 cd "$(dirname "$0")/.."
 
-"${BAZEL[@]}" build --config=opt //tools:infer //tools:launch //tools:make_toy_model //tools:convert_to_gguf >&2
-BIN="$("${BAZEL[@]}" info --config=opt bazel-bin 2>/dev/null)/tools"
+if [[ -z "${BIN:-}" ]]; then
+  "${BAZEL[@]}" build --config=opt //tools:infer //tools:launch //tools:make_toy_model //tools:convert_to_gguf >&2
+  BIN="$("${BAZEL[@]}" info --config=opt bazel-bin 2>/dev/null)/tools"
+fi
 mkdir -p "$WORK"
 NAME=qwen3_30b_a3b_2l
 [[ "$SKEW" = 0 ]] || NAME="${NAME}_skew$SKEW"

@@ -146,7 +146,7 @@ Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const A
   WaitPolicy wait = wait_;
   wait.check = [&]() { return CheckMembers(stamp, describe); };
   const Deadline started = Clock::now();
-  Result<bool> ready = Bell().WaitUntil(all_arrived, deadline, wait);
+  Result<bool> ready = Bell().WaitUntil(all_arrived, deadline, wait, &history_);
   if (!ready) return std::move(ready).error();
   if (*ready) return {};
   int late = 0;
@@ -167,7 +167,7 @@ Status CollectiveArea::AwaitAll(const std::function<bool(int)>& arrived, const A
   if (watch->Stopped()) return timeout("; " + who + " is stopped");
   // It runs, and may be waiting on the fault itself: the abort notice of the
   // rank that saw the fault first names it better than this rank can.
-  ready = Bell().WaitUntil(all_arrived, Clock::now() + kPeerAliveGrace, wait);
+  ready = Bell().WaitUntil(all_arrived, Clock::now() + kPeerAliveGrace, wait, &history_);
   if (!ready) return std::move(ready).error();
   if (*ready) return {};
   return timeout("; " + who + " runs but did not arrive");

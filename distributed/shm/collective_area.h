@@ -61,6 +61,7 @@
 #include "distributed/shm/doorbell.h"
 #include "distributed/shm/peer_watch.h"
 #include "distributed/shm/segment.h"
+#include "distributed/shm/wait_history.h"
 #include "distributed/transport.h"
 
 namespace inferno {
@@ -173,6 +174,7 @@ class CollectiveArea {
   std::function<Status()> also_check_;
   uint64_t next_chunk_ = 0;  // chunks this member has run, ever
   WaitPolicy wait_;
+  WaitHistory history_;  // of this member's waits in AwaitAll
 };
 
 // How many chunks of at most `per_chunk` elements `elements` takes (at least

@@ -1,7 +1,8 @@
 // Doorbell: a wake-up word that processes sharing a mapping use to wait for a
 // condition on other words of that mapping (a ring's head, a flag) without
 // burning the CPU their peer needs: a short busy spin, a bounded yielding
-// spin, then a futex sleep.
+// spin (longer while the waiter's recent waits were short: WaitHistory),
+// then a futex sleep.
 //
 // The protocol, for a condition `ready()` over atomics in shared memory:
 //   waker:  make the condition true (a release store), then Ring();
@@ -29,6 +30,7 @@
 
 #include "base/error.h"
 #include "base/progress.h"
+#include "distributed/shm/wait_history.h"
 #include "distributed/transport.h"
 
 namespace inferno {
@@ -48,6 +50,16 @@ struct WaitPolicy {
   // and a one-way ping-pong message 17-24 us; polling with sched_yield for
   // 50 us first, 37-42 us and 7 us (docs/collectives.md).
   std::chrono::nanoseconds spin{std::chrono::microseconds(50)};
+  // With a WaitHistory: how long the yielding poll lasts instead of `spin`
+  // while that waiter's recent waits ended within it (WaitHistory's rule).
+  // Two ranks of --ep 2 meet 0.5-0.7 ms apart at a mixture's all_reduce
+  // (docs/engine.md); a sleep there costs the sleeper a 55-150 us wake-up.
+  std::chrono::nanoseconds adaptive_spin{std::chrono::milliseconds(1)};
+  // A sched_yield that returns later than this ran another thread: the core
+  // has no room, so the poll stops at `spin` and the wait counts as a long
+  // one in the WaitHistory (an idle core returns from it within ~1 us; a
+  // thread that took the core keeps it for a scheduler slice, ~1 ms).
+  std::chrono::nanoseconds crowded_yield{std::chrono::microseconds(50)};
   // The longest single sleep; `check` runs at least this often while asleep.
   std::chrono::milliseconds check_interval{50};
   // Unset, or called before the first sleep and between sleeps: an error ends
@@ -64,8 +76,13 @@ class Doorbell {
   // Returns true once `ready()` returns true, false if it is still false at
   // `deadline`, or the error of `policy.check`. `ready` must read what the
   // waker publishes with acquire (or stronger) loads; it is called often.
+  // With `history` (the waiter's own), the yielding poll lasts
+  // `history->PollFor(policy.spin, policy.adaptive_spin)` (cut to
+  // `policy.spin` once a yield took longer than `policy.crowded_yield`) and
+  // the wait is recorded there; without, it lasts `policy.spin`.
   template <typename Ready>
-  Result<bool> WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy);
+  Result<bool> WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy,
+                         WaitHistory* history = nullptr);
 
  private:
   // Sleeps until Ring() changes the sequence from `seen`, `until`, or a
@@ -85,32 +102,51 @@ void YieldCpu();
 void CpuRelax();
 
 template <typename Ready>
-Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy) {
+Result<bool> Doorbell::WaitUntil(const Ready& ready, Deadline deadline, const WaitPolicy& policy,
+                                 WaitHistory* history) {
   if (ready()) return true;
   const WaitingOutside waiting;  // on a peer process (base/progress.h)
-  const Deadline busy_until = std::min(Clock::now() + policy.busy_spin, deadline);
+  const Deadline started = Clock::now();
+  bool crowded = false;  // a yield ran another thread: the core had no room
+  const auto done = [&](Result<bool> outcome) {
+    if (history != nullptr) {
+      history->Record(Clock::now() - started, outcome.ok() && *outcome && !crowded, policy.adaptive_spin);
+    }
+    return outcome;
+  };
+  const Deadline busy_until = std::min(started + policy.busy_spin, deadline);
   while (Clock::now() < busy_until) {
     for (int i = 0; i < 16; ++i) CpuRelax();
-    if (ready()) return true;
+    if (ready()) return done(true);
   }
-  const Deadline spin_until = std::min(Clock::now() + policy.spin, deadline);
-  while (Clock::now() < spin_until) {
+  Deadline looked = Clock::now();
+  const Deadline short_until = std::min(looked + policy.spin, deadline);
+  Deadline spin_until = short_until;
+  if (history != nullptr)
+    spin_until = std::min(looked + history->PollFor(policy.spin, policy.adaptive_spin), deadline);
+  while (looked < spin_until) {
     YieldCpu();
-    if (ready()) return true;
+    if (ready()) return done(true);
+    const Deadline now = Clock::now();
+    if (now - looked > policy.crowded_yield && !crowded) {
+      crowded = true;
+      spin_until = std::min(spin_until, short_until);
+    }
+    looked = now;
   }
   for (;;) {
     if (policy.check) {
       Status alive = policy.check();
-      if (!alive) return alive.error();
+      if (!alive) return done(alive.error());
     }
     const Deadline now = Clock::now();
-    if (now >= deadline) return ready();
+    if (now >= deadline) return done(ready());
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = sequence_.load(std::memory_order_seq_cst);
     const bool ready_before_sleep = ready();
     if (!ready_before_sleep) Sleep(seen, std::min(deadline, now + policy.check_interval));
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-    if (ready_before_sleep || ready()) return true;
+    if (ready_before_sleep || ready()) return done(true);
   }
 }
 

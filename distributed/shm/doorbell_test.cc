@@ -9,6 +9,7 @@
 namespace inferno {
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -73,6 +74,97 @@ TEST(Doorbell, NoWakeUpIsLostBetweenTwoSleepingThreads) {
   second.join();
   EXPECT_TRUE(first_ok);
   EXPECT_TRUE(second_ok);
+}
+
+TEST(WaitHistory, PollsLongOnlyAfterKPollQuickWaitsInARow) {
+  const microseconds spin(50), bound(1000);
+  WaitHistory history;
+  EXPECT_EQ(history.PollFor(spin, bound), spin);
+  for (int i = 1; i < WaitHistory::kPoll; ++i) history.Record(microseconds(400), true, bound);
+  EXPECT_EQ(history.PollFor(spin, bound), spin);
+  history.Record(bound, true, bound);  // within the bound: quick
+  EXPECT_EQ(history.PollFor(spin, bound), bound);
+}
+
+TEST(WaitHistory, OneLongTimedOutOrFailedWaitStopsTheLongPoll) {
+  const microseconds spin(50), bound(1000);
+  for (int outcome = 0; outcome < 3; ++outcome) {
+    WaitHistory history;
+    for (int i = 0; i < 10; ++i) history.Record(microseconds(10), true, bound);
+    ASSERT_EQ(history.PollFor(spin, bound), bound);
+    if (outcome == 0) history.Record(bound + microseconds(1), true, bound);
+    if (outcome == 1) history.Record(microseconds(10), false, bound);
+    if (outcome == 2) history.Record(milliseconds(50), false, bound);
+    EXPECT_EQ(history.PollFor(spin, bound), spin) << "outcome " << outcome;
+    // A copy carries what was learnt.
+    WaitHistory copy = history;
+    copy.Record(microseconds(10), true, bound);
+    EXPECT_EQ(copy.PollFor(spin, bound), bound) << "outcome " << outcome;
+  }
+}
+
+TEST(WaitHistory, NeverPollsShorterThanTheSpin) {
+  WaitHistory history;
+  for (int i = 0; i < 10; ++i) history.Record(microseconds(1), true, microseconds(20));
+  EXPECT_EQ(history.PollFor(microseconds(50), microseconds(20)), microseconds(50));
+}
+
+// With a history of quick waits a waiter polls (up to a bound far beyond any
+// run of this test) and never reaches the check that precedes a sleep; with
+// a fresh history the same wait sleeps after a zero-length poll, so it calls
+// the check first. `ready` turns true on its 2000th look, not at a time; no
+// yield counts as crowded.
+TEST(Doorbell, HistoryOfQuickWaitsKeepsTheWaiterPollingAndOffTheSleep) {
+  WaitPolicy policy = SleepOnlyPolicy();
+  policy.adaptive_spin = std::chrono::seconds(600);
+  policy.crowded_yield = std::chrono::seconds(600);
+  int checks = 0;
+  policy.check = [&]() -> Status {
+    ++checks;
+    return Error::PeerLost("test: the waiter reached its sleep", 1);
+  };
+  Doorbell bell;
+  WaitHistory quick;
+  for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
+  int looks = 0;
+  const auto ready_on_2000th = [&] { return ++looks >= 2000; };
+  Result<bool> polled = bell.WaitUntil(ready_on_2000th, Clock::now() + seconds(600), policy, &quick);
+  ASSERT_TRUE(polled.ok()) << polled.error().ToString();
+  EXPECT_TRUE(*polled);
+  EXPECT_EQ(checks, 0);
+
+  WaitHistory fresh;
+  looks = 0;
+  Result<bool> slept = bell.WaitUntil(ready_on_2000th, Clock::now() + seconds(600), policy, &fresh);
+  ASSERT_FALSE(slept.ok());
+  EXPECT_EQ(slept.error().kind, ErrorKind::kPeerLost);
+  EXPECT_EQ(checks, 1);
+  // The failed wait counts as a long one.
+  EXPECT_EQ(fresh.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
+}
+
+// A yield that takes longer than `crowded_yield` (here any yield: 0 ns) means
+// another thread needed the core: the long poll stops at `spin` (0 here), the
+// waiter reaches its sleep, and the wait counts as a long one.
+TEST(Doorbell, CrowdedYieldStopsTheLongPoll) {
+  WaitPolicy policy = SleepOnlyPolicy();
+  policy.adaptive_spin = std::chrono::seconds(600);
+  policy.crowded_yield = std::chrono::nanoseconds(0);
+  int checks = 0;
+  policy.check = [&]() -> Status {
+    ++checks;
+    return Error::PeerLost("test: the waiter reached its sleep", 1);
+  };
+  Doorbell bell;
+  WaitHistory quick;
+  for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
+  int looks = 0;
+  Result<bool> woken =
+      bell.WaitUntil([&] { return ++looks >= 2000; }, Clock::now() + seconds(600), policy, &quick);
+  ASSERT_FALSE(woken.ok());
+  EXPECT_EQ(checks, 1);
+  EXPECT_LT(looks, 2000);
+  EXPECT_EQ(quick.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
 }
 
 }  // namespace

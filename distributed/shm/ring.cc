@@ -113,7 +113,8 @@ Status RingWriter::Put(std::span<const std::byte> source, bool& started, Deadlin
         return layout_->tail.load(std::memory_order_acquire) + capacity != head_ ||
                !IsOpen(layout_->reader_state) || !IsOpen(layout_->writer_state);
       };
-      Result<bool> woken = layout_->space_bell.WaitUntil(has_room_or_closed, deadline, options_.wait);
+      Result<bool> woken =
+          layout_->space_bell.WaitUntil(has_room_or_closed, deadline, options_.wait, &history_);
       if (!woken) return Fail(woken.error(), started);
       if (!*woken) {
         return Fail({ErrorKind::kTimeout, "shared-memory send to rank " + std::to_string(options_.peer_rank) +
@@ -187,7 +188,7 @@ Status RingReader::AwaitBytes(Deadline deadline, Clock::time_point begun) {
     return layout_->head.load(std::memory_order_acquire) != tail_ || !IsOpen(layout_->writer_state) ||
            !IsOpen(layout_->reader_state);
   };
-  Result<bool> woken = layout_->data_bell.WaitUntil(readable_or_closed, deadline, options_.wait);
+  Result<bool> woken = layout_->data_bell.WaitUntil(readable_or_closed, deadline, options_.wait, &history_);
   if (!woken) return woken.error();
   if (!IsOpen(layout_->reader_state)) return Error::Closed(where);
   // The writer's state is stored after its last bytes: look at head again.

@@ -41,6 +41,7 @@
 
 #include "base/error.h"
 #include "distributed/shm/doorbell.h"
+#include "distributed/shm/wait_history.h"
 #include "distributed/transport.h"
 
 namespace inferno {
@@ -133,6 +134,7 @@ class RingWriter {
   uint64_t head_;         // == layout_->head; only this writer moves it
   uint64_t tail_cached_;  // a value layout_->tail had
   RingOptions options_;
+  WaitHistory history_;  // of this end's waits
 };
 
 class RingReader {
@@ -167,6 +169,7 @@ class RingReader {
   uint64_t tail_;         // == layout_->tail; only this reader moves it
   uint64_t head_cached_;  // a value layout_->head had
   RingOptions options_;
+  WaitHistory history_;  // of this end's waits
   // The message being read, kept across Reads that time out.
   RecordHeader header_;
   size_t header_filled_ = 0;
