@@ -109,62 +109,61 @@ TEST(WaitHistory, NeverPollsShorterThanTheSpin) {
   EXPECT_EQ(history.PollFor(microseconds(50), microseconds(20)), microseconds(50));
 }
 
-// With a history of quick waits a waiter polls (up to a bound far beyond any
-// run of this test) and never reaches the check that precedes a sleep; with
-// a fresh history the same wait sleeps after a zero-length poll, so it calls
-// the check first. `ready` turns true on its 2000th look, not at a time; no
-// yield counts as crowded.
-TEST(Doorbell, HistoryOfQuickWaitsKeepsTheWaiterPollingAndOffTheSleep) {
-  WaitPolicy policy = SleepOnlyPolicy();
-  policy.adaptive_spin = std::chrono::seconds(600);
-  policy.crowded_yield = std::chrono::seconds(600);
+// A long poll's setup: a policy that polls long (`adaptive_spin`, far beyond
+// any run of these tests) and whose check, which precedes a sleep, fails and
+// counts its calls; a history of quick waits; and a condition that turns
+// true on its 2000th look, not at a time.
+struct LongPoll {
+  explicit LongPoll(std::chrono::nanoseconds crowded_yield) : policy(SleepOnlyPolicy()) {
+    policy.adaptive_spin = seconds(600);
+    policy.crowded_yield = crowded_yield;
+    policy.check = [this]() -> Status {
+      ++checks;
+      return Error::PeerLost("test: the waiter reached its sleep", 1);
+    };
+    for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
+  }
+  Result<bool> Wait(WaitHistory& history) {
+    looks = 0;
+    return bell.WaitUntil([this] { return ++looks >= 2000; }, Clock::now() + seconds(600), policy, &history);
+  }
+
+  WaitPolicy policy;
   int checks = 0;
-  policy.check = [&]() -> Status {
-    ++checks;
-    return Error::PeerLost("test: the waiter reached its sleep", 1);
-  };
+  int looks = 0;
   Doorbell bell;
   WaitHistory quick;
-  for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
-  int looks = 0;
-  const auto ready_on_2000th = [&] { return ++looks >= 2000; };
-  Result<bool> polled = bell.WaitUntil(ready_on_2000th, Clock::now() + seconds(600), policy, &quick);
+};
+
+// With a history of quick waits a waiter polls and never reaches the check
+// that precedes a sleep; with a fresh history the same wait sleeps after a
+// zero-length poll, so it calls the check first. No yield counts as crowded.
+TEST(Doorbell, HistoryOfQuickWaitsKeepsTheWaiterPollingAndOffTheSleep) {
+  LongPoll poll(seconds(600));
+  Result<bool> polled = poll.Wait(poll.quick);
   ASSERT_TRUE(polled.ok()) << polled.error().ToString();
   EXPECT_TRUE(*polled);
-  EXPECT_EQ(checks, 0);
+  EXPECT_EQ(poll.checks, 0);
 
   WaitHistory fresh;
-  looks = 0;
-  Result<bool> slept = bell.WaitUntil(ready_on_2000th, Clock::now() + seconds(600), policy, &fresh);
+  Result<bool> slept = poll.Wait(fresh);
   ASSERT_FALSE(slept.ok());
   EXPECT_EQ(slept.error().kind, ErrorKind::kPeerLost);
-  EXPECT_EQ(checks, 1);
+  EXPECT_EQ(poll.checks, 1);
   // The failed wait counts as a long one.
-  EXPECT_EQ(fresh.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
+  EXPECT_EQ(fresh.PollFor(poll.policy.spin, poll.policy.adaptive_spin), poll.policy.spin);
 }
 
 // A yield that takes longer than `crowded_yield` (here any yield: 0 ns) means
 // another thread needed the core: the long poll stops at `spin` (0 here), the
 // waiter reaches its sleep, and the wait counts as a long one.
 TEST(Doorbell, CrowdedYieldStopsTheLongPoll) {
-  WaitPolicy policy = SleepOnlyPolicy();
-  policy.adaptive_spin = std::chrono::seconds(600);
-  policy.crowded_yield = std::chrono::nanoseconds(0);
-  int checks = 0;
-  policy.check = [&]() -> Status {
-    ++checks;
-    return Error::PeerLost("test: the waiter reached its sleep", 1);
-  };
-  Doorbell bell;
-  WaitHistory quick;
-  for (int i = 0; i < WaitHistory::kFull; ++i) quick.Record(microseconds(1), true, policy.adaptive_spin);
-  int looks = 0;
-  Result<bool> woken =
-      bell.WaitUntil([&] { return ++looks >= 2000; }, Clock::now() + seconds(600), policy, &quick);
+  LongPoll poll(std::chrono::nanoseconds(0));
+  Result<bool> woken = poll.Wait(poll.quick);
   ASSERT_FALSE(woken.ok());
-  EXPECT_EQ(checks, 1);
-  EXPECT_LT(looks, 2000);
-  EXPECT_EQ(quick.PollFor(policy.spin, policy.adaptive_spin), policy.spin);
+  EXPECT_EQ(poll.checks, 1);
+  EXPECT_LT(poll.looks, 2000);
+  EXPECT_EQ(poll.quick.PollFor(poll.policy.spin, poll.policy.adaptive_spin), poll.policy.spin);
 }
 
 }  // namespace
