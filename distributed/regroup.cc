@@ -1,6 +1,7 @@
 #include "distributed/regroup.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -321,7 +322,13 @@ void JoinDesk::Serve() {
   bool heard = false;
   while (!stop_) {
     Result<RendezvousServer::Request> request = server_->Receive(Clock::now() + kDeskStopCheck);
-    if (!request) continue;  // a timeout: ask stop_ again
+    if (!request) {
+      if (request.error().kind == ErrorKind::kTimeout) continue;  // ask stop_ again
+      // The socket itself failed: asking again would fail at once, forever.
+      std::fprintf(stderr, "join desk: %s; replacements are no longer heard\n",
+                   request.error().ToString().c_str());
+      return;
+    }
     const Json json = Json::parse(request->body, nullptr, false);
     if (json.is_object() && json.contains("standby")) {
       // Unanswered: the caller calls again, and the regroup that follows hears it.

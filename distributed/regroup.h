@@ -115,6 +115,8 @@ Result<std::optional<Regrouped>> AwaitPlace(const RendezvousConfig& job,
 // reaches the desk (its loop failed before the leader's did) is answered
 // "retry", and Regroup asks again until the coordinator answers. The desk
 // must be closed (destroyed) before anything else listens at the address.
+// If its socket fails (not a timeout), the desk logs one line and stops
+// hearing calls; the job goes on at its size.
 //
 // Thread-safety: one thread of its own; construction and destruction from
 // one thread.
