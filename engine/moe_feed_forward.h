@@ -85,7 +85,7 @@ struct HeldExperts {
   // holders[e]: the stage's indices holding expert e (num_experts entries),
   // or empty when no expert is held twice: the rank then runs every held
   // expert a row chose.
-  std::span<const std::vector<int32_t>> holders;
+  std::span<const std::vector<int32_t>> holders = {};
   int self = 0;  // the rank's tensor-parallel index
 };
 

@@ -231,7 +231,9 @@ class MoeFeedForwardTest : public ::testing::TestWithParam<const char*> {
                     pool);
         for (int64_t i = 0; i < dim; ++i) {
           alone_sum[row * dim + i] += alone[i];
-          if (!copies) ASSERT_EQ(part[row * dim + i], alone[i]) << t << ", " << row << ", " << i;
+          if (!copies) {
+            ASSERT_EQ(part[row * dim + i], alone[i]) << t << ", " << row << ", " << i;
+          }
         }
       }
     }
