@@ -10,7 +10,8 @@
 #   the lists are not runs, and infer --shards again gives --model's tokens;
 # - with copies (--expert-replicas R, in runs and by load): each rank's list
 #   and file hold its own experts and R more, the lists cover the 7 experts,
-#   and infer --shards again gives --model's tokens;
+#   and infer --shards again gives --model's tokens; ranks started with
+#   different --expert-replicas are refused by the rendezvous (the plan);
 # - infer --shards on those ranks gives the tokens of infer --model with the
 #   same flags (a Q8_0 model's tokens may part from one rank's at a near tie,
 #   as under --tp; infer_vs_hf_reference_test checks EP's logits);
@@ -167,6 +168,13 @@ timeout 120 "$LAUNCH" -n 2 --timeout 60 --grace 2 -- "$INFER" --shards "$WORK/ep
   --expert-replicas 1 "${PROMPT[@]}" >/dev/null 2>"$WORK/replicas_shards.err" && fail "--expert-replicas with --shards accepted"
 grep -q "expert-replicas cannot be combined with --shards: the shards fix the placement" "$WORK/replicas_shards.err" ||
   fail "--expert-replicas with --shards: $(cat "$WORK/replicas_shards.err")"
+# Rank 1 with copies, rank 0 without: refused before any token.
+timeout 120 "$LAUNCH" -n 2 --timeout 60 --grace 2 -- /bin/sh -c \
+  'if [ "$RANK" = 1 ]; then exec "$@" --expert-replicas 1; fi; exec "$@"' sh \
+  "$INFER" --model "$MODEL" --ep 2 "${PROMPT[@]}" >/dev/null 2>"$WORK/replicas_differ.err" &&
+  fail "ranks with different --expert-replicas accepted"
+grep -q "rank 1 and rank 0 run different things: plan is" "$WORK/replicas_differ.err" ||
+  fail "different --expert-replicas: $(cat "$WORK/replicas_differ.err")"
 
 [ "$FAILURES" -eq 0 ] || exit 1
 rm -rf "$WORK"
