@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -103,6 +104,52 @@ TEST(AssignExperts, EveryChosenExpertRunsOnExactlyOneOfItsHolders) {
           kExpertReadWork + rows[static_cast<size_t>(e)];
     }
     EXPECT_EQ(work, expected_work) << "trial " << trial;
+  }
+}
+
+TEST(AssignExperts, CopiesLowerTheBusierRanksShareOfUniformDecodeTokens) {
+  // Qwen3-30B-A3B's routing shape: 8 of 128 experts, uniform; --ep 2 in
+  // contiguous runs with R copies per rank (AddExpertReplicas' spread). The
+  // expected experts of the busier rank per token, over 20000 tokens (a
+  // fixed seed): E[max(X, 8 - X)] = 5.06 without copies, and with them what
+  // a simulation of the same rule gives (docs/engine.md).
+  ModelConfig config;
+  config.architecture = "Qwen3MoeForCausalLM";
+  config.num_hidden_layers = 1;
+  config.num_experts = 128;
+  config.num_experts_per_tok = 8;
+  const std::pair<int, double> expected[] = {{0, 5.06}, {4, 4.82}, {8, 4.63}, {16, 4.33}, {32, 4.05}};
+  for (const auto& [replicas, busier] : expected) {
+    Result<ExpertPlacement> placement = AddExpertReplicas(2, ContiguousExperts(config, 2), replicas);
+    ASSERT_TRUE(placement) << placement.error().message;
+    std::vector<std::vector<int32_t>> holders(128);
+    for (int e = 0; e < 128; ++e) {
+      for (int t = 0; t < 2; ++t) {
+        const bool copied =
+            replicas > 0 && std::ranges::count(placement->copies[0][static_cast<size_t>(t)], e) > 0;
+        if (placement->owner[0][static_cast<size_t>(e)] == t || copied)
+          holders[static_cast<size_t>(e)].push_back(t);
+      }
+    }
+    std::vector<int64_t> rows(128), work(2);
+    std::vector<int32_t> order(128), runner(128), deck(128);
+    uint64_t state = 42;
+    int64_t total = 0;
+    const int tokens = 20000;
+    for (int token = 0; token < tokens; ++token) {
+      std::iota(deck.begin(), deck.end(), 0);
+      std::fill(rows.begin(), rows.end(), 0);
+      for (int i = 0; i < 8; ++i) {  // 8 distinct experts: a partial Fisher-Yates shuffle
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        std::swap(deck[i], deck[i + static_cast<int>((state >> 33) % static_cast<uint64_t>(128 - i))]);
+        rows[static_cast<size_t>(deck[i])] = 1;
+      }
+      AssignExperts(rows, holders, work, order, runner);
+      total += std::max(work[0], work[1]) / (kExpertReadWork + 1);
+    }
+    const double mean = static_cast<double>(total) / tokens;
+    EXPECT_NEAR(mean, busier, 0.04) << "R = " << replicas;
+    std::printf("R = %d: the busier rank runs %.3f of a token's 8 experts\n", replicas, mean);
   }
 }
 
