@@ -138,6 +138,7 @@ Result<ModelChoice> FailoverGrid(const ModelChoice& job, int world_size) {
     choice.pp.reset();
     if (choice.ep) {
       choice.ep = tp;
+      if (tp == 1) choice.expert_replicas = 0;  // one rank holds every expert: nothing to copy
     } else if (choice.tp) {
       choice.tp = tp;
     }

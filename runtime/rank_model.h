@@ -71,7 +71,8 @@ Status CheckFailoverChoice(const ModelChoice& choice);
 // stays whole), else the largest T' < T that does, down to 1 (a pure
 // pipeline); --pp becomes world_size / T'. Experts are placed over T' by the
 // job's rule (contiguous runs, or --experts-by-load's stats, with
-// --expert-replicas' copies: a T' the copies do not fit is passed over). With a
+// --expert-replicas' copies: a T' > 1 the copies do not fit is passed over;
+// at T' = 1 there are none). With a
 // standby in every lost place the world size is the job's, and so is the
 // grid. A function of the model file, the flags and world_size, so every
 // member computes the same one. Errors: the model cannot be opened; no T'
