@@ -24,6 +24,12 @@
 // none of a row's) — which the caller sums over the stage as for a dense MLP.
 // The experts a rank holds may be any set per layer (placement by load).
 //
+// Redundant experts (--expert-replicas): when some experts are held by more
+// than one rank of the stage, every rank computes the same assignment from
+// the same routing (AssignExperts, no exchange) and runs only the chosen
+// experts assigned to it, so each (row, expert) pair is computed on exactly
+// one rank and the stage's sum has the same terms as without copies.
+//
 // The routing histogram: each call adds, per expert, the number of rows
 // routed to it — counted from the routing the call computes anyway, on
 // every rank alike (all choose the same experts).
@@ -51,6 +57,38 @@ namespace inferno {
 void RouteTopK(std::span<float> logits, bool renormalise, std::span<int32_t> experts,
                std::span<float> weights);
 
+// The work AssignExperts counts for reading an expert's weights once, in
+// rows: a guess (not tuned) that a batched matmul over a few rows costs
+// about the weight read, so that in a decode call (one row) the work is the
+// expert count and in a prefill an expert's rows weigh in too.
+inline constexpr int64_t kExpertReadWork = 8;
+
+// Which of a stage's ranks runs each expert chosen in one call, when
+// experts may be held by several of them. rows[e]: the call's rows routed
+// to expert e; holders[e]: the tensor-parallel indices holding expert e,
+// increasing, non-empty (num_experts entries each). Sets runner[e] to the
+// index running expert e, -1 for an expert no row chose: each chosen expert
+// with one holder goes to it; then the others one by one, by decreasing
+// rows (ties to the lower index), each to its holder with the least work so
+// far (ties to the lower index), an expert's work being kExpertReadWork +
+// its rows. `work` (scratch, one entry per index of the stage: more than
+// any holder) ends as each index's work; `order` is scratch of num_experts
+// entries. A pure function: every rank computes the same from the same
+// routing.
+void AssignExperts(std::span<const int64_t> rows, std::span<const std::vector<int32_t>> holders,
+                   std::span<int64_t> work, std::span<int32_t> order, std::span<int32_t> runner);
+
+// The experts of a sparse layer a rank holds, and under copies who else in
+// its stage does (RankShard::experts and expert_holders).
+struct HeldExperts {
+  std::span<const int32_t> held;  // increasing; LayerWeights::experts[i] is expert held[i]
+  // holders[e]: the stage's indices holding expert e (num_experts entries),
+  // or empty when no expert is held twice: the rank then runs every held
+  // expert a row chose.
+  std::span<const std::vector<int32_t>> holders = {};
+  int self = 0;  // the rank's tensor-parallel index
+};
+
 class MoeFeedForward {
  public:
   // No scratch: for a stage without sparse layers.
@@ -61,11 +99,15 @@ class MoeFeedForward {
 
   // out (n, dim) = the mixture's output (this rank's part of it) for the n
   // rows of normed (n, dim), with the router and experts of `layer`, which
-  // holds the experts `held` (increasing; layer.experts[i] is expert
-  // held[i]); routed[e] += the rows routed to expert e (num_experts entries).
-  // Preconditions: 1 <= n <= max_positions; layer.experts has held.size()
-  // entries of expert_hidden units; `out` does not alias `normed`.
-  void Forward(const LayerWeights& layer, std::span<const int32_t> held, std::span<const float> normed,
+  // holds the experts experts.held: the chosen ones among them, or with
+  // experts.holders those AssignExperts gives experts.self;
+  // routed[e] += the rows routed to expert e (num_experts entries).
+  // Preconditions: 1 <= n <= max_positions; layer.experts has
+  // experts.held.size() entries of expert_hidden units; experts.holders is
+  // empty or has num_experts entries, each an increasing list of indices in
+  // [0, num_experts) holding that expert, experts.self among those of every
+  // held expert; `out` does not alias `normed`.
+  void Forward(const LayerWeights& layer, const HeldExperts& experts, std::span<const float> normed,
                int64_t n, std::span<float> out, std::span<int64_t> routed, ThreadPool& pool);
 
  private:
@@ -76,6 +118,10 @@ class MoeFeedForward {
   bool renormalise_ = false;
   std::vector<float> probabilities_;  // (max_positions, num_experts) router logits, then softmax
   std::vector<int32_t> chosen_;       // (max_positions, top_k) experts of each row
+  std::vector<int64_t> expert_rows_;  // (num_experts) rows routed to each expert in the call
+  std::vector<int64_t> rank_work_;    // (num_experts) AssignExperts' work per index
+  std::vector<int32_t> order_;        // (num_experts) AssignExperts' scratch
+  std::vector<int32_t> runner_;       // (num_experts) the index running each expert
   std::vector<float> chosen_weight_;  // (max_positions, top_k) their weights
   std::vector<int64_t> rows_;         // (max_positions) the rows routed to the current expert
   std::vector<float> row_weight_;     // (max_positions) their weights for it

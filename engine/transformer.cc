@@ -268,7 +268,11 @@ Status TransformerStage::Forward(std::span<const SlotPositions> batch, std::span
               layer.ffn_norm, eps, norm_offset);
     }
     if (!layer.experts.empty()) {  // a mixture of experts (engine/moe_feed_forward.h)
-      moe_.Forward(layer, part.ExpertsOf(part.layers.begin + l), state_.normed, n, projected,
+      const HeldExperts held{part.ExpertsOf(part.layers.begin + l),
+                             part.expert_holders.empty() ? std::span<const std::vector<int32_t>>()
+                                                         : part.expert_holders[static_cast<size_t>(l)],
+                             part.tp_index};
+      moe_.Forward(layer, held, state_.normed, n, projected,
                    std::span<int64_t>(routed_).subspan(l * config_.num_experts, config_.num_experts), pool_);
     } else {
       const WeightMatrix w_gate_up[] = {layer.w_gate.Matrix(), layer.w_up.Matrix()};

@@ -164,6 +164,7 @@ Result<Manifest> ManifestFromJson(const json& j, const std::string& source) {
     return Error::Corruption(source + ": plan_sha256 " + j.at("plan_sha256").get<std::string>() +
                              " does not match its plan (edited by hand?)");
   }
+  m.plan.SetExpertHolders(m.config.num_experts);
   return m;
 }
 

@@ -68,14 +68,21 @@ Result<RoutingCounts> ReadRoutingStats(const std::string& path, const ModelConfi
   return ParseRoutingStats(*text, path, config);
 }
 
-Result<ExpertPlacement> PlaceExpertsByStatsFile(const std::string& path, const ModelConfig& config, int tp) {
-  Result<RoutingCounts> counts = ReadRoutingStats(path, config);
-  if (!counts) return counts.error().Prefixed("--experts-by-load: ");
-  if (tp < 1 || tp > config.num_experts) {
-    return Error::InvalidArgument("--experts-by-load: --ep " + std::to_string(tp) + " does not fit the " +
-                                  std::to_string(config.num_experts) + " experts of the model");
+Result<std::optional<ExpertPlacement>> PlaceJobExperts(const std::optional<std::string>& stats, int replicas,
+                                                       const ModelConfig& config, int tp) {
+  std::optional<RoutingCounts> counts;
+  if (stats) {
+    Result<RoutingCounts> read = ReadRoutingStats(*stats, config);
+    if (!read) return read.error().Prefixed("--experts-by-load: ");
+    counts = std::move(*read);
   }
-  return PlaceExpertsByLoad(config, tp, *counts);
+  if ((!stats && replicas == 0) || tp < 1 || tp > config.num_experts) return std::optional<ExpertPlacement>();
+  ExpertPlacement placement =
+      counts ? PlaceExpertsByLoad(config, tp, *counts) : ContiguousExperts(config, tp);
+  Result<ExpertPlacement> copied =
+      AddExpertReplicas(tp, std::move(placement), replicas, counts ? &*counts : nullptr);
+  if (!copied) return copied.error();
+  return std::optional(std::move(*copied));
 }
 
 std::vector<std::byte> EncodeStageCounts(std::span<const int64_t> counts) {

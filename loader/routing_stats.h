@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,10 +46,16 @@ Result<RoutingCounts> ParseRoutingStats(const std::string& text, const std::stri
 // Reads and parses `path` (ParseRoutingStats).
 Result<RoutingCounts> ReadRoutingStats(const std::string& path, const ModelConfig& config);
 
-// --experts-by-load FILE: the experts of a model of `config` placed on
-// stages of `tp` ranks by the routing stats in `path` (PlaceExpertsByLoad),
-// failing as ReadRoutingStats does, prefixed with the flag.
-Result<ExpertPlacement> PlaceExpertsByStatsFile(const std::string& path, const ModelConfig& config, int tp);
+// The placement a job's --experts-by-load `stats` (a routing-stats file)
+// and --expert-replicas `replicas` ask for, of a model of `config` on
+// stages of `tp` ranks: experts placed by the file's counts
+// (PlaceExpertsByLoad) or in contiguous runs, plus `replicas` copies per
+// rank (AddExpertReplicas, by the file's counts if given); nullopt with
+// neither (MakeShardPlan's default), or when tp is outside [1, num_experts]
+// (MakeShardPlan refuses the grid). Fails as ReadRoutingStats does, prefixed
+// with "--experts-by-load: ", or as AddExpertReplicas does.
+Result<std::optional<ExpertPlacement>> PlaceJobExperts(const std::optional<std::string>& stats, int replicas,
+                                                       const ModelConfig& config, int tp);
 
 // One rank's routing histogram (TransformerStage::RoutingCounts: its layers
 // × num_experts, little-endian int64), as ranks send it to be gathered.

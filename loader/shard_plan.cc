@@ -126,18 +126,64 @@ RowRange ShardPlan::TpClassifierRows(int tp_index) const {
 ExpertPlacement ShardPlan::Placement(int64_t num_hidden_layers, int64_t num_experts) const {
   ExpertPlacement placement;
   placement.owner.resize(static_cast<size_t>(num_hidden_layers));
+  // listed[layer][e]: the indices listing expert e, increasing.
+  std::vector<std::vector<std::vector<int>>> listed(static_cast<size_t>(num_hidden_layers));
+  bool copied = false;
   for (const RankShard& shard : ranks) {
     for (int64_t layer = std::max<int64_t>(shard.layers.begin, 0);
          layer < shard.layers.end && layer < num_hidden_layers; ++layer) {
       const std::vector<int32_t>& held = shard.ExpertsOf(layer);
-      std::vector<int>& owner = placement.owner[static_cast<size_t>(layer)];
-      if (!held.empty()) owner.resize(static_cast<size_t>(num_experts), -1);
+      std::vector<std::vector<int>>& by_expert = listed[static_cast<size_t>(layer)];
+      if (!held.empty()) by_expert.resize(static_cast<size_t>(num_experts));
       for (int32_t e : held) {
-        if (e >= 0 && e < num_experts) owner[static_cast<size_t>(e)] = shard.tp_index;
+        if (e < 0 || e >= num_experts) continue;
+        std::vector<int>& indices = by_expert[static_cast<size_t>(e)];
+        indices.insert(std::upper_bound(indices.begin(), indices.end(), shard.tp_index), shard.tp_index);
+        copied = copied || indices.size() > 1;
+      }
+    }
+  }
+  if (copied) placement.copies.resize(static_cast<size_t>(num_hidden_layers));
+  for (size_t layer = 0; layer < listed.size(); ++layer) {
+    const std::vector<std::vector<int>>& by_expert = listed[layer];
+    std::vector<int>& owner = placement.owner[layer];
+    owner.assign(by_expert.size(), -1);
+    if (copied && !by_expert.empty()) placement.copies[layer].resize(static_cast<size_t>(tp));
+    for (size_t e = 0; e < by_expert.size(); ++e) {
+      if (by_expert[e].empty()) continue;
+      owner[e] = by_expert[e].front();
+      for (size_t i = 1; i < by_expert[e].size(); ++i) {
+        placement.copies[layer][static_cast<size_t>(by_expert[e][i])].push_back(static_cast<int32_t>(e));
       }
     }
   }
   return placement;
+}
+
+void ShardPlan::SetExpertHolders(int64_t num_experts) {
+  for (int stage = 0; stage < pp; ++stage) {
+    const RankShard& first = ranks[static_cast<size_t>(RankOf(stage, 0))];
+    std::vector<std::vector<std::vector<int32_t>>> holders(first.experts.size());
+    bool shared = false;
+    for (size_t i = 0; i < holders.size() && expert_parallel; ++i) {
+      if (first.experts[i].empty()) continue;
+      holders[i].resize(static_cast<size_t>(num_experts));
+      for (int t = 0; t < tp; ++t) {
+        const std::vector<std::vector<int32_t>>& experts =
+            ranks[static_cast<size_t>(RankOf(stage, t))].experts;
+        if (i >= experts.size()) continue;  // not a plan MakeShardPlan makes (a manifest's): refused later
+        for (int32_t e : experts[i]) {
+          if (e < 0 || e >= num_experts) continue;
+          holders[i][static_cast<size_t>(e)].push_back(t);
+          shared = shared || holders[i][static_cast<size_t>(e)].size() > 1;
+        }
+      }
+    }
+    for (int t = 0; t < tp; ++t) {
+      ranks[static_cast<size_t>(RankOf(stage, t))].expert_holders =
+          shared ? holders : std::vector<std::vector<std::vector<int32_t>>>{};
+    }
+  }
 }
 
 std::string ExpertsText(const RankShard& shard) {
@@ -235,7 +281,14 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
         std::vector<int32_t> held = AllExperts(c, layer);
         if (placed) {
           const std::vector<int>& owner = placed->owner[static_cast<size_t>(layer)];
-          std::erase_if(held, [&](int32_t e) { return owner[static_cast<size_t>(e)] != t; });
+          const std::vector<int32_t>* copies =
+              placed->copies.empty() || owner.empty()
+                  ? nullptr
+                  : &placed->copies[static_cast<size_t>(layer)][static_cast<size_t>(t)];
+          std::erase_if(held, [&](int32_t e) {
+            return owner[static_cast<size_t>(e)] != t &&
+                   (copies == nullptr || !std::binary_search(copies->begin(), copies->end(), e));
+          });
         }
         shard.experts.push_back(std::move(held));
       }
@@ -256,6 +309,7 @@ Result<ShardPlan> MakeShardPlan(const ModelConfig& c, int pp, int tp,
       }
     }
   }
+  plan.SetExpertHolders(c.num_experts);
   return plan;
 }
 

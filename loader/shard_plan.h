@@ -26,8 +26,9 @@
 // the experts an ExpertPlacement gives it (loader/expert_placement.h: by
 // default contiguous runs divided as evenly as possible, earlier indices
 // taking the remainder, e.g. 128 experts over 3 ranks as 43, 43, 42; or any
-// set per layer, e.g. placed by measured routing load) and nothing of the
-// others. Either way each rank computes its part of the mixture's output and
+// set per layer, e.g. placed by measured routing load), plus the copies of
+// other indices' experts the placement gives it (--expert-replicas), and
+// nothing of the others. Either way each rank computes its part of the mixture's output and
 // the stage sums the parts with the all-reduce that follows a dense MLP;
 // attention is split by heads as above.
 //
@@ -87,8 +88,15 @@ struct RankShard {
   RowRange kv_heads;      // key/value heads (those `heads` read)
   RowRange hidden_units;  // MLP hidden units (of intermediate_size)
   // experts[i]: the experts it holds of layer layers.begin + i, increasing:
-  // all num_experts unless expert-parallel; empty for a dense layer.
+  // all num_experts unless expert-parallel (then its own and its copies);
+  // empty for a dense layer.
   std::vector<std::vector<int32_t>> experts;
+  // Only when some expert of the rank's stage is held by more than one of
+  // its ranks (copies): expert_holders[i][e], the tensor-parallel indices of
+  // the stage holding expert e of layer layers.begin + i, increasing (empty
+  // for a dense layer); else empty. Derived from the stage's `experts`
+  // (SetExpertHolders), so not written into a manifest.
+  std::vector<std::vector<std::vector<int32_t>>> expert_holders;
   RowRange classifier_rows;  // vocabulary ids whose logits it computes; may be empty
   // Vocabulary ids whose embedding it holds: all of them on every rank of
   // stage 0 (a lookup then needs no collective: across hosts a sync is a
@@ -128,8 +136,14 @@ struct ShardPlan {
   RowRange TpClassifierRows(int tp_index) const;
   // The placement the ranks' expert lists make for a model of
   // `num_hidden_layers` layers (expert_parallel plans): the owner of every
-  // listed expert; an expert no rank lists has owner -1.
+  // listed expert, the lowest index listing it; an expert no rank lists has
+  // owner -1; the other indices listing it hold copies (copies empty when
+  // no expert is listed twice in a stage).
   ExpertPlacement Placement(int64_t num_hidden_layers, int64_t num_experts) const;
+  // Sets every rank's expert_holders from the experts its stage's ranks
+  // hold (see RankShard); MakeShardPlan does, and so must whoever reads a
+  // plan's ranks from elsewhere (a manifest).
+  void SetExpertHolders(int64_t num_experts);
   bool operator==(const ShardPlan&) const = default;
 };
 
@@ -143,7 +157,7 @@ std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorS
 
 // Computes the plan of a pp × tp grid for a model of `config`, experts
 // placed whole when `expert_parallel` (then tp is --ep's value) as
-// `placement` says, contiguously when it is absent.
+// `placement` says (its copies too), contiguously when it is absent.
 // `layers_per_stage`, if given, has pp entries summing to the layer count
 // (each >= 1); otherwise layers are split evenly (pipeline_split.h). Fails
 // with a one-line error naming the flag's value, e.g. "--pp 7 exceeds the 5

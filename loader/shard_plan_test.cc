@@ -272,7 +272,7 @@ TEST(MakeShardPlan, ExpertParallelRanksHoldWholeExpertsUnevenlyAndOnlyThose) {
 // follow it, and the plan gives back the placement it was made from.
 TEST(MakeShardPlan, PlacedExpertsFollowThePlacementLayerByLayer) {
   ModelConfig config = TestMixtureConfig("Qwen3MoeForCausalLM", 4, 2);
-  const ExpertPlacement placement{{{1, 0, 0, 1}, {0, 1, 1, 1}}};
+  const ExpertPlacement placement{.owner = {{1, 0, 0, 1}, {0, 1, 1, 1}}};
   Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt, /*expert_parallel=*/true, placement);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->ranks[0].experts, (std::vector<std::vector<int32_t>>{{1, 2}, {0}}));
@@ -287,21 +287,57 @@ TEST(MakeShardPlan, PlacedExpertsFollowThePlacementLayerByLayer) {
   EXPECT_FALSE(names.contains(LayerTensorName(1, ExpertSuffix(config, 1, ExpertMatrix::kUp))));
 
   Result<ShardPlan> idle =
-      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{1, 1, 1, 1}, {0, 1, 1, 1}}});
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{.owner = {{1, 1, 1, 1}, {0, 1, 1, 1}}});
   ASSERT_FALSE(idle);
   EXPECT_EQ(idle.error().message, "the expert placement's layer 0 gives rank index 0 no expert");
   Result<ShardPlan> outside =
-      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{0, 1, 2, 1}, {0, 1, 1, 1}}});
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{.owner = {{0, 1, 2, 1}, {0, 1, 1, 1}}});
   ASSERT_FALSE(outside);
   EXPECT_EQ(outside.error().message,
             "the expert placement's layer 0 puts expert 2 on rank index 2, outside the stage's 2");
   Result<ShardPlan> short_layers =
-      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{{{0, 1, 0, 1}}});
+      MakeShardPlan(config, 1, 2, std::nullopt, true, ExpertPlacement{.owner = {{0, 1, 0, 1}}});
   ASSERT_FALSE(short_layers);
   EXPECT_EQ(short_layers.error().message, "the expert placement has 1 layers but the model has 2");
   Result<ShardPlan> not_ep = MakeShardPlan(config, 1, 2, std::nullopt, false, placement);
   ASSERT_FALSE(not_ep);
   EXPECT_EQ(not_ep.error().message, "an expert placement needs expert parallelism (--ep), not --tp 2");
+}
+
+TEST(MakeShardPlan, CopiesJoinTheRanksExpertsAndTheirTensorsAndRoundTrip) {
+  ModelConfig config = TestMixtureConfig("Qwen3MoeForCausalLM", 4, 2);
+  Result<ExpertPlacement> placement = AddExpertReplicas(2, ContiguousExperts(config, 2), 1);
+  ASSERT_TRUE(placement) << placement.error().message;
+  Result<ShardPlan> plan = MakeShardPlan(config, 1, 2, std::nullopt, /*expert_parallel=*/true, *placement);
+  ASSERT_TRUE(plan) << plan.error().message;
+  // Rank 0 owns 0-1 and copies 2; rank 1 owns 2-3 and copies 0.
+  EXPECT_EQ(plan->ranks[0].experts, (std::vector<std::vector<int32_t>>{{0, 1, 2}, {0, 1, 2}}));
+  EXPECT_EQ(plan->ranks[1].experts, (std::vector<std::vector<int32_t>>{{0, 2, 3}, {0, 2, 3}}));
+  const std::vector<std::vector<int32_t>> holders = {{0, 1}, {0}, {0, 1}, {1}};
+  for (const RankShard& shard : plan->ranks) {
+    EXPECT_EQ(shard.expert_holders, (std::vector<std::vector<std::vector<int32_t>>>{holders, holders}));
+  }
+  std::set<std::string> names;
+  for (const TensorSlice& slice : plan->ranks[1].tensors) names.insert(slice.name);
+  EXPECT_TRUE(names.contains(LayerTensorName(1, ExpertSuffix(config, 0, ExpertMatrix::kGate))));
+  EXPECT_FALSE(names.contains(LayerTensorName(1, ExpertSuffix(config, 1, ExpertMatrix::kGate))));
+  // What a manifest's reader rebuilds: a placement (each expert's lowest
+  // holder its owner, the others copies) of the same plan, and the same
+  // holders from the ranks' lists.
+  const ExpertPlacement rebuilt = plan->Placement(2, 4);
+  EXPECT_EQ(rebuilt.owner, (std::vector<std::vector<int>>{{0, 0, 0, 1}, {0, 0, 0, 1}}));
+  Result<ShardPlan> again = MakeShardPlan(config, 1, 2, std::nullopt, true, rebuilt);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *plan);
+  ShardPlan read = *plan;
+  for (RankShard& shard : read.ranks) shard.expert_holders.clear();
+  read.SetExpertHolders(4);
+  EXPECT_EQ(read, *plan);
+  // Without copies no holders are kept.
+  Result<ShardPlan> plain = MakeShardPlan(config, 1, 2, std::nullopt, true);
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->ranks[0].expert_holders.empty());
+  EXPECT_TRUE(plain->Placement(2, 4).copies.empty());
 }
 
 TEST(MakeShardPlan, ExpertParallelBeyondTheExpertsOrOnADenseModel) {

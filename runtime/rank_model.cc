@@ -59,6 +59,15 @@ Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string
                         "placement (give it to shard)"
                       : "--experts-by-load places experts under expert parallelism; add --ep");
   }
+  Result<int64_t> replicas = flags.Int("expert-replicas", 0, 0, 1 << 16);
+  if (!replicas) return replicas.error();
+  choice.expert_replicas = static_cast<int>(*replicas);
+  if (flags.Has("expert-replicas") && (choice.shards || !choice.ep)) {
+    return Error::InvalidArgument(
+        choice.shards ? "--expert-replicas cannot be combined with --shards: the shards fix the "
+                        "placement (give it to shard)"
+                      : "--expert-replicas copies experts under expert parallelism; add --ep");
+  }
   return choice;
 }
 
@@ -107,14 +116,11 @@ namespace {
 // received.
 Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, std::pair<int, int> grid,
                           int world_size) {
-  std::optional<ExpertPlacement> placement;
-  if (choice.experts_by_load) {
-    Result<ExpertPlacement> placed = PlaceExpertsByStatsFile(*choice.experts_by_load, config, grid.second);
-    if (!placed) return placed.error();
-    placement = std::move(*placed);
-  }
+  Result<std::optional<ExpertPlacement>> placement =
+      PlaceJobExperts(choice.experts_by_load, choice.expert_replicas, config, grid.second);
+  if (!placement) return placement.error();
   Result<ShardPlan> plan = MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage,
-                                         choice.ep.has_value(), placement);
+                                         choice.ep.has_value(), *placement);
   if (!plan) return plan.error().Prefixed("world size " + std::to_string(world_size) + ": ");
   return plan;
 }
@@ -132,6 +138,7 @@ Result<ModelChoice> FailoverGrid(const ModelChoice& job, int world_size) {
     choice.pp.reset();
     if (choice.ep) {
       choice.ep = tp;
+      if (tp == 1) choice.expert_replicas = 0;  // one rank holds every expert: nothing to copy
     } else if (choice.tp) {
       choice.tp = tp;
     }

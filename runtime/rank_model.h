@@ -45,14 +45,17 @@ struct ModelChoice {
   // --experts-by-load FILE (with --ep, without --shards): experts placed by
   // the routing stats in FILE (loader/routing_stats.h) instead of in runs.
   std::optional<std::string> experts_by_load;
+  // --expert-replicas R (with --ep, without --shards): each rank also holds
+  // copies of R experts of the others' (loader/expert_placement.h).
+  int expert_replicas = 0;
 };
 
 // The --model or --shards (exactly one; or with --fetch-weights --model or
 // neither), --fetch-weights, --cache (only with --fetch-weights), --tp or
-// --ep (not both), --pp, --layers and --experts-by-load flags (not --layers
-// or --experts-by-load with --shards, whose manifest fixes the split;
-// --experts-by-load only with --ep); `program` names the tool in the error for a
-// missing model.
+// --ep (not both), --pp, --layers, --experts-by-load and --expert-replicas
+// flags (not --layers, --experts-by-load or --expert-replicas with
+// --shards, whose manifest fixes the split; the last two only with --ep);
+// `program` names the tool in the error for a missing model.
 Result<ModelChoice> ParseModelChoice(const CommandLine& flags, const std::string& program);
 
 // --failover (infer's and serve's) re-plans the job's grid over the model
@@ -67,7 +70,9 @@ Status CheckFailoverChoice(const ModelChoice& choice);
 // model takes it (MakeShardPlan accepts it, and every quantized super-block
 // stays whole), else the largest T' < T that does, down to 1 (a pure
 // pipeline); --pp becomes world_size / T'. Experts are placed over T' by the
-// job's rule (contiguous runs, or --experts-by-load's stats). With a
+// job's rule (contiguous runs, or --experts-by-load's stats, with
+// --expert-replicas' copies: a T' > 1 the copies do not fit is passed over;
+// at T' = 1 there are none). With a
 // standby in every lost place the world size is the job's, and so is the
 // grid. A function of the model file, the flags and world_size, so every
 // member computes the same one. Errors: the model cannot be opened; no T'

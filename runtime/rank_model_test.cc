@@ -112,6 +112,24 @@ TEST(FailoverGrid, ExpertsByLoadArePlacedOverTheNewDegree) {
   }
 }
 
+TEST(FailoverGrid, ExpertReplicasAreCopiedOverTheNewDegreeAndNoneOnOneRank) {
+  ModelChoice job = MixtureJob();  // 6 experts
+  job.ep = 3;
+  job.expert_replicas = 2;
+  Result<ModelChoice> two = FailoverGrid(job, 2);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->ep, 2);
+  EXPECT_EQ(two->expert_replicas, 2);
+  Result<RankModel> opened = OpenRankModel(*two, 1, 2);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  for (const std::vector<int32_t>& held : opened->plan.ranks[1].experts) EXPECT_EQ(held.size(), 5u);
+  EXPECT_FALSE(opened->plan.ranks[1].expert_holders.empty());
+  Result<ModelChoice> one = FailoverGrid(job, 1);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->ep, 1);
+  EXPECT_EQ(one->expert_replicas, 0);
+}
+
 TEST(FailoverGrid, NoGridOverTheMembersNamesWhy) {
   ToyModelShape shape;
   shape.layers = 2;

@@ -5,7 +5,9 @@
 # counts included, and on 2 stages x 2 expert-parallel ranks; and placed by
 # load: the 1-rank run's --routing-stats, with experts 0 and 1 made hot, read
 # by --experts-by-load on 2 ranks and 2 x 2 ranks, which must place experts
-# in other than contiguous runs), against an independent
+# in other than contiguous runs; and with copies, --expert-replicas 1 on 2
+# and 3 ranks and by load on 2, where a token's expert held twice must run
+# on one holder only), against an independent
 # plain-Python forward pass of the Hugging Face layout (hf_reference.py): the
 # same greedy ids, logits within 1e-4. Families: Llama 3.1 style (GQA,
 # rope_scaling llama3, tied embeddings), Qwen2 (q/k/v biases, head_dim !=
@@ -44,7 +46,8 @@ check_family() {
   fi
   local grids=("1" "2 --pp 2" "2 --tp 2")
   [ "${EP:-0}" = 1 ] && grids+=("2 --ep 2" "3 --ep 3" "4 --pp 2 --ep 2" "2 --ep 2 --experts-by-load SKEW"
-    "4 --pp 2 --ep 2 --experts-by-load SKEW")
+    "4 --pp 2 --ep 2 --experts-by-load SKEW" "2 --ep 2 --expert-replicas 1" "3 --ep 3 --expert-replicas 1"
+    "2 --ep 2 --experts-by-load SKEW --expert-replicas 1")
   if [ "${GGUF:-0}" = 1 ]; then
     if ! "$MAKE_TOY" --format gguf --out "$WORK/$name.gguf" --dim 32 --layers 3 --heads 4 --seq-len "$SEQ_LEN" "$@" \
         >/dev/null; then
@@ -76,7 +79,8 @@ check_family() {
       # shellcheck disable=SC2086  # the prompt is a list of ids
       skew_stats "$WORK/$name.stats" "$WORK/$name.skew" "$(($(echo $PROMPT | wc -w) + STEPS - 1))" ||
         { echo "FAIL: $name: --routing-stats" >&2; FAILURES=$((FAILURES + 1)); }
-    elif [ "${flags#*--experts-by-load}" != "$flags" ] && ! grep -q "experts placed per layer" "$WORK/$name.err.$run"; then
+    elif [ "${flags#*--experts-by-load}" != "$flags" ] && [ "${flags#*--expert-replicas}" = "$flags" ] &&
+      ! grep -q "experts placed per layer" "$WORK/$name.err.$run"; then
       echo "FAIL: $name on $world ranks $flags: experts not placed by load: $(grep '^rank' "$WORK/$name.err.$run")" >&2
       FAILURES=$((FAILURES + 1))
     fi

@@ -6,7 +6,10 @@
 #   /metrics reports the routing histogram (every layer's counts sum to
 #   num_experts_per_tok times the positions run, the same in each layer);
 # - with --experts-by-load (infer --routing-stats of one rank, experts 0 and
-#   1 made hot, so they go to different ranks): the same greedy text;
+#   1 made hot, so they go to different ranks): the same greedy text; and
+#   with --expert-replicas 1 on top (each rank a copy of the other's hottest
+#   expert): the same greedy text, and concurrent streams equal their solo
+#   runs;
 # - SIGTERM drains and each job exits 0.
 #
 # Usage: serve_expert_parallel_test.sh LAUNCH SERVE INFER MAKE_TOY_MODEL CLIENT_PY
@@ -67,6 +70,20 @@ start_server by_load -n 2 --timeout 300 -- --model "$WORK/moe" --ep 2 --experts-
 greedy_equals by_load
 stop_server
 [ "$SERVER_STATUS" -eq 0 ] || fail "by_load: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
+
+start_server replicas -n 2 --timeout 300 -- --model "$WORK/moe" --ep 2 --experts-by-load "$WORK/hot.json" \
+  --expert-replicas 1 --model-name toy --api-key "$KEY" --slots 4 --queue 16 || exit 1
+greedy_equals replicas
+python3 "$CLIENT" concurrent "$URL" "$KEY" 8 || fail "replicas: concurrent streams differ from their solo runs"
+stop_server
+[ "$SERVER_STATUS" -eq 0 ] || fail "replicas: launch exited $SERVER_STATUS: $(cat "$SERVER_OUT")"
+
+# --expert-replicas needs --ep: one line before any rank starts.
+if timeout 30 "$SERVE" --model "$WORK/moe" --expert-replicas 1 --listen 127.0.0.1:0 >/dev/null 2>"$WORK/no_ep_replicas.err"; then
+  fail "serve --expert-replicas without --ep accepted"
+fi
+grep -q "expert-replicas copies experts under expert parallelism; add --ep" "$WORK/no_ep_replicas.err" ||
+  fail "no --ep for replicas: $(cat "$WORK/no_ep_replicas.err")"
 
 # --experts-by-load needs --ep: one line before any rank starts.
 if timeout 30 "$SERVE" --model "$WORK/moe" --experts-by-load "$WORK/hot.json" --listen 127.0.0.1:0 >/dev/null 2>"$WORK/no_ep.err"; then

@@ -8,6 +8,10 @@
 # - placed by load (--experts-by-load, from infer --routing-stats with
 #   experts 0-2 made hot): the hot experts spread over each stage's ranks, so
 #   the lists are not runs, and infer --shards again gives --model's tokens;
+# - with copies (--expert-replicas R, in runs and by load): each rank's list
+#   and file hold its own experts and R more, the lists cover the 7 experts,
+#   and infer --shards again gives --model's tokens; ranks started with
+#   different --expert-replicas are refused by the rendezvous (the plan);
 # - infer --shards on those ranks gives the tokens of infer --model with the
 #   same flags (a Q8_0 model's tokens may part from one rank's at a near tie,
 #   as under --tp; infer_vs_hf_reference_test checks EP's logits);
@@ -27,14 +31,17 @@ MODEL="$WORK/moe.gguf"
   --architecture qwen3_moe --experts 7 --experts-per-token 2 --expert-hidden 32 --norm-topk-prob \
   >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 
-# check_files DIR [by-load]: checks that every rank's file holds its experts
-# and only those, and prints the expert counts of each rank of the first
+# check_files DIR [by-load] [replicas=R]: checks that every rank's file
+# holds its experts and only those (with R copies each: R beyond its own), and prints the expert counts of each rank of the first
 # stage's first sparse layer and whether they are runs; fails with the
 # reason on stderr.
 check_files() {
   python3 - "$@" <<'EOF'
 import json, re, struct, sys
-folder = sys.argv[1]  # sys.argv[2], if given: placed by load
+folder = sys.argv[1]
+by_load = "by-load" in sys.argv[2:]
+replicas = [int(a.split("=")[1]) for a in sys.argv[2:] if a.startswith("replicas=")]
+replicas = replicas[0] if replicas else 0
 manifest = json.load(open(folder + "/manifest.json"))
 assert manifest["world"]["expert_parallel"], "world.expert_parallel is not set"
 config = manifest["config"]
@@ -65,12 +72,14 @@ for rank in manifest["ranks"]:
     for slice_ in rank["tensors"]:
         assert ".experts." not in slice_["name"] or "split_dim" not in slice_, slice_["name"] + " is cut"
 for layer, lists in sorted(owners.items()):
-    assert sorted(e for experts in lists for e in experts) == list(range(config["num_experts"])), (
-        "layer %d: the first stage's lists %s do not tile the experts" % (layer, lists))
+    assert sorted(set(e for experts in lists for e in experts)) == list(range(config["num_experts"])), (
+        "layer %d: the first stage's lists %s do not cover the experts" % (layer, lists))
+    assert sum(len(experts) for experts in lists) == config["num_experts"] + replicas * len(lists), (
+        "layer %d: the first stage's lists %s hold not %d copies each" % (layer, lists, replicas))
 layer, lists = sorted(owners.items())[0]
 runs = all(experts == list(range(experts[0], experts[-1] + 1)) for lists in owners.values() for experts in lists)
 print(" ".join(map(str, (len(experts) for experts in lists))) + (" runs" if runs else " placed"))
-if len(sys.argv) > 2:  # the hot experts 0-2 spread as evenly as they can be
+if by_load and replicas == 0:  # the hot experts 0-2 spread as evenly as they can be
     for layer, lists in owners.items():
         most = max(sum(1 for e in experts if e < 3) for experts in lists)
         assert most == -(-3 // len(lists)), "layer %d: hot experts bunched: %s" % (layer, lists)
@@ -88,7 +97,7 @@ shard_and_run() {
     return
   fi
   local counts
-  counts=$(check_files "$WORK/$name" ${BY_LOAD:+by-load} 2>"$WORK/$name.check") || { fail "$name: $(tail -1 "$WORK/$name.check")"; return; }
+  counts=$(check_files "$WORK/$name" ${BY_LOAD:+by-load} ${REPLICAS:+replicas=$REPLICAS} 2>"$WORK/$name.check") || { fail "$name: $(tail -1 "$WORK/$name.check")"; return; }
   echo "$name: experts per rank of the first stage: $counts"
   echo "$counts" >"$WORK/$name.counts"
   infer_ids "$name" "$world" --shards "$WORK/$name" "${PROMPT[@]}" --max-new-tokens "$TOKENS" || return
@@ -116,6 +125,11 @@ BY_LOAD=1 shard_and_run ep3_by_load 3 --pp 1 --ep 3 --experts-by-load "$WORK/hot
 BY_LOAD=1 shard_and_run pp2ep2_by_load 4 --pp 2 --ep 2 --experts-by-load "$WORK/hot.json"
 grep -q "the busiest rank gets" "$WORK/ep3_by_load.log" || fail "ep3_by_load: no busiest-rank share: $(cat "$WORK/ep3_by_load.log")"
 grep -q " placed$" "$WORK/ep3_by_load.counts" 2>/dev/null || fail "ep3_by_load: experts placed in runs"
+# With copies: 4 + 1 and 3 + 1 experts; by load, 2 copies each on 3 ranks.
+REPLICAS=1 shard_and_run ep2_replicas 2 --pp 1 --ep 2 --expert-replicas 1
+[ "$(cat "$WORK/ep2_replicas.counts" 2>/dev/null)" = "5 4 placed" ] || fail "ep2_replicas: not 5 and 4 experts"
+BY_LOAD=1 REPLICAS=2 shard_and_run ep3_by_load_replicas 3 --pp 1 --ep 3 --experts-by-load "$WORK/hot.json" \
+  --expert-replicas 2
 
 # expect_error NAME MESSAGE COMMAND...: fails with exactly one line, MESSAGE.
 expect_error() {
@@ -140,11 +154,27 @@ expect_error other_model "shard: InvalidArgument: --experts-by-load: $WORK/short
   "$SHARD" --model "$MODEL" --pp 1 --ep 3 --experts-by-load "$WORK/short.json" --out "$WORK/bad"
 expect_error by_load_tp "shard: InvalidArgument: --experts-by-load places experts under expert parallelism; add --ep" \
   "$SHARD" --model "$MODEL" --pp 1 --tp 2 --experts-by-load "$WORK/stats.json" --out "$WORK/bad"
+expect_error replicas_too_many \
+  "shard: InvalidArgument: --expert-replicas 4 exceeds the 3 experts of layer 0 that rank index 0 does not own" \
+  "$SHARD" --model "$MODEL" --pp 1 --ep 2 --expert-replicas 4 --out "$WORK/bad"
+expect_error replicas_tp "shard: InvalidArgument: --expert-replicas copies experts under expert parallelism; add --ep" \
+  "$SHARD" --model "$MODEL" --pp 1 --tp 2 --expert-replicas 1 --out "$WORK/bad"
 [ ! -e "$WORK/bad/manifest.json" ] || fail "a manifest written after a refused split"
 timeout 120 "$LAUNCH" -n 3 --timeout 60 --grace 2 -- "$INFER" --shards "$WORK/ep3" --tp 3 "${PROMPT[@]}" \
   >/dev/null 2>"$WORK/tp_over_ep.err" && fail "--tp 3 over --ep 3 shards accepted"
 grep -q "these shards were made for pp=1 ep=3 (3 ranks); this job asks for pp=1 tp=3" "$WORK/tp_over_ep.err" ||
   fail "--tp over ep shards: $(cat "$WORK/tp_over_ep.err")"
+timeout 120 "$LAUNCH" -n 2 --timeout 60 --grace 2 -- "$INFER" --shards "$WORK/ep2_replicas" --ep 2 \
+  --expert-replicas 1 "${PROMPT[@]}" >/dev/null 2>"$WORK/replicas_shards.err" && fail "--expert-replicas with --shards accepted"
+grep -q "expert-replicas cannot be combined with --shards: the shards fix the placement" "$WORK/replicas_shards.err" ||
+  fail "--expert-replicas with --shards: $(cat "$WORK/replicas_shards.err")"
+# Rank 1 with copies, rank 0 without: refused before any token.
+timeout 120 "$LAUNCH" -n 2 --timeout 60 --grace 2 -- /bin/sh -c \
+  'if [ "$RANK" = 1 ]; then exec "$@" --expert-replicas 1; fi; exec "$@"' sh \
+  "$INFER" --model "$MODEL" --ep 2 "${PROMPT[@]}" >/dev/null 2>"$WORK/replicas_differ.err" &&
+  fail "ranks with different --expert-replicas accepted"
+grep -q "rank 1 and rank 0 run different things: plan is" "$WORK/replicas_differ.err" ||
+  fail "different --expert-replicas: $(cat "$WORK/replicas_differ.err")"
 
 [ "$FAILURES" -eq 0 ] || exit 1
 rm -rf "$WORK"

@@ -6,6 +6,9 @@
 #   one rank x 1 thread | one rank x 2 threads | --ep 2 (2 ranks x 1 thread)
 #   | with SKEW > 0, also --ep 2 --experts-by-load (placed by the routing
 #     one rank measured on this prompt, infer --routing-stats)
+#   | for each R in $REPLICAS (e.g. REPLICAS="8 16"), --ep 2 --expert-replicas R
+#     (side ep2_rR), and with SKEW > 0 also with --experts-by-load (ep2_load_rR:
+#     the hottest experts copied)
 #   | with $LLAMA_CPP set, llama.cpp on the same file at 1 and 2 threads
 # interleaved round by round, and each rank's peak RSS.
 #
@@ -117,6 +120,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
   run 1x2 "$round" 1 --threads 2
   run ep2 "$round" 2 --ep 2 --threads 1
   [[ "$SKEW" = 0 ]] || run ep2_load "$round" 2 --ep 2 --threads 1 --experts-by-load "$STATS"
+  for replicas in ${REPLICAS:-}; do
+    run "ep2_r$replicas" "$round" 2 --ep 2 --threads 1 --expert-replicas "$replicas"
+    [[ "$SKEW" = 0 ]] ||
+      run "ep2_load_r$replicas" "$round" 2 --ep 2 --threads 1 --experts-by-load "$STATS" --expert-replicas "$replicas"
+  done
   if [[ -n "${LLAMA_CPP:-}" ]]; then
     llama llama1 "$round" 1
     llama llama2 "$round" 2
@@ -132,14 +140,15 @@ for line in open(sys.argv[1]):
 median = {side: statistics.median(r) for side, r in rates.items()}
 for side, m in median.items():
     print("%s: median %.1f tok/s of %s" % (side, m, rates[side]))
-for side in ("ep2", "ep2_load"):
-    if side in median:
+for side in median:
+    if side.startswith("ep2"):
         print("%s / 1x1 = %.2f, %s / 1x2 = %.2f" % (side, median[side] / median["1x1"], side,
                                                     median[side] / median["1x2"]))
 for side in ("1x1", "1x2", "ep2"):
     threads = "llama2" if side == "1x2" else "llama1"
     if threads in median:
         print("%s / llama.cpp at %s thread(s) = %.2f" % (side, threads[-1], median[side] / median[threads]))
-if "ep2_load" in median:
-    print("ep2_load / ep2 = %.2f" % (median["ep2_load"] / median["ep2"]))
+for side in median:
+    if side.startswith("ep2_"):
+        print("%s / ep2 = %.2f" % (side, median[side] / median["ep2"]))
 EOF

@@ -10,7 +10,7 @@
 //         [--prompts-file FILE] [--chat TEXT [--system TEXT] [--chat-template FILE]]
 //         [--tokenizer FILE] [--max-new-tokens N] [--context N]
 //         [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]
-//         [--tp T | --ep E [--experts-by-load STATS]] [--pp P] [--layers a,b,...]
+//         [--tp T | --ep E [--experts-by-load STATS] [--expert-replicas R]] [--pp P] [--layers a,b,...]
 //         [--output text|ids] [--trace FILE] [--routing-stats FILE] [--dump-logits FILE]
 //
 // --prompt, --prompt-ids, --prompts-file (one text prompt per line) and
@@ -148,6 +148,11 @@ const CommandSpec kSpec{
      {"experts-by-load", "STATS",
       "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
       "(a file --routing-stats wrote), not in contiguous runs (with --shards, shard places them)"},
+     {"expert-replicas", "R",
+      "with --ep: each rank also holds copies of R experts of the others' (the hottest by "
+      "--experts-by-load's "
+      "STATS, else spread), and a token's experts held twice run on the less busy holder (default 0; with "
+      "--shards, shard copies them)"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"sync-dtype", "f32|bf16|q8_0", kSyncDTypeFlagHelp},

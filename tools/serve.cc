@@ -2,7 +2,8 @@
 // rank or under `launch -n W` on a grid of W ranks: W / T pipeline stages of
 // T tensor-parallel ranks each (--tp T, default 1):
 //
-//   launch -n 2 -- serve --model PATH [--tp T | --ep E [--experts-by-load STATS]] [--listen 127.0.0.1:8080]
+//   launch -n 2 -- serve --model PATH [--tp T | --ep E [--experts-by-load STATS] [--expert-replicas R]]
+//   [--listen 127.0.0.1:8080]
 //   [--slots 8] [--queue 64]
 //         [--chat-template FILE] [--tokenizer FILE] [--api-key KEY] [--model-name NAME]
 //
@@ -140,6 +141,11 @@ const CommandSpec kSpec{
      {"experts-by-load", "STATS",
       "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
       "(a file infer --routing-stats wrote), not in contiguous runs (with --shards, shard places them)"},
+     {"expert-replicas", "R",
+      "with --ep: each rank also holds copies of R experts of the others' (the hottest by "
+      "--experts-by-load's "
+      "STATS, else spread), and a token's experts held twice run on the less busy holder (default 0; with "
+      "--shards, shard copies them)"},
      {"pp", "P", "pipeline stages (default: the world size / --tp or --ep; with --shards, the shards')"},
      {"layers", "a,b,...", "layers per pipeline stage, first stage first (default: balanced)"},
      {"weights", "copy|mapped", "copy weights into memory, or use them in place (default copy)"},

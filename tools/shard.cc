@@ -1,14 +1,16 @@
 // shard: splits a checkpoint into one safetensors file per rank of a
 // pipeline- (x tensor- or expert-) parallel job, plus manifest.json.
 //
-//   shard --model PATH --pp N [--tp M | --ep M [--experts-by-load STATS]] [--layers a,b,...]
+//   shard --model PATH --pp N [--tp M | --ep M [--experts-by-load STATS] [--expert-replicas R]] [--layers
+//   a,b,...]
 //         [--dtype T] --out DIR
 //
 // With --ep M each of a stage's M ranks holds whole experts of every
 // mixture-of-experts layer, and its file only those (loader/shard_plan.h):
 // contiguous runs, or with --experts-by-load each layer's experts placed so
 // the busiest rank gets the least of the routing `infer --routing-stats`
-// measured (loader/expert_placement.h).
+// measured (loader/expert_placement.h); with --expert-replicas R also its
+// copies of R of the others' experts.
 //
 // PATH is a safetensors file or folder (with config.json), a Hugging Face
 // sharded folder, a GGUF file (whose embedded tokenizer infer reads with
@@ -39,7 +41,8 @@ int Fail(const Error& error) {
 
 const CommandSpec kSpec{
     "shard",
-    "--model PATH --pp N [--tp M | --ep M [--experts-by-load STATS]] [--layers a,b,...] [--dtype T] --out "
+    "--model PATH --pp N [--tp M | --ep M [--experts-by-load STATS] [--expert-replicas R]] [--layers "
+    "a,b,...] [--dtype T] --out "
     "DIR",
     "Splits a checkpoint into one safetensors file per rank of a pipeline- (x tensor- or expert-) parallel "
     "job,\n"
@@ -55,6 +58,10 @@ const CommandSpec kSpec{
      {"experts-by-load", "STATS",
       "with --ep: place each layer's experts so the busiest rank gets the least of the routing in STATS "
       "(a file infer --routing-stats wrote for this model), not in contiguous runs"},
+     {"expert-replicas", "R",
+      "with --ep: each rank also holds copies of R experts of the others' (the hottest by "
+      "--experts-by-load's "
+      "STATS, else spread), and a token's experts held twice run on the less busy holder (default 0)"},
      {"layers", "a,b,...", "layers per stage (default: balanced)"},
      {"dtype", "T",
       "convert every matrix to f32, bf16, f16, q8_0 or q4_0 while sharding (default: keep the source's "
@@ -98,20 +105,25 @@ int Run(int argc, char** argv) {
   Result<std::unique_ptr<MappedCheckpoint>> checkpoint = MappedCheckpoint::Open(*model);
   if (!checkpoint) return Fail(checkpoint.error());
   const ModelConfig& config = (*checkpoint)->config();
-  std::optional<ExpertPlacement> placement;
+  const std::optional<std::string> stats = flags.Last("experts-by-load");
+  if ((stats || flags.Has("expert-replicas")) && !expert_parallel) {
+    return Fail(Error::InvalidArgument(
+        stats ? "--experts-by-load places experts under expert parallelism; add --ep"
+              : "--expert-replicas copies experts under expert parallelism; add --ep"));
+  }
+  Result<int64_t> replicas = flags.Int("expert-replicas", 0, 0, 1 << 16);
+  if (!replicas) return Fail(replicas.error());
+  Result<std::optional<ExpertPlacement>> placement =
+      PlaceJobExperts(stats, static_cast<int>(*replicas), config, static_cast<int>(*tp));
+  if (!placement) return Fail(placement.error());
   std::optional<RoutingCounts> counts;
-  if (std::optional<std::string> stats = flags.Last("experts-by-load")) {
-    if (!expert_parallel) {
-      return Fail(
-          Error::InvalidArgument("--experts-by-load places experts under expert parallelism; add --ep"));
-    }
+  if (stats && *placement) {
     Result<RoutingCounts> read = ReadRoutingStats(*stats, config);
     if (!read) return Fail(read.error().Prefixed("--experts-by-load: "));
     counts = std::move(*read);
-    if (*tp <= config.num_experts) placement = PlaceExpertsByLoad(config, static_cast<int>(*tp), *counts);
   }
-  Result<ShardPlan> plan =
-      MakeShardPlan(config, static_cast<int>(*pp), static_cast<int>(*tp), layers, expert_parallel, placement);
+  Result<ShardPlan> plan = MakeShardPlan(config, static_cast<int>(*pp), static_cast<int>(*tp), layers,
+                                         expert_parallel, *placement);
   if (!plan) return Fail(plan.error());
   if (!dtype) {  // shards keep the checkpoint's types
     if (Status whole = CheckSuperBlocksStayWhole(*plan, (*checkpoint)->tensors()); !whole) {
@@ -156,7 +168,7 @@ int Run(int argc, char** argv) {
     if (!config.IsSparseLayer(layer)) continue;
     std::fprintf(stderr,
                  "shard:   layer %lld: the busiest rank gets %.3f of the routing (contiguous: %.3f)\n",
-                 static_cast<long long>(layer), BusiestRankShare(*placement, plan->tp, *counts, layer),
+                 static_cast<long long>(layer), BusiestRankShare(**placement, plan->tp, *counts, layer),
                  BusiestRankShare(ContiguousExperts(config, plan->tp), plan->tp, *counts, layer));
   }
   return 0;
