@@ -186,6 +186,11 @@ void ShardPlan::SetExpertHolders(int64_t num_experts) {
   }
 }
 
+std::string GridText(const ShardPlan& plan) {
+  return std::to_string(plan.pp) + " stages x " + std::to_string(plan.tp) +
+         (plan.expert_parallel ? " expert-parallel" : " tensor-parallel") + " ranks";
+}
+
 std::string ExpertsText(const RankShard& shard) {
   const std::vector<int32_t>* first = nullptr;
   bool same = true;

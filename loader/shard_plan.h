@@ -152,6 +152,10 @@ struct ShardPlan {
 // layer, 63-65 per layer"; "" when it holds no layer with experts.
 std::string ExpertsText(const RankShard& shard);
 
+// How messages name a plan's grid: "2 stages x 2 tensor-parallel ranks"
+// ("expert-parallel" under --ep).
+std::string GridText(const ShardPlan& plan);
+
 // The part of a tensor `shape` a slice covers.
 std::vector<int64_t> SliceShape(const std::vector<int64_t>& shape, const TensorSlice& slice);
 

@@ -712,9 +712,8 @@ int main(int argc, char** argv) {
     }
     if (generation > 0 && group->is_leader()) {
       const ShardPlan& plan = prepared->setup.model.plan;
-      std::fprintf(stderr, "infer: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks)\n",
-                   generation, config.world_size, plan.pp, plan.tp,
-                   plan.expert_parallel ? "expert-parallel" : "tensor-parallel");
+      std::fprintf(stderr, "infer: rank 0: generation %d formed over %d ranks (%s)\n", generation,
+                   config.world_size, GridText(plan).c_str());
     }
     Status status = options->model.fetch ? FetchWeights(*options, prepared, *group) : Status{};
     // Only the leader prints: the console output starts streaming when made.

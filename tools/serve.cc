@@ -786,11 +786,8 @@ int main(int argc, char** argv) {
           metrics.ObserveFailover(took.count(), job.standbys_taken);
         }
         const ShardPlan& plan = prepared_ranks.back().setup.model.plan;
-        std::fprintf(stderr,
-                     "serve: rank 0: generation %d formed over %d ranks (%d stages x %d %s ranks) %.3f s "
-                     "after the %s\n",
-                     generation, config.world_size, plan.pp, plan.tp,
-                     plan.expert_parallel ? "expert-parallel" : "tensor-parallel", took.count(),
+        std::fprintf(stderr, "serve: rank 0: generation %d formed over %d ranks (%s) %.3f s after the %s\n",
+                     generation, config.world_size, GridText(plan).c_str(), took.count(),
                      job.grew_back ? "previous one ended to take a replacement in" : "loss");
       }
       if (serving) return;
