@@ -24,6 +24,7 @@ trap 'rm -rf "$WORK"' EXIT
 "$MAKE_TOY" --format gguf --dtype f32 --dim 512 --hidden 640 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
   --seq-len 128 --out "$WORK/f32.gguf" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 PROMPTS=("1" "1 300 301 302 303" "1 77 88 99 111 222 333 444 7")
+TYPES=()
 for type in q4_k_m q5_k_m q6_k; do
   model="$WORK/$type.gguf"
   if ! python3 "$QUANTIZE" --package "$PACKAGE" "$WORK/f32.gguf" "$model" "$type" >"$WORK/$type.log" 2>&1; then
@@ -31,12 +32,20 @@ for type in q4_k_m q5_k_m q6_k; do
     fail "$type: llama_model_quantize failed"
     continue
   fi
+  TYPES+=("$type")
   for i in "${!PROMPTS[@]}"; do
-    agrees_with_llama_cpp "$type.$i" "$model" "${PROMPTS[$i]}" 16 0.01
+    llama_cpp_case "$type.$i" "$model" "${PROMPTS[$i]}" 16 0.01
+  done
+  # The types llama.cpp chose, as our reader names them.
+  echo "$type: $(grep -oE 'converting to [a-zA-Z0-9_]+' "$WORK/$type.log" | sort | uniq -c | tr -s ' \n' ' ')"
+done
+check_llama_cpp_cases
+for type in "${TYPES[@]}"; do
+  for i in "${!PROMPTS[@]}"; do
     one_rank="$(cat "$WORK/$type.$i.ours")"
     for grid in "--tp 2" "--pp 2"; do
       # shellcheck disable=SC2086
-      if ! timeout 300 "$LAUNCH" -n 2 --timeout 240 --grace 2 -- "$INFER" --model "$model" $grid \
+      if ! timeout 300 "$LAUNCH" -n 2 --timeout 240 --grace 2 -- "$INFER" --model "$WORK/$type.gguf" $grid \
           --prompt-ids "${PROMPTS[$i]}" --max-new-tokens 16 --output ids >"$WORK/grid.ids" 2>"$WORK/grid.err"; then
         cat "$WORK/grid.err" >&2
         fail "$type prompt $i $grid: infer failed"
@@ -45,8 +54,6 @@ for type in q4_k_m q5_k_m q6_k; do
       fi
     done
   done
-  # The types llama.cpp chose, as our reader names them.
-  echo "$type: $(grep -oE 'converting to [a-zA-Z0-9_]+' "$WORK/$type.log" | sort | uniq -c | tr -s ' \n' ' ')"
 done
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"

@@ -35,7 +35,7 @@ for family in "llama" "qwen2" "qwen3 --head-dim 32" "gemma3 --head-dim 32 --slid
     fail "$name: make_toy_model failed"
     continue
   fi
-  agrees_with_llama_cpp "$name" "$WORK/$name.gguf" "1 72 101" 16 0.01
+  llama_cpp_case "$name" "$WORK/$name.gguf" "1 72 101" 16 0.01
 done
 # Phi-3 with longrope (its factor tensors and keys, as llama.cpp's converter
 # writes them; original context 256, which the 28 positions stay within, so
@@ -46,9 +46,9 @@ done
 # margin the near-tie rule would forgive).
 if "$MAKE_TOY" --format gguf --architecture phi3 --rope-scaling longrope --rope-factor 50 --seq-len 512 \
   --dim 64 --heads 4 --kv-heads 2 --out "$WORK/phi3_longrope.gguf" >/dev/null; then
-  agrees_with_llama_cpp phi3_longrope "$WORK/phi3_longrope.gguf" "1 72 101 108 108 111 32 119 111 114 108 100" 16 \
+  llama_cpp_case phi3_longrope "$WORK/phi3_longrope.gguf" "1 72 101 108 108 111 32 119 111 114 108 100" 16 \
     0.01
-  agrees_with_llama_cpp phi3_longrope_long "$WORK/phi3_longrope.gguf" "1 $(seq -s ' ' 3 251)" 16
+  llama_cpp_case phi3_longrope_long "$WORK/phi3_longrope.gguf" "1 $(seq -s ' ' 3 251)" 16
 else
   fail "phi3_longrope: make_toy_model failed"
 fi
@@ -60,7 +60,7 @@ for dtype in q8_0 q4_k; do
     fail "qwen3_moe $dtype: make_toy_model failed"
     continue
   fi
-  agrees_with_llama_cpp "qwen3_moe_$dtype" "$WORK/qwen3_moe_$dtype.gguf" "1 72 101" 16 0.01
+  llama_cpp_case "qwen3_moe_$dtype" "$WORK/qwen3_moe_$dtype.gguf" "1 72 101" 16 0.01
 done
 
 # stories260K.bin from ../shared/models (absent in a fresh clone: that part
@@ -68,13 +68,14 @@ done
 MODEL="${INFERNO_SHARED_MODELS:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")/shared/models}/stories260K.bin"
 if [ -f "$MODEL" ]; then
   if "$CONVERT" --model "$MODEL" --out "$WORK/stories260K.gguf" >/dev/null; then
-    agrees_with_llama_cpp story "$WORK/stories260K.gguf" "1" 64
-    agrees_with_llama_cpp prompt "$WORK/stories260K.gguf" "1 403 407 261 378 431" 48
+    llama_cpp_case story "$WORK/stories260K.gguf" "1" 64
+    llama_cpp_case prompt "$WORK/stories260K.gguf" "1 403 407 261 378 431" 48
   else
     fail "convert_to_gguf of $MODEL"
   fi
 else
   echo "not run: the stories260K part ($MODEL not found)"
 fi
+check_llama_cpp_cases
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "PASS"

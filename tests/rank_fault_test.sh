@@ -15,8 +15,9 @@
 # - every survivor names the victim: each watches every peer's heartbeats,
 #   and the first to notice the loss also sends the others an abort notice
 #   quoting its error;
-# - launch exits non-zero, and no process of the job is left behind (launch
-#   SIGKILLs a stopped or hung victim after --grace), nor in /dev/shm.
+# - launch exits non-zero, and no process of the job is left behind, nor in
+#   /dev/shm (the test SIGKILLs a stopped or hung victim once the survivors
+#   have exited, instead of waiting out launch's --grace).
 # The survivors inherit SIGTERM as ignored, so launch's SIGTERM cannot end them:
 # they must notice the loss themselves.
 # With TP > 1 the grid is WORLD/TP stages of TP tensor-parallel ranks, whose
@@ -155,7 +156,16 @@ run_case() {
     sleep 0.02
   done
 
-  # launch ends the job: SIGKILL to a stopped victim after --grace.
+  # Once every survivor has exited on its own, a stopped or hung victim is
+  # all that keeps the job: the test SIGKILLs it rather than wait out launch's
+  # --grace (3 s from the first survivor's exit; //tools:launch_test covers
+  # the SIGKILL after the grace). The grace stays 3 s, not shorter: launch
+  # SIGKILLs a survivor still running when it ends, which would cut the
+  # survivors' BOUND_MS short. If a survivor is still running, launch's grace
+  # ends the job as before.
+  if [ "$fault" != KILL ] && [ "${alive:-1}" -eq 0 ]; then
+    kill -KILL "${pid_of[$victim]}" 2>/dev/null
+  fi
   local waited=0
   while kill -0 "$launch_pid" 2>/dev/null && [ "$waited" -lt 200 ]; do
     sleep 0.05

@@ -8,11 +8,18 @@
 //
 //   node llama_cpp_generate.mjs --package DIR --model FILE.gguf --prompt-ids "1 2 3"
 //                               --max-new-tokens N --threads T [--kv-cache F32]
+//   node llama_cpp_generate.mjs --package DIR --jobs FILE --threads T [--kv-cache F32]
 // DIR is the folder holding node_modules/node-llama-cpp. --kv-cache sets the
 // type of the KV cache (llama.cpp's default F16; F32, as inferno keeps it,
 // for comparing tokens) and then turns flash attention off.
+// --jobs runs several generations in one process: FILE holds one job a line,
+// "MODEL<tab>PROMPT IDS<tab>MAX NEW TOKENS", and the output is one line of
+// generated ids per job, in order (no rate lines). Each process start costs
+// about 2.6 s of CPU (getLlama tests the prebuilt binary in a child process
+// first), several times a toy model's generation.
 import { pathToFileURL } from "node:url";
 import path from "node:path";
+import { readFileSync } from "node:fs";
 
 function parseArgs(argv) {
   const args = {};
@@ -20,21 +27,17 @@ function parseArgs(argv) {
     if (!argv[i].startsWith("--") || i + 1 >= argv.length) throw new Error(`bad argument '${argv[i]}'`);
     args[argv[i].slice(2)] = argv[i + 1];
   }
-  for (const required of ["package", "model", "prompt-ids", "max-new-tokens", "threads"]) {
+  const jobRequired = "jobs" in args ? [] : ["model", "prompt-ids", "max-new-tokens"];
+  for (const required of ["package", "threads", ...jobRequired]) {
     if (!(required in args)) throw new Error(`--${required} is required`);
   }
   return args;
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const prompt = args["prompt-ids"].trim().split(/\s+/).map(Number);
-  const maxNew = Number(args["max-new-tokens"]);
-  const threads = Number(args.threads);
-  const entry = path.join(args.package, "node_modules", "node-llama-cpp", "dist", "index.js");
-  const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
-  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
-  const model = await llama.loadModel({ modelPath: args.model, gpuLayers: 0 });
+// Greedy ids of one job (prompt: ids, maxNew: count) on a loaded llama, and
+// the prefill and decode rates.
+async function generate(llama, args, modelPath, prompt, maxNew, threads) {
+  const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
   const kvCache = "kv-cache" in args ? {
     experimentalKvCacheKeyType: args["kv-cache"],
     experimentalKvCacheValueType: args["kv-cache"],
@@ -56,13 +59,41 @@ async function main() {
     if (generated.length >= maxNew) break;
   }
   const end = performance.now();
-  const prefillRate = prompt.length / ((firstAt - start) / 1000);
-  const decodeRate = (generated.length - 1) / ((end - firstAt) / 1000);
-  console.log(generated.join(" "));
-  console.log(`prefill ${prompt.length} tokens ${prefillRate.toFixed(1)} tok/s, ` +
-              `decode ${generated.length - 1} tokens ${decodeRate.toFixed(1)} tok/s`);
   await context.dispose();
   await model.dispose();
+  return {
+    generated,
+    prefillRate: prompt.length / ((firstAt - start) / 1000),
+    decodeRate: (generated.length - 1) / ((end - firstAt) / 1000),
+  };
+}
+
+function promptIds(text) {
+  return text.trim().split(/\s+/).map(Number);
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const threads = Number(args.threads);
+  const entry = path.join(args.package, "node_modules", "node-llama-cpp", "dist", "index.js");
+  const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
+  if ("jobs" in args) {
+    const lines = readFileSync(args.jobs, "utf8").split("\n").filter((line) => line.trim() !== "");
+    for (const [index, line] of lines.entries()) {
+      const fields = line.split("\t");
+      if (fields.length !== 3) throw new Error(`${args.jobs} line ${index + 1}: want MODEL<tab>PROMPT IDS<tab>MAX NEW`);
+      const { generated } = await generate(llama, args, fields[0], promptIds(fields[1]), Number(fields[2]), threads);
+      console.log(generated.join(" "));
+    }
+  } else {
+    const prompt = promptIds(args["prompt-ids"]);
+    const { generated, prefillRate, decodeRate } =
+        await generate(llama, args, args.model, prompt, Number(args["max-new-tokens"]), threads);
+    console.log(generated.join(" "));
+    console.log(`prefill ${prompt.length} tokens ${prefillRate.toFixed(1)} tok/s, ` +
+                `decode ${generated.length - 1} tokens ${decodeRate.toFixed(1)} tok/s`);
+  }
   await llama.dispose();
 }
 
