@@ -49,7 +49,8 @@ void WriteAll(int fd, const std::string& text) {
   CHECK_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
 }
 
-// The send path of the flake in rank_fault_4_ranks_test: a rank sending to
+// The send path of a flake in the 4-rank shared-memory rank_fault case (cut
+// from CI on 6 December; tests/BUILD): a rank sending to
 // a peer that gave up on the job reported that the peer closed its end of
 // the ring, not why the job ended, and so did not name the victim.
 TEST(ShmTransport, SendToARankThatGaveUpQuotesItsReason) {
