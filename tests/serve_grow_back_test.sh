@@ -21,11 +21,14 @@ LAUNCH="$1" SERVE="$2" MAKE_TOY="$3" CLIENT="$4"
 source tests/serve_lib.sh
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/serve_grow_back.XXXXXX")"
 STREAMS=8
-MAX_TOKENS=${MAX_TOKENS:-400}
+# Long enough that the streams outlast the loss, the refused stranger and
+# the replacement's join (together 2-4 s here): at 400 tokens a CI run on
+# 6 December saw every stream end before the grow-back.
+MAX_TOKENS=${MAX_TOKENS:-1000}
 KILL_AFTER=${KILL_AFTER:-$((STREAMS * 20))}
 export INFERNO_TIMEOUT_MS=5000
 SHM_BEFORE="$(ls /dev/shm | sort)"
-read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 512 --vocab 2000}"
+read -r -a TOY_FLAGS <<<"${TOY_FLAGS:---dim 128 --layers 6 --seq-len 1280 --vocab 2000}"
 TOKENIZER=${TOKENIZER:-byte-level}
 "$MAKE_TOY" --out "$WORK/toy" "${TOY_FLAGS[@]}" >/dev/null || { echo "FAIL: make_toy_model" >&2; exit 1; }
 SERVE_ARGS=(--failover --model "$WORK/toy" --tokenizer "$TOKENIZER" --model-name toy --slots "$STREAMS")
