@@ -83,6 +83,13 @@ constexpr std::chrono::milliseconds kFarewellWait{500};
 // An abort notice's reason is cut to this many bytes.
 constexpr size_t kMaxAbortReasonBytes = 4096;
 
+// The longest a reader that owes other work reads the ROUTER in one go (see
+// DrainRouter): half the default beat_interval, so a beat thread reading a
+// flood still sends its heartbeats. Before this bound, a rank reading a
+// stranger's flood on a loaded machine sent none for 10 s, and its peers
+// judged it lost (stranger_flood_test in a CI run of 6 December).
+constexpr std::chrono::milliseconds kDrainSlice{50};
+
 // When a Recv times out, the peer is pinged: how long it has to answer, and,
 // when it answers (it is alive, and waiting too), how much longer the Recv
 // waits for the message or for the abort notice of the rank that saw the
@@ -272,7 +279,11 @@ struct ZmqTransport::Impl {
   void PollSockets(Deadline until);
   void CheckMonitors();
   bool ReceiveFrame(zmq::recv_flags flags);
-  void DrainRouter();
+  // Reads and handles what the ROUTER holds until it is empty or, when
+  // `stop_by` is given, that time has passed: under a stranger's flood the
+  // queue never empties, and a reader that owes other work (the beat thread
+  // its heartbeats) must come back to it.
+  void DrainRouter(Deadline stop_by = Deadline::max());
   void HandleFrame(const zmq::message_t& routing_id, const zmq::message_t& header_bytes,
                    zmq::message_t payload);
   void HandleMonitorEvent(int peer);
@@ -565,7 +576,7 @@ Status ZmqTransport::CheckAbortNotices() {
     std::unique_lock<std::mutex> reading(impl.router_mutex, std::try_to_lock);
     if (reading.owns_lock()) {
       try {
-        impl.DrainRouter();
+        impl.DrainRouter(Clock::now() + kDrainSlice);
       } catch (const zmq::error_t& error) {
         LOG(WARNING) << "rank " << impl.options.rank << ": receiving failed: " << error.what();
       }
@@ -676,7 +687,7 @@ void ZmqTransport::Impl::PollSockets(Deadline until) {
       router.set(zmq::sockopt::rcvtimeo, wait_ms);
       router_receive_timeout_ms = wait_ms;
     }
-    if (ReceiveFrame(zmq::recv_flags::none)) DrainRouter();
+    if (ReceiveFrame(zmq::recv_flags::none)) DrainRouter(Clock::now() + kDrainSlice);
   } catch (const zmq::error_t& error) {
     if (error.num() == EINTR) return;
     LOG(ERROR) << "rank " << options.rank << ": receiving failed: " << error.what();
@@ -720,8 +731,8 @@ bool ZmqTransport::Impl::ReceiveFrame(zmq::recv_flags flags) {
   return true;
 }
 
-void ZmqTransport::Impl::DrainRouter() {
-  while (ReceiveFrame(zmq::recv_flags::dontwait)) {
+void ZmqTransport::Impl::DrainRouter(Deadline stop_by) {
+  while (ReceiveFrame(zmq::recv_flags::dontwait) && Clock::now() < stop_by) {
   }
 }
 
