@@ -68,19 +68,14 @@ Result<RoutingCounts> ReadRoutingStats(const std::string& path, const ModelConfi
   return ParseRoutingStats(*text, path, config);
 }
 
-Result<std::optional<ExpertPlacement>> PlaceJobExperts(const std::optional<std::string>& stats, int replicas,
+Result<std::optional<ExpertPlacement>> PlaceJobExperts(const RoutingCounts* counts, int replicas,
                                                        const ModelConfig& config, int tp) {
-  std::optional<RoutingCounts> counts;
-  if (stats) {
-    Result<RoutingCounts> read = ReadRoutingStats(*stats, config);
-    if (!read) return read.error().Prefixed("--experts-by-load: ");
-    counts = std::move(*read);
+  if ((counts == nullptr && replicas == 0) || tp < 1 || tp > config.num_experts) {
+    return std::optional<ExpertPlacement>();
   }
-  if ((!stats && replicas == 0) || tp < 1 || tp > config.num_experts) return std::optional<ExpertPlacement>();
   ExpertPlacement placement =
-      counts ? PlaceExpertsByLoad(config, tp, *counts) : ContiguousExperts(config, tp);
-  Result<ExpertPlacement> copied =
-      AddExpertReplicas(tp, std::move(placement), replicas, counts ? &*counts : nullptr);
+      counts != nullptr ? PlaceExpertsByLoad(config, tp, *counts) : ContiguousExperts(config, tp);
+  Result<ExpertPlacement> copied = AddExpertReplicas(tp, std::move(placement), replicas, counts);
   if (!copied) return copied.error();
   return std::optional(std::move(*copied));
 }

@@ -46,15 +46,14 @@ Result<RoutingCounts> ParseRoutingStats(const std::string& text, const std::stri
 // Reads and parses `path` (ParseRoutingStats).
 Result<RoutingCounts> ReadRoutingStats(const std::string& path, const ModelConfig& config);
 
-// The placement a job's --experts-by-load `stats` (a routing-stats file)
-// and --expert-replicas `replicas` ask for, of a model of `config` on
-// stages of `tp` ranks: experts placed by the file's counts
-// (PlaceExpertsByLoad) or in contiguous runs, plus `replicas` copies per
-// rank (AddExpertReplicas, by the file's counts if given); nullopt with
-// neither (MakeShardPlan's default), or when tp is outside [1, num_experts]
-// (MakeShardPlan refuses the grid). Fails as ReadRoutingStats does, prefixed
-// with "--experts-by-load: ", or as AddExpertReplicas does.
-Result<std::optional<ExpertPlacement>> PlaceJobExperts(const std::optional<std::string>& stats, int replicas,
+// The placement a job's --experts-by-load and --expert-replicas ask for, of
+// a model of `config` on stages of `tp` ranks: experts placed by `counts`
+// (the stats file's, ReadRoutingStats; null without the flag) with
+// PlaceExpertsByLoad, or in contiguous runs, plus `replicas` copies per rank
+// (AddExpertReplicas, by `counts` if given); nullopt with neither
+// (MakeShardPlan's default), or when tp is outside [1, num_experts]
+// (MakeShardPlan refuses the grid). Fails as AddExpertReplicas does.
+Result<std::optional<ExpertPlacement>> PlaceJobExperts(const RoutingCounts* counts, int replicas,
                                                        const ModelConfig& config, int tp);
 
 // One rank's routing histogram (TransformerStage::RoutingCounts: its layers

@@ -116,8 +116,14 @@ namespace {
 // received.
 Result<ShardPlan> JobPlan(const ModelConfig& config, const ModelChoice& choice, std::pair<int, int> grid,
                           int world_size) {
+  std::optional<RoutingCounts> counts;
+  if (choice.experts_by_load) {
+    Result<RoutingCounts> read = ReadRoutingStats(*choice.experts_by_load, config);
+    if (!read) return read.error().Prefixed("--experts-by-load: ");
+    counts = std::move(*read);
+  }
   Result<std::optional<ExpertPlacement>> placement =
-      PlaceJobExperts(choice.experts_by_load, choice.expert_replicas, config, grid.second);
+      PlaceJobExperts(counts ? &*counts : nullptr, choice.expert_replicas, config, grid.second);
   if (!placement) return placement.error();
   Result<ShardPlan> plan = MakeShardPlan(config, grid.first, grid.second, choice.layers_per_stage,
                                          choice.ep.has_value(), *placement);

@@ -113,15 +113,15 @@ int Run(int argc, char** argv) {
   }
   Result<int64_t> replicas = flags.Int("expert-replicas", 0, 0, 1 << 16);
   if (!replicas) return Fail(replicas.error());
-  Result<std::optional<ExpertPlacement>> placement =
-      PlaceJobExperts(stats, static_cast<int>(*replicas), config, static_cast<int>(*tp));
-  if (!placement) return Fail(placement.error());
   std::optional<RoutingCounts> counts;
-  if (stats && *placement) {
+  if (stats) {
     Result<RoutingCounts> read = ReadRoutingStats(*stats, config);
     if (!read) return Fail(read.error().Prefixed("--experts-by-load: "));
     counts = std::move(*read);
   }
+  Result<std::optional<ExpertPlacement>> placement = PlaceJobExperts(
+      counts ? &*counts : nullptr, static_cast<int>(*replicas), config, static_cast<int>(*tp));
+  if (!placement) return Fail(placement.error());
   Result<ShardPlan> plan = MakeShardPlan(config, static_cast<int>(*pp), static_cast<int>(*tp), layers,
                                          expert_parallel, *placement);
   if (!plan) return Fail(plan.error());
@@ -164,7 +164,7 @@ int Run(int argc, char** argv) {
                  shard.has_final_norm ? ", final norm" : "",
                  report->manifest.files[static_cast<size_t>(shard.rank)].file.c_str());
   }
-  for (int64_t layer = 0; counts && layer < config.num_hidden_layers; ++layer) {
+  for (int64_t layer = 0; counts && *placement && layer < config.num_hidden_layers; ++layer) {
     if (!config.IsSparseLayer(layer)) continue;
     std::fprintf(stderr,
                  "shard:   layer %lld: the busiest rank gets %.3f of the routing (contiguous: %.3f)\n",
